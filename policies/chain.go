@@ -1,0 +1,114 @@
+package policies
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Mode says whether a module's verdicts are enforced.
+type Mode string
+
+// Module modes.
+const (
+	// Enforce applies the module's verdict (the default).
+	Enforce Mode = "enforce"
+	// AuditOnly records what the module would decide and never blocks: how a
+	// team rolls out a new policy safely.
+	AuditOnly Mode = "audit"
+)
+
+// ChainEntry is one module of a chain with its mode ("" means Enforce).
+type ChainEntry struct {
+	Hook BeforeToolCallHook
+	Mode Mode
+}
+
+// ChainOptions configure a [Chain]. The zero value is usable: no audit log,
+// the wall clock.
+type ChainOptions struct {
+	// Audit receives one record per module verdict; nil discards them.
+	Audit AuditSink
+	// Now is the clock for audit timestamps; nil means time.Now.
+	Now func() time.Time
+}
+
+// Chain runs before_tool_call modules in order and combines their verdicts
+// (package doc). It is safe for concurrent use; an empty chain allows.
+type Chain struct {
+	entries []ChainEntry
+	audit   AuditSink
+	now     func() time.Time
+}
+
+// NewChain returns a chain over entries, which are copied.
+func NewChain(entries []ChainEntry, opts *ChainOptions) *Chain {
+	c := &Chain{entries: append([]ChainEntry(nil), entries...), now: time.Now}
+	if opts != nil {
+		c.audit = opts.Audit
+		if opts.Now != nil {
+			c.now = opts.Now
+		}
+	}
+	return c
+}
+
+// Modules returns the names and modes of the chain's modules, in order.
+func (c *Chain) Modules() []ChainEntry { return append([]ChainEntry(nil), c.entries...) }
+
+// ErrInvalidVerdict is wrapped when a module answers with an outcome that
+// is not allow, block or require_approval.
+var ErrInvalidVerdict = errors.New("policies: invalid verdict")
+
+// BeforeToolCall runs the chain for one call. It never returns an error: a
+// failing module is a block whose reason names the module and the failure.
+func (c *Chain) BeforeToolCall(ctx context.Context, call *ToolCall) Decision {
+	d := Decision{Outcome: Allow, Arguments: call.Arguments}
+	cur := *call
+	for _, e := range c.entries {
+		name := e.Hook.Name()
+		start := c.now()
+		v, err := e.Hook.BeforeToolCall(ctx, &cur)
+		if err == nil && !v.Decision.Valid() {
+			err = fmt.Errorf("%w: unknown decision %q", ErrInvalidVerdict, v.Decision)
+		}
+		if err != nil {
+			v = Verdict{Decision: Block, Reason: fmt.Sprintf("policy module failed: %v", err)}
+		}
+		mode := e.Mode
+		if mode == "" {
+			mode = Enforce
+		}
+		c.record(&cur, name, mode, v, err, start)
+		if mode == AuditOnly {
+			continue
+		}
+		if len(v.Arguments) > 0 && v.Decision != Block {
+			cur.Arguments = v.Arguments
+			d.Arguments = v.Arguments
+		}
+		if v.Decision.rank() > d.Outcome.rank() {
+			d = Decision{Outcome: v.Decision, Reason: v.Reason, Module: name, Title: v.Title,
+				Description: v.Description, TimeoutMs: v.TimeoutMs, Arguments: d.Arguments}
+		}
+		if d.Outcome == Block {
+			break
+		}
+	}
+	return d
+}
+
+func (c *Chain) record(call *ToolCall, module string, mode Mode, v Verdict, err error, start time.Time) {
+	if c.audit == nil {
+		return
+	}
+	r := AuditRecord{Time: start.UTC(), Hook: HookBeforeToolCall, Surface: call.Surface,
+		SessionKey: call.SessionKey, Caller: call.Caller.Name, Tool: call.Tool.Name, Server: call.Tool.Server,
+		Module: module, Mode: mode, Decision: string(v.Decision), Reason: v.Reason,
+		DurationUs: c.now().Sub(start).Microseconds()}
+	if err != nil {
+		r.Error = err.Error()
+	}
+	c.audit.Record(r)
+}

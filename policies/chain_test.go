@@ -1,0 +1,85 @@
+package policies
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+type fixed struct {
+	name string
+	v    Verdict
+	err  error
+	seen *json.RawMessage
+}
+
+func (f fixed) Name() string { return f.name }
+func (f fixed) BeforeToolCall(_ context.Context, c *ToolCall) (Verdict, error) {
+	if f.seen != nil {
+		*f.seen = c.Arguments
+	}
+	return f.v, f.err
+}
+
+func TestChainCombination(t *testing.T) {
+	t.Parallel()
+	allow := fixed{name: "a", v: Verdict{Decision: Allow}}
+	approve := fixed{name: "b", v: Verdict{Decision: RequireApproval, Reason: "writes"}}
+	block := fixed{name: "c", v: Verdict{Decision: Block, Reason: "no"}}
+	broken := fixed{name: "d", err: errors.New("trap")}
+	bogus := fixed{name: "e", v: Verdict{Decision: "maybe"}}
+	tests := []struct {
+		name    string
+		entries []ChainEntry
+		want    Outcome
+		module  string
+	}{
+		{"empty allows", nil, Allow, ""},
+		{"allow", []ChainEntry{{Hook: allow}}, Allow, ""},
+		{"approval over allow", []ChainEntry{{Hook: allow}, {Hook: approve}}, RequireApproval, "b"},
+		{"block over approval", []ChainEntry{{Hook: approve}, {Hook: block}}, Block, "c"},
+		{"error fails closed", []ChainEntry{{Hook: allow}, {Hook: broken}}, Block, "d"},
+		{"unknown decision fails closed", []ChainEntry{{Hook: bogus}}, Block, "e"},
+		{"audit mode never blocks", []ChainEntry{{Hook: block, Mode: AuditOnly}, {Hook: allow}}, Allow, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var buf bytes.Buffer
+			log := NewAuditLog(&buf)
+			d := NewChain(tt.entries, &ChainOptions{Audit: log}).BeforeToolCall(context.Background(),
+				&ToolCall{Surface: SurfaceServe, Tool: ToolRef{Name: "t"}, Arguments: json.RawMessage(`{"x":1}`)})
+			if d.Outcome != tt.want || d.Module != tt.module {
+				t.Fatalf("got %s by %q (%s), want %s by %q", d.Outcome, d.Module, d.Reason, tt.want, tt.module)
+			}
+			if n := strings.Count(buf.String(), "\n"); n != len(tt.entries) && tt.want != Block {
+				t.Fatalf("audit lines = %d, want %d", n, len(tt.entries))
+			}
+		})
+	}
+}
+
+func TestChainStopsAtFirstBlockAndPassesRewrites(t *testing.T) {
+	t.Parallel()
+	var seen json.RawMessage
+	rewrite := fixed{name: "r", v: Verdict{Decision: Allow, Arguments: json.RawMessage(`{"x":2}`)}}
+	check := fixed{name: "s", v: Verdict{Decision: Allow}, seen: &seen}
+	d := NewChain([]ChainEntry{{Hook: rewrite}, {Hook: check}}, nil).BeforeToolCall(context.Background(),
+		&ToolCall{Arguments: json.RawMessage(`{"x":1}`)})
+	if string(seen) != `{"x":2}` || string(d.Arguments) != `{"x":2}` {
+		t.Fatalf("rewrite not passed on: seen %s, final %s", seen, d.Arguments)
+	}
+	var buf bytes.Buffer
+	never := fixed{name: "never", err: errors.New("must not run")}
+	d = NewChain([]ChainEntry{{Hook: fixed{name: "c", v: Verdict{Decision: Block}}}, {Hook: never}},
+		&ChainOptions{Audit: NewAuditLog(&buf)}).BeforeToolCall(context.Background(), &ToolCall{})
+	if d.Outcome != Block || strings.Contains(buf.String(), "never") {
+		t.Fatalf("chain did not stop at first block: %+v, audit %s", d, buf.String())
+	}
+	if got := d.Message(); got != `blocked by policy "c"` {
+		t.Fatalf("Message() = %q", got)
+	}
+}

@@ -1,0 +1,154 @@
+// Package policies is the policy contract of openclaw-go: the hook points,
+// their inputs and outputs, the before_tool_call chain with its fail-closed
+// combination rules, and the decision audit log.
+//
+// It imports only the standard library. Surfaces (the `mcp serve` bridge,
+// `mcp proxy`, the embedded runtime) depend on this package and are handed an
+// [Enforcer]; the Wasm adapter (sub-package wasmpolicy) and the embedded
+// built-in modules (sub-package builtin) implement [BeforeToolCallHook]. The
+// rules are those of DESIGN.md §3:
+//
+//   - modules run in the configured order; the first block stops the chain;
+//     block wins over require_approval, which wins over allow;
+//   - argument rewrites pass to the next module;
+//   - a module that fails (error, trap, timeout, malformed or unknown output)
+//     counts as a block naming the module: policies fail closed;
+//   - every verdict is written to the audit log, without argument values.
+//
+// Usage sketch:
+//
+//	chain := policies.NewChain([]policies.ChainEntry{{Hook: rules}}, &policies.ChainOptions{Audit: policies.NewAuditLog(f)})
+//	d := chain.BeforeToolCall(ctx, &policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: "messages_send"}})
+//	if d.Outcome != policies.Allow { /* refuse with d.Reason */ }
+package policies
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// Hook names a hook point; the names are also the Wasm export names of the
+// policy ABI (docs/policy-abi.md).
+type Hook string
+
+// The three hook points of DESIGN.md §3.
+const (
+	HookBeforeToolCall    Hook = "before_tool_call"
+	HookSanitizeToolNames Hook = "sanitize_tool_names"
+	HookDecideApproval    Hook = "decide_approval"
+)
+
+// Surface says where a tool call entered.
+type Surface string
+
+// Surfaces that pass the hook boundary.
+const (
+	SurfaceServe    Surface = "serve"    // openclaw mcp serve: the 9 bridge tools
+	SurfaceProxy    Surface = "proxy"    // openclaw mcp proxy
+	SurfaceEmbedded Surface = "embedded" // the runtime library
+)
+
+// Caller identifies the MCP client that made a call (clientInfo of its
+// initialize request).
+type Caller struct {
+	Name    string `json:"name,omitempty"`
+	Version string `json:"version,omitempty"`
+}
+
+// ToolRef names the tool being called: Name is the exposed name, Server and
+// Original the upstream server and tool name where the tool was imported
+// (empty for the bridge's own tools).
+type ToolRef struct {
+	Name     string `json:"name"`
+	Server   string `json:"server,omitempty"`
+	Original string `json:"original,omitempty"`
+}
+
+// ToolCall is the input of before_tool_call.
+type ToolCall struct {
+	Surface    Surface         `json:"surface"`
+	SessionKey string          `json:"session_key,omitempty"`
+	Caller     Caller          `json:"caller"`
+	Tool       ToolRef         `json:"tool"`
+	Arguments  json.RawMessage `json:"arguments,omitempty"`
+}
+
+// Outcome is a before_tool_call decision.
+type Outcome string
+
+// The before_tool_call outcomes.
+const (
+	Allow           Outcome = "allow"
+	Block           Outcome = "block"
+	RequireApproval Outcome = "require_approval"
+)
+
+// rank orders outcomes for combination: block > require_approval > allow.
+func (o Outcome) rank() int {
+	switch o {
+	case Allow:
+		return 0
+	case RequireApproval:
+		return 1
+	default:
+		return 2
+	}
+}
+
+// Valid reports whether o is one of the three outcomes.
+func (o Outcome) Valid() bool { return o == Allow || o == Block || o == RequireApproval }
+
+// Verdict is one module's answer to before_tool_call. Title, Description and
+// TimeoutMs describe the approval a require_approval asks for; Arguments,
+// when set, replaces the call's arguments for later modules and the tool.
+type Verdict struct {
+	Decision    Outcome         `json:"decision"`
+	Reason      string          `json:"reason,omitempty"`
+	Title       string          `json:"title,omitempty"`
+	Description string          `json:"description,omitempty"`
+	TimeoutMs   int64           `json:"timeout_ms,omitempty"`
+	Arguments   json.RawMessage `json:"arguments,omitempty"`
+}
+
+// BeforeToolCallHook is a policy module serving before_tool_call. Name is
+// the module's configured name, used in reasons and audit records.
+// BeforeToolCall returns an error when the module failed; the chain then
+// blocks (fail closed). Implementations are safe for concurrent use.
+type BeforeToolCallHook interface {
+	Name() string
+	BeforeToolCall(ctx context.Context, call *ToolCall) (Verdict, error)
+}
+
+// Enforcer is what a surface needs from the policy layer: one combined
+// decision per tool call. [*Chain] implements it.
+type Enforcer interface {
+	BeforeToolCall(ctx context.Context, call *ToolCall) Decision
+}
+
+// Decision is the combined answer of a chain. Module names the module whose
+// verdict decided (empty for an allow by every module, or for an empty
+// chain); Arguments are the arguments to call the tool with (the input's,
+// unless a module rewrote them).
+type Decision struct {
+	Outcome     Outcome
+	Reason      string
+	Module      string
+	Title       string
+	Description string
+	TimeoutMs   int64
+	Arguments   json.RawMessage
+}
+
+// Message is the text a surface shows the caller for a decision that is not
+// an allow: `blocked by policy "rules": writes are disabled`.
+func (d Decision) Message() string {
+	what := "blocked"
+	if d.Outcome == RequireApproval {
+		what = "approval required"
+	}
+	if d.Reason == "" {
+		return fmt.Sprintf("%s by policy %q", what, d.Module)
+	}
+	return fmt.Sprintf("%s by policy %q: %s", what, d.Module, d.Reason)
+}
