@@ -56,7 +56,9 @@ func TestImportRules(t *testing.T) {
 		{"bridge", false, func(d string) bool { return strings.HasPrefix(d, module+"/wasmhost") || strings.Contains(d, "wazero") }, "surfaces depend on the policy contract, not the Wasm host"},
 		{"bridge/gwclient", false, func(d string) bool { return d == module+"/bridge" }, "the Gateway client must not import the bridge"},
 		{"runtime", false, func(d string) bool { return strings.HasPrefix(d, module+"/wasmhost") || strings.Contains(d, "wazero") }, "surfaces depend on the policy contract, not the Wasm host"},
-		{"transport", false, func(d string) bool { return strings.HasPrefix(d, module+"/policies") || strings.HasPrefix(d, module+"/wasmhost") }, "transports are policy-unaware"},
+		{"transport", false, func(d string) bool {
+			return strings.HasPrefix(d, module+"/policies") || strings.HasPrefix(d, module+"/wasmhost")
+		}, "transports are policy-unaware"},
 	}
 	checked := 0
 	for _, r := range rules {
