@@ -1,0 +1,125 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// PolicyFile is openclaw-go's own policy configuration (JSON), given with
+// `--policy-config FILE`. It is kept out of openclaw.json because OpenClaw
+// validates that file strictly and would reject our keys.
+//
+//	{
+//	  "audit_log": "/var/log/openclaw/policy-audit.jsonl",
+//	  "modules": [
+//	    {"name": "rules", "source": "builtin:rules", "mode": "enforce",
+//	     "config": {"default": "allow", "rules": [{"tool": "messages_send", "decision": "block", "reason": "read-only"}]}}
+//	  ]
+//	}
+//
+// Unknown keys are rejected with their name, so a typo never silently
+// weakens a policy.
+type PolicyFile struct {
+	// AuditLog is the decision audit log (JSON Lines); "-" means stderr;
+	// empty means the default file under the state folder.
+	AuditLog string `json:"audit_log,omitempty"`
+	// Modules run in order for before_tool_call.
+	Modules []PolicyModule `json:"modules"`
+}
+
+// PolicyModule configures one policy module.
+type PolicyModule struct {
+	// Name identifies the module in reasons and audit records; defaults to
+	// the builtin name or the file's base name without extension.
+	Name string `json:"name,omitempty"`
+	// Source is "builtin:NAME" or a path to a .wasm file (relative paths are
+	// resolved against the policy file's folder).
+	Source string `json:"source"`
+	// SHA256, when set, pins the module's bytes (lowercase hex).
+	SHA256 string `json:"sha256,omitempty"`
+	// Config is passed to the module's configure export; absent means the
+	// module's default (for builtin:rules, the allow-all ruleset).
+	Config json.RawMessage `json:"config,omitempty"`
+	// Mode is "enforce" (default) or "audit".
+	Mode string `json:"mode,omitempty"`
+	// TimeoutMs is the per-call deadline; 0 means the host default (100 ms).
+	TimeoutMs int `json:"timeout_ms,omitempty"`
+	// MemoryLimitPages caps linear memory in 64 KiB pages; 0 means the host
+	// default (256 pages, 16 MiB).
+	MemoryLimitPages int `json:"memory_limit_pages,omitempty"`
+}
+
+// BuiltinPrefix marks a module embedded in the binary.
+const BuiltinPrefix = "builtin:"
+
+// LoadPolicyFile reads and validates a policy file.
+func LoadPolicyFile(path string) (*PolicyFile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("policy config: %w", err)
+	}
+	pf, err := ParsePolicyFile(path, data)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Dir(path)
+	for i := range pf.Modules {
+		m := &pf.Modules[i]
+		if !strings.HasPrefix(m.Source, BuiltinPrefix) && !filepath.IsAbs(m.Source) {
+			m.Source = filepath.Join(dir, m.Source)
+		}
+	}
+	return pf, nil
+}
+
+// ParsePolicyFile parses and validates policy file data; name is used in
+// errors, which name the offending module and key.
+func ParsePolicyFile(name string, data []byte) (*PolicyFile, error) {
+	var pf PolicyFile
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&pf); err != nil {
+		return nil, fmt.Errorf("policy config %s: %w", name, err)
+	}
+	seen := map[string]bool{}
+	for i := range pf.Modules {
+		m := &pf.Modules[i]
+		where := fmt.Sprintf("policy config %s: modules[%d]", name, i)
+		if m.Source == "" {
+			return nil, fmt.Errorf("%s: source is required (builtin:NAME or a .wasm path)", where)
+		}
+		if m.Name == "" {
+			m.Name = DefaultModuleName(m.Source)
+		}
+		if seen[m.Name] {
+			return nil, fmt.Errorf("%s: duplicate module name %q", where, m.Name)
+		}
+		seen[m.Name] = true
+		switch m.Mode {
+		case "", "enforce", "audit":
+		default:
+			return nil, fmt.Errorf("%s (%s): mode %q is not enforce or audit", where, m.Name, m.Mode)
+		}
+		if m.TimeoutMs < 0 || m.MemoryLimitPages < 0 || m.MemoryLimitPages > 65536 {
+			return nil, fmt.Errorf("%s (%s): timeout_ms and memory_limit_pages must be ≥ 0 (pages ≤ 65536)", where, m.Name)
+		}
+		if m.SHA256 != "" && len(m.SHA256) != 64 {
+			return nil, fmt.Errorf("%s (%s): sha256 must be 64 hex digits", where, m.Name)
+		}
+	}
+	return &pf, nil
+}
+
+// DefaultModuleName derives a module name from its source: the builtin's
+// name, or the file's base name without ".wasm".
+func DefaultModuleName(source string) string {
+	if name, ok := strings.CutPrefix(source, BuiltinPrefix); ok {
+		return name
+	}
+	return strings.TrimSuffix(filepath.Base(source), ".wasm")
+}
+
