@@ -1,0 +1,157 @@
+// Package e2e drives the built `openclaw` binary the way users do: it starts
+// a local Gateway (`openclaw gateway run`), spawns `openclaw mcp serve` under
+// a real MCP client, and injects traffic through the Gateway's CLI. The demo
+// (examples/demo) and the end-to-end tests (test/e2e) share it.
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+
+	"fmt"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Gateway is a running local Gateway child process.
+type Gateway struct {
+	Bin      string // the openclaw binary
+	URL      string // ws://127.0.0.1:PORT
+	Token    string
+	StateDir string
+
+	cmd    *exec.Cmd
+	done   chan struct{}
+	mu     sync.Mutex
+	stderr strings.Builder
+}
+
+var readyLine = regexp.MustCompile(`ready on (wss?://[^\s]+)`)
+
+// StartGateway runs `bin gateway run` with a fresh token on a free loopback
+// port, seeded with the built-in demo conversations, state under dir. It
+// returns once the Gateway prints its ready line, or an error with its
+// stderr when it exits or does not get ready within 20 s.
+func StartGateway(ctx context.Context, bin, dir string) (*Gateway, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	g := &Gateway{Bin: bin, Token: "demo-" + randHex(8), StateDir: filepath.Join(dir, "gateway-state"), done: make(chan struct{})}
+	g.cmd = exec.Command(bin, "gateway", "run", "--port", fmt.Sprint(port), "--token", g.Token,
+		"--state-dir", g.StateDir, "--seed", "demo")
+	g.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stderr, err := g.cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := g.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting gateway: %w", err)
+	}
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			g.mu.Lock()
+			g.stderr.WriteString(line + "\n")
+			g.mu.Unlock()
+			if m := readyLine.FindStringSubmatch(line); m != nil {
+				select {
+				case ready <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	go func() { _ = g.cmd.Wait(); close(g.done) }()
+	select {
+	case u := <-ready:
+		g.URL = u
+		return g, nil
+	case <-g.done:
+		return nil, fmt.Errorf("gateway exited before it was ready:\n%s", g.Stderr())
+	case <-time.After(20 * time.Second):
+		g.Stop()
+		return nil, fmt.Errorf("gateway not ready after 20s:\n%s", g.Stderr())
+	case <-ctx.Done():
+		g.Stop()
+		return nil, ctx.Err()
+	}
+}
+
+// Stderr returns what the Gateway printed so far.
+func (g *Gateway) Stderr() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.stderr.String()
+}
+
+// Stop sends SIGTERM, then SIGKILL after 5 s, and waits for the exit.
+func (g *Gateway) Stop() {
+	if g.cmd.Process == nil {
+		return
+	}
+	_ = g.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-g.done:
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(-g.cmd.Process.Pid, syscall.SIGKILL)
+		<-g.done
+	}
+}
+
+// CLI runs `bin gateway <args…> --url URL --token TOKEN` against this
+// Gateway and returns its stdout; an exit status ≠ 0 is an error carrying
+// stderr.
+func (g *Gateway) CLI(ctx context.Context, args ...string) (string, error) {
+	full := append([]string{"gateway"}, args...)
+	full = append(full, "--url", g.URL, "--token", g.Token)
+	cmd := exec.CommandContext(ctx, g.Bin, full...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out), fmt.Errorf("openclaw %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return string(out), nil
+}
+
+// Inject delivers an inbound message to a session as the Gateway's CLI does.
+func (g *Gateway) Inject(ctx context.Context, sessionKey, role, text string, owner bool) error {
+	args := []string{"inject", "--session", sessionKey, "--role", role, "--text", text}
+	if owner {
+		args = append(args, "--owner")
+	}
+	_, err := g.CLI(ctx, args...)
+	return err
+}
+
+// RaiseExecApproval asks the Gateway for an exec approval and returns the
+// CLI's output (the request as JSON).
+func (g *Gateway) RaiseExecApproval(ctx context.Context, command string) (string, error) {
+	return g.CLI(ctx, "approval", "exec", "--command", command)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
