@@ -1,0 +1,51 @@
+# openclaw-go. `make demo` runs the main job on embedded defaults; `make test` runs the tests.
+GO       ?= go
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -s -w -X main.version=$(VERSION)
+BIN      := bin/openclaw
+PEERS_DIR ?= $(CURDIR)/.peers
+export PEERS_DIR
+
+.PHONY: build guests test test-short check demo interop bench peers clean
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/openclaw
+
+## guests: rebuild the committed Wasm modules from source (Debian rustc + wabt).
+guests:
+	bash guests/build.sh
+
+## test: every test, with the race detector. The end-to-end tests spawn the built binary
+## and real MCP clients (go-sdk, and the Node SDK from $(PEERS_DIR), see `make peers`).
+test:
+	$(GO) test -race -count=1 ./...
+
+test-short:
+	$(GO) test -short ./...
+
+## check: formatting, vet, tidy modules, reproducible guests; fails on any diff.
+check:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1; }
+	$(GO) vet ./...
+	$(GO) mod tidy -diff
+	bash guests/build.sh
+	git diff --exit-code -- policies/builtin guests
+
+## demo: a local Gateway with seeded conversations, `openclaw mcp serve` with the built-in
+## rules module blocking one tool, driven by a real MCP client; prints a transcript.
+demo: build
+	$(GO) run ./examples/demo -bin $(BIN)
+
+## interop: the same client checks against the real OpenClaw Gateway (by hand: root, ~1 GB).
+interop: build
+	bash bench/interop.sh
+
+## peers: the pinned real MCP peers (Node SDK client, servers) into $(PEERS_DIR).
+peers:
+	bash ../shared/peers/mcp/install.sh
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 2000x ./policies/... ./bridge/...
+
+clean:
+	rm -rf bin
