@@ -1,0 +1,224 @@
+package interop
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Measurement is one spawn-to-exit run of an `mcp serve` server, the figures
+// of DESIGN.md §6 and reference/real-openclaw.md §5.
+type Measurement struct {
+	// Label names the server ("openclaw" or "ours").
+	Label string
+	// Initialize is spawn → initialize response.
+	Initialize time.Duration
+	// FirstToolsList is the first tools/list round trip.
+	FirstToolsList time.Duration
+	// Procs and RSSKiB are the process tree and its summed VmRSS, read right
+	// after the first tools/list.
+	Procs  []Proc
+	RSSKiB int64
+	// FirstConversationsList is the first conversations_list round trip,
+	// which waits for the Gateway connect and sessions.subscribe.
+	FirstConversationsList time.Duration
+	// SpawnToFirstList is spawn → first conversations_list result.
+	SpawnToFirstList time.Duration
+	// ConversationsList and EventsPoll are N sequential round trips each.
+	ConversationsList, EventsPoll Sample
+	// Exit is how the server ended after stdin EOF.
+	Exit Exit
+}
+
+// Measure spawns the server of opts, measures one run with n sequential
+// calls of conversations_list and of events_poll, and ends it by closing
+// stdin. Every result must be a success (a conversations_list error result
+// is a failed measurement, not a fast one).
+func Measure(ctx context.Context, label string, opts ServeOptions, n int) (*Measurement, error) {
+	s, err := StartServe(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Kill()
+	m := &Measurement{Label: label, Initialize: s.Initialized}
+	t0 := time.Now()
+	if _, err := s.Session.ListTools(ctx, nil); err != nil {
+		return nil, fmt.Errorf("interop: %s: tools/list: %w", label, err)
+	}
+	m.FirstToolsList = time.Since(t0)
+	if m.Procs, m.RSSKiB, err = s.RSSKiB(); err != nil {
+		return nil, err
+	}
+	call := func(name string) (time.Duration, error) {
+		t0 := time.Now()
+		r, err := s.Session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
+		d := time.Since(t0)
+		if err != nil {
+			return d, fmt.Errorf("interop: %s: %s: %w", label, name, err)
+		}
+		if r.IsError {
+			return d, fmt.Errorf("interop: %s: %s: error result %q", label, name, ResultText(r))
+		}
+		return d, nil
+	}
+	if m.FirstConversationsList, err = call("conversations_list"); err != nil {
+		return nil, err
+	}
+	m.SpawnToFirstList = time.Since(s.Spawned)
+	for _, op := range []struct {
+		name string
+		out  *Sample
+	}{{"conversations_list", &m.ConversationsList}, {"events_poll", &m.EventsPoll}} {
+		for range n {
+			d, err := call(op.name)
+			if err != nil {
+				return nil, err
+			}
+			*op.out = append(*op.out, d)
+		}
+	}
+	if m.Exit, err = s.CloseStdin(ctx); err != nil {
+		return nil, fmt.Errorf("interop: %s: %w", label, err)
+	}
+	return m, nil
+}
+
+// Summary aggregates the runs of one server: the median over runs of each
+// one-shot figure, and per-call quantiles over the calls of all runs pooled.
+type Summary struct {
+	Label                                              string
+	Runs                                               int
+	Initialize, FirstToolsList, FirstConversationsList time.Duration
+	SpawnToFirstList, Exit                             time.Duration
+	RSSKiB                                             int64
+	// ExitCodes lists each run's exit code.
+	ExitCodes []int
+	// Procs is the process tree of the first run (names and RSS).
+	Procs                         []Proc
+	ConversationsList, EventsPoll Sample
+}
+
+// Summarize aggregates runs of one server. It panics on an empty slice.
+func Summarize(runs []*Measurement) Summary {
+	med := func(f func(*Measurement) time.Duration) time.Duration {
+		var s Sample
+		for _, m := range runs {
+			s = append(s, f(m))
+		}
+		return s.Median()
+	}
+	sum := Summary{Label: runs[0].Label, Runs: len(runs), Procs: runs[0].Procs}
+	sum.Initialize = med(func(m *Measurement) time.Duration { return m.Initialize })
+	sum.FirstToolsList = med(func(m *Measurement) time.Duration { return m.FirstToolsList })
+	sum.FirstConversationsList = med(func(m *Measurement) time.Duration { return m.FirstConversationsList })
+	sum.SpawnToFirstList = med(func(m *Measurement) time.Duration { return m.SpawnToFirstList })
+	sum.Exit = med(func(m *Measurement) time.Duration { return m.Exit.After })
+	var rss []int64
+	for _, m := range runs {
+		rss = append(rss, m.RSSKiB)
+		sum.ExitCodes = append(sum.ExitCodes, m.Exit.Code)
+		sum.ConversationsList = append(sum.ConversationsList, m.ConversationsList...)
+		sum.EventsPoll = append(sum.EventsPoll, m.EventsPoll...)
+	}
+	slices.Sort(rss)
+	sum.RSSKiB = rss[(len(rss)-1)/2]
+	return sum
+}
+
+// MB converts KiB to decimal megabytes (10^6 bytes), the unit of the RSS
+// target in DESIGN.md §6.
+func MB(kib int64) float64 { return float64(kib) * 1024 / 1e6 }
+
+// Table renders the side-by-side Markdown table of real (OpenClaw) and ours,
+// with the ratio ours/OpenClaw and the DESIGN.md §6 targets.
+func Table(real, ours Summary) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| figure | %s | %s | ours / OpenClaw | target | met |\n", real.Label, ours.Label)
+	b.WriteString("|---|---:|---:|---:|---|---|\n")
+	ratio := func(o, r float64) float64 {
+		if r == 0 {
+			return math.NaN()
+		}
+		return o / r
+	}
+	met := func(ok bool) string {
+		if ok {
+			return "yes"
+		}
+		return "**no**"
+	}
+	row := func(name string, r, o float64, unit, target string, ok *bool) {
+		q := ratio(o, r)
+		m := ""
+		if ok != nil {
+			m = met(*ok)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", name, fmtNum(r, unit), fmtNum(o, unit), fmtRatio(q), target, m)
+	}
+	ptr := func(v bool) *bool { return &v }
+	ri, oi := Ms(real.Initialize), Ms(ours.Initialize)
+	row("spawn → initialize result", ri, oi, "ms", "≤ 1/100", ptr(ratio(oi, ri) <= 0.01))
+	row("first tools/list", Ms(real.FirstToolsList), Ms(ours.FirstToolsList), "ms", "", nil)
+	rr, or := MB(real.RSSKiB), MB(ours.RSSKiB)
+	row("RSS after tools/list (process tree)", rr, or, "MB", "≤ 30 MB", ptr(or <= 30))
+	row("first conversations_list (Gateway connect + subscribe)", Ms(real.FirstConversationsList), Ms(ours.FirstConversationsList), "ms", "", nil)
+	row("spawn → first conversations_list done", Ms(real.SpawnToFirstList), Ms(ours.SpawnToFirstList), "ms", "", nil)
+	rc, oc := Ms(real.ConversationsList.Median()), Ms(ours.ConversationsList.Median())
+	row(fmt.Sprintf("conversations_list median (n=%d)", len(ours.ConversationsList)), rc, oc, "ms", "≤ 1/3", ptr(ratio(oc, rc) <= 1.0/3))
+	row("conversations_list p99", Ms(real.ConversationsList.P99()), Ms(ours.ConversationsList.P99()), "ms", "", nil)
+	re, oe := Ms(real.EventsPoll.Median()), Ms(ours.EventsPoll.Median())
+	row(fmt.Sprintf("events_poll median (n=%d)", len(ours.EventsPoll)), re, oe, "ms", "≤ 1/3", ptr(ratio(oe, re) <= 1.0/3))
+	row("events_poll p99", Ms(real.EventsPoll.P99()), Ms(ours.EventsPoll.P99()), "ms", "", nil)
+	row("exit after stdin EOF", Ms(real.Exit), Ms(ours.Exit), "ms", "", nil)
+	fmt.Fprintf(&b, "| exit codes | %v | %v | | 0 | %s |\n", real.ExitCodes, ours.ExitCodes, met(allZero(ours.ExitCodes)))
+	return b.String()
+}
+
+func allZero(codes []int) bool {
+	for _, c := range codes {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func fmtNum(v float64, unit string) string {
+	switch {
+	case math.IsNaN(v):
+		return "–"
+	case v >= 100:
+		return fmt.Sprintf("%.0f %s", v, unit)
+	case v >= 10:
+		return fmt.Sprintf("%.1f %s", v, unit)
+	default:
+		return fmt.Sprintf("%.2f %s", v, unit)
+	}
+}
+
+func fmtRatio(q float64) string {
+	switch {
+	case math.IsNaN(q) || math.IsInf(q, 0):
+		return "–"
+	case q >= 0.1:
+		return fmt.Sprintf("%.2f", q)
+	case q > 0:
+		return fmt.Sprintf("1/%.0f", 1/q)
+	default:
+		return "0"
+	}
+}
+
+// ProcsString renders a process tree as "name pid RSS MB" items.
+func ProcsString(ps []Proc) string {
+	var parts []string
+	for _, p := range ps {
+		parts = append(parts, fmt.Sprintf("%s (pid %d) %.1f MB", p.Name, p.Pid, MB(p.RSSKiB)))
+	}
+	return strings.Join(parts, " + ")
+}

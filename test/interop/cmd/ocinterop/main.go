@@ -1,0 +1,417 @@
+// Command ocinterop drives `openclaw mcp serve` servers (the real OpenClaw
+// 2026.9.6 one and ours) against a real OpenClaw Gateway, with the go-sdk MCP
+// client over stdio. It is the helper of bench/interop.sh and
+// bench/serve-vs-openclaw.sh; see docs/interop.md.
+//
+//	ocinterop keygen FILE
+//	ocinterop check  -serve "CMD ARGS…" [-gw-call gw-call.sh] [-approver approver.mjs -identity key.json -gw-url URL]
+//	ocinterop bench  -real "CMD ARGS…" -ours "CMD ARGS…" [-n 50] [-runs 3] [-md out.md]
+//	ocinterop diff   -a "CMD ARGS…" -b "CMD ARGS…" [-out DIR]
+//
+// Commands are split on spaces (no quoting). Exit status: 0 success, 1 a
+// failed check or an error, 2 bad usage, 3 (diff) differences found.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/openclaw-go/openclaw/gateway/protocol"
+	"github.com/openclaw-go/openclaw/test/interop"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+const usage = `usage:
+  ocinterop keygen FILE
+  ocinterop check -serve "CMD ARGS..." [flags]
+  ocinterop bench -real "CMD ARGS..." -ours "CMD ARGS..." [flags]
+  ocinterop diff  -a "CMD ARGS..." -b "CMD ARGS..." [flags]
+run "ocinterop SUBCOMMAND -h" for the flags`
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "keygen":
+		err = keygen(args[1:], stdout)
+	case "check":
+		return check(ctx, args[1:], stdout, stderr)
+	case "bench":
+		err = bench(ctx, args[1:], stdout, stderr)
+	case "diff":
+		return diff(ctx, args[1:], stdout, stderr)
+	default:
+		fmt.Fprintf(stderr, "ocinterop: unknown subcommand %q\n%s\n", args[0], usage)
+		return 2
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "ocinterop:", err)
+		return 1
+	}
+	return 0
+}
+
+// keygen writes a fresh device identity {deviceId, publicKeyPem,
+// privateKeyPem} to FILE (mode 0600), or keeps the one there, and prints
+// its deviceId.
+func keygen(args []string, stdout io.Writer) error {
+	if len(args) != 1 {
+		return fmt.Errorf("keygen: want one FILE argument, got %d", len(args))
+	}
+	id, err := protocol.LoadOrCreateDeviceIdentity(args[0])
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, id.ID)
+	return nil
+}
+
+func serveOpts(cmd, stderrPath, pv string) (interop.ServeOptions, func(), error) {
+	argv := strings.Fields(cmd)
+	if len(argv) == 0 {
+		return interop.ServeOptions{}, nil, errors.New("empty server command")
+	}
+	o := interop.ServeOptions{Command: argv, ProtocolVersion: pv}
+	closeFn := func() {}
+	if stderrPath != "" {
+		f, err := os.OpenFile(stderrPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return o, nil, fmt.Errorf("opening stderr log: %w", err)
+		}
+		o.Stderr = f
+		closeFn = func() { f.Close() }
+	}
+	return o, closeFn, nil
+}
+
+func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	serve := fs.String("serve", "", "server command line, e.g. \"bin/openclaw mcp serve --url ws://127.0.0.1:18789 --token T\" (required)")
+	gwCall := fs.String("gw-call", "", "path of gw-call.sh, used to inject a user message with chat.send (empty: skip the live-event checks)")
+	approver := fs.String("approver", "", "path of approver.mjs (empty: skip the approval checks)")
+	identity := fs.String("identity", "", "device identity file of the server under test, given to approver.mjs as OC_DEVICE_IDENTITY")
+	gwURL := fs.String("gw-url", "ws://127.0.0.1:18789", "Gateway URL approver.mjs connects to")
+	stderrPath := fs.String("stderr", "", "append the server's stderr to this file (default: discard)")
+	timeout := fs.Duration("timeout", 30*time.Second, "bound of each wait for the Gateway")
+	pv := fs.String("pv", "", "MCP protocol version to request (default 2025-06-18; \"latest\" lets go-sdk negotiate)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *serve == "" {
+		fmt.Fprintln(stderr, "ocinterop check: -serve is required")
+		return 2
+	}
+	o, closeLog, err := serveOpts(*serve, *stderrPath, *pv)
+	if err != nil {
+		fmt.Fprintln(stderr, "ocinterop check:", err)
+		return 1
+	}
+	defer closeLog()
+	hctx, cancel := context.WithTimeout(ctx, 120*time.Second)
+	s, err := interop.StartServe(hctx, o)
+	cancel()
+	if err != nil {
+		fmt.Fprintf(stdout, "FAIL initialize: %v\n", err)
+		return 1
+	}
+	defer s.Kill()
+
+	execID := fmt.Sprintf("interop-exec-%d", time.Now().UnixNano())
+	co := interop.CheckOptions{ExecID: execID, WaitTimeout: *timeout, Log: stdout}
+	if *gwCall != "" {
+		co.Inject = func(ctx context.Context, text string) error {
+			params := fmt.Sprintf(`{"sessionKey":%q,"message":%q,"idempotencyKey":"interop-%d"}`, interop.SeededMainKey, text, time.Now().UnixNano())
+			out, err := exec.CommandContext(ctx, *gwCall, "chat.send", params).CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("%s chat.send: %w: %s", *gwCall, err, clip(string(out), 500))
+			}
+			return nil
+		}
+	}
+	if *approver != "" {
+		co.Approve = func(ctx context.Context) (json.RawMessage, error) {
+			cmd := exec.CommandContext(ctx, "node", *approver)
+			cmd.Env = append(os.Environ(), "GW_URL="+*gwURL, "EXEC_ID="+execID)
+			if *identity != "" {
+				cmd.Env = append(cmd.Env, "OC_DEVICE_IDENTITY="+*identity)
+			}
+			var errb strings.Builder
+			cmd.Stderr = &errb
+			out, err := cmd.Output()
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			last := json.RawMessage(lines[len(lines)-1])
+			if err != nil {
+				return last, fmt.Errorf("approver.mjs: %w: %s", err, clip(errb.String(), 500))
+			}
+			if !json.Valid(last) {
+				return last, fmt.Errorf("approver.mjs printed no JSON: %s", clip(string(out), 500))
+			}
+			return last, nil
+		}
+	}
+	results := interop.RunChecks(ctx, s, co)
+
+	ectx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	e, err := s.CloseStdin(ectx)
+	cancel()
+	r := interop.CheckResult{Name: "exit 0 after stdin EOF"}
+	switch {
+	case err != nil:
+		r.Status, r.Detail = interop.Fail, err.Error()
+	case e.Code != 0:
+		r.Status, r.Detail = interop.Fail, fmt.Sprintf("exit code %d after %.0f ms", e.Code, interop.Ms(e.After))
+	case len(e.Leftover) > 0:
+		r.Status, r.Detail = interop.Fail, fmt.Sprintf("exit 0 but left processes running: %s", interop.ProcsString(e.Leftover))
+	default:
+		r.Status, r.Detail = interop.Pass, fmt.Sprintf("after %.0f ms", interop.Ms(e.After))
+	}
+	fmt.Fprintf(stdout, "%s %s: %s\n", r.Status, r.Name, r.Detail)
+	results = append(results, r)
+
+	counts := map[interop.Status]int{}
+	for _, r := range results {
+		counts[r.Status]++
+	}
+	fmt.Fprintf(stdout, "checks: %d passed, %d failed, %d skipped\n", counts[interop.Pass], counts[interop.Fail], counts[interop.Skip])
+	if counts[interop.Fail] > 0 {
+		return 1
+	}
+	return 0
+}
+
+func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	realCmd := fs.String("real", "", "command line of the real `openclaw mcp serve` (required)")
+	oursCmd := fs.String("ours", "", "command line of our `openclaw mcp serve` (required)")
+	realLabel := fs.String("real-label", "OpenClaw 2026.9.6", "column title of the real server")
+	oursLabel := fs.String("ours-label", "ours", "column title of our server")
+	n := fs.Int("n", 50, "sequential calls of conversations_list and of events_poll per run")
+	runs := fs.Int("runs", 3, "runs per server, alternating which starts first")
+	md := fs.String("md", "", "also write the Markdown report to this file")
+	jsonOut := fs.String("json", "", "also write every run's measurements as JSON to this file")
+	stderrDir := fs.String("stderr-dir", "", "append each server's stderr to DIR/{real,ours}.stderr (default: discard)")
+	pv := fs.String("pv", "", "MCP protocol version to request (default 2025-06-18)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *realCmd == "" || *oursCmd == "" || *n < 1 || *runs < 1 {
+		return errors.New("bench: -real and -ours are required; -n and -runs must be ≥ 1")
+	}
+	logPath := func(name string) string {
+		if *stderrDir == "" {
+			return ""
+		}
+		return filepath.Join(*stderrDir, name+".stderr")
+	}
+	ro, closeR, err := serveOpts(*realCmd, logPath("real"), *pv)
+	if err != nil {
+		return err
+	}
+	defer closeR()
+	oo, closeO, err := serveOpts(*oursCmd, logPath("ours"), *pv)
+	if err != nil {
+		return err
+	}
+	defer closeO()
+
+	var realRuns, oursRuns []*interop.Measurement
+	one := func(label string, o interop.ServeOptions, into *[]*interop.Measurement) error {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		defer cancel()
+		m, err := interop.Measure(rctx, label, o, *n)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "%-18s init %7.1f ms  rss %6.1f MB  first list %7.1f ms  list p50 %6.2f ms  poll p50 %6.2f ms  exit %6.1f ms (code %d)\n",
+			label, interop.Ms(m.Initialize), interop.MB(m.RSSKiB), interop.Ms(m.FirstConversationsList),
+			interop.Ms(m.ConversationsList.Median()), interop.Ms(m.EventsPoll.Median()), interop.Ms(m.Exit.After), m.Exit.Code)
+		*into = append(*into, m)
+		return nil
+	}
+	for i := range *runs {
+		first, second := func() error { return one(*realLabel, ro, &realRuns) }, func() error { return one(*oursLabel, oo, &oursRuns) }
+		if i%2 == 1 {
+			first, second = second, first
+		}
+		if err := first(); err != nil {
+			return err
+		}
+		if err := second(); err != nil {
+			return err
+		}
+	}
+	rs, os_ := interop.Summarize(realRuns), interop.Summarize(oursRuns)
+	var b strings.Builder
+	fmt.Fprintf(&b, "Measured %s on %s/%s, %d CPUs, load average %s; %d runs per server (alternating), n=%d calls per op per run, go-sdk client over stdio, MCP %s.\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), loadavg(), *runs, *n, pvOr(*pv))
+	b.WriteString(interop.Table(rs, os_))
+	fmt.Fprintf(&b, "\nOne-shot figures are medians over runs; per-call quantiles pool all runs' calls. RSS is the summed VmRSS of the whole process tree (MB = 10^6 bytes).\n")
+	fmt.Fprintf(&b, "Process trees: %s: %s; %s: %s.\n", rs.Label, interop.ProcsString(rs.Procs), os_.Label, interop.ProcsString(os_.Procs))
+	fmt.Fprint(stdout, b.String())
+	if *md != "" {
+		if err := os.WriteFile(*md, []byte(b.String()), 0o644); err != nil {
+			return err
+		}
+	}
+	if *jsonOut != "" {
+		j, err := json.MarshalIndent(map[string]any{"real": realRuns, "ours": oursRuns}, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(*jsonOut, j, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func diff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("diff", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	aCmd := fs.String("a", "", "reference server command line (the real OpenClaw) (required)")
+	bCmd := fs.String("b", "", "server under test command line (ours) (required)")
+	outDir := fs.String("out", "", "write every raw exchange to DIR/NN.{a,b}.jsonl")
+	stepTimeout := fs.Duration("step-timeout", 15*time.Second, "bound of each request")
+	pv := fs.String("pv", "", "MCP protocol version to request (default 2025-06-18)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *aCmd == "" || *bCmd == "" {
+		fmt.Fprintln(stderr, "ocinterop diff: -a and -b are required")
+		return 2
+	}
+	steps := interop.CompareSteps()
+	transcript := func(cmd string) ([]interop.Exchange, error) {
+		o, closeLog, err := serveOpts(cmd, "", *pv)
+		if err != nil {
+			return nil, err
+		}
+		defer closeLog()
+		hctx, cancel := context.WithTimeout(ctx, 120*time.Second)
+		s, err := interop.StartServe(hctx, o)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		defer s.Kill()
+		// Wait for readiness first, so that the first step is not a
+		// cold-start timing artefact.
+		if err := interop.Ready(ctx, s, *stepTimeout*4); err != nil {
+			return nil, err
+		}
+		ex, err := interop.Transcript(ctx, s, steps, *stepTimeout)
+		if err != nil {
+			return ex, err
+		}
+		ectx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, err = s.CloseStdin(ectx)
+		return ex, err
+	}
+	exA, err := transcript(*aCmd)
+	if err != nil {
+		fmt.Fprintln(stderr, "ocinterop diff: a:", err)
+		return 1
+	}
+	exB, err := transcript(*bCmd)
+	if err != nil {
+		fmt.Fprintln(stderr, "ocinterop diff: b:", err)
+		return 1
+	}
+	if *outDir != "" {
+		if err := os.MkdirAll(*outDir, 0o755); err != nil {
+			fmt.Fprintln(stderr, "ocinterop diff:", err)
+			return 1
+		}
+	}
+	differ := 0
+	for i := range exA {
+		a, b := exA[i], exB[i]
+		if *outDir != "" {
+			for side, ex := range map[string]interop.Exchange{"a": a, "b": b} {
+				os.WriteFile(filepath.Join(*outDir, fmt.Sprintf("%02d.%s.jsonl", i, side)), []byte(ex.Request+"\n"+ex.Response+"\n"), 0o644)
+			}
+		}
+		switch {
+		case a.Response == "" || b.Response == "":
+			differ++
+			fmt.Fprintf(stdout, "DIFF %02d %s: a answered %v, b answered %v\n", i, a.Step, a.Response != "", b.Response != "")
+			continue
+		case a.Response == b.Response:
+			fmt.Fprintf(stdout, "same %02d %s\n", i, a.Step)
+			continue
+		}
+		ds, err := interop.DiffJSON(a.Response, b.Response)
+		if err != nil {
+			differ++
+			fmt.Fprintf(stdout, "DIFF %02d %s: %v\n", i, a.Step, err)
+			continue
+		}
+		if len(ds) == 0 {
+			fmt.Fprintf(stdout, "same %02d %s (same JSON, different formatting)\n", i, a.Step)
+			continue
+		}
+		differ++
+		fmt.Fprintf(stdout, "DIFF %02d %s:\n", i, a.Step)
+		for _, d := range ds {
+			fmt.Fprintf(stdout, "    %s: a=%s b=%s\n", d.Path, clip(d.A, 300), clip(d.B, 300))
+		}
+	}
+	fmt.Fprintf(stdout, "diff: %d of %d exchanges differ\n", differ, len(exA))
+	if differ > 0 {
+		return 3
+	}
+	return 0
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func pvOr(pv string) string {
+	if pv == "" {
+		return interop.DefaultProtocolVersion
+	}
+	return pv
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
