@@ -197,7 +197,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, r := range results {
 		counts[r.Status]++
 	}
-	fmt.Fprintf(stdout, "checks: %d passed, %d failed, %d skipped\n", counts[interop.Pass], counts[interop.Fail], counts[interop.Skip])
+	fmt.Fprintf(stdout, "checks: %d passed, %d failed, %d warnings, %d skipped\n", counts[interop.Pass], counts[interop.Fail], counts[interop.Warn], counts[interop.Skip])
 	if counts[interop.Fail] > 0 {
 		return 1
 	}

@@ -1,0 +1,351 @@
+package interop
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The test binary doubles as a small stdio MCP server (a real child
+// process), so that process handling and the checker's verdicts are tested
+// without the 1 GB OpenClaw install. INTEROP_TEST_SERVER selects its mode:
+// "full" serves the 9 tools with the real OpenClaw's result shapes for the
+// seeded Gateway, "missing" leaves permissions_respond out, "exit3" exits
+// with code 3 on stdin EOF.
+func TestMain(m *testing.M) {
+	if mode := os.Getenv("INTEROP_TEST_SERVER"); mode != "" {
+		os.Exit(testServer(mode))
+	}
+	os.Exit(m.Run())
+}
+
+func testServer(mode string) int {
+	s := mcp.NewServer(&mcp.Implementation{Name: "openclaw", Version: "test"}, nil)
+	text := func(isErr bool, t string, sc any) *mcp.CallToolResult {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: t}}, IsError: isErr, StructuredContent: sc}
+	}
+	conv := map[string]any{"sessionKey": SeededMainKey, "channel": "imessage", "to": "+15551234567"}
+	answers := map[string]*mcp.CallToolResult{
+		"conversations_list": text(false, "conversations: 2", map[string]any{"conversations": []any{
+			conv, map[string]any{"sessionKey": SeededTgKey, "channel": "telegram", "to": "12345"}}}),
+		"conversation_get": text(false, "conversation "+SeededMainKey, map[string]any{"conversation": conv}),
+		"messages_read": text(false, "messages: 3", map[string]any{"messages": []any{
+			map[string]any{"__openclaw": map[string]any{"id": "msg-1"}},
+			map[string]any{"__openclaw": map[string]any{"id": "msg-attachment"}},
+			map[string]any{"__openclaw": map[string]any{"id": "msg-inline-img"}}}}),
+		"attachments_fetch": text(false, "attachments: 1", map[string]any{"attachments": []any{
+			map[string]any{"type": "openclaw_media", "media": map[string]any{"url": "media://inbound/seeded-image.png"}}}}),
+		"events_poll":           text(false, "events: 0", map[string]any{"events": []any{}, "next_cursor": 0}),
+		"events_wait":           text(false, "timeout", map[string]any{"event": nil}),
+		"messages_send":         text(true, "unsupported channel: imessage", nil),
+		"permissions_list_open": text(false, "approvals: 0", map[string]any{"approvals": []any{}}),
+		"permissions_respond":   text(true, "unknown or expired approval id", nil),
+	}
+	for _, name := range ToolNames {
+		if mode == "missing" && name == "permissions_respond" {
+			continue
+		}
+		res := answers[name]
+		s.AddTool(&mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return res, nil })
+	}
+	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil && mode != "exit3" {
+		return 1
+	}
+	if mode == "exit3" {
+		return 3
+	}
+	return 0
+}
+
+func startTestServer(t *testing.T, mode string) *Serve {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := StartServe(ctx, ServeOptions{Command: []string{exe}, Env: []string{"INTEROP_TEST_SERVER=" + mode}})
+	if err != nil {
+		t.Fatalf("StartServe: %v", err)
+	}
+	t.Cleanup(s.Kill)
+	return s
+}
+
+func statusOf(rs []CheckResult) map[string]Status {
+	m := map[string]Status{}
+	for _, r := range rs {
+		m[r.Name] = r.Status
+	}
+	return m
+}
+
+func TestRunChecks(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		mode string
+		want map[string]Status
+	}{
+		{"full", map[string]Status{
+			"tools/list has the 9 tools":                                           Pass,
+			"tool conversations_list answers":                                      Pass,
+			"tool permissions_respond answers":                                     Pass,
+			"tool attachments_fetch answers":                                       Pass,
+			"conversations_list returns the seeded conversations":                  Pass,
+			"events_wait receives a message injected during the wait":              Skip,
+			"approvals from our device identity are seen by permissions_list_open": Skip,
+		}},
+		{"missing", map[string]Status{
+			"tools/list has the 9 tools":       Fail,
+			"tool permissions_respond answers": Fail,
+			"tool conversations_list answers":  Pass,
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.mode, func(t *testing.T) {
+			t.Parallel()
+			s := startTestServer(t, tc.mode)
+			rs := RunChecks(context.Background(), s, CheckOptions{WaitTimeout: 10 * time.Second})
+			got := statusOf(rs)
+			for name, want := range tc.want {
+				if got[name] != want {
+					t.Errorf("%s: %s, want %s (all: %+v)", name, got[name], want, rs)
+				}
+			}
+		})
+	}
+}
+
+func TestCloseStdinExitCode(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		mode string
+		code int
+	}{{"full", 0}, {"exit3", 3}} {
+		t.Run(tc.mode, func(t *testing.T) {
+			t.Parallel()
+			s := startTestServer(t, tc.mode)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			e, err := s.CloseStdin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Code != tc.code || len(e.Leftover) != 0 {
+				t.Errorf("exit %+v, want code %d and no leftovers", e, tc.code)
+			}
+			if done, _ := s.Exited(); !done {
+				t.Error("Exited() = false after CloseStdin")
+			}
+		})
+	}
+}
+
+func TestRecorderSeesHandshake(t *testing.T) {
+	t.Parallel()
+	s := startTestServer(t, "full")
+	lines := s.Raw.Lines()
+	if len(lines) < 2 || !lines[0].Out || !strings.Contains(lines[0].Text, `"initialize"`) || lines[1].Out {
+		t.Fatalf("first lines %+v, want the initialize request then its response", lines)
+	}
+	if !strings.Contains(lines[1].Text, `"2025-06-18"`) {
+		t.Errorf("initialize response %s does not carry the requested 2025-06-18", lines[1].Text)
+	}
+}
+
+func TestTranscriptPairsResponses(t *testing.T) {
+	t.Parallel()
+	s := startTestServer(t, "full")
+	steps := []Step{
+		{"ping", func(ctx context.Context, cs *mcp.ClientSession) error { return cs.Ping(ctx, nil) }},
+		{"conversation_get", func(ctx context.Context, cs *mcp.ClientSession) error {
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "conversation_get", Arguments: map[string]any{}})
+			return err
+		}},
+	}
+	ex, err := Transcript(context.Background(), s, steps, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ex) != 3 {
+		t.Fatalf("%d exchanges, want 3", len(ex))
+	}
+	for _, e := range ex {
+		var req, res struct{ ID json.RawMessage }
+		json.Unmarshal([]byte(e.Request), &req)
+		json.Unmarshal([]byte(e.Response), &res)
+		if len(req.ID) == 0 || string(req.ID) != string(res.ID) {
+			t.Errorf("%s: request %s and response %s are not a pair", e.Step, e.Request, e.Response)
+		}
+	}
+	if !strings.Contains(ex[2].Response, "conversation "+SeededMainKey) {
+		t.Errorf("conversation_get response %s", ex[2].Response)
+	}
+}
+
+func TestTreeRSS(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command("sh", "-c", "sleep 60 & sleep 60")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, c := range children(cmd.Process.Pid) {
+			p, _ := os.FindProcess(c)
+			p.Kill()
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		procs, total, err := TreeRSS(cmd.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(procs) == 3 {
+			if procs[0].Pid != cmd.Process.Pid || procs[0].Name != "sh" || total <= 0 {
+				t.Errorf("tree %+v total %d, want sh first and a positive total", procs, total)
+			}
+			var sum int64
+			for _, p := range procs {
+				sum += p.RSSKiB
+			}
+			if sum != total {
+				t.Errorf("total %d, want the sum %d", total, sum)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tree %+v, want sh and two sleeps", procs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestTreeRSSMissing(t *testing.T) {
+	t.Parallel()
+	if _, _, err := TreeRSS(1 << 30); err == nil {
+		t.Error("TreeRSS of a missing pid succeeded")
+	}
+}
+
+func TestParseStatus(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   string
+		rss  int64
+		name string
+	}{
+		{"Name:\topenclaw-mcp\nUmask:\t0022\nVmRSS:\t  372224 kB\nThreads: 11\n", 372224, "openclaw-mcp"},
+		{"Name:\tkworker/0:1\nState:\tI (idle)\n", 0, "kworker/0:1"},
+		{"", 0, ""},
+	}
+	for _, tc := range tests {
+		rss, name := parseStatus(tc.in)
+		if rss != tc.rss || name != tc.name {
+			t.Errorf("parseStatus(%q) = %d, %q; want %d, %q", tc.in, rss, name, tc.rss, tc.name)
+		}
+	}
+}
+
+func TestQuantile(t *testing.T) {
+	t.Parallel()
+	ms := func(v ...int) Sample {
+		var s Sample
+		for _, x := range v {
+			s = append(s, time.Duration(x)*time.Millisecond)
+		}
+		return s
+	}
+	hundred := make([]int, 100)
+	for i := range hundred {
+		hundred[i] = 100 - i // 100..1, unsorted input
+	}
+	tests := []struct {
+		name   string
+		s      Sample
+		q      float64
+		wantMs int
+	}{
+		{"empty", nil, 0.5, 0},
+		{"one", ms(7), 0.99, 7},
+		{"odd median", ms(5, 1, 3), 0.5, 3},
+		{"even median is the lower middle", ms(4, 1, 3, 2), 0.5, 2},
+		{"p99 of 100", ms(hundred...), 0.99, 99},
+		{"p100", ms(hundred...), 1, 100},
+	}
+	for _, tc := range tests {
+		if got := tc.s.Quantile(tc.q); got != time.Duration(tc.wantMs)*time.Millisecond {
+			t.Errorf("%s: Quantile(%v) = %v, want %d ms", tc.name, tc.q, got, tc.wantMs)
+		}
+	}
+	in := ms(3, 1, 2)
+	in.Median()
+	if !slices.Equal(in, ms(3, 1, 2)) {
+		t.Error("Quantile sorted its receiver in place")
+	}
+}
+
+func TestDiffJSON(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, a, b string
+		want       []Difference
+	}{
+		{"equal", `{"a":1,"b":[1,2]}`, `{"a":1,"b":[1,2]}`, nil},
+		{"whitespace only", `{"a": 1}`, `{"a":1}`, nil},
+		{"value", `{"result":{"isError":true}}`, `{"result":{"isError":false}}`,
+			[]Difference{{"result.isError", "true", "false"}}},
+		{"absent key", `{"a":1,"b":2}`, `{"a":1}`, []Difference{{"b", "2", "(absent)"}}},
+		{"key order", `{"result":{},"jsonrpc":"2.0"}`, `{"jsonrpc":"2.0","result":{}}`,
+			[]Difference{{"{order}", "result,jsonrpc", "jsonrpc,result"}}},
+		{"array length", `[1,{"x":2}]`, `[1]`, []Difference{{"[1]", `{"x":2}`, "(absent)"}}},
+		{"type", `{"a":null}`, `{"a":{}}`, []Difference{{"a", "null", "{}"}}},
+		{"number text kept", `{"a":1.0}`, `{"a":1}`, []Difference{{"a", "1.0", "1"}}},
+	}
+	for _, tc := range tests {
+		got, err := DiffJSON(tc.a, tc.b)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: DiffJSON = %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+	if _, err := DiffJSON(`{"a":`, `{}`); err == nil {
+		t.Error("DiffJSON accepted truncated JSON")
+	}
+	if _, err := DiffJSON(`{} {}`, `{}`); err == nil {
+		t.Error("DiffJSON accepted trailing data")
+	}
+}
+
+func TestTable(t *testing.T) {
+	t.Parallel()
+	real := Summary{Label: "OpenClaw", Initialize: 10 * time.Second, RSSKiB: 500000,
+		ConversationsList: Sample{3 * time.Millisecond}, EventsPoll: Sample{300 * time.Microsecond}, ExitCodes: []int{0}}
+	ours := Summary{Label: "ours", Initialize: 20 * time.Millisecond, RSSKiB: 20000,
+		ConversationsList: Sample{2 * time.Millisecond}, EventsPoll: Sample{50 * time.Microsecond}, ExitCodes: []int{0}}
+	tab := Table(real, ours)
+	for _, want := range []string{
+		"| spawn → initialize result | 10000 ms | 20.0 ms | 1/500 | ≤ 1/100 | yes |",
+		"| RSS after tools/list (process tree) | 512 MB | 20.5 MB | 1/25 | ≤ 30 MB | yes |",
+		"| conversations_list median (n=1) | 3.00 ms | 2.00 ms | 0.67 | ≤ 1/3 | **no** |",
+		"| events_poll median (n=1) | 0.30 ms | 0.05 ms | 0.17 | ≤ 1/3 | yes |",
+	} {
+		if !strings.Contains(tab, want) {
+			t.Errorf("table lacks %q:\n%s", want, tab)
+		}
+	}
+}
