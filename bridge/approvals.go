@@ -1,0 +1,256 @@
+package bridge
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Approval tracking constants (openclaw-protocol.md §8.4).
+const (
+	// DefaultApprovalTTL is how long an approval without expiresAtMs stays
+	// open after the bridge saw it.
+	DefaultApprovalTTL = 30 * time.Minute
+	// ApprovalSweepInterval is the period of the expiry sweeper, which runs
+	// only while approvals are tracked.
+	ApprovalSweepInterval = 300 * time.Second
+	// ClaudePermissionTTL is how long a Claude permission request stays
+	// pending without a reply.
+	ClaudePermissionTTL = time.Hour
+)
+
+// trackedApproval is one open exec or plugin approval the bridge saw.
+type trackedApproval struct {
+	kind      string // "exec" or "plugin"
+	id        string
+	request   json.RawMessage // an object, or nil
+	createdAt json.RawMessage // a number, or nil
+	expiresAt json.RawMessage // a number, or nil
+	deadline  time.Time       // when the entry expires
+}
+
+func (a *trackedApproval) appendJSON(buf []byte) []byte {
+	o := newObject(buf)
+	o.str("kind", a.kind)
+	o.str("id", a.id)
+	if a.request != nil {
+		o.raw("request", a.request)
+	}
+	if a.createdAt != nil {
+		o.raw("createdAtMs", a.createdAt)
+	}
+	if a.expiresAt != nil {
+		o.raw("expiresAtMs", a.expiresAt)
+	}
+	return o.close()
+}
+
+func (a *trackedApproval) createdAtMs() float64 {
+	var f float64
+	if a.createdAt != nil {
+		_ = json.Unmarshal(a.createdAt, &f)
+	}
+	return f
+}
+
+// approvalTracker holds the open approvals, keyed by normalized id, and runs
+// the expiry sweeper while it holds any. The sweeper is a timer, not a
+// goroutine: nothing runs, and nothing keeps the process alive, between
+// sweeps or when the tracker is empty or closed.
+type approvalTracker struct {
+	now func() time.Time
+
+	mu      sync.Mutex
+	entries map[string]*trackedApproval
+	sweeper *time.Timer
+	closed  bool
+}
+
+func newApprovalTracker(now func() time.Time) *approvalTracker {
+	return &approvalTracker{now: now, entries: map[string]*trackedApproval{}}
+}
+
+func normalizeApprovalID(id string) string { return strings.TrimSpace(id) }
+
+// approvalPayload is the part of an *.approval.* event the tracker reads.
+type approvalPayload struct {
+	ApprovalKind json.RawMessage `json:"approvalKind"`
+	ID           json.RawMessage `json:"id"`
+	Request      json.RawMessage `json:"request"`
+	CreatedAtMs  json.RawMessage `json:"createdAtMs"`
+	ExpiresAtMs  json.RawMessage `json:"expiresAtMs"`
+}
+
+// track records a requested approval of the given kind from its event
+// payload. A payload without an id is ignored.
+func (t *approvalTracker) track(kind string, payload json.RawMessage) {
+	var p approvalPayload
+	if json.Unmarshal(payload, &p) != nil {
+		return
+	}
+	id, ok := rawString(p.ID)
+	if id = normalizeApprovalID(id); !ok || id == "" {
+		return
+	}
+	if k, ok := nonEmptyString(p.ApprovalKind); ok && (k == "exec" || k == "plugin") {
+		kind = k
+	}
+	now := t.now()
+	a := &trackedApproval{kind: kind, id: id, deadline: now.Add(DefaultApprovalTTL)}
+	if kindOf(p.Request) == kindObject {
+		a.request = compactJSON(p.Request)
+	}
+	if kindOf(p.CreatedAtMs) == kindNumber {
+		a.createdAt = compactJSON(p.CreatedAtMs)
+	}
+	if kindOf(p.ExpiresAtMs) == kindNumber {
+		a.expiresAt = compactJSON(p.ExpiresAtMs)
+		var ms float64
+		if json.Unmarshal(p.ExpiresAtMs, &ms) == nil {
+			a.deadline = time.UnixMilli(int64(ms))
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	t.entries[id] = a
+	t.scheduleLocked()
+}
+
+// resolve drops the approval named by a *.resolved payload.
+func (t *approvalTracker) resolve(payload json.RawMessage) {
+	var p approvalPayload
+	if json.Unmarshal(payload, &p) != nil {
+		return
+	}
+	id, _ := rawString(p.ID)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.entries, normalizeApprovalID(id))
+	t.stopIfEmptyLocked()
+}
+
+// open sweeps expired entries and returns the rest ordered by createdAtMs
+// (a missing value counts as 0), ties by id for a stable order.
+func (t *approvalTracker) open() []*trackedApproval {
+	t.mu.Lock()
+	t.sweepLocked()
+	out := make([]*trackedApproval, 0, len(t.entries))
+	for _, a := range t.entries {
+		out = append(out, a)
+	}
+	t.mu.Unlock()
+	slices.SortStableFunc(out, func(a, b *trackedApproval) int {
+		ca, cb := a.createdAtMs(), b.createdAtMs()
+		switch {
+		case ca < cb:
+			return -1
+		case ca > cb:
+			return 1
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	return out
+}
+
+func (t *approvalTracker) sweepLocked() {
+	now := t.now()
+	for id, a := range t.entries {
+		if !now.Before(a.deadline) {
+			delete(t.entries, id)
+		}
+	}
+	t.stopIfEmptyLocked()
+}
+
+// scheduleLocked starts the sweeper timer if entries exist and none runs.
+func (t *approvalTracker) scheduleLocked() {
+	if t.sweeper != nil || len(t.entries) == 0 || t.closed {
+		return
+	}
+	t.sweeper = time.AfterFunc(ApprovalSweepInterval, t.tick)
+}
+
+func (t *approvalTracker) stopIfEmptyLocked() {
+	if len(t.entries) == 0 && t.sweeper != nil {
+		t.sweeper.Stop()
+		t.sweeper = nil
+	}
+}
+
+func (t *approvalTracker) tick() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sweeper = nil
+	if t.closed {
+		return
+	}
+	t.sweepLocked()
+	t.scheduleLocked()
+}
+
+// sweeperActive reports whether the sweeper timer is armed (for tests).
+func (t *approvalTracker) sweeperActive() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.sweeper != nil
+}
+
+func (t *approvalTracker) close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	clear(t.entries)
+	if t.sweeper != nil {
+		t.sweeper.Stop()
+		t.sweeper = nil
+	}
+}
+
+// claudePermissions holds the pending Claude permission request ids (§9),
+// each until its reply is delivered or ClaudePermissionTTL has passed.
+// Expiry is checked lazily on lookup, so no timer is needed.
+type claudePermissions struct {
+	now func() time.Time
+
+	mu      sync.Mutex
+	pending map[string]time.Time // id → when it was received
+}
+
+func newClaudePermissions(now func() time.Time) *claudePermissions {
+	return &claudePermissions{now: now, pending: map[string]time.Time{}}
+}
+
+func (c *claudePermissions) add(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	for k, at := range c.pending {
+		if now.Sub(at) >= ClaudePermissionTTL {
+			delete(c.pending, k)
+		}
+	}
+	c.pending[id] = now
+}
+
+// isPending reports whether id awaits a reply and has not expired.
+func (c *claudePermissions) isPending(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at, ok := c.pending[id]
+	if ok && c.now().Sub(at) >= ClaudePermissionTTL {
+		delete(c.pending, id)
+		return false
+	}
+	return ok
+}
+
+func (c *claudePermissions) done(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.pending, id)
+}

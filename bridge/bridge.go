@@ -1,0 +1,307 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/gateway/protocol"
+	"github.com/openclaw-go/openclaw/policies"
+)
+
+// ChannelMode is the Claude channel mode of `--claude-channel-mode`
+// (openclaw-protocol.md §9).
+type ChannelMode string
+
+// The Claude channel modes. Auto and On behave identically: the initialize
+// result advertises the experimental claude/channel capabilities and user
+// messages are forwarded as notifications/claude/channel. Off removes both.
+const (
+	ChannelAuto ChannelMode = "auto"
+	ChannelOn   ChannelMode = "on"
+	ChannelOff  ChannelMode = "off"
+)
+
+// ErrInvalidChannelMode is wrapped by [ParseChannelMode] for a value that is
+// not auto, on or off.
+var ErrInvalidChannelMode = errors.New("bridge: invalid Claude channel mode")
+
+// ParseChannelMode parses s case-insensitively (surrounding spaces ignored);
+// "" means [ChannelAuto], OpenClaw's default. Any other value than auto, on or
+// off is an error wrapping [ErrInvalidChannelMode] that quotes s.
+func ParseChannelMode(s string) (ChannelMode, error) {
+	switch m := ChannelMode(strings.ToLower(strings.TrimSpace(s))); m {
+	case "":
+		return ChannelAuto, nil
+	case ChannelAuto, ChannelOn, ChannelOff:
+		return m, nil
+	}
+	return "", fmt.Errorf("%w %q: want auto, on or off", ErrInvalidChannelMode, s)
+}
+
+// DefaultServerVersion is the serverInfo.version used when
+// Options.ServerVersion is empty.
+const DefaultServerVersion = "0.0.0-dev"
+
+// Options configure a [Bridge]. They are copied by [New]; the zero value of
+// each field is its documented default, except Policy, which is required.
+type Options struct {
+	// ClaudeChannelMode is the Claude channel mode; "" means ChannelAuto.
+	// Parse user input with [ParseChannelMode].
+	ClaudeChannelMode ChannelMode
+	// Policy decides every tools/call (the before_tool_call hook boundary).
+	// Required: with a nil Policy every tool call fails closed with an
+	// isError result, and no tool runs.
+	Policy policies.Enforcer
+	// Logger receives the bridge's diagnostics; it must write to stderr or a
+	// file, never stdout (stdout carries MCP). nil discards them.
+	Logger *slog.Logger
+	// Verbose adds the informational lines of `openclaw mcp serve --verbose`
+	// (for example "openclaw mcp: pending Claude permission <id>").
+	Verbose bool
+	// ServerVersion is serverInfo.version of the initialize result; ""
+	// means DefaultServerVersion. serverInfo.name is always "openclaw".
+	ServerVersion string
+	// Now is the clock for approval and Claude permission expiry; nil means
+	// time.Now.
+	Now func() time.Time
+}
+
+// notifyQueueSize bounds the notifications waiting to be written; beyond
+// it, notifications are dropped and logged, so a stalled MCP client never
+// stalls the Gateway read loop.
+const notifyQueueSize = 1024
+
+// Bridge is the channel bridge behind `openclaw mcp serve`: it serves the
+// nine OpenClaw tools over MCP, keeps the event queue and the open
+// approvals fed by [Bridge.HandleGatewayEvent], and sends Claude channel
+// notifications. Create it with [New], run it with [Bridge.Serve], stop it
+// with [Bridge.Close]. Its methods are safe for concurrent use.
+type Bridge struct {
+	gw      GatewayConn
+	mode    ChannelMode
+	policy  policies.Enforcer
+	log     *slog.Logger
+	verbose bool
+	now     func() time.Time
+
+	server    *mcp.Server
+	queue     *eventQueue
+	approvals *approvalTracker
+	claude    *claudePermissions
+
+	conn    atomic.Pointer[bridgeConn] // the MCP connection of the running Serve
+	outbox  chan notification
+	serving atomic.Bool
+
+	closeOnce sync.Once
+	closed    chan struct{}
+}
+
+// notification is one server→client notification waiting to be written;
+// sent runs after a successful write.
+type notification struct {
+	method string
+	params json.RawMessage
+	sent   func()
+}
+
+// ErrServing is returned by [Bridge.Serve] when another Serve of the same
+// bridge is running: one bridge serves one MCP client, as `mcp serve` does.
+var ErrServing = errors.New("bridge: already serving an MCP client")
+
+// ErrClosed is returned by [Bridge.Serve] after [Bridge.Close].
+var ErrClosed = errors.New("bridge: closed")
+
+// New returns a bridge over gw configured by opts (nil means all defaults,
+// which leaves Policy nil: see [Options]). It starts nothing.
+func New(gw GatewayConn, opts *Options) *Bridge {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.ClaudeChannelMode == "" {
+		o.ClaudeChannelMode = ChannelAuto
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.ServerVersion == "" {
+		o.ServerVersion = DefaultServerVersion
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	b := &Bridge{
+		gw: gw, mode: o.ClaudeChannelMode, policy: o.Policy, log: o.Logger, verbose: o.Verbose, now: o.Now,
+		queue:     newEventQueue(),
+		approvals: newApprovalTracker(o.Now),
+		claude:    newClaudePermissions(o.Now),
+		outbox:    make(chan notification, notifyQueueSize),
+		closed:    make(chan struct{}),
+	}
+	b.server = b.newServer(o.ServerVersion)
+	return b
+}
+
+// channelOn reports whether Claude channel notifications are enabled.
+func (b *Bridge) channelOn() bool { return b.mode != ChannelOff }
+
+func (b *Bridge) newServer(version string) *mcp.Server {
+	caps := &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}
+	if b.channelOn() {
+		caps.Experimental = map[string]any{
+			"claude/channel":            map[string]any{},
+			"claude/channel/permission": map[string]any{},
+		}
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "openclaw", Version: version}, &mcp.ServerOptions{
+		Capabilities: caps,
+		Logger:       b.log,
+	})
+	for i := range toolSpecs {
+		spec := &toolSpecs[i]
+		s.AddTool(&mcp.Tool{Name: spec.name, Description: spec.description, InputSchema: spec.schema},
+			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return b.callTool(ctx, req, spec), nil
+			})
+	}
+	s.AddReceivingMiddleware(b.intercept)
+	return s
+}
+
+// intercept makes go-sdk answer as OpenClaw does where they differ:
+// tools/call of a tool the bridge does not have is an isError result, not a
+// JSON-RPC error (such a call reaches neither a tool nor the policy), and
+// the resources and prompts methods, which OpenClaw does not serve, are
+// "Method not found" instead of go-sdk's empty lists.
+func (b *Bridge) intercept(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/call":
+			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && toolByName(p.Name) == nil {
+				return errorResult(fmt.Sprintf("MCP error -32602: Tool %s not found", p.Name)), nil
+			}
+		case "resources/list", "resources/templates/list", "resources/read", "resources/subscribe",
+			"resources/unsubscribe", "prompts/list", "prompts/get":
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "Method not found"}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// Serve runs the MCP server on t until the client disconnects (for stdio:
+// stdin reaches EOF) or ctx ends, and returns nil for either. It returns
+// [ErrServing] while another Serve runs, [ErrClosed] after Close, or the
+// transport's error. Serve does not close the bridge: call [Bridge.Close]
+// to release pending events_wait calls.
+func (b *Bridge) Serve(ctx context.Context, t mcp.Transport) error {
+	select {
+	case <-b.closed:
+		return ErrClosed
+	default:
+	}
+	if !b.serving.CompareAndSwap(false, true) {
+		return ErrServing
+	}
+	defer b.serving.Store(false)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() { b.writeNotifications(ctx) })
+	defer wg.Wait()
+	defer cancel()
+
+	err := b.server.Run(ctx, &bridgeTransport{inner: t, b: b})
+	b.conn.Store(nil)
+	if err != nil && ctx.Err() != nil {
+		return nil // ctx ended: a requested shutdown, not a failure
+	}
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
+// writeNotifications writes queued notifications to the current MCP
+// connection until ctx ends.
+func (b *Bridge) writeNotifications(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case n := <-b.outbox:
+			c := b.conn.Load()
+			var err error
+			if c == nil {
+				err = errors.New("no MCP client connected")
+			} else {
+				err = c.Write(ctx, &jsonrpc.Request{Method: n.method, Params: n.params})
+			}
+			if err != nil {
+				b.log.Warn("openclaw mcp: notification "+n.method+" failed", "error", err)
+				continue
+			}
+			if n.sent != nil {
+				n.sent()
+			}
+		}
+	}
+}
+
+// notify queues a notification without blocking; when the queue is full the
+// notification is dropped and logged.
+func (b *Bridge) notify(method string, params []byte, sent func()) {
+	select {
+	case b.outbox <- notification{method: method, params: params, sent: sent}:
+	default:
+		b.log.Warn("openclaw mcp: notification "+method+" failed", "error", "notification queue full")
+	}
+}
+
+// Close shuts the bridge down: every pending events_wait returns
+// `event:null` at once (and later ones too), the approval sweeper stops, and
+// later Serve calls fail with [ErrClosed]. It does not end a running Serve
+// (cancel its ctx) and does not close the GatewayConn. Close is idempotent,
+// safe concurrently, and always returns nil.
+func (b *Bridge) Close() error {
+	b.closeOnce.Do(func() {
+		close(b.closed)
+		b.queue.close()
+		b.approvals.close()
+	})
+	return nil
+}
+
+// HandleGatewayEvent consumes one Gateway event frame: name is its "event"
+// field, payload its raw "payload". The bridge uses session.message and the
+// four *.approval.* events (openclaw-protocol.md §4) and ignores the rest.
+// The Gateway client calls it from its read loop, one event at a time; it
+// never blocks on the MCP client. A malformed payload is logged as
+// "openclaw mcp: gateway event <name> failed" and dropped.
+func (b *Bridge) HandleGatewayEvent(name string, payload json.RawMessage) {
+	var err error
+	switch name {
+	case protocol.EventSessionMessage:
+		err = b.onSessionMessage(payload)
+	case protocol.EventExecApprovalRequested, protocol.EventPluginApprovalRequested,
+		protocol.EventExecApprovalResolved, protocol.EventPluginApprovalResolved:
+		err = b.onApproval(name, payload)
+	default:
+		return
+	}
+	if err != nil {
+		b.log.Warn("openclaw mcp: gateway event "+name+" failed", "error", err)
+	}
+}

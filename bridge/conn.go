@@ -1,0 +1,161 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// bridgeTransport wraps the MCP server transport to reach what go-sdk
+// v1.8.0 has no API for (mcp-peers.md §4): it captures the connection so the
+// bridge can write custom notifications (a jsonrpc.Request without ID), it
+// consumes the incoming notifications/claude/channel/permission_request, and
+// it rewrites tools/list results into OpenClaw's shape (fixed tool order,
+// `execution:{"taskSupport":"forbidden"}`, which go-sdk's Tool lacks).
+type bridgeTransport struct {
+	inner mcp.Transport
+	b     *Bridge
+}
+
+func (t *bridgeTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	bc := &bridgeConn{Connection: c, b: t.b, listIDs: map[jsonrpc.ID]struct{}{}}
+	t.b.conn.Store(bc)
+	return bc, nil
+}
+
+// SupportsProtocolVersion forwards to the wrapped transport when it can
+// tell, so go-sdk negotiates the same versions as without the wrapper.
+func (t *bridgeTransport) SupportsProtocolVersion(v string) bool {
+	if s, ok := t.inner.(interface{ SupportsProtocolVersion(string) bool }); ok {
+		return s.SupportsProtocolVersion(v)
+	}
+	return true
+}
+
+type bridgeConn struct {
+	mcp.Connection
+	b *Bridge
+
+	mu      sync.Mutex
+	listIDs map[jsonrpc.ID]struct{} // tools/list requests awaiting their response
+	legacy  bool                    // the client used initialize (protocol ≤ 2025-11-25)
+}
+
+func (c *bridgeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		msg, err := c.Connection.Read(ctx)
+		if err != nil {
+			return nil, err
+		}
+		req, ok := msg.(*jsonrpc.Request)
+		if !ok {
+			return msg, nil
+		}
+		switch {
+		case req.Method == MethodClaudePermissionRequest && !req.ID.IsValid():
+			if err := c.b.onClaudePermissionRequest(req.Params); err != nil {
+				c.b.log.Warn("openclaw mcp: "+MethodClaudePermissionRequest+" ignored", "error", err)
+			}
+			continue
+		case req.Method == "initialize":
+			c.mu.Lock()
+			c.legacy = true
+			c.mu.Unlock()
+		case req.Method == "tools/list" && req.ID.IsValid():
+			c.mu.Lock()
+			c.listIDs[req.ID] = struct{}{}
+			c.mu.Unlock()
+		}
+		return msg, nil
+	}
+}
+
+func (c *bridgeConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if res, ok := msg.(*jsonrpc.Response); ok {
+		var werr *jsonrpc.Error
+		if errors.As(res.Error, &werr) && werr.Code == jsonrpc.CodeMethodNotFound {
+			// OpenClaw's SDK says only "Method not found" (resources/list,
+			// prompts/list, …); go-sdk adds the method name.
+			rewritten := *res
+			rewritten.Error = &jsonrpc.Error{Code: werr.Code, Message: "Method not found", Data: werr.Data}
+			msg = &rewritten
+		}
+	}
+	if res, ok := msg.(*jsonrpc.Response); ok && res.ID.IsValid() && res.Error == nil {
+		c.mu.Lock()
+		_, isList := c.listIDs[res.ID]
+		delete(c.listIDs, res.ID)
+		legacy := c.legacy
+		c.mu.Unlock()
+		if isList {
+			rewritten := *res
+			rewritten.Result = rewriteToolsList(res.Result, legacy)
+			msg = &rewritten
+		}
+	}
+	return c.Connection.Write(ctx, msg)
+}
+
+// rewriteToolsList replaces the tools of a tools/list result by the
+// bridge's canonical rendering (OpenClaw's order and keys) and keeps every
+// other member of the result, except, for a client of the initialize
+// handshake (legacy), the 2026-07-28 caching hints cacheScope and ttlMs,
+// which OpenClaw does not send. Tools the bridge does not know are kept.
+func rewriteToolsList(result json.RawMessage, legacy bool) json.RawMessage {
+	var res map[string]json.RawMessage
+	if json.Unmarshal(result, &res) != nil {
+		return result
+	}
+	var tools []struct {
+		Name string `json:"name"`
+	}
+	var raws []json.RawMessage
+	if json.Unmarshal(res["tools"], &tools) != nil || json.Unmarshal(res["tools"], &raws) != nil {
+		return result
+	}
+	have := map[string]bool{}
+	for _, t := range tools {
+		have[t.Name] = true
+	}
+	buf := []byte(`{"tools":[`)
+	n := 0
+	for i := range toolSpecs {
+		if have[toolSpecs[i].name] {
+			if n > 0 {
+				buf = append(buf, ',')
+			}
+			buf = append(buf, toolSpecs[i].listJSON...)
+			n++
+		}
+	}
+	for i, t := range tools {
+		if toolByName(t.Name) == nil {
+			if n > 0 {
+				buf = append(buf, ',')
+			}
+			buf = append(buf, raws[i]...)
+			n++
+		}
+	}
+	buf = append(buf, ']')
+	for _, k := range slices.Sorted(maps.Keys(res)) {
+		if k == "tools" || legacy && (k == "cacheScope" || k == "ttlMs") {
+			continue
+		}
+		buf = append(buf, ',')
+		buf = appendString(buf, k)
+		buf = append(buf, ':')
+		buf = append(buf, res[k]...)
+	}
+	return append(buf, '}')
+}

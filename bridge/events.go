@@ -1,0 +1,203 @@
+package bridge
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/openclaw-go/openclaw/gateway/protocol"
+)
+
+// Claude channel notification methods (openclaw-protocol.md §9).
+const (
+	MethodClaudeChannel                  = "notifications/claude/channel"
+	MethodClaudePermission               = "notifications/claude/channel/permission"
+	MethodClaudePermissionRequest        = "notifications/claude/channel/permission_request"
+	nonTextContent                string = "[non-text message]"
+)
+
+// sessionMessage is the part of a session.message payload the bridge reads
+// (§4.1, §8.2); the payload itself is kept whole as the event's raw.
+type sessionMessage struct {
+	SessionKey json.RawMessage `json:"sessionKey"`
+	Message    struct {
+		Role    json.RawMessage `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"message"`
+	MessageID     json.RawMessage `json:"messageId"`
+	MessageSeq    json.RawMessage `json:"messageSeq"`
+	LastChannel   json.RawMessage `json:"lastChannel"`
+	LastTo        json.RawMessage `json:"lastTo"`
+	LastAccountID json.RawMessage `json:"lastAccountId"`
+	LastThreadID  json.RawMessage `json:"lastThreadId"`
+	SenderIsOwner json.RawMessage `json:"senderIsOwner"`
+}
+
+// messageText returns a message's text: content itself when it is a string,
+// else the text of the first content block; ok is false when there is none.
+func messageText(content json.RawMessage) (string, bool) {
+	switch kindOf(content) {
+	case kindString:
+		return rawString(content)
+	case kindArray:
+		var blocks []json.RawMessage
+		if json.Unmarshal(content, &blocks) != nil || len(blocks) == 0 {
+			return "", false
+		}
+		var first struct {
+			Text json.RawMessage `json:"text"`
+		}
+		if kindOf(blocks[0]) != kindObject || json.Unmarshal(blocks[0], &first) != nil {
+			return "", false
+		}
+		return rawString(first.Text)
+	}
+	return "", false
+}
+
+// permissionReply matches an owner's answer to a Claude permission request.
+var permissionReply = regexp.MustCompile(`(?i)^(yes|no)\s+([a-km-z]{5})$`)
+
+func (b *Bridge) onSessionMessage(payload json.RawMessage) error {
+	var m sessionMessage
+	if err := json.Unmarshal(payload, &m); err != nil {
+		return fmt.Errorf("decoding payload: %w", err)
+	}
+	sessionKey, ok := nonEmptyString(m.SessionKey)
+	if !ok {
+		return nil // not an error: OpenClaw ignores such events
+	}
+	role, hasRole := rawString(m.Message.Role)
+	text, hasText := messageText(m.Message.Content)
+
+	if role == "user" && string(m.SenderIsOwner) == "true" && hasText {
+		if g := permissionReply.FindStringSubmatch(strings.TrimSpace(text)); g != nil {
+			id := strings.ToLower(g[2])
+			if b.claude.isPending(id) {
+				behavior := "deny"
+				if strings.HasPrefix(strings.ToLower(g[1]), "y") {
+					behavior = "allow"
+				}
+				o := newObject(nil)
+				o.str("request_id", id)
+				o.str("behavior", behavior)
+				b.notify(MethodClaudePermission, o.close(), func() { b.claude.done(id) })
+				return nil
+			}
+		}
+	}
+
+	var conv *Conversation
+	if ch, ok := nonEmptyString(m.LastChannel); ok {
+		if to, ok := nonEmptyString(m.LastTo); ok {
+			conv = &Conversation{SessionKey: sessionKey, Channel: strings.ToLower(ch), To: to,
+				ThreadID: firstPresent(m.LastThreadID)}
+			conv.AccountID, _ = nonEmptyString(m.LastAccountID)
+		}
+	}
+	messageID, hasID := rawString(m.MessageID)
+
+	o := newObject(make([]byte, 0, len(payload)+256))
+	o.str("type", "message")
+	o.str("sessionKey", sessionKey)
+	if conv != nil {
+		o.key("conversation")
+		o.buf = conv.appendJSON(o.buf)
+	}
+	if hasID {
+		o.str("messageId", messageID)
+	}
+	if kindOf(m.MessageSeq) == kindNumber {
+		o.raw("messageSeq", compactJSON(m.MessageSeq))
+	}
+	if hasRole {
+		o.str("role", role)
+	}
+	if hasText {
+		o.str("text", text)
+	}
+	o.raw("raw", compactJSON(payload))
+	b.queue.push(sessionKey, o.close())
+
+	if b.channelOn() && role == "user" && conv != nil {
+		content := text
+		if !hasText || text == "" {
+			content = nonTextContent
+		}
+		n := newObject(nil)
+		n.str("content", content)
+		n.key("meta")
+		meta := newObject(n.buf)
+		meta.str("session_key", sessionKey)
+		meta.str("channel", conv.Channel)
+		meta.str("to", conv.To)
+		meta.str("account_id", conv.AccountID)
+		meta.str("thread_id", threadIDString(conv.ThreadID))
+		meta.str("message_id", messageID)
+		n.buf = meta.close()
+		b.notify(MethodClaudeChannel, n.close(), nil)
+	}
+	return nil
+}
+
+func (b *Bridge) onApproval(name string, payload json.RawMessage) error {
+	if kindOf(payload) != kindObject {
+		return errors.New("payload is not an object")
+	}
+	var typ string
+	switch name {
+	case protocol.EventExecApprovalRequested:
+		typ = "exec_approval_requested"
+		b.approvals.track("exec", payload)
+	case protocol.EventPluginApprovalRequested:
+		typ = "plugin_approval_requested"
+		b.approvals.track("plugin", payload)
+	case protocol.EventExecApprovalResolved:
+		typ = "exec_approval_resolved"
+		b.approvals.resolve(payload)
+	case protocol.EventPluginApprovalResolved:
+		typ = "plugin_approval_resolved"
+		b.approvals.resolve(payload)
+	}
+	o := newObject(make([]byte, 0, len(payload)+48))
+	o.str("type", typ)
+	o.raw("raw", compactJSON(payload))
+	b.queue.push("", o.close())
+	return nil
+}
+
+// claudePermissionRequest is the params object of
+// notifications/claude/channel/permission_request; all four are required.
+type claudePermissionRequest struct {
+	RequestID    *string `json:"request_id"`
+	ToolName     *string `json:"tool_name"`
+	Description  *string `json:"description"`
+	InputPreview *string `json:"input_preview"`
+}
+
+// onClaudePermissionRequest records a permission request from the Claude
+// client and queues a claude_permission_request event. It is not gated by
+// the channel mode (§9).
+func (b *Bridge) onClaudePermissionRequest(params json.RawMessage) error {
+	var p claudePermissionRequest
+	if err := json.Unmarshal(params, &p); err != nil {
+		return fmt.Errorf("decoding params: %w", err)
+	}
+	if p.RequestID == nil || p.ToolName == nil || p.Description == nil || p.InputPreview == nil {
+		return errors.New("params need the strings request_id, tool_name, description and input_preview")
+	}
+	b.claude.add(*p.RequestID)
+	if b.verbose {
+		b.log.Info("openclaw mcp: pending Claude permission " + *p.RequestID)
+	}
+	o := newObject(nil)
+	o.str("type", "claude_permission_request")
+	o.str("requestId", *p.RequestID)
+	o.str("toolName", *p.ToolName)
+	o.str("description", *p.Description)
+	o.str("inputPreview", *p.InputPreview)
+	b.queue.push("", o.close())
+	return nil
+}

@@ -1,0 +1,687 @@
+package bridge
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/policies"
+)
+
+// Tool names, in the order tools/list returns them (openclaw-protocol.md §7).
+const (
+	ToolConversationsList   = "conversations_list"
+	ToolConversationGet     = "conversation_get"
+	ToolMessagesRead        = "messages_read"
+	ToolAttachmentsFetch    = "attachments_fetch"
+	ToolEventsPoll          = "events_poll"
+	ToolEventsWait          = "events_wait"
+	ToolMessagesSend        = "messages_send"
+	ToolPermissionsListOpen = "permissions_list_open"
+	ToolPermissionsRespond  = "permissions_respond"
+)
+
+// Argument defaults and maxima of the tools (§7).
+const (
+	DefaultConversationsLimit = 50
+	DefaultMessagesLimit      = 20
+	DefaultAttachmentsLimit   = 100
+	DefaultEventsLimit        = 20
+	DefaultWaitTimeout        = 30 * time.Second
+	MaxCursor                 = 1<<53 - 1 // Number.MAX_SAFE_INTEGER
+)
+
+// toolSpec is one of the nine tools: its MCP definition, its argument
+// schema and its implementation.
+type toolSpec struct {
+	name        string
+	description string
+	props       []prop
+	required    []string
+	run         func(b *Bridge, ctx context.Context, a *args) (*mcp.CallToolResult, error)
+
+	schema   json.RawMessage // draft-07 input schema, OpenClaw's key order
+	listJSON []byte          // the tools/list entry: name, description, inputSchema, execution
+}
+
+func str(name string, minLength int) prop {
+	return prop{name: name, typ: typeString, minLength: minLength}
+}
+func integer(name string, lo, hi int64) prop {
+	return prop{name: name, typ: typeInteger, hasMin: true, min: lo, hasMax: true, max: hi}
+}
+func boolean(name string) prop              { return prop{name: name, typ: typeBoolean} }
+func enum(name string, vals ...string) prop { return prop{name: name, typ: typeString, enum: vals} }
+
+// toolSpecs are the nine tools in tools/list order.
+var toolSpecs = []toolSpec{
+	{
+		name:        ToolConversationsList,
+		description: "List the OpenClaw conversations that have a reply route, optionally filtered by search text or channel.",
+		props: []prop{integer("limit", 1, 500), str("search", 0), str("channel", 0),
+			boolean("includeDerivedTitles"), boolean("includeLastMessage")},
+		run: (*Bridge).conversationsList,
+	},
+	{
+		name:        ToolConversationGet,
+		description: "Get one OpenClaw conversation and its reply route by session key.",
+		props:       []prop{str("session_key", 1)},
+		required:    []string{"session_key"},
+		run:         (*Bridge).conversationGet,
+	},
+	{
+		name:        ToolMessagesRead,
+		description: "Read the recent transcript messages of an OpenClaw conversation.",
+		props:       []prop{str("session_key", 1), integer("limit", 1, 200)},
+		required:    []string{"session_key"},
+		run:         (*Bridge).messagesRead,
+	},
+	{
+		name:        ToolAttachmentsFetch,
+		description: "Fetch the non-text parts (images, files, media) of one message in an OpenClaw conversation.",
+		props:       []prop{str("session_key", 1), str("message_id", 1), integer("limit", 1, 200)},
+		required:    []string{"session_key", "message_id"},
+		run:         (*Bridge).attachmentsFetch,
+	},
+	{
+		name:        ToolEventsPoll,
+		description: "Return queued OpenClaw bridge events newer than a cursor without waiting.",
+		props:       []prop{integer("after_cursor", 0, MaxCursor), str("session_key", 0), integer("limit", 1, 200)},
+		run:         (*Bridge).eventsPoll,
+	},
+	{
+		name:        ToolEventsWait,
+		description: "Wait until the next OpenClaw bridge event newer than a cursor arrives, or the timeout passes.",
+		props:       []prop{integer("after_cursor", 0, MaxCursor), str("session_key", 0), integer("timeout_ms", 1, 300000)},
+		run:         (*Bridge).eventsWait,
+	},
+	{
+		name:        ToolMessagesSend,
+		description: "Send a text reply through the OpenClaw conversation's own channel route.",
+		props:       []prop{str("session_key", 1), str("text", 1)},
+		required:    []string{"session_key", "text"},
+		run:         (*Bridge).messagesSend,
+	},
+	{
+		name:        ToolPermissionsListOpen,
+		description: "List the OpenClaw exec and plugin approval requests this bridge has seen that are still open.",
+		run:         (*Bridge).permissionsListOpen,
+	},
+	{
+		name:        ToolPermissionsRespond,
+		description: "Resolve an OpenClaw exec or plugin approval request with allow-once, allow-always or deny.",
+		props: []prop{enum("kind", "exec", "plugin"), str("id", 1),
+			enum("decision", "allow-once", "allow-always", "deny")},
+		required: []string{"kind", "id", "decision"},
+		run:      (*Bridge).permissionsRespond,
+	},
+}
+
+func init() {
+	for i := range toolSpecs {
+		t := &toolSpecs[i]
+		o := newObject(nil)
+		o.str("$schema", "http://json-schema.org/draft-07/schema#")
+		o.str("type", "object")
+		o.key("properties")
+		props := newObject(o.buf)
+		for j := range t.props {
+			props.key(t.props[j].name)
+			props.buf = t.props[j].schemaJSON(props.buf)
+		}
+		o.buf = props.close()
+		if len(t.required) > 0 {
+			o.key("required")
+			o.buf = append(o.buf, '[')
+			for j, r := range t.required {
+				if j > 0 {
+					o.buf = append(o.buf, ',')
+				}
+				o.buf = appendString(o.buf, r)
+			}
+			o.buf = append(o.buf, ']')
+		}
+		t.schema = o.close()
+
+		l := newObject(nil)
+		l.str("name", t.name)
+		l.str("description", t.description)
+		l.raw("inputSchema", t.schema)
+		l.raw("execution", []byte(`{"taskSupport":"forbidden"}`))
+		t.listJSON = l.close()
+	}
+}
+
+func toolByName(name string) *toolSpec {
+	for i := range toolSpecs {
+		if toolSpecs[i].name == name {
+			return &toolSpecs[i]
+		}
+	}
+	return nil
+}
+
+// ToolNames returns the names of the nine tools in tools/list order.
+func ToolNames() []string {
+	out := make([]string, len(toolSpecs))
+	for i := range toolSpecs {
+		out[i] = toolSpecs[i].name
+	}
+	return out
+}
+
+// errorResult is a tool failure as OpenClaw reports it: one text block and
+// isError, no structuredContent.
+func errorResult(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: true}
+}
+
+// okResult is a success: a text summary and the structured content.
+func okResult(text string, structured []byte) *mcp.CallToolResult {
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
+		StructuredContent: json.RawMessage(structured),
+	}
+}
+
+func validationError(tool, msg string) *mcp.CallToolResult {
+	return errorResult(fmt.Sprintf("MCP error -32602: Input validation error: Invalid arguments for tool %s: %s", tool, msg))
+}
+
+// callTool is the hook boundary: validate, ask the policy, then run the
+// tool with the arguments the policy allowed.
+func (b *Bridge) callTool(ctx context.Context, req *mcp.CallToolRequest, spec *toolSpec) *mcp.CallToolResult {
+	a, msg := validateArgs(req.Params.Arguments, spec.props, spec.required)
+	if a == nil {
+		return validationError(spec.name, msg)
+	}
+	if b.policy == nil {
+		return errorResult("blocked: no policy is configured for the bridge, so no tool runs")
+	}
+	call := &policies.ToolCall{
+		Surface:   policies.SurfaceServe,
+		Tool:      policies.ToolRef{Name: spec.name},
+		Arguments: a.JSON(),
+	}
+	call.SessionKey, _ = a.str("session_key")
+	if ci := req.ClientInfo(); ci != nil {
+		call.Caller = policies.Caller{Name: ci.Name, Version: ci.Version}
+	}
+	d := b.policy.BeforeToolCall(ctx, call)
+	switch d.Outcome {
+	case policies.Allow:
+	case policies.Block:
+		return errorResult(d.Message())
+	case policies.RequireApproval:
+		return errorResult(d.Message() + "; no approval route is configured")
+	default:
+		return errorResult(fmt.Sprintf("blocked: policy returned the unknown outcome %q", d.Outcome))
+	}
+	if len(d.Arguments) > 0 && string(d.Arguments) != string(call.Arguments) {
+		if a, msg = validateArgs(d.Arguments, spec.props, spec.required); a == nil {
+			return errorResult(fmt.Sprintf("blocked: policy %q rewrote the arguments of %s into invalid ones: %s",
+				d.Module, spec.name, msg))
+		}
+	}
+	res, err := spec.run(b, ctx, a)
+	if err != nil {
+		return errorResult(err.Error())
+	}
+	return res
+}
+
+// request calls the Gateway with params already encoded in OpenClaw's key
+// order.
+func (b *Bridge) request(ctx context.Context, method string, params []byte) (json.RawMessage, error) {
+	return b.gw.Request(ctx, method, json.RawMessage(params))
+}
+
+func (b *Bridge) conversationsList(ctx context.Context, a *args) (*mcp.CallToolResult, error) {
+	p := newObject(nil)
+	p.int("limit", a.integer("limit", DefaultConversationsLimit))
+	if s, ok := a.str("search"); ok {
+		p.str("search", s)
+	}
+	p.bool("includeDerivedTitles", a.boolean("includeDerivedTitles", true))
+	p.bool("includeLastMessage", a.boolean("includeLastMessage", true))
+	payload, err := b.request(ctx, "sessions.list", p.close())
+	if err != nil {
+		return nil, err
+	}
+	var res struct {
+		Sessions []json.RawMessage `json:"sessions"`
+	}
+	if err := json.Unmarshal(payload, &res); err != nil {
+		return nil, fmt.Errorf("sessions.list: decoding result: %w", err)
+	}
+	channel, _ := a.str("channel")
+	channel = strings.ToLower(channel)
+	buf := []byte(`{"conversations":[`)
+	n := 0
+	for _, row := range res.Sessions {
+		c, ok := conversationFromRow(row)
+		if !ok || (channel != "" && c.Channel != channel) {
+			continue
+		}
+		if n > 0 {
+			buf = append(buf, ',')
+		}
+		buf = c.appendJSON(buf)
+		n++
+	}
+	buf = append(buf, ']', '}')
+	return okResult(fmt.Sprintf("conversations: %d\n\n%s", n, pretty(buf)), buf), nil
+}
+
+// resolveConversation looks a session key up with sessions.describe; nil
+// means not found or without a route. The key is trimmed first, and an
+// empty key is not looked up.
+func (b *Bridge) resolveConversation(ctx context.Context, key string) (*Conversation, error) {
+	key = strings.TrimSpace(key)
+	if key == "" {
+		return nil, nil
+	}
+	p := newObject(nil)
+	p.str("key", key)
+	p.bool("includeDerivedTitles", true)
+	p.bool("includeLastMessage", true)
+	payload, err := b.request(ctx, "sessions.describe", p.close())
+	if err != nil {
+		return nil, err
+	}
+	var res struct {
+		Session json.RawMessage `json:"session"`
+	}
+	if err := json.Unmarshal(payload, &res); err != nil {
+		return nil, fmt.Errorf("sessions.describe: decoding result: %w", err)
+	}
+	c, ok := conversationFromRow(res.Session)
+	if !ok {
+		return nil, nil
+	}
+	return c, nil
+}
+
+func (b *Bridge) conversationGet(ctx context.Context, a *args) (*mcp.CallToolResult, error) {
+	key, _ := a.str("session_key")
+	c, err := b.resolveConversation(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		return nil, fmt.Errorf("conversation not found: %s", key)
+	}
+	o := newObject(nil)
+	o.key("conversation")
+	o.buf = c.appendJSON(o.buf)
+	return okResult("conversation "+c.SessionKey, o.close()), nil
+}
+
+// sessionMessages calls sessions.get and returns the messages array.
+func (b *Bridge) sessionMessages(ctx context.Context, key string, limit int64) ([]json.RawMessage, error) {
+	p := newObject(nil)
+	p.str("key", key)
+	p.int("limit", limit)
+	payload, err := b.request(ctx, "sessions.get", p.close())
+	if err != nil {
+		return nil, err
+	}
+	var res struct {
+		Messages json.RawMessage `json:"messages"`
+	}
+	if err := json.Unmarshal(payload, &res); err != nil {
+		return nil, fmt.Errorf("sessions.get: decoding result: %w", err)
+	}
+	var msgs []json.RawMessage
+	if kindOf(res.Messages) == kindArray {
+		if err := json.Unmarshal(res.Messages, &msgs); err != nil {
+			return nil, fmt.Errorf("sessions.get: decoding messages: %w", err)
+		}
+	}
+	return msgs, nil
+}
+
+func appendArray(buf []byte, items []json.RawMessage) []byte {
+	buf = append(buf, '[')
+	for i, it := range items {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, compactJSON(it)...)
+	}
+	return append(buf, ']')
+}
+
+func (b *Bridge) messagesRead(ctx context.Context, a *args) (*mcp.CallToolResult, error) {
+	key, _ := a.str("session_key")
+	msgs, err := b.sessionMessages(ctx, key, a.integer("limit", DefaultMessagesLimit))
+	if err != nil {
+		return nil, err
+	}
+	o := newObject(nil)
+	o.key("messages")
+	o.buf = appendArray(o.buf, msgs)
+	buf := o.close()
+	return okResult(fmt.Sprintf("messages: %d\n\n%s", len(msgs), pretty(buf)), buf), nil
+}
+
+// messageID returns a transcript entry's id: entry.id, else
+// entry.__openclaw.id.
+func messageID(entry json.RawMessage) string {
+	var m struct {
+		ID       json.RawMessage `json:"id"`
+		OpenClaw struct {
+			ID json.RawMessage `json:"id"`
+		} `json:"__openclaw"`
+	}
+	if kindOf(entry) != kindObject || json.Unmarshal(entry, &m) != nil {
+		return ""
+	}
+	if id, ok := rawString(m.ID); ok {
+		return id
+	}
+	id, _ := rawString(m.OpenClaw.ID)
+	return id
+}
+
+// findMessage looks one message up: chat.message.get when the Gateway has
+// it, else a scan of sessions.get (§3 "Lookup fallback"). nil means not
+// found.
+func (b *Bridge) findMessage(ctx context.Context, key, id string, limit int64) (json.RawMessage, error) {
+	if b.gw.HasMethod("chat.message.get") {
+		p := newObject(nil)
+		p.str("sessionKey", key)
+		p.str("messageId", id)
+		payload, err := b.request(ctx, "chat.message.get", p.close())
+		if err != nil {
+			return nil, err
+		}
+		var res struct {
+			OK      bool            `json:"ok"`
+			Message json.RawMessage `json:"message"`
+		}
+		if err := json.Unmarshal(payload, &res); err != nil {
+			return nil, fmt.Errorf("chat.message.get: decoding result: %w", err)
+		}
+		if !res.OK || kindOf(res.Message) != kindObject {
+			return nil, nil
+		}
+		return compactJSON(res.Message), nil
+	}
+	msgs, err := b.sessionMessages(ctx, key, limit)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range msgs {
+		if messageID(m) == id {
+			return compactJSON(m), nil
+		}
+	}
+	return nil, nil
+}
+
+// mediaFact is one entry of message.__openclaw.media.
+type mediaFact struct {
+	Path                json.RawMessage `json:"path"`
+	URL                 json.RawMessage `json:"url"`
+	ContentType         json.RawMessage `json:"contentType"`
+	Kind                json.RawMessage `json:"kind"`
+	FileName            json.RawMessage `json:"fileName"`
+	Origin              json.RawMessage `json:"origin"`
+	SizeBytes           json.RawMessage `json:"sizeBytes"`
+	DurationMs          json.RawMessage `json:"durationMs"`
+	Width               json.RawMessage `json:"width"`
+	Height              json.RawMessage `json:"height"`
+	Transcribed         json.RawMessage `json:"transcribed"`
+	MessageID           json.RawMessage `json:"messageId"`
+	WorkspaceDir        json.RawMessage `json:"workspaceDir"`
+	Staged              json.RawMessage `json:"staged"`
+	HydrationSuppressed json.RawMessage `json:"hydrationSuppressed"`
+}
+
+// appendMedia writes an openclaw_media attachment for a meaningful media
+// fact (one with a path, a url, a contentType or a kind other than
+// "unknown") and reports whether it did.
+func appendMedia(buf []byte, raw json.RawMessage) ([]byte, bool) {
+	var f mediaFact
+	if kindOf(raw) != kindObject || json.Unmarshal(raw, &f) != nil {
+		return buf, false
+	}
+	kind, hasKind := nonEmptyString(f.Kind)
+	_, hasPath := nonEmptyString(f.Path)
+	_, hasURL := nonEmptyString(f.URL)
+	_, hasType := nonEmptyString(f.ContentType)
+	if !hasPath && !hasURL && !hasType && (!hasKind || kind == "unknown") {
+		return buf, false
+	}
+	o := newObject(buf)
+	o.str("type", "openclaw_media")
+	o.key("media")
+	m := newObject(o.buf)
+	field := func(k string, v json.RawMessage, want jsonKind) {
+		if kindOf(v) == want {
+			m.raw(k, compactJSON(v))
+		}
+	}
+	field("path", f.Path, kindString)
+	field("url", f.URL, kindString)
+	field("contentType", f.ContentType, kindString)
+	field("kind", f.Kind, kindString)
+	field("fileName", f.FileName, kindString)
+	field("origin", f.Origin, kindString)
+	field("sizeBytes", f.SizeBytes, kindNumber)
+	field("durationMs", f.DurationMs, kindNumber)
+	field("width", f.Width, kindNumber)
+	field("height", f.Height, kindNumber)
+	m.bool("transcribed", string(f.Transcribed) == "true")
+	field("messageId", f.MessageID, kindString)
+	field("workspaceDir", f.WorkspaceDir, kindString)
+	field("staged", f.Staged, kindBool)
+	field("hydrationSuppressed", f.HydrationSuppressed, kindBool)
+	o.buf = m.close()
+	return o.close(), true
+}
+
+func (b *Bridge) attachmentsFetch(ctx context.Context, a *args) (*mcp.CallToolResult, error) {
+	key, _ := a.str("session_key")
+	id, _ := a.str("message_id")
+	msg, err := b.findMessage(ctx, key, id, a.integer("limit", DefaultAttachmentsLimit))
+	if err != nil {
+		return nil, err
+	}
+	if msg == nil {
+		return nil, fmt.Errorf("message not found: %s", id)
+	}
+	var m struct {
+		Content  json.RawMessage `json:"content"`
+		OpenClaw struct {
+			Media json.RawMessage `json:"media"`
+		} `json:"__openclaw"`
+	}
+	_ = json.Unmarshal(msg, &m)
+	buf := []byte(`{"attachments":[`)
+	n := 0
+	sep := func() {
+		if n > 0 {
+			buf = append(buf, ',')
+		}
+	}
+	if kindOf(m.Content) == kindArray {
+		var blocks []json.RawMessage
+		_ = json.Unmarshal(m.Content, &blocks)
+		for _, blk := range blocks {
+			var t struct {
+				Type json.RawMessage `json:"type"`
+			}
+			_ = json.Unmarshal(blk, &t)
+			if s, _ := rawString(t.Type); s == "text" {
+				continue
+			}
+			sep()
+			buf = append(buf, compactJSON(blk)...)
+			n++
+		}
+	}
+	if kindOf(m.OpenClaw.Media) == kindArray {
+		var media []json.RawMessage
+		_ = json.Unmarshal(m.OpenClaw.Media, &media)
+		for _, f := range media {
+			if item, ok := appendMedia(nil, f); ok {
+				sep()
+				buf = append(buf, item...)
+				n++
+			}
+		}
+	}
+	buf = append(buf, `],"message":`...)
+	buf = append(buf, msg...)
+	buf = append(buf, '}')
+	return okResult(fmt.Sprintf("attachments: %d", n), buf), nil
+}
+
+func (b *Bridge) eventsPoll(_ context.Context, a *args) (*mcp.CallToolResult, error) {
+	session, _ := a.str("session_key")
+	events, next, gap := b.queue.poll(a.integer("after_cursor", 0), session, int(a.integer("limit", DefaultEventsLimit)))
+	buf := []byte(`{"events":[`)
+	for i := range events {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = events[i].appendJSON(buf)
+	}
+	buf = append(buf, `],"next_cursor":`...)
+	buf = strconv.AppendInt(buf, next, 10)
+	if gap != nil {
+		buf = append(buf, `,"gap":`...)
+		buf = gap.appendJSON(buf)
+	}
+	buf = append(buf, '}')
+	return okResult(fmt.Sprintf("events: %d", len(events)), buf), nil
+}
+
+func (b *Bridge) eventsWait(ctx context.Context, a *args) (*mcp.CallToolResult, error) {
+	session, _ := a.str("session_key")
+	timeout := time.Duration(a.integer("timeout_ms", DefaultWaitTimeout.Milliseconds())) * time.Millisecond
+	r := b.queue.wait(ctx, a.integer("after_cursor", 0), session, timeout)
+	buf := []byte(`{"event":`)
+	var text string
+	switch {
+	case r.event != nil:
+		buf = r.event.appendJSON(buf)
+		text = "event " + strconv.FormatInt(r.event.cursor, 10)
+	case r.gap != nil:
+		buf = append(buf, "null"...)
+		text = "event gap before " + strconv.FormatInt(r.gap.oldestAvailable, 10)
+	default:
+		buf = append(buf, "null"...)
+		text = "timeout"
+	}
+	if r.gap != nil {
+		buf = append(buf, `,"gap":`...)
+		buf = r.gap.appendJSON(buf)
+	}
+	buf = append(buf, '}')
+	return okResult(text, buf), nil
+}
+
+func (b *Bridge) messagesSend(ctx context.Context, a *args) (*mcp.CallToolResult, error) {
+	key, _ := a.str("session_key")
+	text, _ := a.str("text")
+	c, err := b.resolveConversation(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		return nil, fmt.Errorf("Conversation not found for session %s", key)
+	}
+	idem, err := newUUID()
+	if err != nil {
+		return nil, fmt.Errorf("generating idempotency key: %w", err)
+	}
+	p := newObject(nil)
+	p.str("to", c.To)
+	p.str("channel", c.Channel)
+	if c.AccountID != "" {
+		p.str("accountId", c.AccountID)
+	}
+	if len(c.ThreadID) > 0 {
+		p.str("threadId", threadIDString(c.ThreadID))
+	}
+	p.str("message", text)
+	p.str("sessionKey", c.SessionKey)
+	p.str("idempotencyKey", idem)
+	payload, err := b.request(ctx, "send", p.close())
+	if err != nil {
+		return nil, err
+	}
+	return okResult("sent", resultEnvelope(payload)), nil
+}
+
+// resultEnvelope wraps a Gateway payload as {"result":payload}.
+func resultEnvelope(payload json.RawMessage) []byte {
+	if len(payload) == 0 {
+		payload = json.RawMessage("null")
+	}
+	o := newObject(nil)
+	o.raw("result", compactJSON(payload))
+	return o.close()
+}
+
+func (b *Bridge) permissionsListOpen(context.Context, *args) (*mcp.CallToolResult, error) {
+	open := b.approvals.open()
+	buf := []byte(`{"approvals":[`)
+	for i, ap := range open {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = ap.appendJSON(buf)
+	}
+	buf = append(buf, ']', '}')
+	return okResult(fmt.Sprintf("approvals: %d", len(open)), buf), nil
+}
+
+func (b *Bridge) permissionsRespond(ctx context.Context, a *args) (*mcp.CallToolResult, error) {
+	kind, _ := a.str("kind")
+	id, _ := a.str("id")
+	decision, _ := a.str("decision")
+	method := "exec.approval.resolve"
+	if kind == "plugin" {
+		method = "plugin.approval.resolve"
+	}
+	p := newObject(nil)
+	p.str("id", id)
+	p.str("decision", decision)
+	payload, err := b.request(ctx, method, p.close())
+	if err != nil {
+		return nil, err
+	}
+	return okResult("approval resolved", resultEnvelope(payload)), nil
+}
+
+// newUUID returns a random RFC 4122 version 4 UUID.
+func newUUID() (string, error) {
+	var u [16]byte
+	if _, err := rand.Read(u[:]); err != nil {
+		return "", err
+	}
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	var s [36]byte
+	hex.Encode(s[0:8], u[0:4])
+	s[8] = '-'
+	hex.Encode(s[9:13], u[4:6])
+	s[13] = '-'
+	hex.Encode(s[14:18], u[6:8])
+	s[18] = '-'
+	hex.Encode(s[19:23], u[8:10])
+	s[23] = '-'
+	hex.Encode(s[24:], u[10:])
+	return string(s[:]), nil
+}

@@ -1,0 +1,241 @@
+package bridge
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// This file validates tool arguments the way OpenClaw's zod schemas do, so
+// that a client sees the same messages: unknown keys are dropped, each
+// violation is reported as `<zod message> at <field>`, in schema order,
+// several joined by "; ".
+
+// propType is the JSON Schema type of a tool argument.
+type propType string
+
+const (
+	typeString  propType = "string"
+	typeInteger propType = "integer"
+	typeBoolean propType = "boolean"
+)
+
+// prop describes one argument: its type and the constraints the bridge's
+// schemas use. Bounds apply when hasMin/hasMax are set.
+type prop struct {
+	name      string
+	typ       propType
+	minLength int // strings: 0 means none
+	enum      []string
+	hasMin    bool
+	min       int64
+	hasMax    bool
+	max       int64
+}
+
+// schemaJSON renders the property as OpenClaw's draft-07 schema does, keys
+// in the same order: type, minLength | enum | minimum, maximum.
+func (p *prop) schemaJSON(buf []byte) []byte {
+	o := newObject(buf)
+	o.str("type", string(p.typ))
+	if p.minLength > 0 {
+		o.int("minLength", int64(p.minLength))
+	}
+	if p.enum != nil {
+		o.key("enum")
+		o.buf = append(o.buf, '[')
+		for i, e := range p.enum {
+			if i > 0 {
+				o.buf = append(o.buf, ',')
+			}
+			o.buf = appendString(o.buf, e)
+		}
+		o.buf = append(o.buf, ']')
+	}
+	if p.hasMin {
+		o.int("minimum", p.min)
+	}
+	if p.hasMax {
+		o.int("maximum", p.max)
+	}
+	return o.close()
+}
+
+// args are validated tool arguments: the known keys the client sent, in the
+// order it sent them, with their raw values.
+type args struct {
+	keys   []string
+	values map[string]json.RawMessage
+}
+
+// JSON returns the arguments as a JSON object, unknown keys removed.
+func (a *args) JSON() json.RawMessage {
+	o := newObject(nil)
+	for _, k := range a.keys {
+		o.raw(k, a.values[k])
+	}
+	return o.close()
+}
+
+func (a *args) str(name string) (string, bool) { return rawString(a.values[name]) }
+
+func (a *args) integer(name string, def int64) int64 {
+	raw, ok := a.values[name]
+	if !ok {
+		return def
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil {
+		return def
+	}
+	return int64(f)
+}
+
+func (a *args) boolean(name string, def bool) bool {
+	switch string(a.values[name]) {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	return def
+}
+
+// received names a JSON value's type as zod reports it.
+func received(raw json.RawMessage) string {
+	switch kindOf(raw) {
+	case kindNone:
+		return "undefined"
+	case kindNull:
+		return "null"
+	case kindBool:
+		return "boolean"
+	case kindString:
+		return "string"
+	case kindArray:
+		return "array"
+	case kindObject:
+		return "object"
+	}
+	return "number"
+}
+
+// validateArgs checks raw arguments against props and required. It returns
+// the cleaned arguments, or the message of every violation.
+func validateArgs(raw json.RawMessage, props []prop, required []string) (*args, string) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = []byte("{}")
+	}
+	if kindOf(raw) != kindObject {
+		return nil, "Invalid input: expected object, received " + received(raw)
+	}
+	a := &args{values: map[string]json.RawMessage{}}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if _, err := dec.Token(); err != nil { // {
+		return nil, "Invalid input: expected object, received " + received(raw)
+	}
+	known := map[string]bool{}
+	for _, p := range props {
+		known[p.name] = true
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, "Invalid input: malformed arguments"
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, "Invalid input: malformed arguments"
+		}
+		k, _ := tok.(string)
+		if !known[k] {
+			continue
+		}
+		if _, dup := a.values[k]; !dup {
+			a.keys = append(a.keys, k)
+		}
+		a.values[k] = compactJSON(v)
+	}
+	var issues []string
+	for i := range props {
+		p := &props[i]
+		v, ok := a.values[p.name]
+		if !ok {
+			for _, r := range required {
+				if r == p.name {
+					issues = append(issues, fmt.Sprintf("Invalid input: expected %s, received undefined at %s", zodType(p.typ), p.name))
+				}
+			}
+			continue
+		}
+		if msg := p.check(v); msg != "" {
+			issues = append(issues, msg+" at "+p.name)
+		}
+	}
+	if len(issues) > 0 {
+		return nil, strings.Join(issues, "; ")
+	}
+	return a, ""
+}
+
+// zodType is how zod names the expected type in an invalid_type message.
+func zodType(t propType) string {
+	if t == typeInteger {
+		return "number"
+	}
+	return string(t)
+}
+
+// check returns the zod message for a value that violates p, or "".
+func (p *prop) check(v json.RawMessage) string {
+	if p.enum != nil {
+		s, ok := rawString(v)
+		for _, e := range p.enum {
+			if ok && s == e {
+				return ""
+			}
+		}
+		quoted := make([]string, len(p.enum))
+		for i, e := range p.enum {
+			quoted[i] = strconv.Quote(e)
+		}
+		return "Invalid option: expected one of " + strings.Join(quoted, "|")
+	}
+	switch p.typ {
+	case typeString:
+		s, ok := rawString(v)
+		if !ok {
+			return "Invalid input: expected string, received " + received(v)
+		}
+		if n := len([]rune(s)); n < p.minLength {
+			return fmt.Sprintf("Too small: expected string to have >=%d characters", p.minLength)
+		}
+	case typeBoolean:
+		if kindOf(v) != kindBool {
+			return "Invalid input: expected boolean, received " + received(v)
+		}
+	case typeInteger:
+		if kindOf(v) != kindNumber {
+			return "Invalid input: expected number, received " + received(v)
+		}
+		f, err := strconv.ParseFloat(string(v), 64)
+		if err != nil || math.IsInf(f, 0) {
+			return "Invalid input: expected number, received number"
+		}
+		if f != math.Trunc(f) {
+			return "Invalid input: expected int, received number"
+		}
+		if p.hasMin && f < float64(p.min) {
+			return fmt.Sprintf("Too small: expected number to be >=%d", p.min)
+		}
+		if p.hasMax && f > float64(p.max) {
+			return fmt.Sprintf("Too big: expected number to be <=%d", p.max)
+		}
+	}
+	return ""
+}
