@@ -1,0 +1,43 @@
+package wasmhost
+
+import (
+	"github.com/tetratelabs/wazero/experimental"
+)
+
+// cappedMemory backs one instance's linear memory and enforces the
+// module's memory cap itself, so that the host can tell a refused
+// memory.grow (the guest ran out of memory) from any other trap. The
+// Runtime's own limit is set to the 4 GiB maximum so that every grow
+// request reaches Reallocate.
+type cappedMemory struct {
+	limit uint64 // bytes
+	buf   []byte
+	inst  *Instance
+}
+
+func (m *cappedMemory) Reallocate(size uint64) []byte {
+	if size > m.limit {
+		m.inst.refusedGrow = size
+		return nil
+	}
+	if size <= uint64(cap(m.buf)) {
+		// Bytes past len were never handed out (memory never shrinks), so
+		// they are still zero.
+		m.buf = m.buf[:size]
+		return m.buf
+	}
+	c := min(max(size, 2*uint64(cap(m.buf))), m.limit)
+	nb := make([]byte, size, c)
+	copy(nb, m.buf)
+	m.buf = nb
+	return m.buf
+}
+
+func (m *cappedMemory) Free() { m.buf = nil }
+
+// allocator returns the memory allocator for inst.
+func (i *Instance) allocator() experimental.MemoryAllocator {
+	return experimental.MemoryAllocatorFunc(func(_, _ uint64) experimental.LinearMemory {
+		return &cappedMemory{limit: uint64(i.m.opts.MemoryLimitPages) * pageSize, inst: i}
+	})
+}

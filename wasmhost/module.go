@@ -1,0 +1,539 @@
+package wasmhost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+)
+
+// Defaults applied to zero fields of [Options].
+const (
+	DefaultMemoryLimitPages = 256 // 16 MiB
+	DefaultCallTimeout      = 100 * time.Millisecond
+	DefaultInitTimeout      = time.Second
+	DefaultMaxResultBytes   = 1 << 20 // 1 MiB
+	DefaultOutputLimit      = 4 << 10 // 4 KiB
+)
+
+// Names of the host modules a guest may import.
+const (
+	// WASIModule is the only WASI version provided, with no capabilities.
+	WASIModule = wasi_snapshot_preview1.ModuleName
+	// LogModule provides log(level i32, ptr i32, len i32).
+	LogModule = "openclaw_policy"
+)
+
+const (
+	pageSize        = 65536
+	minInputBuffer  = 4 << 10
+	maxLogsPerCall  = 64
+	maxLogMessage   = 1 << 10
+	maxMemoryPages  = 65536
+	wasmExportAlloc = "alloc"
+	wasmExportFree  = "free"
+	wasmExportInit  = "_initialize"
+	wasmExportMem   = "memory"
+)
+
+// Options configure a [Module]. Options are copied by [Load]; every zero
+// value means the documented default, so a nil *Options is valid.
+type Options struct {
+	// MemoryLimitPages caps each instance's linear memory, in 64 KiB pages.
+	// 0 means DefaultMemoryLimitPages (256 pages = 16 MiB); the maximum is
+	// 65536 (4 GiB). A module whose initial memory is over the cap fails
+	// to load; a guest that grows past it gets -1 from memory.grow, and a
+	// trap after that is reported as KindMemoryLimit.
+	MemoryLimitPages uint32
+	// CallTimeout bounds every guest call made by [Module.CallBytes]: the
+	// guest is interrupted when it expires. 0 means DefaultCallTimeout
+	// (100 ms). A shorter deadline on the caller's context also applies.
+	CallTimeout time.Duration
+	// InitTimeout bounds the creation of one instance: instantiation,
+	// _initialize and the Init hook. 0 means DefaultInitTimeout (1 s).
+	InitTimeout time.Duration
+	// MaxResultBytes caps the length of a result buffer read back from the
+	// guest. 0 means DefaultMaxResultBytes (1 MiB).
+	MaxResultBytes uint32
+	// PoolSize is the maximum number of instances, and so of concurrent
+	// calls; callers beyond it wait on their context. 0 means
+	// runtime.GOMAXPROCS(0).
+	PoolSize int
+	// CacheDir is the directory of the on-disk compilation cache. "" means
+	// <os.UserCacheDir()>/openclaw-go/wasm. When the directory cannot be
+	// created the module loads without a cache, with no error.
+	CacheDir string
+	// NoCache disables the on-disk compilation cache.
+	NoCache bool
+	// Logger receives the guest's openclaw_policy.log records (at most 64
+	// per call, each cut to 1 KiB) with a "module" attribute. nil discards.
+	Logger *slog.Logger
+	// OutputLimit is how many bytes of the guest's WASI stdout and stderr
+	// are kept per call (the tail), to be attached to an [Error]. 0 means
+	// DefaultOutputLimit (4 KiB). Guest output never reaches the process's
+	// own stdout or stderr.
+	OutputLimit int
+	// Init, when set, runs once on every new instance after _initialize
+	// and before its first call (the policy ABI uses it for configure). An
+	// error refuses the instance: Load fails with it for the first
+	// instance, a later call for later ones.
+	Init func(ctx context.Context, inst *Instance) error
+}
+
+// Module is one compiled guest module with its own wazero Runtime and a
+// bounded pool of instances. It is safe for concurrent use; each instance
+// serves one call at a time and is discarded after any error.
+type Module struct {
+	name     string
+	opts     Options
+	rt       wazero.Runtime
+	cache    wazero.CompilationCache
+	compiled wazero.CompiledModule
+	funcs    map[string]FuncType
+	wasi     bool
+
+	sem  chan struct{}  // one token per instance in use
+	idle chan *Instance // instances ready for a call
+	done chan struct{}  // closed when Close starts
+
+	byMod sync.Map // api.Module -> *Instance, for host functions
+
+	closing   atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// FuncType is the signature of an exported function.
+type FuncType struct {
+	Params  []api.ValueType
+	Results []api.ValueType
+}
+
+func (f FuncType) is(params, results []api.ValueType) bool {
+	return equalTypes(f.Params, params) && equalTypes(f.Results, results)
+}
+
+func equalTypes(a, b []api.ValueType) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+var (
+	sigBytes = FuncType{Params: []api.ValueType{api.ValueTypeI32, api.ValueTypeI32}, Results: []api.ValueType{api.ValueTypeI64}}
+	sigAlloc = FuncType{Params: []api.ValueType{api.ValueTypeI32}, Results: []api.ValueType{api.ValueTypeI32}}
+	sigFree  = FuncType{Params: []api.ValueType{api.ValueTypeI32, api.ValueTypeI32}}
+	sigLog   = FuncType{Params: []api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}}
+)
+
+// DefaultCacheDir returns the default compilation cache directory,
+// <os.UserCacheDir()>/openclaw-go/wasm, or "" when the user cache directory
+// is unknown.
+func DefaultCacheDir() string {
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(d, "openclaw-go", "wasm")
+}
+
+// Load compiles wasm in a new wazero Runtime (compiler mode, close on
+// context done, the memory cap), links the host modules it imports (WASI
+// with no capabilities, openclaw_policy.log), and pre-warms one instance,
+// running _initialize and opts.Init on it. name identifies the module in
+// errors and logs. The module must export its linear memory as "memory"
+// and may import nothing else: an unknown import fails the load with an
+// error naming it. All errors are *Error of KindLoad, or the Init hook's
+// error.
+func Load(ctx context.Context, name string, wasm []byte, opts *Options) (*Module, error) {
+	m := &Module{name: name}
+	if opts != nil {
+		m.opts = *opts
+	}
+	o := &m.opts
+	if o.MemoryLimitPages == 0 {
+		o.MemoryLimitPages = DefaultMemoryLimitPages
+	}
+	if o.MemoryLimitPages > maxMemoryPages {
+		return nil, errorf(name, "", KindLoad, "memory limit of %d pages is over the maximum of %d", o.MemoryLimitPages, maxMemoryPages)
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
+	if o.InitTimeout <= 0 {
+		o.InitTimeout = DefaultInitTimeout
+	}
+	if o.MaxResultBytes == 0 {
+		o.MaxResultBytes = DefaultMaxResultBytes
+	}
+	if o.PoolSize <= 0 {
+		o.PoolSize = runtime.GOMAXPROCS(0)
+	}
+	if o.OutputLimit <= 0 {
+		o.OutputLimit = DefaultOutputLimit
+	}
+
+	// The Runtime's limit is the 4 GiB maximum: the per-module cap is
+	// enforced by the instances' memory allocator (memory.go), which sees
+	// every grow request and so can report a refused one.
+	rc := wazero.NewRuntimeConfigCompiler().
+		WithCloseOnContextDone(true).
+		WithMemoryLimitPages(maxMemoryPages)
+	if !o.NoCache {
+		m.cache = openCache(o.CacheDir)
+		if m.cache != nil {
+			rc = rc.WithCompilationCache(m.cache)
+		}
+	}
+	m.rt = wazero.NewRuntimeWithConfig(ctx, rc)
+	m.sem = make(chan struct{}, o.PoolSize)
+	m.idle = make(chan *Instance, o.PoolSize)
+	m.done = make(chan struct{})
+
+	if err := m.link(ctx, wasm); err != nil {
+		return nil, errors.Join(err, m.closeRuntime(ctx))
+	}
+	inst, err := m.newInstance(ctx)
+	if err != nil {
+		return nil, errors.Join(err, m.closeRuntime(ctx))
+	}
+	m.idle <- inst
+	return m, nil
+}
+
+// openCache returns a compilation cache in dir (or the default directory),
+// or nil when it cannot be created.
+func openCache(dir string) wazero.CompilationCache {
+	if dir == "" {
+		dir = DefaultCacheDir()
+	}
+	if dir == "" {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil
+	}
+	c, err := wazero.NewCompilationCacheWithDir(dir)
+	if err != nil {
+		return nil
+	}
+	return c
+}
+
+// link compiles the module, checks its imports and exports, and
+// instantiates the host modules it needs.
+func (m *Module) link(ctx context.Context, wasm []byte) error {
+	compiled, err := m.rt.CompileModule(ctx, wasm)
+	if err != nil {
+		return &Error{Module: m.name, Kind: KindLoad, Err: fmt.Errorf("compiling: %w", err)}
+	}
+	m.compiled = compiled
+	needLog := false
+	for _, def := range compiled.ImportedFunctions() {
+		mod, fn, _ := def.Import()
+		ft := FuncType{Params: def.ParamTypes(), Results: def.ResultTypes()}
+		switch {
+		case mod == WASIModule:
+			m.wasi = true
+		case mod == LogModule && fn == "log" && ft.is(sigLog.Params, sigLog.Results):
+			needLog = true
+		case mod == LogModule && fn == "log":
+			return errorf(m.name, "", KindLoad, "import %q.%q has signature %s, want (i32, i32, i32) -> ()", mod, fn, ft)
+		default:
+			return errorf(m.name, "", KindLoad, "unsupported import %q.%q: only %s (with no capabilities) and %s.log are provided", mod, fn, WASIModule, LogModule)
+		}
+	}
+	for _, def := range compiled.ImportedMemories() {
+		mod, n, _ := def.Import()
+		return errorf(m.name, "", KindLoad, "unsupported import %q.%q: a module must define its own memory", mod, n)
+	}
+	mem, ok := compiled.ExportedMemories()[wasmExportMem]
+	if !ok {
+		return errorf(m.name, "", KindLoad, "no exported memory named %q", wasmExportMem)
+	}
+	if limit := m.opts.MemoryLimitPages; mem.Min() > limit {
+		return errorf(m.name, "", KindLoad, "initial memory of %d pages is over the cap of %d pages (%d MiB)", mem.Min(), limit, uint64(limit)*pageSize>>20)
+	}
+	m.funcs = make(map[string]FuncType)
+	for n, def := range compiled.ExportedFunctions() {
+		m.funcs[n] = FuncType{Params: def.ParamTypes(), Results: def.ResultTypes()}
+	}
+	if ft, ok := m.funcs[wasmExportAlloc]; ok && !ft.is(sigAlloc.Params, sigAlloc.Results) {
+		return errorf(m.name, "", KindLoad, "export %q has signature %s, want (i32) -> (i32)", wasmExportAlloc, ft)
+	}
+	if ft, ok := m.funcs[wasmExportFree]; ok && !ft.is(sigFree.Params, sigFree.Results) {
+		return errorf(m.name, "", KindLoad, "export %q has signature %s, want (i32, i32) -> ()", wasmExportFree, ft)
+	}
+	if m.wasi {
+		if _, err := wasi_snapshot_preview1.Instantiate(ctx, m.rt); err != nil {
+			return &Error{Module: m.name, Kind: KindLoad, Err: fmt.Errorf("instantiating WASI: %w", err)}
+		}
+	}
+	if needLog {
+		_, err := m.rt.NewHostModuleBuilder(LogModule).
+			NewFunctionBuilder().
+			WithGoModuleFunction(api.GoModuleFunc(m.hostLog), sigLog.Params, nil).
+			WithParameterNames("level", "ptr", "len").
+			Export("log").
+			Instantiate(ctx)
+		if err != nil {
+			return &Error{Module: m.name, Kind: KindLoad, Err: fmt.Errorf("instantiating %s: %w", LogModule, err)}
+		}
+	}
+	return nil
+}
+
+// String formats a signature as "(i32, i32) -> (i64)".
+func (f FuncType) String() string {
+	return "(" + typeList(f.Params) + ") -> (" + typeList(f.Results) + ")"
+}
+
+func typeList(ts []api.ValueType) string {
+	s := ""
+	for i, t := range ts {
+		if i > 0 {
+			s += ", "
+		}
+		s += api.ValueTypeName(t)
+	}
+	return s
+}
+
+// Name returns the module's configured name.
+func (m *Module) Name() string { return m.name }
+
+// Func returns the signature of the exported function name, if the module
+// exports it.
+func (m *Module) Func(name string) (FuncType, bool) {
+	ft, ok := m.funcs[name]
+	return ft, ok
+}
+
+// Options returns the module's options with defaults applied.
+func (m *Module) Options() Options { return m.opts }
+
+// CallBytes runs export, a function (ptr i32, len i32) -> i64, on an
+// instance from the pool: input is copied into the instance's input buffer
+// (obtained from the guest's alloc and kept for later calls), the export is
+// called once under the call deadline, and the packed result ptr<<32|len is
+// bounds-checked and copied out. A result of 0 returns (nil, nil): the
+// caller decides what "no output" means. It waits for a free instance while
+// the pool is full, until ctx is done. Any error is an *Error, and the
+// instance that failed is discarded.
+func (m *Module) CallBytes(ctx context.Context, export string, input []byte) ([]byte, error) {
+	inst, err := m.acquire(ctx, export)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
+	out, err := inst.callBytes(cctx, ctx, export, input)
+	cancel()
+	m.release(inst, err)
+	return out, err
+}
+
+// Call calls export with raw parameters on an instance from the pool,
+// under the call deadline, and returns its results. Like CallBytes it
+// waits for a free instance until ctx is done, and discards an instance
+// that failed.
+func (m *Module) Call(ctx context.Context, export string, params ...uint64) ([]uint64, error) {
+	inst, err := m.acquire(ctx, export)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
+	res, err := inst.callRaw(cctx, ctx, export, params)
+	cancel()
+	m.release(inst, err)
+	return res, err
+}
+
+// acquire takes a pool slot and an instance, creating one if none is idle.
+func (m *Module) acquire(ctx context.Context, export string) (*Instance, error) {
+	if m.closing.Load() {
+		return nil, m.closedError(export)
+	}
+	select {
+	case m.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, m.ctxError(export, ctx.Err(), "waiting for an instance: ")
+	case <-m.done:
+		return nil, m.closedError(export)
+	}
+	if m.closing.Load() {
+		<-m.sem
+		return nil, m.closedError(export)
+	}
+	select {
+	case inst := <-m.idle:
+		return inst, nil
+	default:
+	}
+	inst, err := m.newInstance(ctx)
+	if err != nil {
+		<-m.sem
+		return nil, err
+	}
+	return inst, nil
+}
+
+// release returns inst to the pool, or discards it after an error or once
+// the module is closing, and frees the pool slot.
+func (m *Module) release(inst *Instance, err error) {
+	if err != nil || inst.broken || m.closing.Load() {
+		m.discard(inst)
+	} else {
+		m.idle <- inst
+	}
+	<-m.sem
+}
+
+func (m *Module) discard(inst *Instance) {
+	m.byMod.Delete(inst.mod)
+	_ = inst.mod.Close(context.Background())
+}
+
+func (m *Module) closedError(export string) *Error {
+	return &Error{Module: m.name, Export: export, Kind: KindClosed, Err: errors.New("module is closed")}
+}
+
+// ctxError classifies a done caller context.
+func (m *Module) ctxError(export string, err error, prefix string) *Error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &Error{Module: m.name, Export: export, Kind: KindTimeout, Err: fmt.Errorf("%scaller's deadline exceeded: %w", prefix, err)}
+	}
+	return &Error{Module: m.name, Export: export, Kind: KindCanceled, Err: fmt.Errorf("%s%w", prefix, err)}
+}
+
+// newInstance instantiates the compiled module with no capabilities, runs
+// _initialize and the Init hook, bounded by InitTimeout.
+func (m *Module) newInstance(ctx context.Context) (*Instance, error) {
+	ictx, cancel := context.WithTimeout(ctx, m.opts.InitTimeout)
+	defer cancel()
+	inst := &Instance{m: m, fns: make(map[string]api.Function, 4)}
+	cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions()
+	if m.wasi {
+		inst.output = &tailBuffer{limit: m.opts.OutputLimit}
+		cfg = cfg.WithStdout(inst.output).WithStderr(inst.output)
+	}
+	mod, err := m.rt.InstantiateModule(experimental.WithMemoryAllocator(ictx, inst.allocator()), m.compiled, cfg)
+	if err != nil {
+		if m.closing.Load() {
+			return nil, m.closedError("")
+		}
+		return nil, &Error{Module: m.name, Kind: KindLoad, Err: fmt.Errorf("instantiating: %w", err)}
+	}
+	inst.mod = mod
+	inst.mem = mod.ExportedMemory(wasmExportMem)
+	m.byMod.Store(api.Module(mod), inst)
+	if _, ok := m.funcs[wasmExportInit]; ok {
+		if _, err := inst.Call(ictx, wasmExportInit); err != nil {
+			m.discard(inst)
+			return nil, asLoad(err)
+		}
+	}
+	if m.opts.Init != nil {
+		if err := m.opts.Init(ictx, inst); err != nil {
+			m.discard(inst)
+			return nil, asLoad(err)
+		}
+	}
+	return inst, nil
+}
+
+// asLoad turns a call error during initialization into a load error,
+// keeping its export and cause; other errors pass unchanged.
+func asLoad(err error) error {
+	var e *Error
+	if errors.As(err, &e) && e.Kind != KindClosed && e.Kind != KindCanceled {
+		c := *e
+		c.Kind = KindLoad
+		c.Err = fmt.Errorf("initializing instance: %s: %w", e.Kind, e.Err)
+		return &c
+	}
+	return err
+}
+
+// Close stops the module: new calls fail with ErrClosed at once, calls in
+// flight may finish until ctx is done (then they are interrupted), and the
+// Runtime, its instances and the compilation cache handle are released. It
+// is idempotent and safe for concurrent use; every call returns the first
+// call's result.
+func (m *Module) Close(ctx context.Context) error {
+	m.closeOnce.Do(func() {
+		m.closing.Store(true)
+		close(m.done)
+	drain:
+		for range cap(m.sem) {
+			select {
+			case m.sem <- struct{}{}:
+			case <-ctx.Done():
+				break drain
+			}
+		}
+		m.closeErr = m.closeRuntime(ctx)
+	})
+	return m.closeErr
+}
+
+func (m *Module) closeRuntime(ctx context.Context) error {
+	err := m.rt.Close(context.WithoutCancel(ctx))
+	if err != nil {
+		err = &Error{Module: m.name, Kind: KindClosed, Err: fmt.Errorf("closing runtime: %w", err)}
+	}
+	if m.cache != nil {
+		if cerr := m.cache.Close(context.WithoutCancel(ctx)); cerr != nil {
+			err = errors.Join(err, &Error{Module: m.name, Kind: KindClosed, Err: fmt.Errorf("closing compilation cache: %w", cerr)})
+		}
+	}
+	return err
+}
+
+// hostLog implements openclaw_policy.log(level, ptr, len).
+func (m *Module) hostLog(ctx context.Context, mod api.Module, stack []uint64) {
+	v, ok := m.byMod.Load(mod)
+	if !ok {
+		return
+	}
+	inst := v.(*Instance)
+	level, ptr, n := int32(stack[0]), uint32(stack[1]), uint32(stack[2])
+	b, ok := inst.mem.Read(ptr, n)
+	if !ok {
+		inst.abiErr = fmt.Errorf("openclaw_policy.log: message [%d, %d) is outside memory of %d bytes", ptr, uint64(ptr)+uint64(n), inst.mem.Size())
+		panic(inst.abiErr)
+	}
+	inst.logs++
+	if m.opts.Logger == nil || inst.logs > maxLogsPerCall {
+		return
+	}
+	if len(b) > maxLogMessage {
+		b = b[:maxLogMessage]
+	}
+	lvl := slog.LevelDebug
+	switch {
+	case level >= 3:
+		lvl = slog.LevelError
+	case level == 2:
+		lvl = slog.LevelWarn
+	case level == 1:
+		lvl = slog.LevelInfo
+	}
+	m.opts.Logger.Log(ctx, lvl, string(b), "module", m.name)
+}
