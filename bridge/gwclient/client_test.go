@@ -27,7 +27,7 @@ const testToken = "octest-token-123"
 var idPattern = regexp.MustCompile(`^([0-9]+):[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 
 // idNumber checks a request id's "<n>:<uuid-v4>" form and returns n.
-func idNumber(t *testing.T, id string) int {
+func idNumber(t testing.TB, id string) int {
 	t.Helper()
 	m := idPattern.FindStringSubmatch(id)
 	if m == nil {
@@ -55,7 +55,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func newIdentity(t *testing.T) *protocol.DeviceIdentity {
+func newIdentity(t testing.TB) *protocol.DeviceIdentity {
 	t.Helper()
 	id, err := protocol.NewDeviceIdentity()
 	if err != nil {
@@ -66,7 +66,7 @@ func newIdentity(t *testing.T) *protocol.DeviceIdentity {
 
 // baseOptions are the options of `openclaw mcp serve` 2026.9.6 on Linux,
 // with short backoffs.
-func baseOptions(t *testing.T, url string) *gwclient.Options {
+func baseOptions(t testing.TB, url string) *gwclient.Options {
 	return &gwclient.Options{
 		URL:            url,
 		Token:          testToken,
@@ -85,7 +85,7 @@ type running struct {
 }
 
 // start runs a client until the test ends.
-func start(t *testing.T, opts *gwclient.Options) *running {
+func start(t testing.TB, opts *gwclient.Options) *running {
 	t.Helper()
 	r := &running{c: gwclient.New(opts), errc: make(chan error, 1)}
 	go func() { r.errc <- r.c.Run(context.Background()) }()
@@ -93,7 +93,7 @@ func start(t *testing.T, opts *gwclient.Options) *running {
 	return r
 }
 
-func (r *running) runErr(t *testing.T) error {
+func (r *running) runErr(t testing.TB) error {
 	t.Helper()
 	select {
 	case err := <-r.errc:
@@ -104,7 +104,7 @@ func (r *running) runErr(t *testing.T) error {
 	}
 }
 
-func waitReady(t *testing.T, c *gwclient.Client) {
+func waitReady(t testing.TB, c *gwclient.Client) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -396,16 +396,21 @@ func TestInitialConnectRetried(t *testing.T) {
 			o.ChallengeTimeout = 200 * time.Millisecond
 			var mu sync.Mutex
 			var states []gwclient.StateChange
+			connected := make(chan struct{})
 			o.OnStateChange = func(sc gwclient.StateChange) {
 				mu.Lock()
 				states = append(states, sc)
 				mu.Unlock()
+				if sc.State == gwclient.StateConnected {
+					close(connected)
+				}
 			}
 			r := start(t, o)
 			waitReady(t, r.c)
 			if _, err := r.c.Request(context.Background(), "sessions.list", nil); err != nil {
 				t.Fatal(err)
 			}
+			<-connected
 			mu.Lock()
 			defer mu.Unlock()
 			if len(states) != 2 || states[0].State != gwclient.StateReconnecting || states[0].Err == nil ||
@@ -442,10 +447,15 @@ func TestDropMidCallReconnects(t *testing.T) {
 	o := baseOptions(t, g.URL)
 	var mu sync.Mutex
 	var states []gwclient.State
+	reconnected := make(chan struct{})
 	o.OnStateChange = func(sc gwclient.StateChange) {
 		mu.Lock()
 		states = append(states, sc.State)
+		n := len(states)
 		mu.Unlock()
+		if n == 4 {
+			close(reconnected)
+		}
 	}
 	r := start(t, o)
 	waitReady(t, r.c)
@@ -472,6 +482,7 @@ func TestDropMidCallReconnects(t *testing.T) {
 	if recs := g.connectsSnapshot(); len(recs) != 2 || idNumber(t, recs[1].Frame.ID) != 1 {
 		t.Errorf("connects %+v, want a second connect with id 1:…", recs)
 	}
+	<-reconnected
 	mu.Lock()
 	defer mu.Unlock()
 	want := []gwclient.State{gwclient.StateConnected, gwclient.StateDisconnected, gwclient.StateReconnecting, gwclient.StateConnected}

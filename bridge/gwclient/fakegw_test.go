@@ -26,7 +26,7 @@ import (
 
 const fixtureDir = "../../../shared/fixtures/openclaw/"
 
-func readFixture(t *testing.T, rel string) []byte {
+func readFixture(t testing.TB, rel string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(fixtureDir, rel))
 	if err != nil {
@@ -36,7 +36,7 @@ func readFixture(t *testing.T, rel string) []byte {
 }
 
 // fixtureFrame decodes a single-frame fixture file.
-func fixtureFrame(t *testing.T, name string) *protocol.Frame {
+func fixtureFrame(t testing.TB, name string) *protocol.Frame {
 	t.Helper()
 	f, err := protocol.Decode(readFixture(t, "gateway-frames/"+name))
 	if err != nil {
@@ -46,7 +46,7 @@ func fixtureFrame(t *testing.T, name string) *protocol.Frame {
 }
 
 // fixturePair decodes a {req, res} fixture file.
-func fixturePair(t *testing.T, name string) (req, res *protocol.Frame) {
+func fixturePair(t testing.TB, name string) (req, res *protocol.Frame) {
 	t.Helper()
 	var pair struct{ Req, Res json.RawMessage }
 	if err := json.Unmarshal(readFixture(t, "gateway-frames/"+name), &pair); err != nil {
@@ -65,7 +65,7 @@ func fixturePair(t *testing.T, name string) (req, res *protocol.Frame) {
 
 // helloPayload is the captured hello-ok payload, optionally with
 // policy.tickIntervalMs replaced (0 keeps the captured 30000).
-func helloPayload(t *testing.T, tickMs int) json.RawMessage {
+func helloPayload(t testing.TB, tickMs int) json.RawMessage {
 	t.Helper()
 	f := fixtureFrame(t, "03-connect.res.hello-ok.json")
 	if tickMs == 0 {
@@ -118,7 +118,7 @@ type behavior struct {
 }
 
 type fakeGateway struct {
-	t        *testing.T
+	t        testing.TB
 	srv      *httptest.Server
 	URL      string
 	token    string // expected auth.token ("" = accept any)
@@ -130,6 +130,7 @@ type fakeGateway struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	handlers sync.WaitGroup
+	once     sync.Once
 
 	mu       sync.Mutex
 	conns    int
@@ -147,7 +148,7 @@ type fakeConn struct {
 	subReplied bool
 }
 
-func newFakeGateway(t *testing.T, tls bool, behave func(n int) behavior) *fakeGateway {
+func newFakeGateway(t testing.TB, tls bool, behave func(n int) behavior) *fakeGateway {
 	t.Helper()
 	g := &fakeGateway{t: t, token: "octest-token-123", behave: behave, notify: make(chan struct{})}
 	if g.behave == nil {
@@ -172,10 +173,13 @@ func newFakeGateway(t *testing.T, tls bool, behave func(n int) behavior) *fakeGa
 	return g
 }
 
+// close stops the fake and waits for its handlers; idempotent.
 func (g *fakeGateway) close() {
-	g.cancel()
-	g.srv.Close()
-	g.handlers.Wait()
+	g.once.Do(func() {
+		g.cancel()
+		g.srv.Close()
+		g.handlers.Wait()
+	})
 }
 
 func (g *fakeGateway) record(f func()) {
@@ -392,7 +396,7 @@ func (fc *fakeConn) reply(id string, payload json.RawMessage) {
 }
 
 // jsonEqual reports whether a and b encode the same JSON value.
-func jsonEqual(t *testing.T, a, b []byte) bool {
+func jsonEqual(t testing.TB, a, b []byte) bool {
 	t.Helper()
 	var x, y any
 	if err := json.Unmarshal(a, &x); err != nil {
