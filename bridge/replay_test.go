@@ -266,12 +266,19 @@ func startBridge(t testing.TB, b *Bridge) *rawClient {
 		}
 	}()
 	t.Cleanup(func() {
-		b.Close()
+		// The client goes away (stdin EOF for stdio): Serve must return nil
+		// on its own, before ctx ends.
 		conn.Close()
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Serve after disconnect: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("Serve did not return after the client disconnected")
 		}
+		b.Close()
+		cancel()
 		for range c.in { // drain so the reader ends
 		}
 		<-readDone
