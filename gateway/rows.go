@@ -30,7 +30,8 @@ type rowKind int
 
 const (
 	rowList     rowKind = iota // sessions.list
-	rowDescribe                // sessions.describe and session.message's "session"
+	rowDescribe                // sessions.describe
+	rowEvent                   // session.message's "session"
 )
 
 type rowOptions struct {
@@ -82,9 +83,10 @@ func (sess *session) row(kind rowKind, o rowOptions) object {
 		r = r.setIf(route.ThreadID != "", "lastThreadId", route.ThreadID)
 	}
 	r = r.set("snapshotAt", o.now)
-	if kind == rowDescribe {
+	if kind != rowList {
 		r = r.set("activitySummary", object{{"state", "stale"}, {"canEnsure", true}})
-	} else {
+	}
+	if kind != rowDescribe {
 		r = r.set("hasActiveRun", false).set("activeRunIds", []string{})
 	}
 	return r.set("sharingRole", "owner")
@@ -174,7 +176,7 @@ func (sess *session) eventPayload(m *storedMessage, senderIsOwner bool, now int6
 	rec := sess.rec
 	route := rec.Route
 	p := object{{"sessionKey", rec.Key}, {"agentId", rec.AgentID}, {"message", m.raw}, {"messageId", m.id},
-		{"messageSeq", m.seq}, {"session", sess.row(rowDescribe, rowOptions{derivedTitle: true, lastMessage: true, now: now})}}
+		{"messageSeq", m.seq}, {"session", sess.row(rowEvent, rowOptions{derivedTitle: true, lastMessage: true, now: now})}}
 	p = p.setIf(senderIsOwner, "senderIsOwner", true)
 	p = p.set("updatedAt", sess.updatedAt()).set("sessionId", rec.SessionID).set("createdActor", nil).
 		set("owner", nil).set("participants", []any{}).set("participantCount", 0).set("kind", "direct").

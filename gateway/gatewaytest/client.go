@@ -22,6 +22,9 @@ type DialOptions struct {
 	Password string
 	// Device signs the connect request when set; nil: no device block.
 	Device *protocol.DeviceIdentity
+	// DeviceToken is connect auth.deviceToken (the token an earlier hello-ok
+	// issued to Device), used when Token and Password are empty.
+	DeviceToken string
 	// ClientID is client.id; empty: "cli". Mode is client.mode; empty: "cli".
 	ClientID string
 	Mode     string
@@ -100,8 +103,8 @@ func Dial(ctx context.Context, url string, opts *DialOptions) (*Client, error) {
 		Client: protocol.ClientInfo{ID: o.ClientID, DisplayName: o.DisplayName, Version: "test", Platform: "linux",
 			DeviceFamily: "Linux", Mode: o.Mode},
 		Caps: o.Caps, Role: o.Role, Scopes: o.Scopes}
-	if o.Token != "" || o.Password != "" {
-		p.Auth = &protocol.Auth{Token: o.Token, Password: o.Password}
+	if o.Token != "" || o.Password != "" || o.DeviceToken != "" {
+		p.Auth = &protocol.Auth{Token: o.Token, Password: o.Password, DeviceToken: o.DeviceToken}
 	}
 	if o.Device != nil {
 		p.Device = o.Device.Prove(protocol.SignedFields{ClientID: p.Client.ID, ClientMode: p.Client.Mode, Role: p.Role,

@@ -194,13 +194,13 @@ func (d *DeviceIdentity) Prove(s SignedFields) *DeviceProof {
 // Device-auth failure reasons, as the Gateway reports them in
 // error.details.reason (§2.3).
 const (
-	ReasonDeviceIDMismatch   = "device-id-mismatch"
-	ReasonSignatureStale     = "device-signature-stale"
-	ReasonNonceMissing       = "device-nonce-missing"
-	ReasonNonceMismatch      = "device-nonce-mismatch"
-	ReasonSignature          = "device-signature"
-	ReasonDevicePublicKey    = "device-public-key"
-	MaxSignatureSkewMs int64 = 120000
+	ReasonDeviceIDMismatch       = "device-id-mismatch"
+	ReasonSignatureStale         = "device-signature-stale"
+	ReasonNonceMissing           = "device-nonce-missing"
+	ReasonNonceMismatch          = "device-nonce-mismatch"
+	ReasonSignature              = "device-signature"
+	ReasonDevicePublicKey        = "device-public-key"
+	MaxSignatureSkewMs     int64 = 120000
 )
 
 // VerifyConnect checks a connect request's device proof the way the Gateway
