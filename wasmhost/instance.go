@@ -3,6 +3,7 @@ package wasmhost
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 
 	"github.com/tetratelabs/wazero/api"
@@ -195,8 +196,61 @@ func (i *Instance) callBytes(ctx, callerCtx context.Context, export string, inpu
 	if err := i.call(ctx, callerCtx, export, i.stack[:]); err != nil {
 		return nil, err
 	}
-	return i.ReadPacked(export, i.stack[0])
+	res := i.stack[0]
+	if res == 0 && i.m.opts.ErrorExport != "" {
+		return nil, i.zeroResult(ctx, callerCtx, export)
+	}
+	return i.ReadPacked(export, res)
 }
+
+// zeroResult builds the error for a byte call that returned 0, with the
+// guest's message from Options.ErrorExport when it gives one.
+func (i *Instance) zeroResult(ctx, callerCtx context.Context, export string) error {
+	ee := i.m.opts.ErrorExport
+	ft, ok := i.m.funcs[ee]
+	if !ok || !ft.is(nil, sigBytes.Results) {
+		return i.fail(errorf(i.m.name, export, KindABI, "returned 0 (no result)"))
+	}
+	i.stack[0] = 0
+	if err := i.call(ctx, callerCtx, ee, i.stack[:1]); err != nil {
+		return err
+	}
+	msg, err := i.ReadPacked(ee, i.stack[0])
+	if err != nil {
+		return err
+	}
+	if len(msg) == 0 {
+		return i.fail(errorf(i.m.name, export, KindABI, "returned 0 (no result)"))
+	}
+	return i.fail(errorf(i.m.name, export, KindABI, "returned 0: %s", GuestMessage(msg)))
+}
+
+// GuestMessage makes a message read from guest memory safe to show: valid
+// UTF-8, one line, at most 512 bytes.
+func GuestMessage(b []byte) string {
+	const limit = 512
+	cut := len(b) > limit
+	if cut {
+		b = b[:limit]
+	}
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	s = strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' || r == '\t' {
+			return ' '
+		}
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, s)
+	if cut {
+		s += "…"
+	}
+	return s
+}
+
+// Func returns the signature of the module's exported function name.
+func (i *Instance) Func(name string) (FuncType, bool) { return i.m.Func(name) }
 
 // classify turns a wazero call error into an *Error.
 func (i *Instance) classify(ctx, callerCtx context.Context, export string, err error) *Error {

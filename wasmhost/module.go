@@ -84,6 +84,12 @@ type Options struct {
 	// DefaultOutputLimit (4 KiB). Guest output never reaches the process's
 	// own stdout or stderr.
 	OutputLimit int
+	// ErrorExport, when set, names an export () -> i64 that returns a
+	// packed ptr<<32|len UTF-8 message. When a byte call returns 0 and the
+	// module exports it, it is called on the same instance and the call
+	// fails with a KindABI error carrying the message; without it, or when
+	// ErrorExport is "", a 0 result is returned as (nil, nil).
+	ErrorExport string
 	// Init, when set, runs once on every new instance after _initialize
 	// and before its first call (the policy ABI uses it for configure). An
 	// error refuses the instance: Load fails with it for the first
@@ -462,10 +468,10 @@ func (m *Module) newInstance(ctx context.Context) (*Instance, error) {
 // keeping its export and cause; other errors pass unchanged.
 func asLoad(err error) error {
 	var e *Error
-	if errors.As(err, &e) && e.Kind != KindClosed && e.Kind != KindCanceled {
+	if errors.As(err, &e) && e.Kind != KindLoad && e.Kind != KindClosed && e.Kind != KindCanceled {
 		c := *e
 		c.Kind = KindLoad
-		c.Err = fmt.Errorf("initializing instance: %s: %w", e.Kind, e.Err)
+		c.Err = wrapMsg(e.Err, "initializing instance: %s", firstLine(e.Err))
 		return &c
 	}
 	return err

@@ -128,6 +128,32 @@ func TestZeroResult(t *testing.T) {
 	}
 }
 
+func TestZeroResultWithErrorExport(t *testing.T) {
+	t.Parallel()
+	m := load(t, "hostile", &wasmhost.Options{NoCache: true, ErrorExport: "last_error"})
+	_, err := m.CallBytes(context.Background(), "before_tool_call", []byte("hostile_zero"))
+	want := `wasm module "hostile": before_tool_call: returned 0: configure rejected: the config asked for it`
+	if !errors.Is(err, wasmhost.ErrABI) || err.Error() != want {
+		t.Fatalf("err = %v, want ErrABI %q", err, want)
+	}
+	echo(t, m, "next")
+}
+
+func TestGuestMessage(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ in, want string }{
+		{"plain", "plain"},
+		{"two\nlines\tand\x00nul", "two lines andnul"},
+		{"bad \xff utf8", "bad \uFFFD utf8"},
+		{strings.Repeat("é", 300), strings.Repeat("é", 256) + "…"},
+	}
+	for _, tt := range tests {
+		if got := wasmhost.GuestMessage([]byte(tt.in)); got != tt.want {
+			t.Errorf("GuestMessage(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
 func TestABIErrors(t *testing.T) {
 	t.Parallel()
 	m := load(t, "hostile", nil)

@@ -1,0 +1,85 @@
+// Package builtin embeds the policy modules that ship inside the openclaw
+// binary, so it works with no policy files. Each is a WebAssembly module of
+// the "openclaw-policy v1" ABI built from guests/ by guests/build.sh (the
+// committed .wasm is reproducible; CI rebuilds it and checks for a diff).
+//
+// Modules are named in config and flags as "builtin:<name>":
+//
+//	m, ok := builtin.Lookup("builtin:rules")
+//	p, err := wasmpolicy.Load(ctx, "rules", m.Wasm, m.DefaultConfig, nil)
+package builtin
+
+import (
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+)
+
+// Scheme prefixes a built-in module's name where a policy file path could
+// appear: "builtin:rules".
+const Scheme = "builtin:"
+
+// RulesName is the name of the declarative rules module.
+const RulesName = "rules"
+
+// DefaultRulesConfig is the rules module's default ruleset: allow every
+// call (the decisions are still audited). The config format is
+// docs/rules.md.
+const DefaultRulesConfig = `{"default":"allow","rules":[]}`
+
+//go:embed rules.wasm
+var rulesWasm []byte
+
+// Module describes one built-in module.
+type Module struct {
+	// Name is the module's name without the scheme, e.g. "rules".
+	Name string
+	// Wasm is a copy of the module's bytes.
+	Wasm []byte
+	// SHA256 is the hex SHA-256 of Wasm, for pinning and for "which
+	// policies are active" reports.
+	SHA256 string
+	// DefaultConfig is the config to load it with when none is given.
+	DefaultConfig json.RawMessage
+	// Description says what the module does, in one line.
+	Description string
+}
+
+// Rules returns a copy of the declarative rules module (guests/rules):
+// allow, block or require approval by tool-name glob, server glob, surface
+// and argument matchers, configured in JSON (docs/rules.md).
+func Rules() []byte { return append([]byte(nil), rulesWasm...) }
+
+// List returns every built-in module, sorted by name.
+func List() []Module {
+	return []Module{rulesModule()}
+}
+
+func rulesModule() Module {
+	sum := sha256.Sum256(rulesWasm)
+	return Module{
+		Name:          RulesName,
+		Wasm:          Rules(),
+		SHA256:        hex.EncodeToString(sum[:]),
+		DefaultConfig: json.RawMessage(DefaultRulesConfig),
+		Description:   "declarative allow/block/require_approval rules by tool, server, surface and arguments",
+	}
+}
+
+// Lookup returns the built-in module named ref, given as "builtin:<name>"
+// or as the bare name. ok is false for an unknown name.
+func Lookup(ref string) (m Module, ok bool) {
+	name := strings.TrimPrefix(ref, Scheme)
+	for _, b := range List() {
+		if b.Name == name {
+			return b, true
+		}
+	}
+	return Module{}, false
+}
+
+// IsRef reports whether ref names a built-in module ("builtin:" prefix),
+// whether or not that module exists.
+func IsRef(ref string) bool { return strings.HasPrefix(ref, Scheme) }
