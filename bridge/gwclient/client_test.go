@@ -748,3 +748,61 @@ func TestRunContextCancel(t *testing.T) {
 	}
 	c.Close()
 }
+
+// After the first successful connection nothing is fatal: a rejected
+// reconnect is retried with a doubling, capped backoff, and a retryable
+// error's retryAfterMs raises the delay.
+func TestBackoffAfterFirstConnect(t *testing.T) {
+	t.Parallel()
+	yes := true
+	after := int64(60)
+	g := newFakeGateway(t, false, func(n int) behavior {
+		switch {
+		case n == 1:
+			return behavior{afterReady: func(fc *fakeConn) { fc.ws.CloseNow() }}
+		case n <= 6:
+			return behavior{connectError: &protocol.ErrorShape{Code: protocol.CodeInvalidRequest, Message: "unauthorized: gateway token mismatch"}}
+		case n == 7:
+			return behavior{connectError: &protocol.ErrorShape{Code: protocol.CodeUnavailable, Message: "busy", Retryable: &yes, RetryAfterMs: &after}}
+		}
+		return behavior{}
+	})
+	o := baseOptions(t, g.URL) // backoff 5 ms doubling, capped at 40 ms
+	var mu sync.Mutex
+	var delays []time.Duration
+	var errs []string
+	connected := 0
+	done := make(chan struct{})
+	o.OnStateChange = func(sc gwclient.StateChange) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch sc.State {
+		case gwclient.StateReconnecting:
+			delays = append(delays, sc.Delay)
+			if sc.Err != nil {
+				errs = append(errs, sc.Err.Error())
+			} else {
+				errs = append(errs, "")
+			}
+		case gwclient.StateConnected:
+			if connected++; connected == 2 {
+				close(done)
+			}
+		}
+	}
+	r := start(t, o)
+	<-done
+	if _, err := r.c.Request(context.Background(), "sessions.list", nil); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	ms := time.Millisecond
+	want := []time.Duration{5 * ms, 10 * ms, 20 * ms, 40 * ms, 40 * ms, 40 * ms, 60 * ms}
+	if fmt.Sprint(delays) != fmt.Sprint(want) {
+		t.Errorf("reconnect delays %v, want %v", delays, want)
+	}
+	if len(errs) == 7 && (errs[0] != "" || errs[1] != "unauthorized: gateway token mismatch" || errs[6] != "busy") {
+		t.Errorf("reconnect reasons %q", errs)
+	}
+}
