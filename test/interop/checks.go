@@ -357,11 +357,15 @@ func (c *checker) liveEvent() {
 		err error
 	}
 	ch := make(chan waitRes, 1)
+	// The wait outlasts the injection's own bound (the openclaw CLI behind
+	// gw-call.sh takes seconds to start), so a slow injector is not
+	// mistaken for a missed wake-up.
+	waitMs := min(2*c.o.WaitTimeout.Milliseconds(), 300000)
 	go func() { // owner: liveEvent; ends when the call returns (bounded by its timeout)
-		ctx, cancel := context.WithTimeout(c.ctx, c.o.WaitTimeout+5*time.Second)
+		ctx, cancel := context.WithTimeout(c.ctx, time.Duration(waitMs)*time.Millisecond+5*time.Second)
 		defer cancel()
 		r, err := c.s.Session.CallTool(ctx, &mcp.CallToolParams{Name: "events_wait", Arguments: map[string]any{
-			"after_cursor": after, "session_key": SeededMainKey, "timeout_ms": c.o.WaitTimeout.Milliseconds(),
+			"after_cursor": after, "session_key": SeededMainKey, "timeout_ms": waitMs,
 		}})
 		ch <- waitRes{r, err}
 	}()
@@ -372,7 +376,9 @@ func (c *checker) liveEvent() {
 	case <-c.ctx.Done():
 	}
 	ictx, cancel := context.WithTimeout(c.ctx, c.o.WaitTimeout)
+	t0 := time.Now()
 	injectErr := c.o.Inject(ictx, text)
+	injected := time.Since(t0)
 	cancel()
 	w := <-ch
 	switch {
@@ -385,7 +391,7 @@ func (c *checker) liveEvent() {
 			Event *event
 		}
 		if err := Structured(w.r, &v); err != nil || v.Event == nil {
-			c.add(name, Fail, "no event (err %v): %s", err, clip(jsonOf(w.r), 400))
+			c.add(name, Fail, "no event (err %v) within %d ms; the injection took %.0f ms: %s", err, waitMs, Ms(injected), clip(jsonOf(w.r), 400))
 			break
 		}
 		e := v.Event
@@ -397,7 +403,7 @@ func (c *checker) liveEvent() {
 			c.add(name, Fail, "text %q, want %q", ResultText(w.r), want)
 			break
 		}
-		c.add(name, Pass, "event %d, role user, text %q", e.Cursor, text)
+		c.add(name, Pass, "event %d, role user, text %q (injection took %.0f ms)", e.Cursor, text, Ms(injected))
 	}
 
 	ir := c.s.Session.InitializeResult()

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# make interop: our `openclaw mcp serve` against the REAL OpenClaw 2026.9.6 Gateway.
+# By hand, outside CI: needs root (loopback-only network namespace) and ~1 GB (installed on first
+# use into $OC_DIR, default ~/.cache/openclaw-real). Steps:
+#   1. install OpenClaw if missing; namespace up; Gateway first boot; seed; Gateway up;
+#   2. bin/openclaw mcp serve --url ws://127.0.0.1:18789 --token … under a go-sdk client
+#      (test/interop/cmd/ocinterop check), with OPENCLAW_DEVICE_IDENTITY=<our key file>:
+#      all 9 tools answer; the seeded conversations; events_wait woken by a chat.send made
+#      during the wait; approvals raised by approver.mjs with our key are listed and resolved;
+#      exit 0 after stdin EOF;
+#   3. (DIFF=1, default) the same request script against the real `openclaw mcp serve` and ours,
+#      raw responses compared; informational, it does not change the exit status;
+#   4. everything started is stopped, the namespace deleted.
+# Prints PASS/FAIL per check; exits 1 when a check failed.
+# Env: OURS_BIN (default bin/openclaw, built unless BUILD=0), OURS=real (dry run: the real server
+# in place of ours), OPENCLAW_DEVICE_IDENTITY, OC_DIR, OC_PEERS, OC_NETNS, DIFF, TIMEOUT.
+# See docs/interop.md.
+. "$(dirname "$0")/lib-openclaw.sh"
+
+oc_require_root
+oc_install
+oc_build_helper
+[ "${OURS:-}" = real ] || oc_build_ours
+trap oc_down EXIT
+oc_up
+oc_identity
+
+SERVE=$(ours_serve)
+log "checks: $SERVE"
+status=0
+in_ns env OPENCLAW_DEVICE_IDENTITY="$OPENCLAW_DEVICE_IDENTITY" "$OCI" check \
+  -serve "$SERVE" -stderr "$WORK/serve-under-test.stderr" -timeout "${TIMEOUT:-30s}" \
+  -gw-call "$OC_PEERS/gw-call.sh" \
+  -approver "$OC_PEERS/approver.mjs" -identity "$OPENCLAW_DEVICE_IDENTITY" -gw-url "$GW_URL" || status=$?
+log "server stderr: $WORK/serve-under-test.stderr"
+
+if [ "${DIFF:-1}" = 1 ]; then
+  log "raw comparison with the real openclaw mcp serve (informational; exchanges in $WORK/diff/)"
+  rm -rf "$WORK/diff"
+  in_ns env OPENCLAW_DEVICE_IDENTITY="$OPENCLAW_DEVICE_IDENTITY" "$OCI" diff \
+    -a "$REAL_SERVE" -b "$SERVE" -out "$WORK/diff" || true
+fi
+
+if [ "$status" = 0 ]; then log "interop: PASS"; else log "interop: FAIL"; fi
+exit "$status"
