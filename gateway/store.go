@@ -216,7 +216,11 @@ func (sess *session) add(m *storedMessage) {
 
 // saveIndexLocked rewrites sessions.json atomically (temp file, fsync,
 // rename). s.mu must be held.
-func (s *store) saveIndexLocked() error {
+func (s *store) saveIndexLocked() error { return s.writeIndexLocked(true) }
+
+// writeIndexLocked rewrites sessions.json through a temp file and a rename;
+// sync false skips the fsync, for changes a crash may lose (updatedAt).
+func (s *store) writeIndexLocked(sync bool) error {
 	if s.dir == "" {
 		return nil
 	}
@@ -230,17 +234,17 @@ func (s *store) saveIndexLocked() error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(s.dir, indexFile), append(data, '\n'))
+	return writeFileAtomic(filepath.Join(s.dir, indexFile), append(data, '\n'), sync)
 }
 
-func writeFileAtomic(path string, data []byte) error {
+func writeFileAtomic(path string, data []byte, sync bool) error {
 	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("gateway: writing %s: %w", path, err)
 	}
 	tmp := f.Name()
 	_, werr := f.Write(data)
-	if werr == nil {
+	if werr == nil && sync {
 		werr = f.Sync()
 	}
 	if cerr := f.Close(); werr == nil {
@@ -359,8 +363,9 @@ func (s *store) appendLocked(sess *session, nm newMessage, now int64, live bool)
 		sess.rec.UpdatedAt = now
 		// The message itself is durable already; a failure to persist the
 		// new updatedAt only makes it older after a restart, so it must not
-		// fail the append (a retried append would duplicate the message).
-		_ = s.saveIndexLocked()
+		// fail the append (a retried append would duplicate the message),
+		// and it is not worth an fsync.
+		_ = s.writeIndexLocked(false)
 	}
 	return m, nil
 }
