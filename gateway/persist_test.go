@@ -225,7 +225,6 @@ func TestAdminAPI(t *testing.T) {
 	}
 }
 
-
 func TestParseSeed(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
