@@ -35,6 +35,48 @@ type sessionMessage struct {
 	SenderIsOwner json.RawMessage `json:"senderIsOwner"`
 }
 
+// decodeSessionMessage reads the members the bridge needs from a
+// session.message payload with the skipping scanner; the values alias
+// payload. A later duplicate key wins, as with encoding/json.
+func decodeSessionMessage(payload []byte) (*sessionMessage, error) {
+	m := &sessionMessage{}
+	err := members(payload, func(k, v []byte) {
+		switch string(k) {
+		case "sessionKey":
+			m.SessionKey = v
+		case "messageId":
+			m.MessageID = v
+		case "messageSeq":
+			m.MessageSeq = v
+		case "lastChannel":
+			m.LastChannel = v
+		case "lastTo":
+			m.LastTo = v
+		case "lastAccountId":
+			m.LastAccountID = v
+		case "lastThreadId":
+			m.LastThreadID = v
+		case "senderIsOwner":
+			m.SenderIsOwner = v
+		case "message":
+			if kindOf(v) == kindObject {
+				_ = members(v, func(k, v []byte) {
+					switch string(k) {
+					case "role":
+						m.Message.Role = v
+					case "content":
+						m.Message.Content = v
+					}
+				})
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
 // messageText returns a message's text: content itself when it is a string,
 // else the text of the first content block; ok is false when there is none.
 func messageText(content json.RawMessage) (string, bool) {
@@ -42,17 +84,19 @@ func messageText(content json.RawMessage) (string, bool) {
 	case kindString:
 		return rawString(content)
 	case kindArray:
-		var blocks []json.RawMessage
-		if json.Unmarshal(content, &blocks) != nil || len(blocks) == 0 {
+		first := firstElement(content)
+		if kindOf(first) != kindObject {
 			return "", false
 		}
-		var first struct {
-			Text json.RawMessage `json:"text"`
-		}
-		if kindOf(blocks[0]) != kindObject || json.Unmarshal(blocks[0], &first) != nil {
+		var text json.RawMessage
+		if members(first, func(k, v []byte) {
+			if string(k) == "text" {
+				text = v
+			}
+		}) != nil {
 			return "", false
 		}
-		return rawString(first.Text)
+		return rawString(text)
 	}
 	return "", false
 }
@@ -61,8 +105,8 @@ func messageText(content json.RawMessage) (string, bool) {
 var permissionReply = regexp.MustCompile(`(?i)^(yes|no)\s+([a-km-z]{5})$`)
 
 func (b *Bridge) onSessionMessage(payload json.RawMessage) error {
-	var m sessionMessage
-	if err := json.Unmarshal(payload, &m); err != nil {
+	m, err := decodeSessionMessage(payload)
+	if err != nil {
 		return fmt.Errorf("decoding payload: %w", err)
 	}
 	sessionKey, ok := nonEmptyString(m.SessionKey)
@@ -118,7 +162,9 @@ func (b *Bridge) onSessionMessage(payload json.RawMessage) error {
 	if hasText {
 		o.str("text", text)
 	}
-	o.raw("raw", compactJSON(payload))
+	// payload is passed through as it came: the Gateway sends compact JSON,
+	// and go-sdk compacts structured content when it writes it anyway.
+	o.raw("raw", payload)
 	b.queue.push(sessionKey, o.close())
 
 	if b.channelOn() && role == "user" && conv != nil {
@@ -163,7 +209,7 @@ func (b *Bridge) onApproval(name string, payload json.RawMessage) error {
 	}
 	o := newObject(make([]byte, 0, len(payload)+48))
 	o.str("type", typ)
-	o.raw("raw", compactJSON(payload))
+	o.raw("raw", payload)
 	b.queue.push("", o.close())
 	return nil
 }

@@ -3,6 +3,7 @@ package bridge
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"unicode/utf8"
 )
@@ -120,7 +121,7 @@ func pretty(compact []byte) string {
 // compactJSON returns raw without insignificant whitespace. Gateway payloads
 // normally arrive compact, so the common case costs one scan.
 func compactJSON(raw []byte) []byte {
-	if bytes.IndexAny(raw, " \n\r\t") < 0 {
+	if !hasInsignificantSpace(raw) {
 		return raw
 	}
 	var b bytes.Buffer
@@ -128,6 +129,30 @@ func compactJSON(raw []byte) []byte {
 		return raw
 	}
 	return b.Bytes()
+}
+
+// hasInsignificantSpace reports whether raw has whitespace outside its
+// strings.
+func hasInsignificantSpace(raw []byte) bool {
+	inString, escaped := false, false
+	for _, c := range raw {
+		switch {
+		case escaped:
+			escaped = false
+		case inString:
+			switch c {
+			case '\\':
+				escaped = true
+			case '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == ' ' || c == '\n' || c == '\r' || c == '\t':
+			return true
+		}
+	}
+	return false
 }
 
 // jsonKind classifies a raw JSON value by its first byte.
@@ -193,4 +218,130 @@ func present(raw json.RawMessage) bool {
 		return s != ""
 	}
 	return true
+}
+
+// This scanner reads the few members the bridge needs from a large Gateway
+// payload without decoding the rest: a session.message payload is a few KB,
+// mostly a session row the bridge passes through untouched. It assumes the
+// input is valid JSON (the Gateway client decoded the frame it came in) and
+// reports malformed structure as errMalformed; it never panics.
+
+var errMalformed = errors.New("malformed JSON")
+
+func skipSpace(raw []byte, i int) int {
+	for i < len(raw) && (raw[i] == ' ' || raw[i] == '\n' || raw[i] == '\r' || raw[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string starting at raw[i] == '"'.
+func skipString(raw []byte, i int) (int, error) {
+	for i++; i < len(raw); i++ {
+		switch raw[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1, nil
+		}
+	}
+	return 0, errMalformed
+}
+
+// skipValue returns the index after the value starting at raw[i].
+func skipValue(raw []byte, i int) (int, error) {
+	if i >= len(raw) {
+		return 0, errMalformed
+	}
+	switch raw[i] {
+	case '"':
+		return skipString(raw, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(raw); i++ {
+			switch raw[i] {
+			case '"':
+				end, err := skipString(raw, i)
+				if err != nil {
+					return 0, err
+				}
+				i = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1, nil
+				}
+			}
+		}
+		return 0, errMalformed
+	}
+	start := i
+	for i < len(raw) && raw[i] != ',' && raw[i] != '}' && raw[i] != ']' &&
+		raw[i] != ' ' && raw[i] != '\n' && raw[i] != '\r' && raw[i] != '\t' {
+		i++
+	}
+	if i == start {
+		return 0, errMalformed
+	}
+	return i, nil
+}
+
+// members calls fn with each member of the JSON object raw, in order; key is
+// the raw key without quotes (escapes kept), val the raw value.
+func members(raw []byte, fn func(key, val []byte)) error {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return errMalformed
+	}
+	i = skipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == '}' {
+		return nil
+	}
+	for {
+		if i >= len(raw) || raw[i] != '"' {
+			return errMalformed
+		}
+		end, err := skipString(raw, i)
+		if err != nil {
+			return err
+		}
+		key := raw[i+1 : end-1]
+		i = skipSpace(raw, end)
+		if i >= len(raw) || raw[i] != ':' {
+			return errMalformed
+		}
+		i = skipSpace(raw, i+1)
+		vend, err := skipValue(raw, i)
+		if err != nil {
+			return err
+		}
+		fn(key, raw[i:vend])
+		i = skipSpace(raw, vend)
+		if i >= len(raw) {
+			return errMalformed
+		}
+		switch raw[i] {
+		case ',':
+			i = skipSpace(raw, i+1)
+		case '}':
+			return nil
+		default:
+			return errMalformed
+		}
+	}
+}
+
+// firstElement returns the first element of the JSON array raw, or nil.
+func firstElement(raw []byte) []byte {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '[' {
+		return nil
+	}
+	i = skipSpace(raw, i+1)
+	end, err := skipValue(raw, i)
+	if err != nil || raw[i] == ']' {
+		return nil
+	}
+	return raw[i:end]
 }

@@ -549,7 +549,11 @@ func (b *Bridge) attachmentsFetch(ctx context.Context, a *args) (*mcp.CallToolRe
 func (b *Bridge) eventsPoll(_ context.Context, a *args) (*mcp.CallToolResult, error) {
 	session, _ := a.str("session_key")
 	events, next, gap := b.queue.poll(a.integer("after_cursor", 0), session, int(a.integer("limit", DefaultEventsLimit)))
-	buf := []byte(`{"events":[`)
+	size := 128
+	for i := range events {
+		size += len(events[i].body) + 32
+	}
+	buf := append(make([]byte, 0, size), `{"events":[`...)
 	for i := range events {
 		if i > 0 {
 			buf = append(buf, ',')
