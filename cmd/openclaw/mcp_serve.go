@@ -1,17 +1,205 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
+
+	"github.com/openclaw-go/openclaw/bridge"
+	"github.com/openclaw-go/openclaw/bridge/gwclient"
+	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/gateway/protocol"
 )
 
+// envDeviceIdentity names a device identity file ({deviceId, publicKeyPem,
+// privateKeyPem}) to connect with instead of our own; see RATIONALE.
+const envDeviceIdentity = "OPENCLAW_DEVICE_IDENTITY"
+
+// serveConfig is what `mcp serve` flags bind to.
+type serveConfig struct {
+	target      config.Flags
+	channelMode string
+	verbose     bool
+	policy      policyFlags
+}
+
 func newMCPServeCmd() *cobra.Command {
-	return &cobra.Command{
+	var c serveConfig
+	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve OpenClaw Gateway conversations and approvals as MCP tools over stdio",
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return errors.New("not implemented yet")
+		Long: `Serve runs an MCP server on stdin/stdout for an MCP client to spawn. It connects to an
+OpenClaw Gateway over WebSocket and exposes its routed conversations, live events and pending
+approvals as nine tools, exactly as OpenClaw's own "openclaw mcp serve". Every tool call passes
+the before_tool_call policy chain first. Logs go to stderr.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runServe(cmd.Context(), &c, cmd.Flags().Changed("token"), os.Stdin, os.Stdout, cmd.ErrOrStderr())
 		},
 	}
+	f := cmd.Flags()
+	f.StringVar(&c.target.URL, "url", "", "Gateway WebSocket URL (default: $OPENCLAW_GATEWAY_URL, then openclaw.json, then ws://127.0.0.1:18789)")
+	f.StringVar(&c.target.Token, "token", "", "Gateway token (visible in the process list: prefer --token-file)")
+	f.StringVar(&c.target.TokenFile, "token-file", "", "read the Gateway token from this file")
+	f.StringVar(&c.target.Password, "password", "", "Gateway password")
+	f.StringVar(&c.target.PasswordFile, "password-file", "", "read the Gateway password from this file")
+	f.StringVar(&c.channelMode, "claude-channel-mode", "auto", "Claude channel notifications: auto, on or off")
+	f.BoolVarP(&c.verbose, "verbose", "v", false, "log more on stderr")
+	f.StringArrayVar(&c.policy.files, "policy", nil, "policy module FILE.wasm for before_tool_call (repeatable, runs in order)")
+	f.StringVar(&c.policy.config, "policy-config", "", "policy file (JSON) listing modules, their config and mode")
+	f.StringVar(&c.policy.auditLog, "audit-log", "", `decision audit log (JSON Lines); "-" for stderr (default: <state dir>/openclaw-go/policy-audit.jsonl)`)
+	return cmd
+}
+
+// failStart is OpenClaw's fatal startup message (§10), exit code 1.
+func failStart(err error) error {
+	return &exitError{code: 1, err: fmt.Errorf("MCP server failed to start: %s. Check the Gateway with `openclaw gateway status --deep --require-rpc`", strings.TrimSuffix(err.Error(), "."))}
+}
+
+func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
+	level := slog.LevelInfo
+	if c.verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: dropTime}))
+	if tokenOnCommandLine {
+		fmt.Fprintln(stderr, "Warning: --token is visible to other local users in the process list; prefer --token-file or OPENCLAW_GATEWAY_TOKEN.")
+	}
+	mode, err := bridge.ParseChannelMode(c.channelMode)
+	if err != nil {
+		return failStart(err)
+	}
+	cfgPath, err := config.Path()
+	if err != nil {
+		return failStart(err)
+	}
+	cfg, err := config.Load(cfgPath)
+	if err != nil {
+		return failStart(err)
+	}
+	target, err := config.Resolve(c.target, cfg, os.Getenv)
+	if err != nil {
+		return failStart(err)
+	}
+	pol, err := loadPolicies(ctx, c.policy)
+	if err != nil {
+		return failStart(err)
+	}
+	defer pol.Close(context.WithoutCancel(ctx))
+	for _, line := range pol.summary {
+		fmt.Fprintf(stderr, "openclaw mcp: policy active: %s\n", line)
+	}
+	fmt.Fprintf(stderr, "openclaw mcp: decision audit log: %s\n", pol.auditDst)
+	identity, err := deviceIdentity(logger)
+	if err != nil {
+		return failStart(err)
+	}
+
+	var b *bridge.Bridge
+	client := gwclient.New(&gwclient.Options{
+		URL:            target.URL,
+		Token:          target.Token,
+		Password:       target.Password,
+		TLSFingerprint: target.TLSFingerprint,
+		Identity:       identity,
+		ClientVersion:  version,
+		Logger:         logger,
+		OnEvent:        func(name string, payload json.RawMessage) { b.HandleGatewayEvent(name, payload) },
+		OnStateChange: func(s gwclient.StateChange) {
+			switch s.State {
+			case gwclient.StateConnected:
+				logger.Debug("gateway connected", "url", target.URL)
+			case gwclient.StateDisconnected:
+				logger.Warn("gateway connection lost; reconnecting", "err", s.Err)
+			case gwclient.StateReconnecting:
+				logger.Debug("gateway reconnect scheduled", "delay", s.Delay, "err", s.Err)
+			}
+		},
+	})
+	b = bridge.New(client, &bridge.Options{
+		ClaudeChannelMode: mode,
+		Policy:            pol.chain,
+		Logger:            logger,
+		Verbose:           c.verbose,
+		ServerVersion:     version,
+	})
+
+	// The MCP transport starts first so initialize is answered before the
+	// Gateway is reachable, as OpenClaw does (§6.1).
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- b.Serve(ctx, &mcp.IOTransport{Reader: stdin, Writer: stdout}) }()
+	gwDone := make(chan error, 1)
+	go func() { gwDone <- client.Run(ctx) }()
+
+	select {
+	case err := <-served:
+		// The MCP client went away (stdin EOF) or a signal ended ctx.
+		cancel()
+		_ = b.Close()
+		_ = client.Close()
+		<-gwDone
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return &exitError{code: 1, err: fmt.Errorf("openclaw mcp: %w", err)}
+		}
+		return nil
+	case err := <-gwDone:
+		_ = b.Close()
+		if err != nil && ctx.Err() == nil {
+			var re *protocol.RequestError
+			if errors.As(err, &re) {
+				fmt.Fprintf(stderr, "gateway connect failed: GatewayClientRequestError: %s\n", re.Message)
+			}
+			return failStart(err)
+		}
+		cancel()
+		<-served
+		return nil
+	}
+}
+
+// deviceIdentity loads the identity the bridge signs its connect with:
+// $OPENCLAW_DEVICE_IDENTITY when set (it must exist), else our own file in
+// the state folder, created on first use. When the state folder is not
+// writable, an ephemeral identity is used, with a warning.
+func deviceIdentity(logger *slog.Logger) (*protocol.DeviceIdentity, error) {
+	if p := os.Getenv(envDeviceIdentity); p != "" {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", envDeviceIdentity, err)
+		}
+		id, err := protocol.ParseDeviceIdentity(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%s: %w", envDeviceIdentity, p, err)
+		}
+		return id, nil
+	}
+	dir, err := config.StateDir()
+	if err == nil {
+		var id *protocol.DeviceIdentity
+		path := filepath.Join(dir, "openclaw-go", "device-identity.json")
+		if id, err = protocol.LoadOrCreateDeviceIdentity(path); err == nil {
+			return id, nil
+		}
+	}
+	logger.Warn("using an ephemeral device identity", "err", err)
+	return protocol.NewDeviceIdentity()
+}
+
+// dropTime removes slog's time attribute: the MCP client timestamps stderr.
+func dropTime(groups []string, a slog.Attr) slog.Attr {
+	if len(groups) == 0 && a.Key == slog.TimeKey {
+		return slog.Attr{}
+	}
+	return a
 }
