@@ -360,6 +360,7 @@ func TestInitialConnectFatal(t *testing.T) {
 			if err == nil {
 				t.Fatal("Run returned nil, want a fatal error")
 			}
+			t.Logf("user sees: MCP server failed to start: %v", err)
 			tc.check(t, err)
 			// Waiters are released with the same error.
 			if _, rerr := r.c.Request(context.Background(), "sessions.list", nil); rerr == nil || !strings.Contains(rerr.Error(), err.Error()) {
@@ -695,6 +696,7 @@ func TestTLSPinning(t *testing.T) {
 				return
 			}
 			err := r.runErr(t)
+			t.Logf("user sees: MCP server failed to start: %v", err)
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("Run = %v, want an error containing %q", err, tc.wantErr)
 			}

@@ -1,6 +1,7 @@
 package gwclient
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -42,7 +43,10 @@ type DialError struct {
 
 func (e *DialError) Error() string {
 	var op *net.OpError
+	var cv *tls.CertificateVerificationError
 	switch {
+	case errors.As(e.Err, &cv):
+		return "connecting to " + e.URL + ": " + cv.Error()
 	case errors.Is(e.Err, ErrFingerprintMismatch):
 		// The TLS error wraps ours; print it without the HTTP layers.
 		var fp *fingerprintError
