@@ -62,7 +62,13 @@ the before_tool_call policy chain first. Logs go to stderr.`,
 
 // failStart is OpenClaw's fatal startup message (§10), exit code 1.
 func failStart(err error) error {
-	return &exitError{code: 1, err: fmt.Errorf("MCP server failed to start: %s. Check the Gateway with `openclaw gateway status --deep --require-rpc`", strings.TrimSuffix(err.Error(), "."))}
+	return &exitError{code: 1, err: fmt.Errorf("MCP server failed to start: %s.", strings.TrimSuffix(err.Error(), "."))}
+}
+
+// failGateway is failStart for a Gateway that is unreachable or refuses
+// us, with OpenClaw's hint on how to check it.
+func failGateway(err error) error {
+	return &exitError{code: 1, err: fmt.Errorf("MCP server failed to start: %s.\nCheck the Gateway with `openclaw gateway status --deep --require-rpc`.", strings.TrimSuffix(err.Error(), "."))}
 }
 
 func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
@@ -160,7 +166,7 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 			if errors.As(err, &re) {
 				fmt.Fprintf(stderr, "gateway connect failed: GatewayClientRequestError: %s\n", re.Message)
 			}
-			return failStart(err)
+			return failGateway(err)
 		}
 		cancel()
 		<-served
