@@ -30,6 +30,7 @@ const (
 	StateReconnecting
 )
 
+// String returns the state's lowercase name, e.g. "connected".
 func (s State) String() string {
 	switch s {
 	case StateConnected:

@@ -41,6 +41,7 @@ type DialError struct {
 	Err error
 }
 
+// Error names the URL and the most specific cause.
 func (e *DialError) Error() string {
 	var op *net.OpError
 	var cv *tls.CertificateVerificationError
@@ -59,6 +60,7 @@ func (e *DialError) Error() string {
 	return "connecting to " + e.URL + ": " + strings.TrimPrefix(e.Err.Error(), "failed to WebSocket dial: ")
 }
 
+// Unwrap returns the dial error with all its layers.
 func (e *DialError) Unwrap() error { return e.Err }
 
 // closedError describes why a connection ended: the close frame the Gateway
