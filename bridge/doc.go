@@ -8,7 +8,26 @@
 // hook boundary (package policies).
 //
 // The Gateway WebSocket client lives in the sub-package gwclient; the bridge
-// depends only on the [GatewayConn] interface it satisfies.
+// depends only on the [GatewayConn] interface it satisfies, and the client
+// feeds Gateway events in through [Bridge.HandleGatewayEvent].
+//
+// Usage sketch (what `openclaw mcp serve` wires):
+//
+//	mode, err := bridge.ParseChannelMode(flagMode) // auto|on|off, case-insensitive
+//	b := bridge.New(gw, &bridge.Options{ClaudeChannelMode: mode, Policy: chain, Logger: stderrLogger})
+//	defer b.Close()                                 // releases pending events_wait calls
+//	// gw's read loop calls b.HandleGatewayEvent(name, payload) for every event frame.
+//	err = b.Serve(ctx, &mcp.StdioTransport{})     // until stdin EOF or ctx ends
+//
+// Compatibility: initialize, tools/list, every tool result and error text,
+// the event queue (cursors, 1000 kept, gaps), approval tracking and the
+// Claude channel notifications match the captured behaviour of the real
+// OpenClaw (testdata/openclaw/, replayed by the golden tests). Where go-sdk
+// v1.8.0 differs from the Node SDK OpenClaw uses, the bridge adapts it: a
+// receiving middleware turns unknown tools into isError results and the
+// resources/prompts methods into "Method not found", and a transport wrapper
+// writes and reads the custom claude/channel notifications and gives
+// tools/list OpenClaw's order and `execution` member.
 //
 // Reference: shared/reference/openclaw-protocol.md §3–§10.
 package bridge
