@@ -28,6 +28,7 @@ type Gateway struct {
 	Token    string
 	StateDir string
 
+	port   int
 	cmd    *exec.Cmd
 	done   chan struct{}
 	mu     sync.Mutex
@@ -45,16 +46,29 @@ func StartGateway(ctx context.Context, bin, dir string) (*Gateway, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &Gateway{Bin: bin, Token: "demo-" + randHex(8), StateDir: filepath.Join(dir, "gateway-state"), done: make(chan struct{})}
-	g.cmd = exec.Command(bin, "gateway", "run", "--port", fmt.Sprint(port), "--token", g.Token,
+	g := &Gateway{Bin: bin, Token: "demo-" + randHex(8), StateDir: filepath.Join(dir, "gateway-state")}
+	return g, g.start(ctx, port)
+}
+
+// Restart stops the Gateway and starts it again on the same port, token
+// and state folder: what a user sees when their Gateway restarts.
+func (g *Gateway) Restart(ctx context.Context) error {
+	g.Stop()
+	return g.start(ctx, g.port)
+}
+
+func (g *Gateway) start(ctx context.Context, port int) error {
+	g.port = port
+	g.done = make(chan struct{})
+	g.cmd = exec.Command(g.Bin, "gateway", "run", "--port", fmt.Sprint(port), "--token", g.Token,
 		"--state-dir", g.StateDir, "--seed", "demo")
 	g.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stderr, err := g.cmd.StderrPipe()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := g.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting gateway: %w", err)
+		return fmt.Errorf("starting gateway: %w", err)
 	}
 	ready := make(chan string, 1)
 	go func() {
@@ -72,19 +86,20 @@ func StartGateway(ctx context.Context, bin, dir string) (*Gateway, error) {
 			}
 		}
 	}()
-	go func() { _ = g.cmd.Wait(); close(g.done) }()
+	cmd, done := g.cmd, g.done
+	go func() { _ = cmd.Wait(); close(done) }()
 	select {
 	case u := <-ready:
 		g.URL = u
-		return g, nil
-	case <-g.done:
-		return nil, fmt.Errorf("gateway exited before it was ready:\n%s", g.Stderr())
+		return nil
+	case <-done:
+		return fmt.Errorf("gateway exited before it was ready:\n%s", g.Stderr())
 	case <-time.After(20 * time.Second):
 		g.Stop()
-		return nil, fmt.Errorf("gateway not ready after 20s:\n%s", g.Stderr())
+		return fmt.Errorf("gateway not ready after 20s:\n%s", g.Stderr())
 	case <-ctx.Done():
 		g.Stop()
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
 }
 
@@ -97,7 +112,7 @@ func (g *Gateway) Stderr() string {
 
 // Stop sends SIGTERM, then SIGKILL after 5 s, and waits for the exit.
 func (g *Gateway) Stop() {
-	if g.cmd.Process == nil {
+	if g.cmd == nil || g.cmd.Process == nil {
 		return
 	}
 	_ = g.cmd.Process.Signal(syscall.SIGTERM)

@@ -54,7 +54,7 @@ setTimeout(() => {
 }, 300);
 await call("events_wait", "events_wait", { after_cursor: poll.structured.next_cursor, timeout_ms: 15000 });
 await call("messages_send", "messages_send", { session_key: key, text: "reply from node" });
-await run(bin, ["gateway", "approval", "plugin", "--title", "Deploy?", "--description", "node e2e", ...gw]);
+await run(bin, ["gateway", "approval", "plugin", "--plugin-id", "deploy-guard", "--title", "Deploy?", "--description", "node e2e", ...gw]);
 let open;
 for (let i = 0; i < 50; i++) {
   open = await call("permissions_list_open", "permissions_list_open");
