@@ -30,9 +30,9 @@ log "checks: $SERVE"
 status=0
 in_ns env OPENCLAW_DEVICE_IDENTITY="$OPENCLAW_DEVICE_IDENTITY" "$OCI" check \
   -serve "$SERVE" -stderr "$WORK/serve-under-test.stderr" -timeout "${TIMEOUT:-30s}" \
-  -gw-call "$OC_PEERS/gw-call.sh" \
+  -gw-call "$OC_PEERS/gw-call.sh" -raw "$WORK/serve-under-test.transcript.jsonl" \
   -approver "$OC_PEERS/approver.mjs" -identity "$OPENCLAW_DEVICE_IDENTITY" -gw-url "$GW_URL" || status=$?
-log "server stderr: $WORK/serve-under-test.stderr"
+log "server stderr: $WORK/serve-under-test.stderr; stdio transcript: $WORK/serve-under-test.transcript.jsonl"
 
 if [ "${DIFF:-1}" = 1 ]; then
   log "raw comparison with the real openclaw mcp serve (informational; exchanges in $WORK/diff/)"

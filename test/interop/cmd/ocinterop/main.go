@@ -119,6 +119,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	stderrPath := fs.String("stderr", "", "append the server's stderr to this file (default: discard)")
 	timeout := fs.Duration("timeout", 30*time.Second, "bound of each wait for the Gateway")
 	pv := fs.String("pv", "", "MCP protocol version to request (default 2025-06-18; \"latest\" lets go-sdk negotiate)")
+	rawPath := fs.String("raw", "", "write every stdio line exchanged with the server to this file as JSON Lines {t_ms, dir, msg}")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -140,6 +141,13 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer s.Kill()
+	if *rawPath != "" {
+		defer func() {
+			if err := writeRaw(*rawPath, s.Raw.Lines()); err != nil {
+				fmt.Fprintln(stderr, "ocinterop check:", err)
+			}
+		}()
+	}
 
 	execID := fmt.Sprintf("interop-exec-%d", time.Now().UnixNano())
 	co := interop.CheckOptions{ExecID: execID, WaitTimeout: *timeout, Log: stdout}
@@ -388,6 +396,34 @@ func diff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 3
 	}
 	return 0
+}
+
+// writeRaw writes lines as JSON Lines {t_ms, dir: "out"|"in", msg}, the
+// layout of the fixtures' transcript.jsonl (msg kept raw when it is JSON).
+func writeRaw(path string, lines []interop.Line) error {
+	var b strings.Builder
+	for _, l := range lines {
+		dir := "in"
+		if l.Out {
+			dir = "out"
+		}
+		msg := json.RawMessage(l.Text)
+		if !json.Valid(msg) {
+			q, _ := json.Marshal(l.Text)
+			msg = q
+		}
+		rec, err := json.Marshal(struct {
+			T   float64         `json:"t_ms"`
+			Dir string          `json:"dir"`
+			Msg json.RawMessage `json:"msg"`
+		}{interop.Ms(l.T), dir, msg})
+		if err != nil {
+			return err
+		}
+		b.Write(rec)
+		b.WriteByte('\n')
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
 func loadavg() string {
