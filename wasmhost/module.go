@@ -449,17 +449,20 @@ func (m *Module) newInstance(ctx context.Context) (*Instance, error) {
 	inst.mod = mod
 	inst.mem = mod.ExportedMemory(wasmExportMem)
 	m.byMod.Store(api.Module(mod), inst)
+	err = nil
 	if _, ok := m.funcs[wasmExportInit]; ok {
-		if _, err := inst.Call(ictx, wasmExportInit); err != nil {
-			m.discard(inst)
-			return nil, asLoad(err)
-		}
+		_, err = inst.callRaw(ictx, ctx, wasmExportInit, nil)
 	}
-	if m.opts.Init != nil {
-		if err := m.opts.Init(ictx, inst); err != nil {
-			m.discard(inst)
-			return nil, asLoad(err)
+	if err == nil && m.opts.Init != nil {
+		err = m.opts.Init(ictx, inst)
+	}
+	if err != nil {
+		m.discard(inst)
+		if ctx.Err() == nil && ictx.Err() != nil {
+			// The init deadline, not the caller's, ended it.
+			return nil, &Error{Module: m.name, Kind: KindLoad, Err: wrapMsg(err, "initializing instance: deadline of %v exceeded", m.opts.InitTimeout)}
 		}
+		return nil, asLoad(err)
 	}
 	return inst, nil
 }

@@ -193,6 +193,10 @@ func TestLoadErrors(t *testing.T) {
 			`wasm module "m": compiling: invalid magic number`},
 		{"limit over 4 GiB", fixture(t, "hostile"), wasmhost.Options{MemoryLimitPages: 65537},
 			`wasm module "m": memory limit of 65537 pages is over the maximum of 65536`},
+		{"init deadline", fixture(t, "hostile"), wasmhost.Options{InitTimeout: 20 * time.Millisecond, Init: func(ctx context.Context, inst *wasmhost.Instance) error {
+			_, err := inst.CallBytes(ctx, "before_tool_call", []byte("hostile_loop"))
+			return err
+		}}, `wasm module "m": initializing instance: deadline of 20ms exceeded`},
 		{"init hook refuses", fixture(t, "hostile"), wasmhost.Options{Init: func(context.Context, *wasmhost.Instance) error {
 			return errors.New("no thanks")
 		}}, "no thanks"},

@@ -588,27 +588,29 @@ impl<'a> P<'a> {
     }
 
     /// Decodes the XXXX of \uXXXX (after the 'u'), with surrogate pairs.
+    /// A lone surrogate becomes U+FFFD, as in Go's encoding/json (the host
+    /// and most tools decode it so).
     fn unicode_escape(&mut self) -> R<char> {
         let hi = self.hex4()?;
-        let cp = if (0xD800..0xDC00).contains(&hi) {
-            if self.b.get(self.i) != Some(&b'\\') || self.b.get(self.i + 1) != Some(&b'u') {
-                return self.err("lone surrogate in \\u escape");
-            }
+        if (0xDC00..0xE000).contains(&hi) {
+            return Ok('\u{FFFD}');
+        }
+        if !(0xD800..0xDC00).contains(&hi) {
+            return Ok(char::from_u32(hi).unwrap_or('\u{FFFD}'));
+        }
+        // A high surrogate: combine with a following \uDC00-\uDFFF.
+        if self.b.get(self.i) == Some(&b'\\') && self.b.get(self.i + 1) == Some(&b'u') {
+            let save = self.i;
             self.i += 2;
             let lo = self.hex4()?;
-            if !(0xDC00..0xE000).contains(&lo) {
-                return self.err("invalid surrogate pair in \\u escape");
+            if (0xDC00..0xE000).contains(&lo) {
+                let cp = 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+                return Ok(char::from_u32(cp).unwrap_or('\u{FFFD}'));
             }
-            0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)
-        } else if (0xDC00..0xE000).contains(&hi) {
-            return self.err("lone surrogate in \\u escape");
-        } else {
-            hi
-        };
-        match char::from_u32(cp) {
-            Some(c) => Ok(c),
-            None => self.err("invalid \\u escape"),
+            // Not a pair: the next escape is read on its own.
+            self.i = save;
         }
+        Ok('\u{FFFD}')
     }
 
     fn digits(&mut self) -> usize {
