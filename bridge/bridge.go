@@ -167,7 +167,7 @@ func (b *Bridge) newServer(version string) *mcp.Server {
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "openclaw", Version: version}, &mcp.ServerOptions{
 		Capabilities: caps,
-		Logger:       b.log,
+		Logger:       slog.New(quietHandler{b.log.Handler()}),
 	})
 	for i := range toolSpecs {
 		spec := &toolSpecs[i]
@@ -305,3 +305,28 @@ func (b *Bridge) HandleGatewayEvent(name string, payload json.RawMessage) {
 		b.log.Warn("openclaw mcp: gateway event "+name+" failed", "error", err)
 	}
 }
+
+// quietHandler demotes the MCP SDK's lifecycle records ("server run start",
+// "server session connected", …) below Warn to Debug, so that stderr of
+// `openclaw mcp serve` shows them only with --verbose.
+type quietHandler struct{ slog.Handler }
+
+func (h quietHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	if l < slog.LevelWarn {
+		l = slog.LevelDebug
+	}
+	return h.Handler.Enabled(ctx, l)
+}
+
+func (h quietHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level < slog.LevelWarn {
+		r.Level = slog.LevelDebug
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h quietHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return quietHandler{h.Handler.WithAttrs(as)}
+}
+
+func (h quietHandler) WithGroup(name string) slog.Handler { return quietHandler{h.Handler.WithGroup(name)} }
