@@ -387,3 +387,24 @@ func TestNodeSDKClient(t *testing.T) {
 		t.Errorf("want one notifications/claude/channel for the injected user message, got %+v", got.Notifications)
 	}
 }
+
+// TestDemo runs `make demo`'s program against the built binary: the
+// README's first command must keep working.
+func TestDemo(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("the demo spawns a Gateway and a server")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "run", "../../examples/demo", "-bin", bin)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "demo OK") {
+		t.Fatalf("demo failed: %v\n%s", err, out)
+	}
+	for _, want := range []string{"conversations: 2", "woke after", `blocked by policy "rules"`, "exited with code 0"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("demo transcript lacks %q", want)
+		}
+	}
+}
