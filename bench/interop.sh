@@ -27,18 +27,19 @@ oc_identity
 
 SERVE=$(ours_serve)
 log "checks: $SERVE"
+: >"$WORK/serve-under-test.stderr"
 status=0
 in_ns env OPENCLAW_DEVICE_IDENTITY="$OPENCLAW_DEVICE_IDENTITY" "$OCI" check \
   -serve "$SERVE" -stderr "$WORK/serve-under-test.stderr" -timeout "${TIMEOUT:-30s}" \
   -gw-call "$OC_PEERS/gw-call.sh" -raw "$WORK/serve-under-test.transcript.jsonl" \
-  -approver "$OC_PEERS/approver.mjs" -identity "$OPENCLAW_DEVICE_IDENTITY" -gw-url "$GW_URL" || status=$?
+  -approver "$OC_PEERS/approver.mjs" -identity "$OPENCLAW_DEVICE_IDENTITY" -gw-url "$GW_URL" | tee "$WORK/interop-checks.txt" || status=$?
 log "server stderr: $WORK/serve-under-test.stderr; stdio transcript: $WORK/serve-under-test.transcript.jsonl"
 
 if [ "${DIFF:-1}" = 1 ]; then
   log "raw comparison with the real openclaw mcp serve (informational; exchanges in $WORK/diff/)"
   rm -rf "$WORK/diff"
   in_ns env OPENCLAW_DEVICE_IDENTITY="$OPENCLAW_DEVICE_IDENTITY" "$OCI" diff \
-    -a "$REAL_SERVE" -b "$SERVE" -out "$WORK/diff" || true
+    -a "$REAL_SERVE" -b "$SERVE" -out "$WORK/diff" | tee "$WORK/interop-diff.txt" || true
 fi
 
 if [ "$status" = 0 ]; then log "interop: PASS"; else log "interop: FAIL"; fi

@@ -133,6 +133,20 @@ type Difference struct {
 	A, B string
 }
 
+// Cosmetic reports whether d is a difference MCP clients do not depend on:
+// the key order of the JSON-RPC envelope itself ({"result","jsonrpc","id"}
+// as Node's SDK writes it, against go-sdk's {"jsonrpc","id","result"}), or
+// the text of a tool description (OpenClaw's are its own prose; only their
+// presence matters, reference/openclaw-protocol.md §6.3).
+func Cosmetic(d Difference) bool {
+	if d.Path == "{order}" {
+		return true
+	}
+	var i int
+	n, err := fmt.Sscanf(d.Path, "result.tools[%d].description", &i)
+	return n == 1 && err == nil && d.Path == fmt.Sprintf("result.tools[%d].description", i) && d.A != "(absent)" && d.B != "(absent)"
+}
+
 // DiffJSON compares two JSON texts structurally, keeping object key order:
 // it reports values that differ, keys present on one side only, and objects
 // whose common keys appear in a different order (Path ends in "{order}").

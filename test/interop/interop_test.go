@@ -331,6 +331,26 @@ func TestDiffJSON(t *testing.T) {
 	}
 }
 
+func TestCosmetic(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		d    Difference
+		want bool
+	}{
+		{Difference{"{order}", "result,jsonrpc,id", "jsonrpc,id,result"}, true},
+		{Difference{"result{order}", "a,b", "b,a"}, false},
+		{Difference{"result.tools[3].description", `"x"`, `"y"`}, true},
+		{Difference{"result.tools[3].description", `"x"`, "(absent)"}, false},
+		{Difference{"result.tools[3].description.x", `"x"`, `"y"`}, false},
+		{Difference{"result.serverInfo.version", `"2026.9.6"`, `"0.1.0"`}, false},
+	}
+	for _, tc := range tests {
+		if got := Cosmetic(tc.d); got != tc.want {
+			t.Errorf("Cosmetic(%+v) = %v, want %v", tc.d, got, tc.want)
+		}
+	}
+}
+
 func TestTable(t *testing.T) {
 	t.Parallel()
 	real := Summary{Label: "OpenClaw", Initialize: 10 * time.Second, RSSKiB: 500000,

@@ -307,6 +307,7 @@ func diff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	outDir := fs.String("out", "", "write every raw exchange to DIR/NN.{a,b}.jsonl")
 	stepTimeout := fs.Duration("step-timeout", 15*time.Second, "bound of each request")
 	pv := fs.String("pv", "", "MCP protocol version to request (default 2025-06-18)")
+	strict := fs.Bool("strict", false, "also report the JSON-RPC envelope key order and tool description texts (ignored by default: clients do not depend on them, and OpenClaw's descriptions are not ours to copy)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -381,14 +382,29 @@ func diff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "DIFF %02d %s: %v\n", i, a.Step, err)
 			continue
 		}
-		if len(ds) == 0 {
-			fmt.Fprintf(stdout, "same %02d %s (same JSON, different formatting)\n", i, a.Step)
+		var kept, ignored []interop.Difference
+		for _, d := range ds {
+			if !*strict && interop.Cosmetic(d) {
+				ignored = append(ignored, d)
+			} else {
+				kept = append(kept, d)
+			}
+		}
+		if len(kept) == 0 {
+			note := "same JSON, different formatting"
+			if len(ignored) > 0 {
+				note = fmt.Sprintf("ignored %d cosmetic: %s", len(ignored), ignoredPaths(ignored))
+			}
+			fmt.Fprintf(stdout, "same %02d %s (%s)\n", i, a.Step, note)
 			continue
 		}
 		differ++
 		fmt.Fprintf(stdout, "DIFF %02d %s:\n", i, a.Step)
-		for _, d := range ds {
+		for _, d := range kept {
 			fmt.Fprintf(stdout, "    %s: a=%s b=%s\n", d.Path, clip(d.A, 300), clip(d.B, 300))
+		}
+		if len(ignored) > 0 {
+			fmt.Fprintf(stdout, "    (ignored %d cosmetic: %s)\n", len(ignored), ignoredPaths(ignored))
 		}
 	}
 	fmt.Fprintf(stdout, "diff: %d of %d exchanges differ\n", differ, len(exA))
@@ -424,6 +440,17 @@ func writeRaw(path string, lines []interop.Line) error {
 		b.WriteByte('\n')
 	}
 	return os.WriteFile(path, []byte(b.String()), 0o644)
+}
+
+func ignoredPaths(ds []interop.Difference) string {
+	var ps []string
+	for _, d := range ds {
+		ps = append(ps, d.Path)
+	}
+	if len(ps) > 3 {
+		ps = append(ps[:3], fmt.Sprintf("… %d more", len(ps)-3))
+	}
+	return strings.Join(ps, ", ")
 }
 
 func loadavg() string {
