@@ -2,7 +2,9 @@
 # Side-by-side measurement, in ONE run against the same real OpenClaw 2026.9.6 Gateway, of the
 # real `openclaw mcp serve` and ours: spawn → initialize, RSS of the whole process tree after
 # tools/list, first conversations_list, median/p99 over N sequential conversations_list and
-# events_poll calls, exit latency after stdin EOF. Prints a Markdown table with the ratios
+# events_poll calls (through go-sdk's client, and through a minimal raw JSON-RPC client in a
+# second spawn), exit latency after stdin EOF, and the Gateway's own sessions.list round trip
+# (the floor of any bridge's conversations_list). Prints a Markdown table with the ratios
 # ours / OpenClaw and the targets of DESIGN.md §6 (startup ≤ 1/100, RSS ≤ 30 MB, per-call
 # medians ≤ 1/3). By hand, outside CI: needs root and ~1 GB (see bench/interop.sh).
 # Env: N (50 calls per op per run), RUNS (3 per server, alternating which goes first),
@@ -25,5 +27,6 @@ log "measuring: N=${N:-50} RUNS=${RUNS:-3}; server stderr in $WORK/{real,ours}.s
 rm -f "$WORK/real.stderr" "$WORK/ours.stderr"
 in_ns env OPENCLAW_DEVICE_IDENTITY="$OPENCLAW_DEVICE_IDENTITY" "$OCI" bench \
   -real "$REAL_SERVE" -ours "$(ours_serve)" -ours-label "$OURS_LABEL" \
-  -n "${N:-50}" -runs "${RUNS:-3}" -md "$OUT" -json "${OUT%.md}.json" -stderr-dir "$WORK"
+  -n "${N:-50}" -runs "${RUNS:-3}" -md "$OUT" -json "${OUT%.md}.json" -stderr-dir "$WORK" \
+  -floor-url "$GW_URL" -floor-token "$OC_TOKEN" -floor-identity "$OPENCLAW_DEVICE_IDENTITY"
 log "report: $OUT"

@@ -29,17 +29,35 @@ type Measurement struct {
 	FirstConversationsList time.Duration
 	// SpawnToFirstList is spawn → first conversations_list result.
 	SpawnToFirstList time.Duration
-	// ConversationsList and EventsPoll are N sequential round trips each.
+	// ConversationsList and EventsPoll are N sequential round trips each,
+	// through the go-sdk client.
 	ConversationsList, EventsPoll Sample
+	// RawConversationsList and RawEventsPoll are the same through a
+	// [RawClient], in a second process (MeasureOptions.Raw); empty otherwise.
+	RawConversationsList, RawEventsPoll Sample
 	// Exit is how the server ended after stdin EOF.
 	Exit Exit
 }
 
-// Measure spawns the server of opts, measures one run with n sequential
+// MeasureOptions tune [Measure].
+type MeasureOptions struct {
+	// N is the number of sequential calls per operation. Zero means 50.
+	N int
+	// Raw also measures the per-call latencies with a [RawClient] in a
+	// second spawn of the server, to tell the server's cost from the go-sdk
+	// client's.
+	Raw bool
+}
+
+// Measure spawns the server of opts, measures one run with mo.N sequential
 // calls of conversations_list and of events_poll, and ends it by closing
 // stdin. Every result must be a success (a conversations_list error result
 // is a failed measurement, not a fast one).
-func Measure(ctx context.Context, label string, opts ServeOptions, n int) (*Measurement, error) {
+func Measure(ctx context.Context, label string, opts ServeOptions, mo MeasureOptions) (*Measurement, error) {
+	n := mo.N
+	if n == 0 {
+		n = 50
+	}
 	s, err := StartServe(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -85,7 +103,41 @@ func Measure(ctx context.Context, label string, opts ServeOptions, n int) (*Meas
 	if m.Exit, err = s.CloseStdin(ctx); err != nil {
 		return nil, fmt.Errorf("interop: %s: %w", label, err)
 	}
+	if mo.Raw {
+		if m.RawConversationsList, m.RawEventsPoll, err = measureRaw(ctx, label, opts, n); err != nil {
+			return nil, err
+		}
+	}
 	return m, nil
+}
+
+func measureRaw(ctx context.Context, label string, opts ServeOptions, n int) (cl, ep Sample, err error) {
+	s, c, err := StartRaw(ctx, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer c.Close()
+	defer s.Kill()
+	// The first call waits for the Gateway connection; not timed.
+	if err := c.CallTool(ctx, "conversations_list", map[string]any{}); err != nil {
+		return nil, nil, fmt.Errorf("interop: %s (raw client): %w", label, err)
+	}
+	for _, op := range []struct {
+		name string
+		out  *Sample
+	}{{"conversations_list", &cl}, {"events_poll", &ep}} {
+		for range n {
+			t0 := time.Now()
+			if err := c.CallTool(ctx, op.name, map[string]any{}); err != nil {
+				return nil, nil, fmt.Errorf("interop: %s (raw client): %w", label, err)
+			}
+			*op.out = append(*op.out, time.Since(t0))
+		}
+	}
+	if _, err := s.CloseStdin(ctx); err != nil {
+		return nil, nil, fmt.Errorf("interop: %s (raw client): %w", label, err)
+	}
+	return cl, ep, nil
 }
 
 // Summary aggregates the runs of one server: the median over runs of each
@@ -99,8 +151,9 @@ type Summary struct {
 	// ExitCodes lists each run's exit code.
 	ExitCodes []int
 	// Procs is the process tree of the first run (names and RSS).
-	Procs                         []Proc
-	ConversationsList, EventsPoll Sample
+	Procs                               []Proc
+	ConversationsList, EventsPoll       Sample
+	RawConversationsList, RawEventsPoll Sample
 }
 
 // Summarize aggregates runs of one server. It panics on an empty slice.
@@ -124,6 +177,8 @@ func Summarize(runs []*Measurement) Summary {
 		sum.ExitCodes = append(sum.ExitCodes, m.Exit.Code)
 		sum.ConversationsList = append(sum.ConversationsList, m.ConversationsList...)
 		sum.EventsPoll = append(sum.EventsPoll, m.EventsPoll...)
+		sum.RawConversationsList = append(sum.RawConversationsList, m.RawConversationsList...)
+		sum.RawEventsPoll = append(sum.RawEventsPoll, m.RawEventsPoll...)
 	}
 	slices.Sort(rss)
 	sum.RSSKiB = rss[(len(rss)-1)/2]
@@ -135,8 +190,10 @@ func Summarize(runs []*Measurement) Summary {
 func MB(kib int64) float64 { return float64(kib) * 1024 / 1e6 }
 
 // Table renders the side-by-side Markdown table of real (OpenClaw) and ours,
-// with the ratio ours/OpenClaw and the DESIGN.md §6 targets.
-func Table(real, ours Summary) string {
+// with the ratio ours/OpenClaw and the DESIGN.md §6 targets. floor, when not
+// empty, is the Gateway's own sessions.list round trip ([GatewayFloor]),
+// shown as the lower bound of any bridge's conversations_list.
+func Table(real, ours Summary, floor Sample) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "| figure | %s | %s | ours / OpenClaw | target | met |\n", real.Label, ours.Label)
 	b.WriteString("|---|---:|---:|---:|---|---|\n")
@@ -174,6 +231,18 @@ func Table(real, ours Summary) string {
 	re, oe := Ms(real.EventsPoll.Median()), Ms(ours.EventsPoll.Median())
 	row(fmt.Sprintf("events_poll median (n=%d)", len(ours.EventsPoll)), re, oe, "ms", "≤ 1/3", ptr(ratio(oe, re) <= 1.0/3))
 	row("events_poll p99", Ms(real.EventsPoll.P99()), Ms(ours.EventsPoll.P99()), "ms", "", nil)
+	if len(ours.RawConversationsList) > 0 && len(real.RawConversationsList) > 0 {
+		rc, oc := Ms(real.RawConversationsList.Median()), Ms(ours.RawConversationsList.Median())
+		row(fmt.Sprintf("conversations_list median, raw JSON-RPC client (n=%d)", len(ours.RawConversationsList)), rc, oc, "ms", "≤ 1/3", ptr(ratio(oc, rc) <= 1.0/3))
+		row("conversations_list p99, raw client", Ms(real.RawConversationsList.P99()), Ms(ours.RawConversationsList.P99()), "ms", "", nil)
+		re, oe := Ms(real.RawEventsPoll.Median()), Ms(ours.RawEventsPoll.Median())
+		row(fmt.Sprintf("events_poll median, raw JSON-RPC client (n=%d)", len(ours.RawEventsPoll)), re, oe, "ms", "≤ 1/3", ptr(ratio(oe, re) <= 1.0/3))
+		row("events_poll p99, raw client", Ms(real.RawEventsPoll.P99()), Ms(ours.RawEventsPoll.P99()), "ms", "", nil)
+	}
+	if len(floor) > 0 {
+		fmt.Fprintf(&b, "| Gateway sessions.list round trip alone, median / p99 (n=%d): the floor of conversations_list | %s / %s | | | | |\n",
+			len(floor), fmtNum(Ms(floor.Median()), "ms"), fmtNum(Ms(floor.P99()), "ms"))
+	}
 	row("exit after stdin EOF", Ms(real.Exit), Ms(ours.Exit), "ms", "", nil)
 	fmt.Fprintf(&b, "| exit codes | %v | %v | | 0 | %s |\n", real.ExitCodes, ours.ExitCodes, met(allZero(ours.ExitCodes)))
 	return b.String()

@@ -357,7 +357,7 @@ func TestTable(t *testing.T) {
 		ConversationsList: Sample{3 * time.Millisecond}, EventsPoll: Sample{300 * time.Microsecond}, ExitCodes: []int{0}}
 	ours := Summary{Label: "ours", Initialize: 20 * time.Millisecond, RSSKiB: 20000,
 		ConversationsList: Sample{2 * time.Millisecond}, EventsPoll: Sample{50 * time.Microsecond}, ExitCodes: []int{0}}
-	tab := Table(real, ours)
+	tab := Table(real, ours, nil)
 	for _, want := range []string{
 		"| spawn → initialize result | 10000 ms | 20.0 ms | 1/500 | ≤ 1/100 | yes |",
 		"| RSS after tools/list (process tree) | 512 MB | 20.5 MB | 1/25 | ≤ 30 MB | yes |",
@@ -367,5 +367,59 @@ func TestTable(t *testing.T) {
 		if !strings.Contains(tab, want) {
 			t.Errorf("table lacks %q:\n%s", want, tab)
 		}
+	}
+}
+
+func TestMeasureTestServer(t *testing.T) {
+	t.Parallel()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	opts := ServeOptions{Command: []string{exe}, Env: []string{"INTEROP_TEST_SERVER=full"}}
+	m, err := Measure(ctx, "test", opts, MeasureOptions{N: 5, Raw: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.ConversationsList) != 5 || len(m.EventsPoll) != 5 || len(m.RawConversationsList) != 5 || len(m.RawEventsPoll) != 5 {
+		t.Errorf("samples %d/%d/%d/%d, want 5 each", len(m.ConversationsList), len(m.EventsPoll), len(m.RawConversationsList), len(m.RawEventsPoll))
+	}
+	if m.RSSKiB <= 0 || len(m.Procs) != 1 || m.Procs[0].Name == "" {
+		t.Errorf("RSS %d KiB of %+v, want one named process with a positive RSS", m.RSSKiB, m.Procs)
+	}
+	if m.Exit.Code != 0 || m.Initialize <= 0 || m.SpawnToFirstList < m.Initialize {
+		t.Errorf("exit %+v, initialize %v, spawn→first list %v", m.Exit, m.Initialize, m.SpawnToFirstList)
+	}
+}
+
+func TestRawClientErrors(t *testing.T) {
+	t.Parallel()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, c, err := StartRaw(ctx, ServeOptions{Command: []string{exe}, Env: []string{"INTEROP_TEST_SERVER=full"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	defer s.Kill()
+	if err := c.CallTool(ctx, "messages_send", map[string]any{}); err == nil || !strings.Contains(err.Error(), "unsupported channel") {
+		t.Errorf("isError result: err %v, want the result text", err)
+	}
+	line, err := c.Call(ctx, "nope/method", nil)
+	if err != nil || !strings.Contains(string(line), `"error"`) {
+		t.Errorf("nope/method: %s, %v; want a JSON-RPC error line", line, err)
+	}
+	e, err := s.CloseStdin(ctx)
+	if err != nil || e.Code != 0 {
+		t.Errorf("exit %+v, %v", e, err)
+	}
+	if _, err := c.Call(ctx, "ping", nil); err == nil {
+		t.Error("Call after the server exited succeeded")
 	}
 }

@@ -84,20 +84,53 @@ type Serve struct {
 // is killed and reaped. The ctx bounds the handshake only; the child lives
 // until [Serve.CloseStdin] or [Serve.Kill].
 func StartServe(ctx context.Context, opts ServeOptions) (*Serve, error) {
+	s, outR, err := spawn(opts)
+	if err != nil {
+		return nil, err
+	}
+	name := opts.ClientName
+	if name == "" {
+		name = "ocinterop"
+	}
+	pv := opts.ProtocolVersion
+	switch pv {
+	case "":
+		pv = DefaultProtocolVersion
+	case "latest":
+		pv = ""
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: "0.1.0"}, nil)
+	tr := &mcp.IOTransport{
+		Reader: s.Raw.reader(outR),
+		Writer: s.Raw.writer(s.stdin),
+	}
+	cs, err := client.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: pv})
+	if err != nil {
+		s.Kill()
+		return nil, fmt.Errorf("interop: MCP handshake with %q: %w", opts.Command[0], err)
+	}
+	s.Initialized = time.Since(s.Spawned)
+	s.Session = cs
+	return s, nil
+}
+
+// spawn starts the child with its stdin and stdout on pipes, and a
+// goroutine that reaps it. It returns the read end of the child's stdout.
+func spawn(opts ServeOptions) (*Serve, *os.File, error) {
 	if len(opts.Command) == 0 {
-		return nil, errors.New("interop: ServeOptions.Command is empty")
+		return nil, nil, errors.New("interop: ServeOptions.Command is empty")
 	}
 	// Own pipes rather than cmd.StdoutPipe: cmd.Wait must not close our
 	// ends while the client session still reads.
 	inR, inW, err := os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("interop: creating stdin pipe: %w", err)
+		return nil, nil, fmt.Errorf("interop: creating stdin pipe: %w", err)
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		inR.Close()
 		inW.Close()
-		return nil, fmt.Errorf("interop: creating stdout pipe: %w", err)
+		return nil, nil, fmt.Errorf("interop: creating stdout pipe: %w", err)
 	}
 	cmd := exec.Command(opts.Command[0], opts.Command[1:]...)
 	cmd.Env = append(os.Environ(), opts.Env...)
@@ -114,7 +147,7 @@ func StartServe(ctx context.Context, opts ServeOptions) (*Serve, error) {
 		for _, f := range []*os.File{inR, inW, outR, outW} {
 			f.Close()
 		}
-		return nil, fmt.Errorf("interop: starting %q: %w", opts.Command[0], err)
+		return nil, nil, fmt.Errorf("interop: starting %q: %w", opts.Command[0], err)
 	}
 	inR.Close()
 	outW.Close()
@@ -124,30 +157,7 @@ func StartServe(ctx context.Context, opts ServeOptions) (*Serve, error) {
 		close(s.done)
 	}()
 
-	name := opts.ClientName
-	if name == "" {
-		name = "ocinterop"
-	}
-	pv := opts.ProtocolVersion
-	switch pv {
-	case "":
-		pv = DefaultProtocolVersion
-	case "latest":
-		pv = ""
-	}
-	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: "0.1.0"}, nil)
-	tr := &mcp.IOTransport{
-		Reader: rec.reader(outR),
-		Writer: rec.writer(s.stdin),
-	}
-	cs, err := client.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: pv})
-	if err != nil {
-		s.Kill()
-		return nil, fmt.Errorf("interop: MCP handshake with %q: %w", opts.Command[0], err)
-	}
-	s.Initialized = time.Since(s.Spawned)
-	s.Session = cs
-	return s, nil
+	return s, outR, nil
 }
 
 // Pid is the process id of the direct child.

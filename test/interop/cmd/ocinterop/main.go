@@ -225,6 +225,10 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	jsonOut := fs.String("json", "", "also write every run's measurements as JSON to this file")
 	stderrDir := fs.String("stderr-dir", "", "append each server's stderr to DIR/{real,ours}.stderr (default: discard)")
 	pv := fs.String("pv", "", "MCP protocol version to request (default 2025-06-18)")
+	raw := fs.Bool("raw", true, "also time the per-call loops with a minimal JSON-RPC client, in a second spawn per run")
+	floorURL := fs.String("floor-url", "", "also time sessions.list straight to this Gateway URL (the floor of conversations_list); empty: skip")
+	floorToken := fs.String("floor-token", "", "Gateway token for -floor-url")
+	floorIdentity := fs.String("floor-identity", "", "device identity file for -floor-url (empty: connect without a device block)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -252,13 +256,14 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	one := func(label string, o interop.ServeOptions, into *[]*interop.Measurement) error {
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		defer cancel()
-		m, err := interop.Measure(rctx, label, o, *n)
+		m, err := interop.Measure(rctx, label, o, interop.MeasureOptions{N: *n, Raw: *raw})
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "%-18s init %7.1f ms  rss %6.1f MB  first list %7.1f ms  list p50 %6.2f ms  poll p50 %6.2f ms  exit %6.1f ms (code %d)\n",
+		fmt.Fprintf(stderr, "%-18s init %7.1f ms  rss %6.1f MB  first list %7.1f ms  list p50 %6.2f ms  poll p50 %6.2f ms  raw list p50 %6.2f ms  raw poll p50 %6.2f ms  exit %6.1f ms (code %d)\n",
 			label, interop.Ms(m.Initialize), interop.MB(m.RSSKiB), interop.Ms(m.FirstConversationsList),
-			interop.Ms(m.ConversationsList.Median()), interop.Ms(m.EventsPoll.Median()), interop.Ms(m.Exit.After), m.Exit.Code)
+			interop.Ms(m.ConversationsList.Median()), interop.Ms(m.EventsPoll.Median()),
+			interop.Ms(m.RawConversationsList.Median()), interop.Ms(m.RawEventsPoll.Median()), interop.Ms(m.Exit.After), m.Exit.Code)
 		*into = append(*into, m)
 		return nil
 	}
@@ -274,12 +279,32 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	var floor interop.Sample
+	if *floorURL != "" {
+		var id *protocol.DeviceIdentity
+		if *floorIdentity != "" {
+			b, err := os.ReadFile(*floorIdentity)
+			if err != nil {
+				return err
+			}
+			if id, err = protocol.ParseDeviceIdentity(b); err != nil {
+				return err
+			}
+		}
+		fctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		floor, err = interop.GatewayFloor(fctx, *floorURL, *floorToken, id, *n**runs)
+		cancel()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "Gateway sessions.list alone: p50 %.2f ms  p99 %.2f ms\n", interop.Ms(floor.Median()), interop.Ms(floor.P99()))
+	}
 	rs, os_ := interop.Summarize(realRuns), interop.Summarize(oursRuns)
 	var b strings.Builder
 	fmt.Fprintf(&b, "Measured %s on %s/%s, %d CPUs, load average %s; %d runs per server (alternating), n=%d calls per op per run, go-sdk client over stdio, MCP %s.\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), loadavg(), *runs, *n, pvOr(*pv))
-	b.WriteString(interop.Table(rs, os_))
-	fmt.Fprintf(&b, "\nOne-shot figures are medians over runs; per-call quantiles pool all runs' calls. RSS is the summed VmRSS of the whole process tree (MB = 10^6 bytes).\n")
+	b.WriteString(interop.Table(rs, os_, floor))
+	fmt.Fprintf(&b, "\nOne-shot figures are medians over runs; per-call quantiles pool all runs' calls. RSS is the summed VmRSS of the whole process tree (MB = 10^6 bytes). The raw client rows come from a second spawn per run, driven by a minimal newline JSON-RPC client instead of go-sdk's.\n")
 	fmt.Fprintf(&b, "Process trees: %s: %s; %s: %s.\n", rs.Label, interop.ProcsString(rs.Procs), os_.Label, interop.ProcsString(os_.Procs))
 	fmt.Fprint(stdout, b.String())
 	if *md != "" {
