@@ -29,6 +29,7 @@ mkdir -p "$root/policies/builtin"
 	"$RUSTC" --edition 2021 --crate-type cdylib --crate-name rules \
 		--target wasm32-unknown-unknown \
 		-C opt-level=s -C panic=abort -C lto -C codegen-units=1 \
+		-C target-feature=+simd128,+bulk-memory \
 		-C strip=symbols -C debuginfo=0 \
 		--remap-path-prefix "$here/rules=rules" \
 		-o "$root/policies/builtin/rules.wasm" lib.rs

@@ -19,8 +19,20 @@
 //!
 //! Build: guests/build.sh (reproducible; output policies/builtin/rules.wasm).
 
+use core::arch::wasm32::{u8x16_bitmask, u8x16_eq, u8x16_lt, u8x16_splat, v128, v128_load, v128_or};
 use std::alloc::{alloc as heap_alloc, dealloc, Layout};
 use std::borrow::Cow;
+
+// Why the code below avoids byte-at-a-time loops: the host runs guests
+// with interruption on (wazero's close-on-context-done), which makes every
+// iteration of a Wasm loop call back into the host to check for a
+// deadline, about 0.1 µs each. So strings are scanned 16 or 64 bytes per
+// iteration with SIMD, short strings compare without loops, and the common
+// glob shapes (exact, prefix*, *suffix) need no loop at all.
+
+/// Bytes allocated past every alloc(n) buffer, so that 16-byte loads
+/// starting anywhere in [0, n] stay inside the allocation.
+const PAD: usize = 64;
 
 // ---------------------------------------------------------------- ABI ----
 
@@ -46,10 +58,11 @@ pub extern "C" fn policy_abi_version() -> i32 {
     1
 }
 
-/// Allocates n bytes for the host (alignment 1); 0 when out of memory.
+/// Allocates n bytes for the host (alignment 16, plus PAD bytes of
+/// slack for the SIMD scanner); 0 when out of memory.
 #[no_mangle]
 pub extern "C" fn alloc(n: u32) -> u32 {
-    match Layout::from_size_align(n.max(1) as usize, 1) {
+    match Layout::from_size_align(n as usize + PAD, 16) {
         Ok(layout) => unsafe { heap_alloc(layout) as usize as u32 },
         Err(_) => 0,
     }
@@ -61,7 +74,7 @@ pub extern "C" fn free(p: u32, n: u32) {
     if p == 0 {
         return;
     }
-    if let Ok(layout) = Layout::from_size_align(n.max(1) as usize, 1) {
+    if let Ok(layout) = Layout::from_size_align(n as usize + PAD, 16) {
         unsafe { dealloc(p as usize as *mut u8, layout) }
     }
 }
@@ -205,7 +218,7 @@ impl Config {
             for cond in &rule.args {
                 let mut found: Option<&Arg> = None;
                 for (k, v) in &call.args {
-                    if k.as_ref() == cond.name.as_str() {
+                    if eq(k.as_bytes(), cond.name.as_bytes()) {
                         if found.is_some() {
                             return Err(format!("argument {:?} appears more than once", cond.name));
                         }
@@ -230,12 +243,18 @@ impl Matcher {
             _ => return false,
         };
         match self {
-            Matcher::Equals(v) => s == v,
-            Matcher::Prefix(v) => s.starts_with(v.as_str()),
-            Matcher::Suffix(v) => s.ends_with(v.as_str()),
-            Matcher::Contains(v) => s.contains(v.as_str()),
+            Matcher::Equals(v) => eq(s.as_bytes(), v.as_bytes()),
+            Matcher::Prefix(v) => has_prefix(s.as_bytes(), v.as_bytes()),
+            Matcher::Suffix(v) => has_suffix(s.as_bytes(), v.as_bytes()),
+            Matcher::Contains(v) => contains(s.as_bytes(), v.as_bytes()),
             Matcher::Glob(g) => g.matches(s),
-            Matcher::PathPrefix(dir) => path_within(&clean_path(s), dir),
+            Matcher::PathPrefix(dir) => {
+                if is_clean_abs(s.as_bytes()) {
+                    path_within(s, dir)
+                } else {
+                    path_within(&clean_path(s), dir)
+                }
+            }
             Matcher::Exists(_) => false,
         }
     }
@@ -243,10 +262,90 @@ impl Matcher {
 
 /// Whether the cleaned path p is dir or inside it (dir is cleaned too).
 fn path_within(p: &str, dir: &str) -> bool {
-    if dir == "/" {
-        return p.starts_with('/');
+    let (p, d) = (p.as_bytes(), dir.as_bytes());
+    if d == b"/" {
+        return p.first() == Some(&b'/');
     }
-    p == dir || (p.starts_with(dir) && p.as_bytes().get(dir.len()) == Some(&b'/'))
+    eq(p, d) || (has_prefix(p, d) && p.get(d.len()) == Some(&b'/'))
+}
+
+/// Reports, without a loop, whether p is a short absolute path that
+/// clean_path would leave unchanged: at most 16 bytes, starting with '/',
+/// no "//", no "/." (so no "." or ".." segments, conservatively also no
+/// hidden names), no trailing '/'. Anything else takes clean_path.
+fn is_clean_abs(p: &[u8]) -> bool {
+    let n = p.len();
+    if n == 0 || n > 16 || p[0] != b'/' || (n > 1 && p[n - 1] == b'/') {
+        return false;
+    }
+    let mut buf = [0u8; 16];
+    buf[..n].copy_from_slice(p);
+    let v = unsafe { v128_load(buf.as_ptr() as *const v128) };
+    let slash = u8x16_bitmask(u8x16_eq(v, u8x16_splat(b'/'))) as u32;
+    let dot = u8x16_bitmask(u8x16_eq(v, u8x16_splat(b'.'))) as u32;
+    // A slash followed by a slash or a dot.
+    slash & ((slash | dot) >> 1) == 0
+}
+
+// ------------------------------------------------------ byte compares ----
+
+/// Compares at most 16 bytes without a loop.
+#[inline(always)]
+fn eq_small(a: &[u8], b: &[u8]) -> bool {
+    let (mut x, mut y) = ([0u8; 16], [0u8; 16]);
+    x[..a.len()].copy_from_slice(a);
+    y[..b.len()].copy_from_slice(b);
+    u128::from_ne_bytes(x) == u128::from_ne_bytes(y)
+}
+
+/// Byte equality, 16 bytes per step (no loop up to 16 bytes).
+fn eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    if a.len() > 16 {
+        loop {
+            if !eq_small(&a[i..i + 16], &b[i..i + 16]) {
+                return false;
+            }
+            i += 16;
+            if a.len() - i <= 16 {
+                break;
+            }
+        }
+    }
+    eq_small(&a[i..], &b[i..])
+}
+
+fn has_prefix(s: &[u8], p: &[u8]) -> bool {
+    s.len() >= p.len() && eq(&s[..p.len()], p)
+}
+
+fn has_suffix(s: &[u8], p: &[u8]) -> bool {
+    s.len() >= p.len() && eq(&s[s.len() - p.len()..], p)
+}
+
+fn contains(s: &[u8], p: &[u8]) -> bool {
+    find(s, p, 0).is_some()
+}
+
+/// The first index at or after from where p occurs in s.
+fn find(s: &[u8], p: &[u8], from: usize) -> Option<usize> {
+    if p.is_empty() {
+        return Some(from);
+    }
+    if s.len() < p.len() {
+        return None;
+    }
+    let mut i = from;
+    while i + p.len() <= s.len() {
+        if s[i] == p[0] && eq(&s[i..i + p.len()], p) {
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
 }
 
 /// Lexically cleans a slash-separated path like Go's path.Clean: collapses
@@ -286,9 +385,20 @@ enum GlobTok {
 }
 
 /// A glob over Unicode text: `*` matches any run of characters (including
-/// none and '/'), `?` exactly one character, everything else itself.
-struct Glob {
-    toks: Vec<GlobTok>,
+/// none and '/'), `?` exactly one character, everything else itself. The
+/// common shapes are matched without a loop.
+enum Glob {
+    /// "*"
+    All,
+    /// no wildcard
+    Exact(Vec<u8>),
+    /// "lit*"
+    Prefix(Vec<u8>),
+    /// "*lit"
+    Suffix(Vec<u8>),
+    /// "*lit*"
+    Contains(Vec<u8>),
+    General(Vec<GlobTok>),
 }
 
 impl Glob {
@@ -313,51 +423,107 @@ impl Glob {
                 }
             }
         }
-        Glob { toks }
+        use GlobTok::*;
+        match toks.as_slice() {
+            [] => Glob::Exact(Vec::new()),
+            [Star] => Glob::All,
+            [Lit(l)] => Glob::Exact(l.clone()),
+            [Lit(l), Star] => Glob::Prefix(l.clone()),
+            [Star, Lit(l)] => Glob::Suffix(l.clone()),
+            [Star, Lit(l), Star] => Glob::Contains(l.clone()),
+            _ => Glob::General(toks),
+        }
     }
 
     fn matches(&self, s: &str) -> bool {
         let b = s.as_bytes();
-        let t = &self.toks;
-        let (mut ti, mut si) = (0usize, 0usize);
-        // Where to resume after the last star: (token after it, subject).
-        let mut star: Option<(usize, usize)> = None;
-        while si < b.len() {
-            if ti < t.len() {
-                match &t[ti] {
-                    GlobTok::Star => {
-                        star = Some((ti + 1, si));
+        match self {
+            Glob::All => true,
+            Glob::Exact(l) => eq(b, l),
+            Glob::Prefix(l) => has_prefix(b, l),
+            Glob::Suffix(l) => has_suffix(b, l),
+            Glob::Contains(l) => contains(b, l),
+            Glob::General(t) => glob_general(t, b),
+        }
+    }
+}
+
+/// Matches a tokenized glob with backtracking to the last star.
+fn glob_general(t: &[GlobTok], b: &[u8]) -> bool {
+    let (mut ti, mut si) = (0usize, 0usize);
+    // Where to resume after the last star: (token after it, subject).
+    let mut star: Option<(usize, usize)> = None;
+    while si < b.len() {
+        if ti < t.len() {
+            match &t[ti] {
+                GlobTok::Star => {
+                    star = Some((ti + 1, si));
+                    ti += 1;
+                    continue;
+                }
+                GlobTok::Any => {
+                    ti += 1;
+                    si += utf8_len(b[si]);
+                    continue;
+                }
+                GlobTok::Lit(l) => {
+                    if has_prefix(&b[si..], l) {
                         ti += 1;
+                        si += l.len();
                         continue;
-                    }
-                    GlobTok::Any => {
-                        ti += 1;
-                        si += utf8_len(b[si]);
-                        continue;
-                    }
-                    GlobTok::Lit(l) => {
-                        if b[si..].starts_with(l) {
-                            ti += 1;
-                            si += l.len();
-                            continue;
-                        }
                     }
                 }
             }
-            match star {
-                Some((st, ss)) if ss < b.len() => {
-                    let next = ss + utf8_len(b[ss]);
-                    star = Some((st, next));
-                    ti = st;
-                    si = next;
-                }
-                _ => return false,
+        }
+        match star {
+            Some((st, ss)) if ss < b.len() => {
+                let next = ss + utf8_len(b[ss]);
+                star = Some((st, next));
+                ti = st;
+                si = next;
             }
+            _ => return false,
         }
-        while ti < t.len() && matches!(t[ti], GlobTok::Star) {
-            ti += 1;
+    }
+    while ti < t.len() && matches!(t[ti], GlobTok::Star) {
+        ti += 1;
+    }
+    ti == t.len()
+}
+
+/// Bit k is set when byte k of the 16 at p is '"', '\\' or below 0x20.
+#[inline(always)]
+unsafe fn str_stops(p: *const u8) -> u32 {
+    let v = v128_load(p as *const v128);
+    let m = v128_or(
+        v128_or(u8x16_eq(v, u8x16_splat(b'"')), u8x16_eq(v, u8x16_splat(b'\\'))),
+        u8x16_lt(v, u8x16_splat(0x20)),
+    );
+    u8x16_bitmask(m) as u32
+}
+
+/// The length of the ASCII prefix of b, 64 bytes per step; b must be
+/// followed by PAD readable bytes.
+fn ascii_len(b: &[u8]) -> usize {
+    let n = b.len();
+    let mut i = 0;
+    if n == 0 {
+        return 0;
+    }
+    loop {
+        // Safety: i < n, so i + 64 <= n + PAD.
+        let m = unsafe {
+            let p = b.as_ptr().add(i);
+            let high = |q: *const u8| u8x16_bitmask(v128_load(q as *const v128)) as u64;
+            high(p) | high(p.add(16)) << 16 | high(p.add(32)) << 32 | high(p.add(48)) << 48
+        };
+        if m != 0 {
+            return (i + m.trailing_zeros() as usize).min(n);
         }
-        ti == t.len()
+        i += 64;
+        if i >= n {
+            return n;
+        }
     }
 }
 
@@ -411,9 +577,51 @@ impl Value {
 }
 
 impl<'a> P<'a> {
+    /// Reads b, which must be followed by PAD readable bytes (it is a
+    /// buffer from alloc).
     fn new(b: &'a [u8]) -> R<P<'a>> {
-        let s = std::str::from_utf8(b).map_err(|e| format!("not UTF-8 at byte {}", e.valid_up_to()))?;
+        let j = ascii_len(b);
+        if j < b.len() {
+            if let Err(e) = std::str::from_utf8(&b[j..]) {
+                return Err(format!("not UTF-8 at byte {}", j + e.valid_up_to()));
+            }
+        }
+        // Safety: b[..j] is ASCII and b[j..] was just validated.
+        let s = unsafe { std::str::from_utf8_unchecked(b) };
         Ok(P { s, b, i: 0, depth: 0 })
+    }
+
+    /// The index of the first '"', '\\' or control character at or after
+    /// i, or the length when there is none.
+    fn scan_str(&self, i: usize) -> usize {
+        let n = self.b.len();
+        let base = self.b.as_ptr();
+        // Safety: i <= n and the buffer has PAD readable bytes past n.
+        let m = unsafe { str_stops(base.add(i)) };
+        if m != 0 {
+            return (i + m.trailing_zeros() as usize).min(n);
+        }
+        let mut j = i + 16;
+        if j >= n {
+            return n;
+        }
+        loop {
+            // Safety: j < n, so j + 64 <= n + PAD.
+            let m = unsafe {
+                let p = base.add(j);
+                str_stops(p) as u64
+                    | (str_stops(p.add(16)) as u64) << 16
+                    | (str_stops(p.add(32)) as u64) << 32
+                    | (str_stops(p.add(48)) as u64) << 48
+            };
+            if m != 0 {
+                return (j + m.trailing_zeros() as usize).min(n);
+            }
+            j += 64;
+            if j >= n {
+                return n;
+            }
+        }
     }
 
     fn err<T>(&self, what: &str) -> R<T> {
@@ -425,6 +633,10 @@ impl<'a> P<'a> {
     }
 
     fn ws(&mut self) {
+        // No loop at all in the common case (the host writes compact JSON).
+        if !matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            return;
+        }
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
             self.i += 1;
         }
@@ -517,18 +729,16 @@ impl<'a> P<'a> {
         }
         self.i += 1;
         let start = self.i;
-        loop {
-            match self.peek() {
-                None => return self.err("unterminated string"),
-                Some(b'"') => {
-                    let s = &self.s[start..self.i];
-                    self.i += 1;
-                    return Ok(Cow::Borrowed(s));
-                }
-                Some(b'\\') => break,
-                Some(c) if c < 0x20 => return self.err("control character in string"),
-                Some(_) => self.i += 1,
+        self.i = self.scan_str(self.i);
+        match self.peek() {
+            None => return self.err("unterminated string"),
+            Some(b'"') => {
+                let s = &self.s[start..self.i];
+                self.i += 1;
+                return Ok(Cow::Borrowed(s));
             }
+            Some(b'\\') => {}
+            Some(_) => return self.err("control character in string"),
         }
         let mut out = String::from(&self.s[start..self.i]);
         loop {
@@ -560,13 +770,11 @@ impl<'a> P<'a> {
                 }
                 Some(c) if c < 0x20 => return self.err("control character in string"),
                 Some(_) => {
-                    // Copy one whole UTF-8 character.
-                    let n = utf8_len(self.b[self.i]);
-                    match self.s.get(self.i..self.i + n) {
-                        Some(ch) => out.push_str(ch),
-                        None => return self.err("invalid UTF-8"),
-                    }
-                    self.i += n;
+                    // Copy the run up to the next quote, escape or control
+                    // character (a char boundary: those are ASCII).
+                    let j = self.scan_str(self.i);
+                    out.push_str(&self.s[self.i..j]);
+                    self.i = j;
                 }
             }
         }
@@ -726,33 +934,31 @@ fn parse_call(b: &[u8]) -> R<Call> {
     let mut p = P::new(b)?;
     let mut call = Call { tool: Cow::Borrowed(""), server: Cow::Borrowed(""), surface: Cow::Borrowed(""), args: Vec::new() };
     let mut have_tool = false;
-    p.object(|p, key| match key.as_ref() {
-        "abi" => {
+    p.object(|p, key| {
+        let k = key.as_bytes();
+        if eq(k, b"abi") {
             let n = p.number()?;
-            if n != "1" {
+            if !eq(n.as_bytes(), b"1") {
                 return Err(format!("abi {} is not 1", n));
             }
             Ok(())
-        }
-        "surface" => {
+        } else if eq(k, b"surface") {
             call.surface = p.string()?;
             Ok(())
-        }
-        "tool" => {
+        } else if eq(k, b"tool") {
             have_tool = true;
-            p.object(|p, k| match k.as_ref() {
-                "name" => {
+            p.object(|p, k| {
+                if eq(k.as_bytes(), b"name") {
                     call.tool = p.string()?;
                     Ok(())
-                }
-                "server" => {
+                } else if eq(k.as_bytes(), b"server") {
                     call.server = p.string()?;
                     Ok(())
+                } else {
+                    p.skip()
                 }
-                _ => p.skip(),
             })
-        }
-        "arguments" => {
+        } else if eq(k, b"arguments") {
             if p.peek() != Some(b'{') {
                 return p.skip();
             }
@@ -761,8 +967,9 @@ fn parse_call(b: &[u8]) -> R<Call> {
                 call.args.push((k, v));
                 Ok(())
             })
+        } else {
+            p.skip()
         }
-        _ => p.skip(),
     })?;
     p.end()?;
     if !have_tool {

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/wasmhost"
@@ -58,9 +59,10 @@ type Options struct {
 
 // Module is a loaded policy module. It is safe for concurrent use.
 type Module struct {
-	name  string
-	host  *wasmhost.Module
-	hooks map[policies.Hook]bool
+	name     string
+	host     *wasmhost.Module
+	hooks    map[policies.Hook]bool
+	verdicts verdictCache
 }
 
 // Load compiles and checks a policy module and configures its first
@@ -220,12 +222,6 @@ func (m *Module) Hooks() []policies.Hook {
 	return hs
 }
 
-// callInput is the before_tool_call input: the ToolCall fields plus "abi".
-type callInput struct {
-	ABI int `json:"abi"`
-	*policies.ToolCall
-}
-
 // BeforeToolCall implements [policies.BeforeToolCallHook] with one guest
 // call. On any failure it returns a block verdict whose reason is the
 // error's message, and the error (a *wasmhost.Error naming the module).
@@ -243,20 +239,65 @@ func (m *Module) beforeToolCall(ctx context.Context, call *policies.ToolCall) (p
 		return policies.Verdict{}, &wasmhost.Error{Module: m.name, Export: export, Kind: wasmhost.KindABI,
 			Err: errors.New("module does not export before_tool_call")}
 	}
-	in, err := json.Marshal(callInput{ABI: ABIVersion, ToolCall: call})
+	bp := inputPool.Get().(*[]byte)
+	in, err := appendCallInput((*bp)[:0], call)
 	if err != nil {
+		inputPool.Put(bp)
 		return policies.Verdict{}, &wasmhost.Error{Module: m.name, Export: export, Kind: wasmhost.KindABI,
 			Err: fmt.Errorf("encoding the input: %w", err)}
 	}
 	out, err := m.host.CallBytes(ctx, export, in)
+	if cap(in) <= 64<<10 {
+		*bp = in
+		inputPool.Put(bp)
+	}
 	if err != nil {
 		return policies.Verdict{}, err
+	}
+	if v, ok := m.verdicts.get(out); ok {
+		return v, nil
 	}
 	v, err := DecodeVerdict(out)
 	if err != nil {
 		return policies.Verdict{}, &wasmhost.Error{Module: m.name, Export: export, Kind: wasmhost.KindABI, Err: err}
 	}
+	m.verdicts.put(out, v)
 	return v, nil
+}
+
+// verdictCache maps verdict outputs already decoded to their Verdict:
+// guests tend to answer with a few fixed outputs (the rules module renders
+// each rule's verdict once), and decoding is a pure function of the bytes.
+// Outputs with arguments are not cached (a Verdict would share them).
+type verdictCache struct {
+	mu sync.RWMutex
+	m  map[string]policies.Verdict
+}
+
+const (
+	verdictCacheEntries = 64
+	verdictCacheMaxLen  = 512
+)
+
+func (c *verdictCache) get(out []byte) (policies.Verdict, bool) {
+	c.mu.RLock()
+	v, ok := c.m[string(out)]
+	c.mu.RUnlock()
+	return v, ok
+}
+
+func (c *verdictCache) put(out []byte, v policies.Verdict) {
+	if len(v.Arguments) > 0 || len(out) > verdictCacheMaxLen {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[string]policies.Verdict)
+	}
+	if len(c.m) < verdictCacheEntries {
+		c.m[string(out)] = v
+	}
 }
 
 // DecodeVerdict decodes a before_tool_call output strictly: one JSON

@@ -1,0 +1,70 @@
+package wasmpolicy
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/openclaw-go/openclaw/policies"
+)
+
+// reference is the encoding/json rendering appendCallInput must match.
+func reference(t testing.TB, call *policies.ToolCall) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(struct {
+		ABI int `json:"abi"`
+		*policies.ToolCall
+	}{1, call}); err != nil {
+		t.Fatal(err)
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+func TestAppendCallInput(t *testing.T) {
+	t.Parallel()
+	tests := []*policies.ToolCall{
+		{},
+		{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: "t"}},
+		{Surface: policies.SurfaceProxy, SessionKey: "agent:main:main", Caller: policies.Caller{Name: "claude", Version: "1"},
+			Tool: policies.ToolRef{Name: "fs_read", Server: "files", Original: "read"}, Arguments: json.RawMessage(` { "path" : "/etc/x" , "n":[1, 2] } `)},
+		{Caller: policies.Caller{Version: "only"}, Tool: policies.ToolRef{Name: "quote\" back\\ nl\n tab\t nul\x00 <&> é \xff end"}},
+		{Tool: policies.ToolRef{Name: "u2028\u2028"}, Arguments: json.RawMessage(`null`)},
+	}
+	for _, call := range tests {
+		got, err := appendCallInput(nil, call)
+		if err != nil {
+			t.Fatalf("appendCallInput(%+v): %v", call, err)
+		}
+		if want := reference(t, call); !bytes.Equal(got, want) {
+			t.Errorf("appendCallInput(%+v)\n got %s\nwant %s", call, got, want)
+		}
+	}
+	if _, err := appendCallInput(nil, &policies.ToolCall{Arguments: json.RawMessage(`{"a":`)}); err == nil {
+		t.Error("invalid arguments accepted")
+	}
+}
+
+func FuzzAppendCallInput(f *testing.F) {
+	f.Add("serve", "k", "claude", "1", "fs_read", "files", "read", `{"a":"b"}`)
+	f.Add("", "", "", "", "\xff\x00\"", "", "", ``)
+	f.Fuzz(func(t *testing.T, surface, key, name, version, tool, server, original, args string) {
+		call := &policies.ToolCall{Surface: policies.Surface(surface), SessionKey: key, Caller: policies.Caller{Name: name, Version: version},
+			Tool: policies.ToolRef{Name: tool, Server: server, Original: original}, Arguments: json.RawMessage(args)}
+		got, err := appendCallInput(nil, call)
+		if args != "" && !json.Valid([]byte(args)) {
+			if err == nil {
+				t.Fatalf("invalid arguments %q accepted", args)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := reference(t, call); !bytes.Equal(got, want) {
+			t.Fatalf("\n got %s\nwant %s", got, want)
+		}
+	})
+}
