@@ -1,6 +1,7 @@
 package wasmpolicy
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -58,7 +59,7 @@ func appendCallInput(buf []byte, call *policies.ToolCall) ([]byte, error) {
 // appendCompact appends src without insignificant space, after checking
 // that it is one valid JSON value.
 func appendCompact(dst, src []byte) ([]byte, error) {
-	b := bufferOf(dst)
+	b := bytes.NewBuffer(dst)
 	err := json.Compact(b, src)
 	return b.Bytes(), err
 }
