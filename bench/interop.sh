@@ -7,7 +7,8 @@
 #      (test/interop/cmd/ocinterop check), with OPENCLAW_DEVICE_IDENTITY=<our key file>:
 #      all 9 tools answer; the seeded conversations; events_wait woken by a chat.send made
 #      during the wait; approvals raised by approver.mjs with our key are listed and resolved;
-#      exit 0 after stdin EOF;
+#      exit 0 after stdin EOF; a refused connection and a wrong token end in exit 1 with
+#      "MCP server failed to start" after initialize was answered (ocinterop failcase);
 #   3. (DIFF=1, default) the same request script against the real `openclaw mcp serve` and ours,
 #      raw responses compared; informational, it does not change the exit status;
 #   4. everything started is stopped, the namespace deleted.
@@ -35,11 +36,27 @@ in_ns env OPENCLAW_DEVICE_IDENTITY="$OPENCLAW_DEVICE_IDENTITY" "$OCI" check \
   -approver "$OC_PEERS/approver.mjs" -identity "$OPENCLAW_DEVICE_IDENTITY" -gw-url "$GW_URL" | tee "$WORK/interop-checks.txt" || status=$?
 log "server stderr: $WORK/serve-under-test.stderr; stdio transcript: $WORK/serve-under-test.transcript.jsonl"
 
+# Failure behaviour (openclaw-protocol.md §10): initialize answered, Gateway tools unanswered,
+# "MCP server failed to start: …" on stderr, exit 1.
+SERVE_BIN=${SERVE%% --url*}
+log "failure cases: refused connection, wrong token"
+in_ns env OPENCLAW_DEVICE_IDENTITY="$OPENCLAW_DEVICE_IDENTITY" "$OCI" failcase -name "refused connection: exit 1" \
+  -serve "$SERVE_BIN --url ws://127.0.0.1:1 --token $OC_TOKEN" -stderr "$WORK/serve-under-test.stderr" \
+  | tee -a "$WORK/interop-checks.txt" || status=1
+in_ns env OPENCLAW_DEVICE_IDENTITY="$OPENCLAW_DEVICE_IDENTITY" "$OCI" failcase -name "wrong token: exit 1" \
+  -serve "$SERVE_BIN --url $GW_URL --token wrong-token" -stderr "$WORK/serve-under-test.stderr" \
+  | tee -a "$WORK/interop-checks.txt" || status=1
+
 if [ "${DIFF:-1}" = 1 ]; then
   log "raw comparison with the real openclaw mcp serve (informational; exchanges in $WORK/diff/)"
   rm -rf "$WORK/diff"
   in_ns env OPENCLAW_DEVICE_IDENTITY="$OPENCLAW_DEVICE_IDENTITY" "$OCI" diff \
     -a "$REAL_SERVE" -b "$SERVE" -out "$WORK/diff" | tee "$WORK/interop-diff.txt" || true
+  log "the same failure cases against the real openclaw mcp serve (informational)"
+  in_ns "$OCI" failcase -name "real, refused connection" -serve "openclaw mcp serve --url ws://127.0.0.1:1 --token $OC_TOKEN" \
+    | tee -a "$WORK/interop-diff.txt" || true
+  in_ns "$OCI" failcase -name "real, wrong token" -serve "openclaw mcp serve --url $GW_URL --token wrong-token" \
+    | tee -a "$WORK/interop-diff.txt" || true
 fi
 
 if [ "$status" = 0 ]; then log "interop: PASS"; else log "interop: FAIL"; fi

@@ -48,6 +48,19 @@ func testServer(mode string) int {
 		"permissions_list_open": text(false, "approvals: 0", map[string]any{"approvals": []any{}}),
 		"permissions_respond":   text(true, "unknown or expired approval id", nil),
 	}
+	if mode == "failstart" {
+		// Like OpenClaw with an unusable Gateway: initialize answered,
+		// Gateway tools never answered, then exit 1 with a message.
+		s.AddTool(&mcp.Tool{Name: "conversations_list", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			})
+		go s.Run(context.Background(), &mcp.StdioTransport{})
+		time.Sleep(500 * time.Millisecond)
+		os.Stderr.WriteString("MCP server failed to start: connect ECONNREFUSED 127.0.0.1:1.\n")
+		return 1
+	}
 	for _, name := range ToolNames {
 		if mode == "missing" && name == "permissions_respond" {
 			continue
@@ -421,5 +434,36 @@ func TestRawClientErrors(t *testing.T) {
 	}
 	if _, err := c.Call(ctx, "ping", nil); err == nil {
 		t.Error("Call after the server exited succeeded")
+	}
+}
+
+func TestRunFailcase(t *testing.T) {
+	t.Parallel()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		mode    string
+		timeout time.Duration
+		want    Failcase // Stderr: a substring; ExitAfter ignored
+	}{
+		{"failstart", 30 * time.Second, Failcase{InitializeAnswered: true, Exited: true, Code: 1, Stderr: "MCP server failed to start"}},
+		{"full", time.Second, Failcase{InitializeAnswered: true, ListAnswered: true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.mode, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			fc, err := RunFailcase(ctx, ServeOptions{Command: []string{exe}, Env: []string{"INTEROP_TEST_SERVER=" + tc.mode}}, tc.timeout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fc.InitializeAnswered != tc.want.InitializeAnswered || fc.ListAnswered != tc.want.ListAnswered ||
+				fc.Exited != tc.want.Exited || (tc.want.Exited && fc.Code != tc.want.Code) || !strings.Contains(fc.Stderr, tc.want.Stderr) {
+				t.Errorf("got %+v, want %+v", *fc, tc.want)
+			}
+		})
 	}
 }

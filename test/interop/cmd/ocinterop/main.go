@@ -7,6 +7,7 @@
 //	ocinterop check  -serve "CMD ARGS…" [-gw-call gw-call.sh] [-approver approver.mjs -identity key.json -gw-url URL]
 //	ocinterop bench  -real "CMD ARGS…" -ours "CMD ARGS…" [-n 50] [-runs 3] [-md out.md]
 //	ocinterop diff   -a "CMD ARGS…" -b "CMD ARGS…" [-out DIR]
+//	ocinterop failcase -name refused -serve "CMD ARGS…" [-want-exit 1] [-want-stderr "MCP server failed to start"]
 //
 // Commands are split on spaces (no quoting). Exit status: 0 success, 1 a
 // failed check or an error, 2 bad usage, 3 (diff) differences found.
@@ -44,6 +45,7 @@ const usage = `usage:
   ocinterop check -serve "CMD ARGS..." [flags]
   ocinterop bench -real "CMD ARGS..." -ours "CMD ARGS..." [flags]
   ocinterop diff  -a "CMD ARGS..." -b "CMD ARGS..." [flags]
+  ocinterop failcase -name NAME -serve "CMD ARGS..." [-want-exit 1] [-want-stderr TEXT]
 run "ocinterop SUBCOMMAND -h" for the flags`
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -61,6 +63,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = bench(ctx, args[1:], stdout, stderr)
 	case "diff":
 		return diff(ctx, args[1:], stdout, stderr)
+	case "failcase":
+		return failcase(ctx, args[1:], stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "ocinterop: unknown subcommand %q\n%s\n", args[0], usage)
 		return 2
@@ -476,6 +480,61 @@ func ignoredPaths(ds []interop.Difference) string {
 		ps = append(ps[:3], fmt.Sprintf("… %d more", len(ps)-3))
 	}
 	return strings.Join(ps, ", ")
+}
+
+// failcase checks how a server ends when its Gateway cannot be used
+// (openclaw-protocol.md §10): initialize answered, the conversations_list
+// sent after it never answered, exit code -want-exit, stderr containing
+// -want-stderr. Prints one PASS/FAIL line; exit 1 on FAIL.
+func failcase(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("failcase", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	name := fs.String("name", "failcase", "name of the case in the PASS/FAIL line")
+	serve := fs.String("serve", "", "server command line, with the failing --url or --token (required)")
+	wantExit := fs.Int("want-exit", 1, "expected exit code")
+	wantStderr := fs.String("want-stderr", "MCP server failed to start", "text the server's stderr must contain")
+	timeout := fs.Duration("timeout", 60*time.Second, "how long to wait for the server to exit on its own")
+	stderrPath := fs.String("stderr", "", "append the server's stderr to this file")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	argv := strings.Fields(*serve)
+	if len(argv) == 0 {
+		fmt.Fprintln(stderr, "ocinterop failcase: -serve is required")
+		return 2
+	}
+	fc, err := interop.RunFailcase(ctx, interop.ServeOptions{Command: argv}, *timeout)
+	if err != nil {
+		fmt.Fprintf(stdout, "FAIL %s: %v\n", *name, err)
+		return 1
+	}
+	if *stderrPath != "" {
+		if f, err := os.OpenFile(*stderrPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); err == nil {
+			f.WriteString(fc.Stderr)
+			f.Close()
+		}
+	}
+	var why []string
+	if !fc.Exited {
+		why = append(why, fmt.Sprintf("did not exit within %v", *timeout))
+	} else if fc.Code != *wantExit {
+		why = append(why, fmt.Sprintf("exit code %d, want %d", fc.Code, *wantExit))
+	}
+	if !fc.InitializeAnswered {
+		why = append(why, "initialize not answered (OpenClaw answers it before connecting)")
+	}
+	if fc.ListAnswered {
+		why = append(why, "conversations_list answered (OpenClaw leaves it unanswered)")
+	}
+	if !strings.Contains(fc.Stderr, *wantStderr) {
+		why = append(why, fmt.Sprintf("stderr lacks %q", *wantStderr))
+	}
+	if len(why) > 0 {
+		fmt.Fprintf(stdout, "FAIL %s: %s; %s\n", *name, strings.Join(why, "; "), fc.Summary())
+		return 1
+	}
+	fmt.Fprintf(stdout, "PASS %s: %s\n", *name, fc.Summary())
+	return 0
 }
 
 func loadavg() string {
