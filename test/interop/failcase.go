@@ -23,6 +23,8 @@ type Failcase struct {
 	// Code is the exit code (-1 for a signal); ExitAfter is spawn → exit.
 	Code      int
 	ExitAfter time.Duration
+	// ListResponse is the raw response line to conversations_list, if any.
+	ListResponse string
 	// Stderr is everything the server wrote to stderr.
 	Stderr string
 }
@@ -83,6 +85,7 @@ func RunFailcase(ctx context.Context, opts ServeOptions, timeout time.Duration) 
 			fc.InitializeAnswered = true
 		case "2":
 			fc.ListAnswered = true
+			fc.ListResponse = l.Text
 		}
 	}
 	fc.Stderr = stderr.String()
@@ -101,8 +104,12 @@ func (fc *Failcase) Summary() string {
 	if !fc.Exited {
 		return fmt.Sprintf("still running at the timeout; initialize answered %v, conversations_list answered %v", fc.InitializeAnswered, fc.ListAnswered)
 	}
-	return fmt.Sprintf("exit %d after %.0f ms; initialize answered %v, conversations_list answered %v; stderr %q",
-		fc.Code, Ms(fc.ExitAfter), fc.InitializeAnswered, fc.ListAnswered, clip(first, 200))
+	list := fmt.Sprint(fc.ListAnswered)
+	if fc.ListAnswered {
+		list = clip(fc.ListResponse, 300)
+	}
+	return fmt.Sprintf("exit %d after %.0f ms; initialize answered %v, conversations_list answered %s; stderr %q",
+		fc.Code, Ms(fc.ExitAfter), fc.InitializeAnswered, list, clip(first, 200))
 }
 
 type lockedBuffer struct {
