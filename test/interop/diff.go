@@ -26,8 +26,10 @@ type Step struct {
 // CompareSteps is the fixed request sequence sent to both servers: every
 // tool on the seeded Gateway with valid, missing-target and invalid
 // arguments, plus ping and the unsupported list methods. None of them
-// changes the Gateway's state (messages_send fails for lack of a channel
-// plugin), so the two servers see the same data.
+// changes the Gateway's state, so the two servers see the same data:
+// messages_send goes only to the imessage route, which fails at once for
+// lack of a channel plugin (a send to the telegram route fails too, but
+// leaves an outbound delivery entry the Gateway retries).
 func CompareSteps() []Step {
 	var steps []Step
 	tool := func(name string, args map[string]any) {
@@ -67,7 +69,7 @@ func CompareSteps() []Step {
 	tool("events_wait", map[string]any{"timeout_ms": 200})
 	tool("events_wait", map[string]any{"timeout_ms": 300001})
 	tool("messages_send", map[string]any{"session_key": "agent:main:nope", "text": "hi"})
-	tool("messages_send", map[string]any{"session_key": SeededTgKey, "text": "hi"})
+	tool("messages_send", map[string]any{"session_key": SeededMainKey, "text": "hi"})
 	tool("permissions_list_open", map[string]any{})
 	tool("permissions_respond", map[string]any{"kind": "exec", "id": "bogus", "decision": "deny"})
 	tool("permissions_respond", map[string]any{"kind": "nope", "id": "bogus", "decision": "deny"})
