@@ -467,3 +467,26 @@ func TestRunFailcase(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkRawCallGoSDKServer times one tools/call round trip, through a
+// RawClient, to a go-sdk server whose handler returns a canned result at
+// once: the floor under events_poll of any go-sdk-based `mcp serve`.
+func BenchmarkRawCallGoSDKServer(b *testing.B) {
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	s, c, err := StartRaw(ctx, ServeOptions{Command: []string{exe}, Env: []string{"INTEROP_TEST_SERVER=full"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	defer s.Kill()
+	b.ResetTimer()
+	for b.Loop() {
+		if err := c.CallTool(ctx, "events_poll", map[string]any{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
