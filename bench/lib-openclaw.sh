@@ -51,9 +51,10 @@ oc_build_helper() {
   OCI="$WORK/ocinterop"
 }
 
-# oc_build_ours: bin/openclaw unless BUILD=0 or OURS_BIN points elsewhere.
+# oc_build_ours: bin/openclaw unless BUILD=0, OURS_BIN points elsewhere, or make already built it
+# (`make interop` depends on `build`, which sets the version with -ldflags).
 oc_build_ours() {
-  if [ "${BUILD:-1}" = 1 ] && [ "$OURS_BIN" = "$REPO/bin/openclaw" ]; then
+  if [ "${BUILD:-1}" = 1 ] && [ -z "${MAKELEVEL:-}" ] && [ "$OURS_BIN" = "$REPO/bin/openclaw" ]; then
     log "building bin/openclaw"
     (cd "$REPO" && go build -o bin/openclaw ./cmd/openclaw)
   fi
