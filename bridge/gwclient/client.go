@@ -134,6 +134,9 @@ func (c *Client) Run(ctx context.Context) error {
 
 	err := c.run(ctx)
 	if err != nil {
+		if c.opts.OnFatal != nil {
+			c.opts.OnFatal(err)
+		}
 		c.mu.Lock()
 		c.fatal = err
 		c.broadcastLocked()

@@ -91,6 +91,11 @@ type Options struct {
 	// connection, or schedules a reconnect; for logs. It is called from the
 	// goroutine running [Client.Run] and must not call [Client.Close].
 	OnStateChange func(StateChange)
+	// OnFatal is called once, from the goroutine running [Client.Run], with
+	// the error that ends the first connection attempt, before requests
+	// waiting for readiness are released with it. `mcp serve` uses it to
+	// stop writing to stdout first: OpenClaw never answers those requests.
+	OnFatal func(error)
 	// Logger receives diagnostics (skipped frames, reconnects); nil discards.
 	Logger *slog.Logger
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -100,7 +101,6 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 	if err != nil {
 		return failStart(err)
 	}
-	defer pol.Close(context.WithoutCancel(ctx))
 	for _, line := range pol.summary {
 		fmt.Fprintf(stderr, "openclaw mcp: policy active: %s\n", line)
 	}
@@ -111,6 +111,7 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 	}
 
 	var b *bridge.Bridge
+	out := &gateWriter{w: stdout}
 	client := gwclient.New(&gwclient.Options{
 		URL:            target.URL,
 		Token:          target.Token,
@@ -120,6 +121,9 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 		ClientVersion:  version,
 		Logger:         logger,
 		OnEvent:        func(name string, payload json.RawMessage) { b.HandleGatewayEvent(name, payload) },
+		// A fatal first connect ends the process without answering the
+		// calls that wait for the Gateway, as OpenClaw does (§10).
+		OnFatal: func(error) { out.seal() },
 		OnStateChange: func(s gwclient.StateChange) {
 			switch s.State {
 			case gwclient.StateConnected:
@@ -144,7 +148,7 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	served := make(chan error, 1)
-	go func() { served <- b.Serve(ctx, &mcp.IOTransport{Reader: stdin, Writer: stdout}) }()
+	go func() { served <- b.Serve(ctx, &mcp.IOTransport{Reader: stdin, Writer: out}) }()
 	gwDone := make(chan error, 1)
 	go func() { gwDone <- client.Run(ctx) }()
 
@@ -155,23 +159,57 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 		_ = b.Close()
 		_ = client.Close()
 		<-gwDone
+		_ = pol.Close(context.WithoutCancel(ctx))
 		if err != nil && !errors.Is(err, context.Canceled) {
 			return &exitError{code: 1, err: fmt.Errorf("openclaw mcp: %w", err)}
 		}
 		return nil
 	case err := <-gwDone:
-		_ = b.Close()
 		if err != nil && ctx.Err() == nil {
+			// stdout is sealed; the policies stay loaded until the
+			// process exits, so no in-flight call sees them closed.
 			var re *protocol.RequestError
 			if errors.As(err, &re) {
 				fmt.Fprintf(stderr, "gateway connect failed: GatewayClientRequestError: %s\n", re.Message)
 			}
 			return failGateway(err)
 		}
+		_ = b.Close()
 		cancel()
 		<-served
+		_ = pol.Close(context.WithoutCancel(ctx))
 		return nil
 	}
+}
+
+// gateWriter passes writes to w until sealed; after that it drops them
+// (reporting success, so the MCP SDK does not log write errors).
+type gateWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	sealed bool
+}
+
+func (g *gateWriter) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.sealed {
+		return len(p), nil
+	}
+	return g.w.Write(p)
+}
+
+func (g *gateWriter) Close() error {
+	if c, ok := g.w.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+func (g *gateWriter) seal() {
+	g.mu.Lock()
+	g.sealed = true
+	g.mu.Unlock()
 }
 
 // deviceIdentity loads the identity the bridge signs its connect with:

@@ -12,8 +12,9 @@ import (
 )
 
 // serveUntilExit runs `openclaw mcp serve args…`, sends initialize and an
-// events_poll, keeps stdin open, and returns stdout, stderr and the exit
-// code once the process exits by itself.
+// conversations_list call, keeps stdin open, and returns stdout, stderr and the exit
+// code once the process exits by itself. It also sends a conversations_list
+// call, which waits for the Gateway.
 func serveUntilExit(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -26,7 +27,8 @@ func serveUntilExit(t *testing.T, args ...string) (stdout, stderr string, code i
 		t.Fatal(err)
 	}
 	_, _ = in.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n" +
-		`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n"))
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" +
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"conversations_list","arguments":{}}}` + "\n"))
 	err := cmd.Wait() // stdin stays open: the process must exit on its own
 	in.Close()
 	if ctx.Err() != nil {
@@ -63,11 +65,21 @@ func TestBadTokenExits1(t *testing.T) {
 }
 
 // No listener: exit 1 naming the address (fixtures failcases/refused.json).
+// A call that waits for the Gateway gets no answer before the exit, as in
+// OpenClaw, and no false decision reaches the audit log.
 func TestUnreachableGatewayExits1(t *testing.T) {
 	t.Parallel()
-	_, stderr, code := serveUntilExit(t, "--url", "ws://127.0.0.1:1", "--password", "x", "--audit-log", "-")
-	if code != 1 || !strings.Contains(stderr, "MCP server failed to start: connecting to ws://127.0.0.1:1") || !strings.Contains(stderr, "connection refused") {
-		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	for i := 0; i < 5; i++ {
+		stdout, stderr, code := serveUntilExit(t, "--url", "ws://127.0.0.1:1", "--password", "x", "--audit-log", "-")
+		if code != 1 || !strings.Contains(stderr, "MCP server failed to start: connecting to ws://127.0.0.1:1") || !strings.Contains(stderr, "connection refused") {
+			t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+		}
+		if strings.Contains(stdout, `"id":2`) {
+			t.Fatalf("conversations_list was answered before the fatal exit:\n%s", stdout)
+		}
+		if strings.Contains(stderr, `"decision":"block"`) {
+			t.Fatalf("a false block was audited:\n%s", stderr)
+		}
 	}
 }
 
