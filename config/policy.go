@@ -122,4 +122,3 @@ func DefaultModuleName(source string) string {
 	}
 	return strings.TrimSuffix(filepath.Base(source), ".wasm")
 }
-

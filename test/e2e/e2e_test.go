@@ -368,8 +368,10 @@ func TestNodeSDKClient(t *testing.T) {
 		"messages_send":         func(s string, e bool) bool { return !e && s == "sent" },
 		"permissions_list_open": func(s string, e bool) bool { return !e && s == "approvals: 1" },
 		"permissions_respond":   func(s string, e bool) bool { return !e && s == "approval resolved" },
-		"bad_args":              func(s string, e bool) bool { return e && strings.Contains(s, "Too big: expected number to be <=200 at limit") },
-		"unknown_tool":          func(s string, e bool) bool { return e && s == "MCP error -32602: Tool nope_tool not found" },
+		"bad_args": func(s string, e bool) bool {
+			return e && strings.Contains(s, "Too big: expected number to be <=200 at limit")
+		},
+		"unknown_tool": func(s string, e bool) bool { return e && s == "MCP error -32602: Tool nope_tool not found" },
 	}
 	for name, ok := range want {
 		c, found := got.Calls[name]
