@@ -149,3 +149,31 @@ func BenchmarkBeforeToolCallRulesParallel(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkLoadRules is Load (compile, link, instantiate and configure
+// the pre-warmed instance) plus Close, without a compilation cache and
+// with a warm on-disk cache.
+func BenchmarkLoadRules(b *testing.B) {
+	wasm := builtin.Rules()
+	dir := b.TempDir()
+	for _, bc := range []struct {
+		name string
+		host wasmhost.Options
+	}{
+		{"nocache", wasmhost.Options{NoCache: true}},
+		{"warmcache", wasmhost.Options{CacheDir: dir}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			ctx := context.Background()
+			load := func() {
+				m, err := wasmpolicy.Load(ctx, "rules", wasm, json.RawMessage(benchConfig), &wasmpolicy.Options{Host: bc.host})
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = m.Close(ctx)
+			}
+			load() // fills the cache for warmcache
+			measure(b, load)
+		})
+	}
+}
