@@ -33,6 +33,14 @@ func load(t testing.TB, name string, opts *wasmhost.Options) *wasmhost.Module {
 	if opts != nil {
 		o = *opts
 	}
+	// Deadlines under test are set explicitly; elsewhere a loaded shared
+	// machine must not fail a call.
+	if o.CallTimeout == 0 {
+		o.CallTimeout = time.Minute
+	}
+	if o.InitTimeout == 0 {
+		o.InitTimeout = time.Minute
+	}
 	m, err := wasmhost.Load(context.Background(), name, fixture(t, name), &o)
 	if err != nil {
 		t.Fatalf("Load(%s): %v", name, err)
@@ -66,7 +74,7 @@ func TestContainment(t *testing.T) {
 		want    error
 		message string
 	}{
-		{"hostile_loop", wasmhost.Options{}, wasmhost.ErrTimeout,
+		{"hostile_loop", wasmhost.Options{CallTimeout: wasmhost.DefaultCallTimeout}, wasmhost.ErrTimeout,
 			`wasm module "hostile": before_tool_call: deadline of 100ms exceeded`},
 		{"hostile_loop", wasmhost.Options{CallTimeout: 20 * time.Millisecond}, wasmhost.ErrTimeout,
 			`wasm module "hostile": before_tool_call: deadline of 20ms exceeded`},
@@ -87,9 +95,6 @@ func TestContainment(t *testing.T) {
 			t.Parallel()
 			o := tt.opts
 			o.NoCache, o.PoolSize = true, 1
-			if o.CallTimeout == 0 && tt.marker != "hostile_loop" {
-				o.CallTimeout = time.Minute // not under test: keep a loaded machine from failing it
-			}
 			m := load(t, "hostile", &o)
 			for round := range 3 {
 				out, err := m.CallBytes(context.Background(), "before_tool_call", []byte(tt.marker))
@@ -116,6 +121,20 @@ func TestContainment(t *testing.T) {
 				echo(t, m, fmt.Sprint("after ", round))
 			}
 		})
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	t.Parallel()
+	m, err := wasmhost.Load(context.Background(), "allow", fixture(t, "allow"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	o := m.Options()
+	if o.MemoryLimitPages != 256 || o.CallTimeout != 100*time.Millisecond || o.InitTimeout != time.Second ||
+		o.MaxResultBytes != 1<<20 || o.PoolSize != runtime.GOMAXPROCS(0) || o.OutputLimit != 4096 {
+		t.Fatalf("defaults %+v", o)
 	}
 }
 

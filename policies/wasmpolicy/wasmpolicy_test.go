@@ -30,6 +30,14 @@ func fixture(t testing.TB, name string) []byte {
 func load(t testing.TB, name string, wasm []byte, config string, host wasmhost.Options) *wasmpolicy.Module {
 	t.Helper()
 	host.NoCache = true
+	// Deadlines under test are set explicitly; elsewhere a loaded shared
+	// machine must not fail a call.
+	if host.CallTimeout == 0 {
+		host.CallTimeout = time.Minute
+	}
+	if host.InitTimeout == 0 {
+		host.InitTimeout = time.Minute
+	}
 	m, err := wasmpolicy.Load(context.Background(), name, wasm, json.RawMessage(config), &wasmpolicy.Options{Host: host})
 	if err != nil {
 		t.Fatalf("Load(%s): %v", name, err)
@@ -55,7 +63,7 @@ func TestContainment(t *testing.T) {
 		kind    error
 		message string
 	}{
-		{"hostile_loop", wasmhost.Options{}, wasmhost.ErrTimeout,
+		{"hostile_loop", wasmhost.Options{CallTimeout: wasmhost.DefaultCallTimeout}, wasmhost.ErrTimeout,
 			`wasm module "hostile": before_tool_call: deadline of 100ms exceeded`},
 		{"hostile_trap", wasmhost.Options{}, wasmhost.ErrTrap,
 			`wasm module "hostile": before_tool_call: wasm error: unreachable`},
@@ -77,9 +85,6 @@ func TestContainment(t *testing.T) {
 			t.Parallel()
 			h := tt.host
 			h.PoolSize = 1
-			if tt.tool != "hostile_loop" {
-				h.CallTimeout = time.Minute // not under test
-			}
 			m := load(t, "hostile", fixture(t, "hostile"), "", h)
 			chain := policies.NewChain([]policies.ChainEntry{{Hook: m}}, nil)
 			for round := range 2 {
