@@ -344,6 +344,15 @@ func (m *Module) Options() Options { return m.opts }
 // the pool is full, until ctx is done. Any error is an *Error, and the
 // instance that failed is discarded.
 func (m *Module) CallBytes(ctx context.Context, export string, input []byte) ([]byte, error) {
+	return m.CallBytesChecked(ctx, export, input, nil)
+}
+
+// CallBytesChecked is CallBytes with check run on the output before the
+// instance goes back to the pool. An error from check means the guest
+// misbehaved: the instance is discarded like after a trap, and the error
+// is returned, as a KindABI *Error naming the module and export unless it
+// already is an *Error. check may be nil.
+func (m *Module) CallBytesChecked(ctx context.Context, export string, input []byte, check func(out []byte) error) ([]byte, error) {
 	inst, err := m.acquire(ctx, export)
 	if err != nil {
 		return nil, err
@@ -351,8 +360,21 @@ func (m *Module) CallBytes(ctx context.Context, export string, input []byte) ([]
 	cctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
 	out, err := inst.callBytes(cctx, ctx, export, input)
 	cancel()
+	if err == nil && check != nil {
+		if cerr := check(out); cerr != nil {
+			var e *Error
+			if !errors.As(cerr, &e) {
+				cerr = &Error{Module: m.name, Export: export, Kind: KindABI, Err: cerr}
+			}
+			inst.broken = true
+			err = cerr
+		}
+	}
 	m.release(inst, err)
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // Call calls export with raw parameters on an instance from the pool,

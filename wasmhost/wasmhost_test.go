@@ -273,10 +273,18 @@ func TestInitRunsOncePerInstance(t *testing.T) {
 		t.Fatalf("trap call: %v", err)
 	}
 	echo(t, m, "y")
+	// An output the caller's check rejects also discards the instance.
+	_, err := m.CallBytesChecked(context.Background(), "before_tool_call", []byte("hostile_badjson"), func(out []byte) error {
+		return fmt.Errorf("output %q is not JSON", out)
+	})
+	if !errors.Is(err, wasmhost.ErrABI) || err.Error() != `wasm module "hostile": before_tool_call: output "not json" is not JSON` {
+		t.Fatalf("checked call: %v", err)
+	}
+	echo(t, m, "z")
 	mu.Lock()
 	defer mu.Unlock()
-	if inits != 2 {
-		t.Fatalf("Init ran %d times, want 2 (pre-warm, then the replacement of the trapped instance)", inits)
+	if inits != 3 {
+		t.Fatalf("Init ran %d times, want 3 (pre-warm, then the replacements of the trapped and the rejected instance)", inits)
 	}
 }
 

@@ -246,7 +246,21 @@ func (m *Module) beforeToolCall(ctx context.Context, call *policies.ToolCall) (p
 		return policies.Verdict{}, &wasmhost.Error{Module: m.name, Export: export, Kind: wasmhost.KindABI,
 			Err: fmt.Errorf("encoding the input: %w", err)}
 	}
-	out, err := m.host.CallBytes(ctx, export, in)
+	// The verdict is decoded before the instance returns to the pool, so
+	// that an instance that answered garbage is discarded, never reused.
+	var v policies.Verdict
+	_, err = m.host.CallBytesChecked(ctx, export, in, func(out []byte) error {
+		var ok bool
+		if v, ok = m.verdicts.get(out); ok {
+			return nil
+		}
+		var err error
+		if v, err = DecodeVerdict(out); err != nil {
+			return err
+		}
+		m.verdicts.put(out, v)
+		return nil
+	})
 	if cap(in) <= 64<<10 {
 		*bp = in
 		inputPool.Put(bp)
@@ -254,14 +268,6 @@ func (m *Module) beforeToolCall(ctx context.Context, call *policies.ToolCall) (p
 	if err != nil {
 		return policies.Verdict{}, err
 	}
-	if v, ok := m.verdicts.get(out); ok {
-		return v, nil
-	}
-	v, err := DecodeVerdict(out)
-	if err != nil {
-		return policies.Verdict{}, &wasmhost.Error{Module: m.name, Export: export, Kind: wasmhost.KindABI, Err: err}
-	}
-	m.verdicts.put(out, v)
 	return v, nil
 }
 
