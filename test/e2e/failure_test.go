@@ -1,10 +1,13 @@
 package e2e_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -145,4 +148,35 @@ func waitEvent(t *testing.T, ctx context.Context, s *e2e.Serve, after int64, key
 		t.Fatalf("events_wait after %d: %q %s", after, r.Text, r.Structured)
 	}
 	return ev.Event.Cursor
+}
+
+// SIGINT and SIGTERM end the server cleanly (exit 0), as stdin EOF does.
+func TestSignalsExitCleanly(t *testing.T) {
+	t.Parallel()
+	ctx, gw, tokenFile := setup(t)
+	for _, sig := range []os.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		cmd := exec.CommandContext(ctx, bin, "mcp", "serve", "--url", gw.URL, "--token-file", tokenFile)
+		in, _ := cmd.StdinPipe()
+		out, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = in.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n"))
+		if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+		_ = cmd.Process.Signal(sig)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("%v: exit %v, want 0", sig, err)
+			}
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Fatalf("%v: still running after 10s", sig)
+		}
+		in.Close()
+	}
 }
