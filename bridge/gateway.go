@@ -8,7 +8,10 @@ import (
 // GatewayConn is what the channel bridge needs from a Gateway connection.
 // gwclient.Client implements it.
 type GatewayConn interface {
-	// Request sends one Gateway RPC and returns its payload. It waits until
+	// Request sends one Gateway RPC and returns its payload, which must be
+	// valid JSON (gwclient validates every frame): the bridge reads large
+	// payloads with a scanner that skips what it does not need and does not
+	// validate it again. It waits until
 	// the connection is ready (handshake done and sessions.subscribe
 	// answered) before sending. A Gateway error response is returned as a
 	// *protocol.RequestError whose Error() is the Gateway's message.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -111,11 +112,63 @@ func appendString(buf []byte, s string) []byte {
 // pretty renders compact JSON as JSON.stringify(value, null, 2) would: two
 // spaces of indent, key order kept, empty objects and arrays as {} and [].
 func pretty(compact []byte) string {
+	if out, ok := indentCompact(compact); ok {
+		return out
+	}
 	var b bytes.Buffer
 	if err := json.Indent(&b, compact, "", "  "); err != nil {
 		return string(compact)
 	}
 	return b.String()
+}
+
+// indentCompact is json.Indent(…, "", "  ") for compact JSON, in one pass
+// without the validating state machine: the bridge only pretty-prints JSON
+// it wrote itself. It reports false, leaving the work to json.Indent, when
+// src has whitespace outside strings or ends inside a string.
+func indentCompact(src []byte) (string, bool) {
+	out := make([]byte, 0, len(src)+len(src)/2)
+	depth := 0
+	newline := func() {
+		out = append(out, '\n')
+		for range depth {
+			out = append(out, ' ', ' ')
+		}
+	}
+	for i := 0; i < len(src); i++ {
+		switch c := src[i]; c {
+		case '"':
+			end, err := skipString(src, i)
+			if err != nil {
+				return "", false
+			}
+			out = append(out, src[i:end]...)
+			i = end - 1
+		case '{', '[':
+			if i+1 < len(src) && (src[i+1] == '}' || src[i+1] == ']') {
+				out = append(out, c, src[i+1])
+				i++
+				continue
+			}
+			out = append(out, c)
+			depth++
+			newline()
+		case '}', ']':
+			depth--
+			newline()
+			out = append(out, c)
+		case ',':
+			out = append(out, ',')
+			newline()
+		case ':':
+			out = append(out, ':', ' ')
+		case ' ', '\t', '\r', '\n':
+			return "", false
+		default:
+			out = append(out, c)
+		}
+	}
+	return string(out), true
 }
 
 // compactJSON returns raw without insignificant whitespace. Gateway payloads
@@ -194,6 +247,9 @@ func rawString(raw json.RawMessage) (string, bool) {
 	if kindOf(raw) != kindString {
 		return "", false
 	}
+	if s, ok := plainString(raw); ok {
+		return s, true
+	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return "", false
@@ -237,13 +293,22 @@ func skipSpace(raw []byte, i int) int {
 
 // skipString returns the index after the string starting at raw[i] == '"'.
 func skipString(raw []byte, i int) (int, error) {
-	for i++; i < len(raw); i++ {
-		switch raw[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1, nil
+	for i++; i < len(raw); {
+		// IndexByte is vectorized: most of a Gateway payload is string bytes.
+		q := bytes.IndexByte(raw[i:], '"')
+		if q < 0 {
+			break
 		}
+		end := i + q
+		// The quote is escaped when an odd number of backslashes precede it.
+		n := 0
+		for j := end - 1; j >= i && raw[j] == '\\'; j-- {
+			n++
+		}
+		if n%2 == 0 {
+			return end + 1, nil
+		}
+		i = end + 1
 	}
 	return 0, errMalformed
 }
@@ -344,4 +409,78 @@ func firstElement(raw []byte) []byte {
 		return nil
 	}
 	return raw[i:end]
+}
+
+// plainKey reports whether the raw object key k (without quotes) is
+// printable ASCII without escapes, so that its bytes are its value.
+func plainKey(k []byte) bool {
+	for _, c := range k {
+		if c < 0x20 || c >= utf8.RuneSelf || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// foldsTo reports whether the plain ASCII key k equals one of names
+// case-insensitively: a key encoding/json would match where JavaScript
+// and an exact comparison do not.
+func foldsTo(k []byte, names []string) bool {
+	for _, n := range names {
+		if len(n) == len(k) && strings.EqualFold(string(k), n) {
+			return true
+		}
+	}
+	return false
+}
+
+// elements calls fn with each element of the JSON array raw, in order.
+func elements(raw []byte, fn func(elem []byte)) error {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '[' {
+		return errMalformed
+	}
+	i = skipSpace(raw, i+1)
+	if i < len(raw) && raw[i] == ']' {
+		return nil
+	}
+	for {
+		end, err := skipValue(raw, i)
+		if err != nil {
+			return err
+		}
+		fn(raw[i:end])
+		i = skipSpace(raw, end)
+		if i >= len(raw) {
+			return errMalformed
+		}
+		switch raw[i] {
+		case ',':
+			i = skipSpace(raw, i+1)
+		case ']':
+			return nil
+		default:
+			return errMalformed
+		}
+	}
+}
+
+// plainString returns the value of the raw JSON string raw (surrounding
+// spaces allowed) when it has no escape and is valid UTF-8, which is then
+// exactly what encoding/json would decode; ok is false otherwise.
+func plainString(raw []byte) (string, bool) {
+	raw = bytes.Trim(raw, " \t\r\n")
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	in := raw[1 : len(raw)-1]
+	for _, c := range in {
+		if c == '\\' || c == '"' || c < 0x20 {
+			return "", false
+		}
+	}
+	if !utf8.Valid(in) {
+		return "", false
+	}
+	return string(in), true
 }

@@ -101,22 +101,120 @@ func firstPresent(cands ...json.RawMessage) json.RawMessage {
 	return nil
 }
 
+// rowKeys are the members of a session row that [sessionRow] reads, and
+// deliveryKeys and originKeys those of its deliveryContext and origin
+// objects, in the order of their bits in [scanRow].
+var (
+	rowKeys = []string{"key", "deliveryContext", "lastChannel", "lastTo", "lastAccountId", "lastThreadId",
+		"channel", "origin", "label", "displayName", "derivedTitle", "lastMessagePreview", "updatedAt"}
+	deliveryKeys = []string{"channel", "to", "accountId", "threadId"}
+	originKeys   = []string{"provider", "accountId", "threadId"}
+)
+
+// scanRow fills r from the session row raw with the skipping scanner, which
+// reads a few-KB row several times faster than encoding/json: the hot path
+// of conversations_list. raw must be valid JSON (a Gateway payload). It
+// declines (false, r partly filled) whenever its result could differ from
+// json.Unmarshal into a sessionRow: a key with an escape or a non-ASCII
+// byte, a wanted key present twice or only in another letter case, or a
+// deliveryContext or origin that is neither an object nor null. The caller
+// then decodes with encoding/json, so both paths give the same row.
+func scanRow(raw []byte, r *sessionRow) bool {
+	top := [...]*json.RawMessage{&r.Key, nil, &r.LastChannel, &r.LastTo, &r.LastAccountID, &r.LastThreadID,
+		&r.Channel, nil, &r.Label, &r.DisplayName, &r.DerivedTitle, &r.LastMessagePreview, &r.UpdatedAt}
+	delivery := [...]*json.RawMessage{&r.DeliveryContext.Channel, &r.DeliveryContext.To,
+		&r.DeliveryContext.AccountID, &r.DeliveryContext.ThreadID}
+	origin := [...]*json.RawMessage{&r.Origin.Provider, &r.Origin.AccountID, &r.Origin.ThreadID}
+	ok := scanFields(raw, rowKeys, func(i int, v []byte) bool {
+		switch i {
+		case 1:
+			return scanNested(v, deliveryKeys, delivery[:])
+		case 7:
+			return scanNested(v, originKeys, origin[:])
+		}
+		*top[i] = v
+		return true
+	})
+	return ok
+}
+
+// scanNested fills dst from the object or null v, as encoding/json would
+// decode it into a struct of RawMessage fields named keys; false when it
+// cannot be sure to agree (see [scanRow]).
+func scanNested(v []byte, keys []string, dst []*json.RawMessage) bool {
+	switch kindOf(v) {
+	case kindNull:
+		return true
+	case kindObject:
+		return scanFields(v, keys, func(i int, v []byte) bool {
+			*dst[i] = v
+			return true
+		})
+	}
+	return false
+}
+
+// scanFields calls set with the index in keys and the raw value of each
+// member of the object raw whose key is one of keys (at most 32). It
+// reports false, early, when a key has an escape or a non-ASCII byte, when
+// a wanted key repeats or matches only case-insensitively, when set says
+// false, or when raw is malformed.
+func scanFields(raw []byte, keys []string, set func(i int, v []byte) bool) bool {
+	ok := true
+	var seen uint32
+	err := members(raw, func(k, v []byte) {
+		if !ok {
+			return
+		}
+		if !plainKey(k) {
+			ok = false
+			return
+		}
+		for i, name := range keys {
+			if string(k) == name {
+				if seen&(1<<i) != 0 || !set(i, v) {
+					ok = false
+				}
+				seen |= 1 << i
+				return
+			}
+		}
+		if foldsTo(k, keys) {
+			ok = false
+		}
+	})
+	return ok && err == nil
+}
+
 // conversationFromRow resolves a row's route as OpenClaw does (§7 intro).
 // It reports false for a row without both a channel and a recipient, which
 // is not a conversation.
 func conversationFromRow(raw json.RawMessage) (*Conversation, bool) {
 	var r sessionRow
-	if kindOf(raw) != kindObject || json.Unmarshal(raw, &r) != nil {
+	if kindOf(raw) != kindObject {
 		return nil, false
 	}
+	if !scanRow(raw, &r) {
+		r = sessionRow{}
+		if json.Unmarshal(raw, &r) != nil {
+			return nil, false
+		}
+	}
+	c := conversationFromSessionRow(&r)
+	return c, c != nil
+}
+
+// conversationFromSessionRow resolves the route of a decoded row; nil when
+// the row is not a conversation.
+func conversationFromSessionRow(r *sessionRow) *Conversation {
 	key, ok := rawString(r.Key)
 	if !ok {
-		return nil, false
+		return nil
 	}
 	channel := firstString(r.DeliveryContext.Channel, r.LastChannel, r.Channel, r.Origin.Provider)
 	to := firstString(r.DeliveryContext.To, r.LastTo)
 	if channel == "" || to == "" {
-		return nil, false
+		return nil
 	}
 	c := &Conversation{
 		SessionKey: key,
@@ -132,7 +230,7 @@ func conversationFromRow(raw json.RawMessage) (*Conversation, bool) {
 	if kindOf(r.UpdatedAt) == kindNumber {
 		c.UpdatedAt = compactJSON(r.UpdatedAt)
 	}
-	return c, true
+	return c
 }
 
 // threadIDString converts a raw thread id to the string OpenClaw sends

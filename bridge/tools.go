@@ -255,17 +255,15 @@ func (b *Bridge) conversationsList(ctx context.Context, a *args) (*mcp.CallToolR
 	if err != nil {
 		return nil, err
 	}
-	var res struct {
-		Sessions []json.RawMessage `json:"sessions"`
-	}
-	if err := json.Unmarshal(payload, &res); err != nil {
-		return nil, fmt.Errorf("sessions.list: decoding result: %w", err)
+	rows, err := sessionRows(payload)
+	if err != nil {
+		return nil, err
 	}
 	channel, _ := a.str("channel")
 	channel = strings.ToLower(channel)
 	buf := []byte(`{"conversations":[`)
 	n := 0
-	for _, row := range res.Sessions {
+	for _, row := range rows {
 		c, ok := conversationFromRow(row)
 		if !ok || (channel != "" && c.Channel != channel) {
 			continue
@@ -279,6 +277,34 @@ func (b *Bridge) conversationsList(ctx context.Context, a *args) (*mcp.CallToolR
 	buf = append(buf, ']', '}')
 	return okResult(fmt.Sprintf("conversations: %d\n\n%s", n, pretty(buf)), buf), nil
 }
+
+// sessionRows returns the rows of a sessions.list payload: its "sessions"
+// array, nil when absent or null. The skipping scanner reads it when it can
+// be sure to agree with encoding/json (see [scanFields]); otherwise, and for
+// any payload it cannot read, encoding/json decides and reports the error.
+func sessionRows(payload json.RawMessage) ([]json.RawMessage, error) {
+	var rows []json.RawMessage
+	var list []byte
+	if scanFields(payload, sessionsKey, func(_ int, v []byte) bool { list = v; return true }) {
+		switch kindOf(list) {
+		case kindNone, kindNull:
+			return nil, nil
+		case kindArray:
+			if elements(list, func(e []byte) { rows = append(rows, e) }) == nil {
+				return rows, nil
+			}
+		}
+	}
+	var res struct {
+		Sessions []json.RawMessage `json:"sessions"`
+	}
+	if err := json.Unmarshal(payload, &res); err != nil {
+		return nil, fmt.Errorf("sessions.list: decoding result: %w", err)
+	}
+	return res.Sessions, nil
+}
+
+var sessionsKey = []string{"sessions"}
 
 // resolveConversation looks a session key up with sessions.describe; nil
 // means not found or without a route. The key is trimmed first, and an
