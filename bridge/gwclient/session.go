@@ -83,7 +83,7 @@ func (s *session) readLoop() {
 // text, as the Node client does.
 func (s *session) handle(data []byte) {
 	log := s.c.opts.Logger
-	f, err := protocol.Decode(data)
+	f, err := decodeFrame(data)
 	if err != nil {
 		log.Warn("skipping malformed gateway frame", "reason", err, "bytes", len(data))
 		return
