@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -17,7 +18,9 @@ import (
 //	  "audit_log": "/var/log/openclaw/policy-audit.jsonl",
 //	  "modules": [
 //	    {"name": "rules", "source": "builtin:rules", "mode": "enforce",
-//	     "config": {"default": "allow", "rules": [{"tool": "messages_send", "decision": "block", "reason": "read-only"}]}}
+//	     "config": {"default": "allow", "rules": [{"tool": "messages_send", "decision": "block", "reason": "read-only"}]}},
+//	    {"source": "/etc/openclaw/team.wasm", "sha256": "9f86d0…", "hooks": ["before_tool_call"],
+//	     "mode": "audit", "timeout_ms": 50, "memory_limit_pages": 512}
 //	  ]
 //	}
 //
@@ -46,12 +49,23 @@ type PolicyModule struct {
 	Config json.RawMessage `json:"config,omitempty"`
 	// Mode is "enforce" (default) or "audit".
 	Mode string `json:"mode,omitempty"`
+	// Hooks lists the hook points the module serves, a subset of
+	// before_tool_call, sanitize_tool_names and decide_approval (the
+	// policy ABI's export names, docs/policy-abi.md). Empty means every
+	// hook the module exports; a listed hook the module does not export
+	// refuses the module at load.
+	Hooks []string `json:"hooks,omitempty"`
 	// TimeoutMs is the per-call deadline; 0 means the host default (100 ms).
 	TimeoutMs int `json:"timeout_ms,omitempty"`
 	// MemoryLimitPages caps linear memory in 64 KiB pages; 0 means the host
 	// default (256 pages, 16 MiB).
 	MemoryLimitPages int `json:"memory_limit_pages,omitempty"`
 }
+
+// HookNames are the hook points a module may serve, in the order of the
+// policy ABI (docs/policy-abi.md); they mirror policies.Hook, which this
+// leaf package does not import.
+var HookNames = []string{"before_tool_call", "sanitize_tool_names", "decide_approval"}
 
 // BuiltinPrefix marks a module embedded in the binary.
 const BuiltinPrefix = "builtin:"
@@ -107,11 +121,33 @@ func ParsePolicyFile(name string, data []byte) (*PolicyFile, error) {
 		if m.TimeoutMs < 0 || m.MemoryLimitPages < 0 || m.MemoryLimitPages > 65536 {
 			return nil, fmt.Errorf("%s (%s): timeout_ms and memory_limit_pages must be ≥ 0 (pages ≤ 65536)", where, m.Name)
 		}
-		if m.SHA256 != "" && len(m.SHA256) != 64 {
-			return nil, fmt.Errorf("%s (%s): sha256 must be 64 hex digits", where, m.Name)
+		if m.SHA256 != "" && !isHex64(m.SHA256) {
+			return nil, fmt.Errorf("%s (%s): sha256 must be 64 hex digits, got %q", where, m.Name, m.SHA256)
+		}
+		hooks := map[string]bool{}
+		for _, h := range m.Hooks {
+			if !slices.Contains(HookNames, h) {
+				return nil, fmt.Errorf("%s (%s): unknown hook %q (want %s)", where, m.Name, h, strings.Join(HookNames, ", "))
+			}
+			if hooks[h] {
+				return nil, fmt.Errorf("%s (%s): hook %q listed twice", where, m.Name, h)
+			}
+			hooks[h] = true
 		}
 	}
 	return &pf, nil
+}
+
+func isHex64(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
 }
 
 // DefaultModuleName derives a module name from its source: the builtin's

@@ -23,10 +23,14 @@ func TestPolicyFile(t *testing.T) {
 		t.Fatalf("unexpected modules: %+v", pf.Modules)
 	}
 	for in, want := range map[string]string{
-		`{"modules":[{"source":"builtin:rules","mdoe":"audit"}]}`: `unknown field "mdoe"`,
-		`{"modules":[{"name":"x"}]}`:                              "source is required",
-		`{"modules":[{"source":"a.wasm"},{"source":"b/a.wasm"}]}`: `duplicate module name "a"`,
-		`{"modules":[{"source":"a.wasm","mode":"warn"}]}`:         `mode "warn"`,
+		`{"modules":[{"source":"builtin:rules","mdoe":"audit"}]}`:                         `unknown field "mdoe"`,
+		`{"modules":[{"name":"x"}]}`:                                                      "source is required",
+		`{"modules":[{"source":"a.wasm"},{"source":"b/a.wasm"}]}`:                         `duplicate module name "a"`,
+		`{"modules":[{"source":"a.wasm","mode":"warn"}]}`:                                 `mode "warn"`,
+		`{"modules":[{"source":"a.wasm","hooks":["after_tool_call"]}]}`:                   `(a): unknown hook "after_tool_call"`,
+		`{"modules":[{"source":"a.wasm","hooks":["decide_approval","decide_approval"]}]}`: `hook "decide_approval" listed twice`,
+		`{"modules":[{"source":"a.wasm","sha256":"zz"}]}`:                                 "sha256 must be 64 hex digits",
+		`{"modules":[{"source":"a.wasm","sha256":"` + strings.Repeat("g", 64) + `"}]}`:    "sha256 must be 64 hex digits",
 	} {
 		_, err := ParsePolicyFile("p.json", []byte(in))
 		if err == nil || !strings.Contains(err.Error(), want) {

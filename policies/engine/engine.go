@@ -1,0 +1,688 @@
+// Package engine loads the configured policy modules and keeps them
+// current: it is the one loader that `openclaw mcp serve` (and later
+// `mcp proxy` and the embedded runtime) share.
+//
+// [Load] reads the policy file (config.PolicyFile, `--policy-config`) and
+// the extra module sources (`--policy`), loads each module through
+// policies/wasmpolicy (sandbox, sha256 pin, ABI version, exports, imports,
+// configure), and builds the before_tool_call [policies.Chain] with the
+// decision audit log. With no module configured it loads builtin:rules with
+// its default ruleset (allow every call, audit it), as DESIGN.md §3 asks.
+// Any module that cannot be loaded refuses the whole start, with an error
+// naming the module and the reason.
+//
+// The engine swaps modules without a restart. [Engine.Reload] (called on
+// `openclaw policy reload`, SIGHUP, or by [Engine.Watch] when a module file
+// or the policy file changes) loads what changed into a new policy set and
+// replaces the current set atomically: a call sees either the old set or the
+// new one, never a mix. Calls in flight finish on the modules they started
+// with; an old module is closed once its last call returns. A reload that
+// fails (a module that does not compile, a wrong pin, a refused config, a
+// policy file that does not parse) changes nothing, and says why.
+//
+// Usage sketch:
+//
+//	eng, err := engine.Load(ctx, &engine.Options{ConfigFile: "policy.json"})
+//	if err != nil { … refuse to start … }
+//	defer eng.Close(ctx)
+//	go eng.Watch(ctx) // swap on file changes until ctx ends
+//	d := eng.BeforeToolCall(ctx, call) // eng is a policies.Enforcer
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/builtin"
+	"github.com/openclaw-go/openclaw/policies/wasmpolicy"
+	"github.com/openclaw-go/openclaw/wasmhost"
+)
+
+// ErrClosed is returned (and reported in the block reason of
+// [Engine.BeforeToolCall]) after [Engine.Close].
+var ErrClosed = errors.New("engine: policy engine is closed")
+
+// Options configure [Load]. Options are copied; a nil *Options means all
+// defaults: no policy file, no extra modules, so the built-in rules module
+// with its allow-all default ruleset.
+type Options struct {
+	// ConfigFile is the policy file (config.PolicyFile, JSON) listing the
+	// modules in order; "" means none. Reload reads it again.
+	ConfigFile string
+	// Files are extra module sources appended after the policy file's
+	// modules (the repeatable `--policy` flag): a .wasm path or
+	// "builtin:NAME", in enforce mode, serving every hook they export.
+	Files []string
+	// AuditLog overrides the policy file's audit_log: "-" is stderr; ""
+	// means the policy file's value, or else
+	// <state dir>/openclaw-go/policy-audit.jsonl. It is opened once by Load;
+	// a reload does not move it.
+	AuditLog string
+	// Audit, when set, receives the audit records instead of the log
+	// named by AuditLog (which is then not opened); for embedders and tests.
+	Audit policies.AuditSink
+	// Logger receives the outcome of every reload (modules swapped, or the
+	// reason a reload was refused). nil means a text logger on os.Stderr.
+	Logger *slog.Logger
+	// Host holds sandbox settings applied to every module (pool size,
+	// compilation cache, guest logger). A module's timeout_ms and
+	// memory_limit_pages override CallTimeout and MemoryLimitPages; zero
+	// fields are wasmhost's defaults. Init and ErrorExport must be zero.
+	Host wasmhost.Options
+	// WatchDebounce is how long Watch waits after the last file event
+	// before it reloads (writers often change a file in several steps).
+	// 0 means 200 ms.
+	WatchDebounce time.Duration
+}
+
+// ModuleInfo describes one loaded module.
+type ModuleInfo struct {
+	// Name is the module's configured name, used in reasons and audit
+	// records.
+	Name string `json:"name"`
+	// Source is "builtin:NAME" or the path of the module file.
+	Source string `json:"source"`
+	// SHA256 is the hex digest of the module's bytes.
+	SHA256 string `json:"sha256"`
+	// Size is the module's size in bytes.
+	Size int `json:"size"`
+	// Mode is enforce or audit.
+	Mode policies.Mode `json:"mode"`
+	// Hooks are the hook points the module serves, in ABI order.
+	Hooks []policies.Hook `json:"hooks"`
+	// Default is true for the built-in rules module loaded because no
+	// module was configured.
+	Default bool `json:"default,omitempty"`
+	// LoadedAt is when this version of the module was loaded.
+	LoadedAt time.Time `json:"loaded_at"`
+}
+
+// String is the one-line summary printed at start:
+// `rules (builtin:rules, sha256 3f2a…, enforce, hooks before_tool_call)`.
+func (m ModuleInfo) String() string {
+	hooks := make([]string, len(m.Hooks))
+	for i, h := range m.Hooks {
+		hooks[i] = string(h)
+	}
+	s := fmt.Sprintf("%s (%s, sha256 %.12s…, %s, hooks %s)", m.Name, m.Source, m.SHA256, m.Mode, strings.Join(hooks, " "))
+	if m.Default {
+		s += ": default ruleset, allows every call and audits it"
+	}
+	return s
+}
+
+// ReloadResult says what a successful [Engine.Reload] changed. Each list
+// holds module names.
+type ReloadResult struct {
+	// Swapped are modules whose bytes, config or limits changed: a new
+	// version serves new calls.
+	Swapped []string `json:"swapped,omitempty"`
+	// Added and Removed are modules that entered or left the policy file.
+	Added   []string `json:"added,omitempty"`
+	Removed []string `json:"removed,omitempty"`
+	// Unchanged modules keep serving with the instances they had.
+	Unchanged []string `json:"unchanged,omitempty"`
+}
+
+// Changed reports whether the reload changed the active policy set.
+func (r ReloadResult) Changed() bool {
+	return len(r.Swapped)+len(r.Added)+len(r.Removed) > 0
+}
+
+// String summarizes r: "swapped p; unchanged rules".
+func (r ReloadResult) String() string {
+	var parts []string
+	for _, p := range []struct {
+		what  string
+		names []string
+	}{{"swapped", r.Swapped}, {"added", r.Added}, {"removed", r.Removed}, {"unchanged", r.Unchanged}} {
+		if len(p.names) > 0 {
+			parts = append(parts, p.what+" "+strings.Join(p.names, ", "))
+		}
+	}
+	if len(parts) == 0 {
+		return "no modules"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Engine is a loaded, swappable policy set. It implements
+// [policies.Enforcer] and is safe for concurrent use.
+type Engine struct {
+	opts   Options
+	logger *slog.Logger
+	audit  policies.AuditSink
+
+	auditCloser io.Closer
+	auditDst    string
+
+	cur atomic.Pointer[set] // nil once closed
+
+	mu sync.Mutex // serializes Load's build, Reload and Close
+
+	// live counts the sets not yet released (Add under mu); a set's
+	// release drops its modules before Done, so once live is zero every
+	// module closing goroutine has been counted in retired.
+	live    sync.WaitGroup
+	retired sync.WaitGroup // goroutines closing retired modules
+}
+
+// set is one immutable policy set: its members and the chain over them.
+// refs counts the calls using it, plus one while it is current.
+type set struct {
+	members []member
+	chain   *policies.Chain
+	refs    atomic.Int64
+}
+
+// member is a generation as configured in one set: the mode belongs to the
+// set, so a mode change needs a new chain but no new load.
+type member struct {
+	g    *generation
+	info ModuleInfo
+}
+
+// generation is one loaded version of one module. A generation may belong
+// to several sets (a reload keeps an unchanged module); refs counts them.
+type generation struct {
+	info ModuleInfo
+	key  string // what must be equal for a reload to keep this generation
+	mod  *wasmpolicy.Module
+	refs atomic.Int64
+}
+
+// Load loads every configured module and builds the policy set. It fails,
+// naming the module and the reason, when a policy file does not parse, a
+// source cannot be read, a sha256 pin does not match, a module does not
+// speak ABI v1, lacks an export, mistypes one, imports something the host
+// does not provide, refuses its config in configure, or does not export a
+// hook its `hooks` list names.
+func Load(ctx context.Context, opts *Options) (_ *Engine, err error) {
+	e := &Engine{}
+	if opts != nil {
+		e.opts = *opts
+	}
+	e.opts.Files = slices.Clone(e.opts.Files)
+	if e.opts.WatchDebounce <= 0 {
+		e.opts.WatchDebounce = 200 * time.Millisecond
+	}
+	e.logger = e.opts.Logger
+	if e.logger == nil {
+		e.logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	specs, auditLog, defaulted, err := e.specs()
+	if err != nil {
+		return nil, err
+	}
+	s, _, err := e.build(ctx, specs, defaulted, nil)
+	if err != nil {
+		e.live.Wait()
+		e.retired.Wait()
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.unref(ctx, e)
+			e.live.Wait()
+			e.retired.Wait()
+		}
+	}()
+	if e.opts.Audit != nil {
+		e.audit, e.auditDst = e.opts.Audit, "(embedder's sink)"
+	} else {
+		dst := e.opts.AuditLog
+		if dst == "" {
+			dst = auditLog
+		}
+		w, closer, where, err := openAuditLog(dst)
+		if err != nil {
+			return nil, err
+		}
+		e.audit, e.auditCloser, e.auditDst = policies.NewAuditLog(w), closer, where
+	}
+	s.chain = e.chain(s)
+	e.cur.Store(s)
+	return e, nil
+}
+
+// specs resolves the configured modules: the policy file's, then Files;
+// with none, builtin:rules with its default ruleset (defaulted).
+func (e *Engine) specs() (mods []config.PolicyModule, auditLog string, defaulted bool, err error) {
+	pf := &config.PolicyFile{}
+	if e.opts.ConfigFile != "" {
+		if pf, err = config.LoadPolicyFile(e.opts.ConfigFile); err != nil {
+			return nil, "", false, err
+		}
+	}
+	for _, f := range e.opts.Files {
+		m := config.PolicyModule{Source: f, Name: config.DefaultModuleName(f)}
+		for _, prev := range pf.Modules {
+			if prev.Name == m.Name {
+				return nil, "", false, fmt.Errorf("--policy %s: a module named %q is already configured", f, m.Name)
+			}
+		}
+		pf.Modules = append(pf.Modules, m)
+	}
+	if len(pf.Modules) == 0 {
+		pf.Modules = []config.PolicyModule{{Name: builtin.RulesName, Source: builtin.Scheme + builtin.RulesName}}
+		defaulted = true
+	}
+	return pf.Modules, pf.AuditLog, defaulted, nil
+}
+
+// build loads a set for specs, reusing the generations of prev whose key
+// is unchanged. The set it returns holds one reference (it is not yet
+// current) and has no chain. On error nothing is kept.
+func (e *Engine) build(ctx context.Context, specs []config.PolicyModule, defaulted bool, prev *set) (_ *set, res ReloadResult, err error) {
+	s := &set{}
+	s.refs.Store(1)
+	e.live.Add(1)
+	defer func() {
+		if err != nil {
+			s.unref(ctx, e)
+		}
+	}()
+	old := map[string]*generation{}
+	if prev != nil {
+		for _, m := range prev.members {
+			old[m.g.info.Name] = m.g
+		}
+	}
+	var errs []error
+	for _, spec := range specs {
+		wasm, err := readSource(spec)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		key := generationKey(spec, wasm)
+		if g := old[spec.Name]; g != nil && g.key == key {
+			g.refs.Add(1)
+			s.members = append(s.members, newMember(g, spec))
+			res.Unchanged = append(res.Unchanged, spec.Name)
+			continue
+		}
+		g, err := e.load(ctx, spec, wasm, defaulted)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		g.key = key
+		s.members = append(s.members, newMember(g, spec))
+		if old[spec.Name] != nil {
+			res.Swapped = append(res.Swapped, spec.Name)
+		} else {
+			res.Added = append(res.Added, spec.Name)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, ReloadResult{}, err
+	}
+	if prev != nil {
+		for _, m := range prev.members {
+			if !slices.ContainsFunc(specs, func(spec config.PolicyModule) bool { return spec.Name == m.info.Name }) {
+				res.Removed = append(res.Removed, m.info.Name)
+			}
+		}
+	}
+	return s, res, nil
+}
+
+func newMember(g *generation, spec config.PolicyModule) member {
+	info := g.info
+	info.Mode = modeOf(spec)
+	info.Hooks = slices.Clone(g.info.Hooks)
+	return member{g: g, info: info}
+}
+
+func modeOf(spec config.PolicyModule) policies.Mode {
+	if spec.Mode == string(policies.AuditOnly) {
+		return policies.AuditOnly
+	}
+	return policies.Enforce
+}
+
+// generationKey is everything a loaded module depends on except its mode.
+func generationKey(spec config.PolicyModule, wasm []byte) string {
+	sum := sha256.Sum256(wasm)
+	k, _ := json.Marshal([]any{spec.Name, spec.Source, hex.EncodeToString(sum[:]), spec.SHA256,
+		string(spec.Config), spec.TimeoutMs, spec.MemoryLimitPages, spec.Hooks})
+	return string(k)
+}
+
+// readSource returns a module's bytes: a built-in's, or the file's.
+func readSource(spec config.PolicyModule) ([]byte, error) {
+	if builtin.IsRef(spec.Source) {
+		b, ok := builtin.Lookup(spec.Source)
+		if !ok {
+			return nil, fmt.Errorf("policy module %q: unknown built-in %q (built-ins: %s)", spec.Name, spec.Source, strings.Join(BuiltinRefs(), ", "))
+		}
+		return b.Wasm, nil
+	}
+	data, err := os.ReadFile(spec.Source)
+	if err != nil {
+		return nil, fmt.Errorf("policy module %q: %w", spec.Name, err)
+	}
+	return data, nil
+}
+
+// BuiltinRefs returns the "builtin:NAME" references of every built-in
+// module, sorted.
+func BuiltinRefs() []string {
+	var refs []string
+	for _, m := range builtin.List() {
+		refs = append(refs, builtin.Scheme+m.Name)
+	}
+	return refs
+}
+
+// ReadModule returns the bytes of a module source ("builtin:NAME" or a
+// file path) and, for a built-in, its default config. It is what the
+// `openclaw policy` tools use wherever a FILE is accepted.
+func ReadModule(source string) (wasm []byte, defaultConfig json.RawMessage, err error) {
+	spec := config.PolicyModule{Name: config.DefaultModuleName(source), Source: source}
+	if wasm, err = readSource(spec); err != nil {
+		return nil, nil, err
+	}
+	if b, ok := builtin.Lookup(source); ok && builtin.IsRef(source) {
+		defaultConfig = b.DefaultConfig
+	}
+	return wasm, defaultConfig, nil
+}
+
+// load loads one module version: pin check, wasmpolicy.Load with the
+// module's limits and config, and the hooks check.
+func (e *Engine) load(ctx context.Context, spec config.PolicyModule, wasm []byte, defaulted bool) (*generation, error) {
+	sum := sha256.Sum256(wasm)
+	digest := hex.EncodeToString(sum[:])
+	if spec.SHA256 != "" && !strings.EqualFold(spec.SHA256, digest) {
+		return nil, fmt.Errorf("policy module %q: sha256 pin mismatch: %s has %s, pinned %s", spec.Name, spec.Source, digest, spec.SHA256)
+	}
+	cfg := spec.Config
+	if len(cfg) == 0 {
+		if b, ok := builtin.Lookup(spec.Source); ok && builtin.IsRef(spec.Source) {
+			cfg = b.DefaultConfig
+		}
+	}
+	host := e.opts.Host
+	if spec.MemoryLimitPages > 0 {
+		host.MemoryLimitPages = uint32(spec.MemoryLimitPages)
+	}
+	if spec.TimeoutMs > 0 {
+		host.CallTimeout = time.Duration(spec.TimeoutMs) * time.Millisecond
+	}
+	m, err := wasmpolicy.Load(ctx, spec.Name, wasm, cfg, &wasmpolicy.Options{Host: host})
+	if err != nil {
+		return nil, fmt.Errorf("policy module %q (%s): %w", spec.Name, spec.Source, err)
+	}
+	hooks := m.Hooks()
+	if len(spec.Hooks) > 0 {
+		hooks = nil
+		for _, name := range config.HookNames { // ABI order
+			if !slices.Contains(spec.Hooks, name) {
+				continue
+			}
+			h := policies.Hook(name)
+			if !m.Has(h) {
+				_ = m.Close(ctx)
+				return nil, fmt.Errorf("policy module %q (%s): hooks lists %s, which the module does not export (it exports %s)", spec.Name, spec.Source, h, hookList(m.Hooks()))
+			}
+			hooks = append(hooks, h)
+		}
+	}
+	g := &generation{mod: m, info: ModuleInfo{Name: spec.Name, Source: spec.Source, SHA256: digest, Size: len(wasm),
+		Mode: modeOf(spec), Hooks: hooks, Default: defaulted, LoadedAt: time.Now().UTC()}}
+	g.refs.Store(1)
+	return g, nil
+}
+
+func hookList(hs []policies.Hook) string {
+	s := make([]string, len(hs))
+	for i, h := range hs {
+		s[i] = string(h)
+	}
+	return strings.Join(s, ", ")
+}
+
+// chain builds the before_tool_call chain over the members serving it.
+func (e *Engine) chain(s *set) *policies.Chain {
+	var entries []policies.ChainEntry
+	for _, m := range s.members {
+		if slices.Contains(m.info.Hooks, policies.HookBeforeToolCall) {
+			entries = append(entries, policies.ChainEntry{Hook: m.g.mod, Mode: m.info.Mode})
+		}
+	}
+	return policies.NewChain(entries, &policies.ChainOptions{Audit: e.audit})
+}
+
+// acquire returns the current set with a reference the caller must drop
+// with unref, or nil once the engine is closed.
+func (e *Engine) acquire() *set {
+	for {
+		s := e.cur.Load()
+		if s == nil {
+			return nil
+		}
+		if s.tryRef() {
+			return s
+		}
+		// s was retired between the load and the ref: the current pointer
+		// already names its successor (it is stored before the old set is
+		// released), so the next iteration finds it.
+	}
+}
+
+func (s *set) tryRef() bool {
+	for {
+		n := s.refs.Load()
+		if n <= 0 {
+			return false
+		}
+		if s.refs.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// unref drops one reference; the last one releases the set's modules.
+func (s *set) unref(ctx context.Context, e *Engine) {
+	if s.refs.Add(-1) != 0 {
+		return
+	}
+	for _, m := range s.members {
+		m.g.unref(ctx, e)
+	}
+	e.live.Done()
+}
+
+// unref drops one set's reference to g; when no set holds it, g is closed
+// by a goroutine the engine waits for in Close, so the call that returned
+// last does not pay for it.
+func (g *generation) unref(ctx context.Context, e *Engine) {
+	if g.refs.Add(-1) != 0 {
+		return
+	}
+	e.retired.Add(1)
+	go func() {
+		defer e.retired.Done()
+		if err := g.mod.Close(context.WithoutCancel(ctx)); err != nil {
+			e.logger.Warn("closing a retired policy module", "module", g.info.Name, "err", err)
+		}
+	}()
+}
+
+// BeforeToolCall implements [policies.Enforcer]: it runs the current
+// before_tool_call chain. The whole call uses one policy set, even if a
+// reload swaps the set meanwhile. After Close it blocks, naming the engine.
+func (e *Engine) BeforeToolCall(ctx context.Context, call *policies.ToolCall) policies.Decision {
+	s := e.acquire()
+	if s == nil {
+		return policies.Decision{Outcome: policies.Block, Module: "engine", Reason: ErrClosed.Error(), Arguments: call.Arguments}
+	}
+	defer s.unref(ctx, e)
+	return s.chain.BeforeToolCall(ctx, call)
+}
+
+// CallHook calls hook h of every module serving it, in the configured
+// order, all from one policy set, with the same input (a JSON object of the
+// hook's input, docs/policy-abi.md). each receives every module's output or
+// failure (a *wasmhost.Error naming the module) and returns false to stop.
+// It is the seam for the sanitize_tool_names and decide_approval adapters,
+// which decode outputs and combine them. It returns ErrClosed after Close.
+func (e *Engine) CallHook(ctx context.Context, h policies.Hook, input []byte, each func(m ModuleInfo, out []byte, err error) bool) error {
+	s := e.acquire()
+	if s == nil {
+		return ErrClosed
+	}
+	defer s.unref(ctx, e)
+	for _, m := range s.members {
+		if !slices.Contains(m.info.Hooks, h) {
+			continue
+		}
+		out, err := m.g.mod.CallHook(ctx, h, input)
+		if !each(m.info, out, err) {
+			break
+		}
+	}
+	return nil
+}
+
+// Modules returns the modules of the current set, in order; nil after
+// Close.
+func (e *Engine) Modules() []ModuleInfo {
+	s := e.acquire()
+	if s == nil {
+		return nil
+	}
+	defer s.unref(context.Background(), e)
+	infos := make([]ModuleInfo, len(s.members))
+	for i, m := range s.members {
+		infos[i] = m.info
+		infos[i].Hooks = slices.Clone(m.info.Hooks)
+	}
+	return infos
+}
+
+// AuditDestination says where decisions are audited: a file path,
+// "stderr", or "(embedder's sink)".
+func (e *Engine) AuditDestination() string { return e.auditDst }
+
+// Reload reads the policy file and every module source again and, if
+// everything loads, swaps the policy set atomically; modules whose bytes,
+// config, pin, limits and hooks are unchanged keep their instances. Calls
+// in flight finish on the set they started with. On any error the current
+// set stays active and the error names each module that failed and why.
+// Every outcome is also logged on the engine's Logger.
+func (e *Engine) Reload(ctx context.Context) (ReloadResult, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	prev := e.cur.Load()
+	if prev == nil {
+		return ReloadResult{}, ErrClosed
+	}
+	res, err := e.reload(ctx, prev)
+	if err != nil {
+		e.logger.Error("policy reload refused; the active policies stay in place", "err", err)
+		return ReloadResult{}, err
+	}
+	if res.Changed() {
+		e.logger.Info("policy reload: "+res.String(), "modules", len(res.Swapped)+len(res.Added)+len(res.Unchanged))
+	}
+	return res, nil
+}
+
+func (e *Engine) reload(ctx context.Context, prev *set) (ReloadResult, error) {
+	specs, _, defaulted, err := e.specs()
+	if err != nil {
+		return ReloadResult{}, err
+	}
+	s, res, err := e.build(ctx, specs, defaulted, prev)
+	if err != nil {
+		return ReloadResult{}, err
+	}
+	if !res.Changed() && sameModes(prev, specs) {
+		s.unref(ctx, e)
+		return res, nil
+	}
+	s.chain = e.chain(s)
+	e.cur.Store(s)
+	prev.unref(ctx, e)
+	return res, nil
+}
+
+// sameModes reports whether s has the modules of specs in the same order
+// with the same modes.
+func sameModes(s *set, specs []config.PolicyModule) bool {
+	if len(s.members) != len(specs) {
+		return false
+	}
+	for i, m := range s.members {
+		if m.info.Name != specs[i].Name || m.info.Mode != modeOf(specs[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// Close makes later calls block with ErrClosed, waits until the calls in
+// flight have returned or ctx is done, closes every module and the audit
+// log. It is idempotent.
+func (e *Engine) Close(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := e.cur.Swap(nil)
+	if s == nil {
+		return nil
+	}
+	s.unref(ctx, e)
+	done := make(chan struct{})
+	go func() { e.live.Wait(); e.retired.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("engine: closing: calls still in flight: %w", ctx.Err())
+	}
+	if e.auditCloser != nil {
+		err = errors.Join(err, e.auditCloser.Close())
+	}
+	return err
+}
+
+// openAuditLog opens the decision audit log: "-" is stderr; "" is the
+// default file under the state folder.
+func openAuditLog(dst string) (io.Writer, io.Closer, string, error) {
+	if dst == "-" {
+		return os.Stderr, nil, "stderr", nil
+	}
+	if dst == "" {
+		dir, err := config.StateDir()
+		if err != nil {
+			return nil, nil, "", err
+		}
+		dst = filepath.Join(dir, "openclaw-go", "policy-audit.jsonl")
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return nil, nil, "", fmt.Errorf("audit log: %w", err)
+	}
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("audit log: %w", err)
+	}
+	return f, f, dst, nil
+}

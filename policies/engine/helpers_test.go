@@ -1,0 +1,5 @@
+package engine_test
+
+import "github.com/openclaw-go/openclaw/wasmhost"
+
+func hostNoCache() wasmhost.Options { return wasmhost.Options{NoCache: true} }
