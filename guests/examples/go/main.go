@@ -1,0 +1,150 @@
+// Command example is an openclaw-go policy module written in Go with the
+// guest SDK (guests/sdk/go). It implements all three hooks of the policy
+// ABI, with the same rules as the AssemblyScript and Rust examples, so that
+// one host-side test table (policies/guesttest) checks all three:
+//
+//   - before_tool_call: a tool whose name contains "delete" is blocked; a
+//     call whose "path" argument starts with a protected prefix is blocked;
+//     messages_send needs a human's approval (60 s); anything else is
+//     allowed.
+//   - sanitize_tool_names: server and tool names become "server__tool",
+//     every character outside [A-Za-z0-9_-] turned into "_"; an empty
+//     server or tool name, or a result longer than max_len, is rejected.
+//   - decide_approval: an exec request whose command starts with rm, sudo,
+//     dd or mkfs is denied; one starting with ls, pwd, cat or echo is
+//     allowed once; everything else is left to a human, with a TTL of two
+//     minutes for exec and plugin requests.
+//
+// Its configuration (optional) lists the protected path prefixes:
+//
+//	{"protected_paths": ["/etc/", "/root/"]}
+//
+// The default is ["/etc/"]. An unknown key refuses the configuration.
+//
+// Build: guests/examples/build.sh (reproducible), or by hand:
+//
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -ldflags='-s -w -buildid=' -o policy.wasm .
+package main
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+
+	policy "github.com/openclaw-go/openclaw/guests/sdk/go"
+)
+
+// protected holds the configured path prefixes.
+var protected = []string{"/etc/"}
+
+func init() { policy.OnConfigure(configure) }
+
+func configure(config []byte) error {
+	if len(strings.TrimSpace(string(config))) == 0 {
+		return nil
+	}
+	cfg, err := policy.ParseObject(config)
+	if err != nil {
+		return err
+	}
+	for key, v := range cfg {
+		switch key {
+		case "protected_paths":
+			ps, ok := v.Strings()
+			if !ok {
+				return errors.New("protected_paths: want an array of strings")
+			}
+			protected = ps
+		default:
+			return errors.New("unknown key " + strconv.Quote(key) + " (want protected_paths)")
+		}
+	}
+	return nil
+}
+
+//go:wasmexport before_tool_call
+func beforeToolCall(ptr, size uint32) uint64 {
+	return policy.BeforeToolCall(ptr, size, decideCall)
+}
+
+//go:wasmexport sanitize_tool_names
+func sanitizeToolNames(ptr, size uint32) uint64 {
+	return policy.SanitizeToolNames(ptr, size, sanitize)
+}
+
+//go:wasmexport decide_approval
+func decideApproval(ptr, size uint32) uint64 {
+	return policy.DecideApproval(ptr, size, decideApprovalRequest)
+}
+
+func decideCall(call *policy.ToolCall) (policy.Verdict, error) {
+	if strings.Contains(call.Tool.Name, "delete") {
+		return policy.Verdict{Decision: policy.Block, Reason: "deleting is not allowed"}, nil
+	}
+	if path, ok := call.Arguments.Get("path").String(); ok {
+		for _, p := range protected {
+			if strings.HasPrefix(path, p) {
+				return policy.Verdict{Decision: policy.Block, Reason: "path " + path + " is protected"}, nil
+			}
+		}
+	}
+	if call.Tool.Name == "messages_send" {
+		return policy.Verdict{Decision: policy.RequireApproval, Reason: "sending needs approval",
+			Title: "Send a message?", TimeoutMs: 60000}, nil
+	}
+	return policy.Verdict{Decision: policy.Allow}, nil
+}
+
+func sanitize(req *policy.SanitizeRequest) (policy.SanitizeResponse, error) {
+	maxLen := req.MaxLen
+	if maxLen <= 0 {
+		maxLen = 64
+	}
+	resp := policy.SanitizeResponse{Tools: make([]policy.SanitizedName, len(req.Tools))}
+	for i, t := range req.Tools {
+		if t.Server == "" || t.Name == "" {
+			resp.Tools[i].Reject = "empty server or tool name"
+			continue
+		}
+		name := clean(t.Server) + "__" + clean(t.Name)
+		if len(name) > maxLen {
+			resp.Tools[i].Reject = "name longer than " + strconv.Itoa(maxLen)
+			continue
+		}
+		resp.Tools[i].Name = name
+	}
+	return resp, nil
+}
+
+// clean replaces every character outside [A-Za-z0-9_-] with "_".
+func clean(s string) string {
+	return strings.Map(func(r rune) rune {
+		if 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '_' || r == '-' {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+func decideApprovalRequest(req *policy.ApprovalRequest) (policy.ApprovalDecision, error) {
+	const twoMinutes = 120000
+	switch req.Kind {
+	case "exec":
+		cmd, _ := req.Request.Get("command").String()
+		first, _, _ := strings.Cut(strings.TrimSpace(cmd), " ")
+		switch first {
+		case "":
+			return policy.ApprovalDecision{Decision: policy.Deny, Reason: "exec request without a command"}, nil
+		case "rm", "sudo", "dd", "mkfs":
+			return policy.ApprovalDecision{Decision: policy.Deny, Reason: "command " + first + " is not allowed"}, nil
+		case "ls", "pwd", "cat", "echo":
+			return policy.ApprovalDecision{Decision: policy.AllowOnce, Reason: "read-only command"}, nil
+		}
+		return policy.ApprovalDecision{Decision: policy.Ask, Reason: "needs a human", TTLMs: twoMinutes}, nil
+	case "plugin":
+		return policy.ApprovalDecision{Decision: policy.Ask, Reason: "needs a human", TTLMs: twoMinutes}, nil
+	}
+	return policy.ApprovalDecision{Decision: policy.Ask, Reason: "needs a human"}, nil
+}
+
+func main() {}
