@@ -1,0 +1,249 @@
+package config
+
+import (
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Defaults of an mcp.servers entry (§11.5).
+const (
+	DefaultConnectionTimeoutMs = 30000
+	DefaultRequestTimeoutMs    = 60000
+)
+
+// Transport kinds a resolved entry has (§11.4).
+const (
+	TransportStdio          = "stdio"
+	TransportSSE            = "sse"
+	TransportStreamableHTTP = "streamable-http"
+)
+
+// ResolvedServer is an mcp.servers entry resolved the way OpenClaw's
+// runtime does before it connects (§11.4): which transport, what to launch
+// or dial, the effective timeouts, and the env keys the stdio filter drops.
+// It does not connect and does not read the environment.
+type ResolvedServer struct {
+	// Name is the entry's key in mcp.servers.
+	Name string
+	// Transport is TransportStdio, TransportSSE or TransportStreamableHTTP.
+	Transport string
+	// Command, Args and Cwd are set for stdio: the command untrimmed, the
+	// string items of args, cwd (else workingDirectory) when non-empty.
+	Command string
+	Args    []string
+	Cwd     string
+	// Env is the stdio env after OpenClaw's filter ([FilterStdioEnv]), in
+	// file order; BlockedEnv lists the keys the filter dropped, as written.
+	Env        []EnvVar
+	BlockedEnv []string
+	// URL is set for SSE and streamable HTTP.
+	URL string
+	// Description is the launch string `mcp status` shows, secrets
+	// redacted (§11.8): "<command> <args> (cwd=<cwd>)" or the URL.
+	Description string
+	// RequestTimeoutMs and ConnectionTimeoutMs are the configured values or
+	// the defaults, in milliseconds.
+	RequestTimeoutMs    float64
+	ConnectionTimeoutMs float64
+	// SupportsParallelToolCalls is true only when configured true.
+	SupportsParallelToolCalls bool
+	// SSLVerify is false only when configured false; ClientCert and
+	// ClientKey are the configured mTLS file paths.
+	SSLVerify             bool
+	ClientCert, ClientKey string
+}
+
+// EnvVar is one environment entry, its value converted to a string.
+type EnvVar struct{ Key, Value string }
+
+// ErrNoTransport is wrapped by [ResolveServer] when an entry has neither a
+// usable command nor a usable URL.
+var ErrNoTransport = errors.New("config: no usable MCP transport")
+
+// ResolveServer resolves entry e called name (§11.4):
+//  1. a command that is a non-empty string (after trimming) means stdio,
+//     whatever else the entry says;
+//  2. otherwise the transport is "transport" (lowercased), else the "type"
+//     alias; anything but sse or streamable-http (http) is an error;
+//  3. an http: or https: url is then required; with no transport given it
+//     is SSE.
+//
+// The error wraps [ErrNoTransport] and says why, secrets redacted.
+func ResolveServer(name string, e *Object) (*ResolvedServer, error) {
+	r := &ResolvedServer{
+		Name:                name,
+		RequestTimeoutMs:    positiveOr(e, "requestTimeoutMs", DefaultRequestTimeoutMs),
+		ConnectionTimeoutMs: positiveOr(e, "connectionTimeoutMs", DefaultConnectionTimeoutMs),
+		SSLVerify:           e.vals["sslVerify"] != false,
+	}
+	r.SupportsParallelToolCalls, _ = e.vals["supportsParallelToolCalls"].(bool)
+	r.ClientCert, _ = e.vals["clientCert"].(string)
+	r.ClientKey, _ = e.vals["clientKey"].(string)
+	if cmd, ok := e.vals["command"].(string); ok && strings.TrimSpace(cmd) != "" {
+		r.Transport = TransportStdio
+		r.Command = cmd
+		if a, ok := e.vals["args"].([]any); ok {
+			for _, x := range a {
+				if s, ok := x.(string); ok {
+					r.Args = append(r.Args, s)
+				}
+			}
+		}
+		if c, ok := e.vals["cwd"].(string); ok && c != "" {
+			r.Cwd = c
+		} else if c, ok := e.vals["workingDirectory"].(string); ok && c != "" {
+			r.Cwd = c
+		}
+		if env, ok := e.vals["env"].(*Object); ok {
+			r.Env, r.BlockedEnv = FilterStdioEnv(env)
+		}
+		r.Description = StdioLaunchDescription(r.Command, r.Args, r.Cwd)
+		return r, nil
+	}
+	requested := ""
+	if t, ok := e.vals["transport"].(string); ok {
+		requested = strings.ToLower(t)
+	} else if t, ok := e.vals["type"].(string); ok {
+		requested = strings.ToLower(t)
+		if requested == "http" {
+			requested = TransportStreamableHTTP
+		}
+	}
+	if requested != "" && requested != TransportSSE && requested != TransportStreamableHTTP {
+		return nil, fmt.Errorf("%w: server %q: transport %q is not supported (use sse or streamable-http, or give a command for stdio)", ErrNoTransport, name, requested)
+	}
+	u, hasURL := e.vals["url"].(string)
+	if !hasURL || strings.TrimSpace(u) == "" {
+		return nil, fmt.Errorf("%w: server %q: no non-empty command for stdio and no url for HTTP", ErrNoTransport, name)
+	}
+	if _, ok := httpURL(u, false); !ok {
+		return nil, fmt.Errorf("%w: server %q: no non-empty command for stdio, and url %q is not an http: or https: URL", ErrNoTransport, name, RedactURL(u))
+	}
+	if requested == "" {
+		requested = TransportSSE
+	}
+	r.Transport = requested
+	r.URL = u
+	r.Description = RedactURL(u)
+	return r, nil
+}
+
+func positiveOr(e *Object, k string, def float64) float64 {
+	if f, ok := e.vals[k].(float64); ok && f > 0 && !math.IsInf(f, 0) {
+		return f
+	}
+	return def
+}
+
+//go:embed stdio_env_policy.json
+var stdioEnvPolicyJSON []byte
+
+type stdioEnvPolicy struct {
+	BlockedEverywhereKeys            []string `json:"blockedEverywhereKeys"`
+	BlockedOverrideOnlyKeys          []string `json:"blockedOverrideOnlyKeys"`
+	AllowedInheritedOverrideOnlyKeys []string `json:"allowedInheritedOverrideOnlyKeys"`
+	BlockedPrefixes                  []string `json:"blockedPrefixes"`
+	MCPExplicitCredentialAllowlist   []string `json:"mcpExplicitCredentialAllowlist"`
+}
+
+var stdioEnv = func() (p struct {
+	hard, blocked, allow map[string]bool
+	prefixes             []string
+}) {
+	var raw stdioEnvPolicy
+	if err := json.Unmarshal(stdioEnvPolicyJSON, &raw); err != nil {
+		panic("config: embedded stdio_env_policy.json: " + err.Error())
+	}
+	set := func(keys ...[]string) map[string]bool {
+		m := map[string]bool{}
+		for _, ks := range keys {
+			for _, k := range ks {
+				m[strings.ToUpper(k)] = true
+			}
+		}
+		return m
+	}
+	p.hard = set(raw.BlockedEverywhereKeys)
+	p.allow = set(raw.MCPExplicitCredentialAllowlist)
+	inherited := set(raw.AllowedInheritedOverrideOnlyKeys)
+	p.blocked = set(raw.BlockedEverywhereKeys)
+	for _, k := range raw.BlockedOverrideOnlyKeys {
+		if !inherited[strings.ToUpper(k)] {
+			p.blocked[strings.ToUpper(k)] = true
+		}
+	}
+	for k := range p.allow {
+		if !p.hard[k] {
+			delete(p.blocked, k)
+		}
+	}
+	p.prefixes = raw.BlockedPrefixes
+	return p
+}()
+
+// IsBlockedStdioEnvKey reports whether OpenClaw's stdio env filter drops
+// key (§11.7): the trimmed, upper-cased key is hard-blocked (blocked
+// everywhere, or prefixed DYLD_, LD_ or BASH_FUNC_); else kept when on the
+// MCP credential allowlist; else dropped when in the blocked-everywhere
+// set or the override-only set minus the keys allowed to be inherited. An
+// empty key is kept.
+func IsBlockedStdioEnvKey(key string) bool {
+	k := strings.ToUpper(strings.TrimSpace(key))
+	if k == "" {
+		return false
+	}
+	hasPrefix := false
+	for _, p := range stdioEnv.prefixes {
+		if strings.HasPrefix(k, p) {
+			hasPrefix = true
+		}
+	}
+	if stdioEnv.hard[k] || hasPrefix {
+		return true
+	}
+	if stdioEnv.allow[k] {
+		return false
+	}
+	return stdioEnv.blocked[k]
+}
+
+// FilterStdioEnv applies OpenClaw's stdio env filter (§11.7) to an entry's
+// env object: blocked keys are dropped (and returned, as written), strings
+// kept, numbers and booleans converted to strings, other values dropped.
+// Kept keys keep their spelling and order.
+func FilterStdioEnv(env *Object) (kept []EnvVar, blocked []string) {
+	for _, k := range env.Keys() {
+		if IsBlockedStdioEnvKey(k) {
+			blocked = append(blocked, k)
+			continue
+		}
+		switch v := env.vals[k].(type) {
+		case string:
+			kept = append(kept, EnvVar{k, v})
+		case float64:
+			kept = append(kept, EnvVar{k, FormatNumber(v)})
+		case bool:
+			kept = append(kept, EnvVar{k, fmt.Sprint(v)})
+		}
+	}
+	return kept, blocked
+}
+
+// BlockedStdioEnvKeys returns the env keys of entry e that OpenClaw's
+// filter drops, for a stdio entry (non-empty command) only, in file order.
+func BlockedStdioEnvKeys(e *Object) []string {
+	cmd, ok := e.vals["command"].(string)
+	if !ok || strings.TrimSpace(cmd) == "" {
+		return nil
+	}
+	env, ok := e.vals["env"].(*Object)
+	if !ok {
+		return nil
+	}
+	_, blocked := FilterStdioEnv(env)
+	return blocked
+}
