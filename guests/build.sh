@@ -39,3 +39,4 @@ rm -f "$root/policies/builtin/"*.d
 for src in "$here"/testdata/*.wat; do
 	"$WAT2WASM" "$src" -o "${src%.wat}.wasm"
 done
+"$here/sanitizer/build.sh"

@@ -32,6 +32,12 @@ const DefaultRulesConfig = `{"default":"allow","rules":[]}`
 //go:embed rules.wasm
 var rulesWasm []byte
 
+// SanitizerName is the name of the tool-name sanitizer module.
+const SanitizerName = "sanitizer"
+
+//go:embed sanitizer.wasm
+var sanitizerWasm []byte
+
 // Module describes one built-in module.
 type Module struct {
 	// Name is the module's name without the scheme, e.g. "rules".
@@ -52,9 +58,30 @@ type Module struct {
 // and argument matchers, configured in JSON (docs/rules.md).
 func Rules() []byte { return append([]byte(nil), rulesWasm...) }
 
+// Sanitizer returns a copy of the tool-name sanitizer module
+// (guests/sanitizer): OpenClaw's `server__tool` names, with a stable hash
+// where OpenClaw would cut a long name into a collision
+// (docs/tool-names.md). It takes no config.
+func Sanitizer() []byte { return append([]byte(nil), sanitizerWasm...) }
+
 // List returns every built-in module, sorted by name.
 func List() []Module {
-	return []Module{rulesModule()}
+	return []Module{rulesModule(), sanitizerModule()}
+}
+
+func sanitizerModule() Module {
+	return newModule(SanitizerName, sanitizerWasm, "",
+		"OpenClaw's tool names (server__tool, <= 64 characters, collision suffixes), stable hashes for cut names")
+}
+
+// newModule describes a built-in module; config "" means none.
+func newModule(name string, wasm []byte, config, description string) Module {
+	sum := sha256.Sum256(wasm)
+	m := Module{Name: name, Wasm: append([]byte(nil), wasm...), SHA256: hex.EncodeToString(sum[:]), Description: description}
+	if config != "" {
+		m.DefaultConfig = json.RawMessage(config)
+	}
+	return m
 }
 
 func rulesModule() Module {

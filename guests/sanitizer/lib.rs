@@ -1,0 +1,696 @@
+//! sanitizer: the built-in tool-name sanitizer of openclaw-go
+//! (`builtin:sanitizer`).
+//!
+//! A module of the "openclaw-policy v1" ABI (docs/policy-abi.md) for
+//! `wasm32-unknown-unknown`, std only, exporting `sanitize_tool_names`. It
+//! gives every imported MCP tool the name OpenClaw 2026.9.6 gives it
+//! (reference §11.6: `server__tool`, characters outside `[A-Za-z0-9_-]`
+//! replaced by `-`, a letter first, server part ≤ 30, whole name ≤ 64,
+//! `-2`, `-3`, … on a case-insensitive collision, assigned in catalog
+//! order), except where OpenClaw would cut a long name into a collision:
+//! there the truncated name carries a stable 8-hex-digit hash of the raw
+//! names instead of an order-dependent suffix. The rules, and how JS
+//! `localeCompare` is approximated, are docs/tool-names.md.
+//!
+//! Input (one batch per catalog; servers in declaration order, tools in
+//! the order each server listed them):
+//!
+//! ```json
+//! {"abi":1,"reserved":["conversations_list"],"servers":[{"name":"files","tools":["read_file","write file"]}]}
+//! ```
+//!
+//! Output, same shape and order:
+//!
+//! ```json
+//! {"servers":[{"safe":"files","tools":[{"name":"files__read_file"},{"name":"files__write-file"}]}]}
+//! ```
+//!
+//! A tool whose trimmed name is empty is answered `{"reject":"…"}`
+//! (OpenClaw skips it). Build: guests/sanitizer/build.sh (reproducible;
+//! output policies/builtin/sanitizer.wasm).
+
+#[path = "common.rs"]
+mod common;
+
+use common::*;
+use core::arch::wasm32::{
+    i64x2_extract_lane, u8x16_bitmask, u8x16_eq, u8x16_ge, u8x16_le, u8x16_splat, v128, v128_and, v128_load, v128_or,
+};
+use std::borrow::Cow;
+use std::cmp::Ordering;
+use std::collections::HashSet;
+
+// Why the fast path below avoids byte-at-a-time loops: see common.rs. A
+// catalog of 5,000 tools must be named in a few milliseconds, so a name
+// that needs no change is checked, hashed and compared 16 bytes per step,
+// and the sort (which only decides who gets a collision suffix) runs only
+// when some names collide.
+
+/// The longest exposed name LLM APIs accept.
+const MAX_NAME: usize = 64;
+/// OpenClaw's cap on the server part.
+const MAX_SERVER: usize = 30;
+/// Length of "-" + 8 hex digits, the stable hash suffix.
+const HASH_SFX: usize = 9;
+
+/// Output of the last call; the guest owns it until its next call.
+static mut OUT: Vec<u8> = Vec::new();
+
+/// Accepts an empty config or `{}`: the sanitizer has no options.
+#[no_mangle]
+pub extern "C" fn configure(p: u32, n: u32) -> i32 {
+    if n == 0 {
+        return 0;
+    }
+    let res = P::new(input(p, n)).and_then(|mut r| {
+        r.object(|_, k| Err(format!("unknown key {:?} (the sanitizer takes no options)", k.as_ref())))?;
+        r.end()
+    });
+    match res {
+        Ok(()) => 0,
+        Err(msg) => {
+            set_error(format!("sanitizer: config: {}", msg));
+            1
+        }
+    }
+}
+
+/// Names one catalog: JSON in, packed JSON out, or 0 with last_error set
+/// when the input is invalid.
+#[no_mangle]
+pub extern "C" fn sanitize_tool_names(p: u32, n: u32) -> u64 {
+    let req = match parse_input(input(p, n)) {
+        Ok(r) => r,
+        Err(msg) => {
+            set_error(format!("sanitizer: invalid input: {}", msg));
+            return 0;
+        }
+    };
+    unsafe {
+        OUT.clear();
+        sanitize(&req, &mut OUT);
+        pack(OUT.as_ptr(), OUT.len())
+    }
+}
+
+// -------------------------------------------------------------- input ----
+
+struct Server<'a> {
+    raw: Cow<'a, str>,
+    tools: Vec<Cow<'a, str>>,
+}
+
+struct Input<'a> {
+    reserved: Vec<Cow<'a, str>>,
+    servers: Vec<Server<'a>>,
+}
+
+fn parse_input(b: &[u8]) -> R<Input> {
+    let mut p = P::new(b)?;
+    let mut abi = false;
+    let mut servers = None;
+    let mut reserved = Vec::new();
+    p.object(|p, k| match k.as_ref() {
+        "abi" => {
+            if p.number()? != "1" {
+                return p.err("abi: want 1");
+            }
+            abi = true;
+            Ok(())
+        }
+        "reserved" => p.array(|p| {
+            reserved.push(p.string()?);
+            Ok(())
+        }),
+        "servers" => {
+            let mut v = Vec::new();
+            p.array(|p| {
+                v.push(parse_server(p)?);
+                Ok(())
+            })?;
+            servers = Some(v);
+            Ok(())
+        }
+        _ => p.skip(),
+    })?;
+    p.end()?;
+    if !abi {
+        return Err("missing \"abi\"".into());
+    }
+    match servers {
+        Some(servers) => Ok(Input { reserved, servers }),
+        None => Err("missing \"servers\"".into()),
+    }
+}
+
+fn parse_server<'a>(p: &mut P<'a>) -> R<Server<'a>> {
+    let mut raw = None;
+    let mut tools = Vec::new();
+    p.object(|p, k| match k.as_ref() {
+        "name" => {
+            raw = Some(p.string()?);
+            Ok(())
+        }
+        "tools" => p.array(|p| {
+            tools.push(p.string()?);
+            Ok(())
+        }),
+        _ => p.skip(),
+    })?;
+    match raw {
+        Some(raw) => Ok(Server { raw, tools }),
+        None => p.err("server without \"name\""),
+    }
+}
+
+// --------------------------------------------------------------- SIMD ----
+
+/// Bit k is set when byte k of the 16 at p is outside [A-Za-z0-9_-].
+#[inline(always)]
+unsafe fn bad16(p: *const u8) -> u32 {
+    let v = v128_load(p as *const v128);
+    let l = v128_or(v, u8x16_splat(0x20));
+    let alpha = v128_and(u8x16_ge(l, u8x16_splat(b'a')), u8x16_le(l, u8x16_splat(b'z')));
+    let digit = v128_and(u8x16_ge(v, u8x16_splat(b'0')), u8x16_le(v, u8x16_splat(b'9')));
+    let punct = v128_or(u8x16_eq(v, u8x16_splat(b'_')), u8x16_eq(v, u8x16_splat(b'-')));
+    !(u8x16_bitmask(v128_or(v128_or(alpha, digit), punct)) as u32) & 0xffff
+}
+
+/// The 16 bytes at p with A-Z lowered.
+#[inline(always)]
+unsafe fn lower16(p: *const u8) -> v128 {
+    let v = v128_load(p as *const v128);
+    let upper = v128_and(u8x16_ge(v, u8x16_splat(b'A')), u8x16_le(v, u8x16_splat(b'Z')));
+    v128_or(v, v128_and(upper, u8x16_splat(0x20)))
+}
+
+/// 16 bytes 0xff then 16 zero bytes: loading at 16-k gives a mask of k
+/// leading 0xff bytes.
+static TAIL: [u8; 32] = [
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+];
+
+#[inline(always)]
+unsafe fn tail_mask(k: usize) -> v128 {
+    v128_load(TAIL.as_ptr().add(16 - k) as *const v128)
+}
+
+/// Lowered chunk i of b (bytes past the end zeroed); b must be followed
+/// by 16 readable bytes.
+#[inline(always)]
+unsafe fn chunk(b: &[u8], i: usize) -> v128 {
+    let v = lower16(b.as_ptr().add(i));
+    let rest = b.len() - i;
+    if rest >= 16 {
+        v
+    } else {
+        v128_and(v, tail_mask(rest))
+    }
+}
+
+/// Whether b (followed by 16 readable bytes) is non-empty, starts with an
+/// ASCII letter and has only [A-Za-z0-9_-]: a name OpenClaw keeps as is.
+fn simple(b: &[u8]) -> bool {
+    let n = b.len();
+    if n == 0 || !b[0].is_ascii_alphabetic() {
+        return false;
+    }
+    // Safety: b is followed by 16 readable bytes.
+    unsafe {
+        let m = bad16(b.as_ptr());
+        if n <= 16 {
+            return m & ((1u32 << n) - 1) == 0;
+        }
+        if m != 0 {
+            return false;
+        }
+        let mut i = 16;
+        loop {
+            let m = bad16(b.as_ptr().add(i));
+            let rest = n - i;
+            if rest < 16 {
+                return m & ((1u32 << rest) - 1) == 0;
+            }
+            if m != 0 {
+                return false;
+            }
+            i += 16;
+            if i == n {
+                return true;
+            }
+        }
+    }
+}
+
+/// A hash of the ASCII-lowered b (followed by 16 readable bytes).
+fn lower_hash(b: &[u8]) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut h = b.len() as u64 ^ 0x2545_F491_4F6C_DD1D;
+    let mut i = 0;
+    // Safety: every chunk starts before len, and 16 bytes follow len.
+    unsafe {
+        let v = chunk(b, 0);
+        h = (h ^ i64x2_extract_lane::<0>(v) as u64).wrapping_mul(K).rotate_left(29);
+        h = (h ^ i64x2_extract_lane::<1>(v) as u64).wrapping_mul(K).rotate_left(29);
+        i += 16;
+        while i < b.len() {
+            let v = chunk(b, i);
+            h = (h ^ i64x2_extract_lane::<0>(v) as u64).wrapping_mul(K).rotate_left(29);
+            h = (h ^ i64x2_extract_lane::<1>(v) as u64).wrapping_mul(K).rotate_left(29);
+            i += 16;
+        }
+    }
+    h ^ (h >> 32)
+}
+
+/// Whether a and b (each followed by 16 readable bytes) are equal ignoring
+/// ASCII case.
+fn lower_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    // Safety: as in lower_hash.
+    unsafe {
+        loop {
+            if i >= a.len() {
+                return true;
+            }
+            if u8x16_bitmask(u8x16_eq(chunk(a, i), chunk(b, i))) != 0xffff {
+                return false;
+            }
+            i += 16;
+        }
+    }
+}
+
+// -------------------------------------------------------------- names ----
+
+/// JS String.prototype.trim's white space (WhiteSpace and LineTerminator).
+fn js_space(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'..='\u{200a}'
+        | '\u{2028}' | '\u{2029}' | '\u{202f}' | '\u{205f}' | '\u{3000}' | '\u{feff}')
+}
+
+/// OpenClaw's replace(/[^A-Za-z0-9_-]/g, "-") on a trimmed name: per
+/// UTF-16 code unit, so a character outside the BMP becomes "--"; then the
+/// fallback for an empty result and the prefix for a non-letter start.
+fn js_sanitize(s: &str, fallback: &str, prefix: &str) -> String {
+    let mut out = String::with_capacity(s.len() + prefix.len());
+    for c in s.chars() {
+        if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+            out.push(c);
+        } else if (c as u32) > 0xffff {
+            out.push_str("--");
+        } else {
+            out.push('-');
+        }
+    }
+    if out.is_empty() {
+        out.push_str(fallback);
+    }
+    if !out.as_bytes()[0].is_ascii_alphabetic() {
+        out.insert_str(0, prefix);
+    }
+    out
+}
+
+/// FNV-1a 64 over the parts, separated by a zero byte; the low 32 bits as
+/// 8 lowercase hex digits. This is the stable short hash of
+/// docs/tool-names.md (the host's tests recompute it with hash/fnv).
+fn hash8(parts: &[&str]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            h = (h ^ 0).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        for &c in p.as_bytes() {
+            h = (h ^ c as u64).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    format!("{:08x}", h as u32)
+}
+
+/// s cut to at most n bytes (s is ASCII).
+fn cut(s: &str, n: usize) -> &str {
+    &s[..s.len().min(n)]
+}
+
+/// Safe names of all declared servers, in declaration order (§11.6):
+/// OpenClaw's, except that a name cut to 30 characters that collides with
+/// another server's gets the stable hash form.
+fn server_names(servers: &[Server]) -> Vec<String> {
+    let mut bases = Vec::with_capacity(servers.len());
+    let mut count: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
+    for s in servers {
+        let mut base = js_sanitize(s.raw.trim_matches(js_space), "mcp", "mcp-");
+        let truncated = base.len() > MAX_SERVER;
+        base.truncate(MAX_SERVER);
+        *count.entry(base.to_ascii_lowercase()).or_insert(0) += 1;
+        bases.push((base, truncated));
+    }
+    // OpenClaw's sequential assignment, which the names that are not
+    // replaced keep exactly (suffix numbers included).
+    let mut taken: HashSet<String> = HashSet::new();
+    let mut out = Vec::with_capacity(servers.len());
+    for (base, _) in &bases {
+        let mut name = base.clone();
+        let mut k = 2;
+        while taken.contains(&name.to_ascii_lowercase()) {
+            let sfx = format!("-{}", k);
+            name = format!("{}{}", cut(base, MAX_SERVER.saturating_sub(sfx.len()).max(1)), sfx);
+            k += 1;
+        }
+        taken.insert(name.to_ascii_lowercase());
+        out.push(name);
+    }
+    let mut hashed = Vec::new();
+    for (i, (base, truncated)) in bases.iter().enumerate() {
+        if *truncated && count[&base.to_ascii_lowercase()] > 1 {
+            out[i] = format!("{}-{}", cut(base, MAX_SERVER - HASH_SFX), hash8(&[&servers[i].raw]));
+            hashed.push(i);
+        }
+    }
+    dedupe(&mut out, &hashed, &[], MAX_SERVER);
+    out
+}
+
+/// Makes the replaced (hashed) names unique against every other name and
+/// the reserved ones, suffixing a colliding hashed name -2, -3, … in the
+/// order given (cut to max): a safety net for a collision of 32-bit
+/// hashes.
+fn dedupe(names: &mut [String], hashed: &[usize], reserved: &[String], max: usize) {
+    if hashed.is_empty() {
+        return;
+    }
+    let mut is_hashed = vec![false; names.len()];
+    for &i in hashed {
+        is_hashed[i] = true;
+    }
+    let mut taken: HashSet<String> = reserved.iter().map(|r| r.to_ascii_lowercase()).collect();
+    for (i, n) in names.iter().enumerate() {
+        if !is_hashed[i] && !n.is_empty() {
+            taken.insert(n.to_ascii_lowercase());
+        }
+    }
+    for &i in hashed {
+        let base = names[i].clone();
+        let mut k = 2;
+        while taken.contains(&names[i].to_ascii_lowercase()) {
+            let sfx = format!("-{}", k);
+            let keep = base.len().min(max - sfx.len());
+            names[i] = format!("{}{}", &base[..keep], sfx);
+            k += 1;
+        }
+        taken.insert(names[i].to_ascii_lowercase());
+    }
+}
+
+/// One tool of the catalog.
+struct Tool<'a> {
+    server: usize,
+    raw: &'a str,
+    /// The tool part (after trimming, replacing, prefixing, cutting).
+    part: Cow<'a, str>,
+    /// The part's budget: max(1, 64 − len(server safe name) − 2).
+    max: usize,
+    truncated: bool,
+    /// [off, off+len) of the candidate name in the arena.
+    off: usize,
+    len: usize,
+}
+
+/// The open-addressing set of lowered names used to find collisions.
+struct Names<'a> {
+    arena: &'a [u8],
+    slots: Vec<u32>,
+    hashes: Vec<u64>,
+    ranges: Vec<(usize, usize)>,
+}
+
+impl<'a> Names<'a> {
+    fn new(arena: &'a [u8], n: usize) -> Names<'a> {
+        let size = (n * 2).next_power_of_two().max(16);
+        Names { arena, slots: vec![0; size], hashes: Vec::with_capacity(n), ranges: Vec::with_capacity(n) }
+    }
+
+    /// Inserts the name at [off, off+len) of the arena; false when an equal
+    /// name (ignoring case) is already in.
+    fn insert(&mut self, off: usize, len: usize) -> bool {
+        let name = &self.arena[off..off + len];
+        let h = lower_hash(name);
+        let mask = self.slots.len() - 1;
+        let mut i = h as usize & mask;
+        loop {
+            let s = self.slots[i];
+            if s == 0 {
+                self.hashes.push(h);
+                self.ranges.push((off, len));
+                self.slots[i] = self.ranges.len() as u32;
+                return true;
+            }
+            let k = s as usize - 1;
+            if self.hashes[k] == h {
+                let (o, l) = self.ranges[k];
+                if lower_eq(&self.arena[o..o + l], name) {
+                    return false;
+                }
+            }
+            i = (i + 1) & mask;
+        }
+    }
+}
+
+fn sanitize(req: &Input, out: &mut Vec<u8>) {
+    let safe = server_names(&req.servers);
+    let count: usize = req.servers.iter().map(|s| s.tools.len()).sum();
+    let mut tools: Vec<Tool> = Vec::with_capacity(count);
+    // rejects[i] is set for the i-th tool (input order) when it is skipped.
+    let mut rejected: Vec<bool> = Vec::with_capacity(count);
+    // The arena holds reserved names then candidate names, with 16 bytes of
+    // slack at the end for the 16-byte loads.
+    let reserved_len: usize = req.reserved.iter().map(|r| r.len()).sum();
+    let mut arena: Vec<u8> = Vec::with_capacity(reserved_len + count * (MAX_NAME + 2) + 16);
+    let mut reserved = Vec::with_capacity(req.reserved.len());
+    for r in &req.reserved {
+        reserved.push((arena.len(), r.len()));
+        arena.extend_from_slice(r.as_bytes());
+    }
+    for (si, s) in req.servers.iter().enumerate() {
+        let max = MAX_NAME.saturating_sub(safe[si].len() + 2).max(1);
+        for raw in &s.tools {
+            // A borrowed name lies in the input buffer, which has PAD
+            // readable bytes past its end; a decoded one may not.
+            let fast = matches!(raw, Cow::Borrowed(_)) && simple(raw.as_bytes());
+            let part: Cow<str> = if fast {
+                Cow::Borrowed(raw.as_ref())
+            } else {
+                let t = raw.trim_matches(js_space);
+                if t.is_empty() {
+                    rejected.push(true);
+                    continue;
+                }
+                Cow::Owned(js_sanitize(t, "tool", "tool-"))
+            };
+            let truncated = part.len() > max;
+            let part = if truncated { Cow::Owned(cut(&part, max).to_string()) } else { part };
+            let off = arena.len();
+            arena.extend_from_slice(safe[si].as_bytes());
+            arena.extend_from_slice(b"__");
+            arena.extend_from_slice(part.as_bytes());
+            let len = arena.len() - off;
+            rejected.push(false);
+            tools.push(Tool { server: si, raw: raw.as_ref(), part, max, truncated, off, len });
+        }
+    }
+    arena.extend_from_slice(&[0u8; 16]);
+
+    // Fast path: no candidate collides with another or a reserved name, so
+    // the order of assignment does not matter and no name changes.
+    let mut names = Names::new(&arena, reserved.len() + tools.len());
+    let mut collide = false;
+    for &(o, l) in &reserved {
+        names.insert(o, l);
+    }
+    for t in &tools {
+        if !names.insert(t.off, t.len) {
+            collide = true;
+            break;
+        }
+    }
+    let finals: Vec<String> = if collide {
+        assign(req, &safe, &tools, &arena, &reserved)
+    } else {
+        Vec::new()
+    };
+
+    out.extend_from_slice(b"{\"servers\":[");
+    let mut ti = 0;
+    let mut ri = 0;
+    for (si, s) in req.servers.iter().enumerate() {
+        if si > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"safe\":\"");
+        out.extend_from_slice(safe[si].as_bytes());
+        out.extend_from_slice(b"\",\"tools\":[");
+        for j in 0..s.tools.len() {
+            if j > 0 {
+                out.push(b',');
+            }
+            let rej = rejected[ri];
+            ri += 1;
+            if rej {
+                out.extend_from_slice(b"{\"reject\":\"the tool name is empty after trimming white space\"}");
+                continue;
+            }
+            out.extend_from_slice(b"{\"name\":\"");
+            if collide {
+                out.extend_from_slice(finals[ti].as_bytes());
+            } else {
+                let t = &tools[ti];
+                out.extend_from_slice(&arena[t.off..t.off + t.len]);
+            }
+            out.extend_from_slice(b"\"}");
+            ti += 1;
+        }
+        out.extend_from_slice(b"]}");
+    }
+    out.extend_from_slice(b"]}");
+}
+
+/// The slow path when names collide: OpenClaw's sequential assignment in
+/// catalog order, then a truncated name whose candidate collides gets the
+/// stable hash form instead. Returns the final names in input order.
+fn assign(req: &Input, safe: &[String], tools: &[Tool], arena: &[u8], reserved: &[(usize, usize)]) -> Vec<String> {
+    let lower = |o: usize, l: usize| arena[o..o + l].to_ascii_lowercase();
+    // How many candidates (and reserved names) share each lowered name.
+    let mut seen: std::collections::HashMap<Vec<u8>, u32> = std::collections::HashMap::new();
+    for &(o, l) in reserved {
+        *seen.entry(lower(o, l)).or_insert(0) += 1;
+    }
+    for t in tools {
+        *seen.entry(lower(t.off, t.len)).or_insert(0) += 1;
+    }
+    let mut order: Vec<usize> = (0..tools.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (ta, tb) = (&tools[a], &tools[b]);
+        locale_cmp(&safe[ta.server], &safe[tb.server])
+            .then_with(|| locale_cmp(ta.raw, tb.raw))
+            .then_with(|| locale_cmp(&req.servers[ta.server].raw, &req.servers[tb.server].raw))
+    });
+    let reserved_names: Vec<String> =
+        reserved.iter().map(|&(o, l)| String::from_utf8_lossy(&arena[o..o + l]).into_owned()).collect();
+    let mut taken: HashSet<Vec<u8>> = reserved.iter().map(|&(o, l)| lower(o, l)).collect();
+    let mut finals = vec![String::new(); tools.len()];
+    for &i in &order {
+        let t = &tools[i];
+        let s = &safe[t.server];
+        let mut name = format!("{}__{}", s, t.part);
+        let mut k = 2;
+        while taken.contains(name.to_ascii_lowercase().as_bytes()) {
+            let sfx = format!("-{}", k);
+            name = format!("{}__{}{}", s, cut(&t.part, t.max.saturating_sub(sfx.len()).max(1)), sfx);
+            k += 1;
+        }
+        taken.insert(name.to_ascii_lowercase().into_bytes());
+        finals[i] = name;
+    }
+    let mut hashed = Vec::new();
+    for &i in &order {
+        let t = &tools[i];
+        if t.truncated && seen[&lower(t.off, t.len)] > 1 {
+            let raw_server: &str = &req.servers[t.server].raw;
+            finals[i] = format!(
+                "{}__{}-{}",
+                safe[t.server],
+                cut(&t.part, t.max.saturating_sub(HASH_SFX).max(1)),
+                hash8(&[raw_server, t.raw])
+            );
+            hashed.push(i);
+        }
+    }
+    dedupe(&mut finals, &hashed, &reserved_names, MAX_NAME);
+    finals
+}
+
+// ------------------------------------------------------- localeCompare ----
+
+/// Primary collation weights of ASCII in ICU's root collation, as Node's
+/// `localeCompare` (en-US) orders them: 0 for the ignorable control
+/// characters; letters of both cases share a weight.
+static PRIMARY: [u8; 128] = primary_table();
+
+const fn primary_table() -> [u8; 128] {
+    // The non-ignorable ASCII characters in collation order.
+    const ORDER: &[u8] = b"\t\n\x0b\x0c\r _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789";
+    let mut t = [0u8; 128];
+    let mut i = 0;
+    while i < ORDER.len() {
+        t[ORDER[i] as usize] = (i + 1) as u8;
+        i += 1;
+    }
+    let base = ORDER.len() as u8 + 1;
+    let mut c = 0;
+    while c < 26 {
+        t[(b'a' + c) as usize] = base + c;
+        t[(b'A' + c) as usize] = base + c;
+        c += 1;
+    }
+    t
+}
+
+/// Latin-1 letters U+00C0..=U+00FF folded to their base letter for the
+/// primary level ('*' for the ones ICU does not fold to one ASCII letter:
+/// Æ, Ð, ×, Ø, Þ, ß, æ, ð, ÷, ø, þ).
+const LATIN1: &[u8; 64] = b"AAAAAA*CEEEEIIII*NOOOOO**UUUUY**aaaaaa*ceeeeiiii*nooooo**uuuuy*y";
+
+/// The primary weight of c: ASCII by the table; accented Latin-1 letters
+/// as their base letter; other symbols (emoji included) between ASCII's
+/// symbols and digits, other digits after ASCII's, other letters after
+/// z, each group by code point (the approximation of docs/tool-names.md).
+fn primary(c: char) -> u64 {
+    let cp = c as u32;
+    if cp < 128 {
+        return (PRIMARY[cp as usize] as u64) << 32;
+    }
+    if (0xC0..=0xFF).contains(&cp) {
+        let b = LATIN1[(cp - 0xC0) as usize];
+        if b != b'*' {
+            return (PRIMARY[b as usize] as u64) << 32;
+        }
+    }
+    let group = if c.is_alphabetic() {
+        PRIMARY[b'z' as usize]
+    } else if c.is_numeric() {
+        PRIMARY[b'9' as usize]
+    } else {
+        PRIMARY[b'$' as usize]
+    };
+    ((group as u64) << 32) + 1 + cp as u64
+}
+
+/// The secondary weight of c: the code point of a folded accented letter,
+/// 0 for anything else.
+fn secondary(c: char) -> u32 {
+    let cp = c as u32;
+    if (0xC0..=0xFF).contains(&cp) && LATIN1[(cp - 0xC0) as usize] != b'*' {
+        cp
+    } else {
+        0
+    }
+}
+
+/// Compares like `a.localeCompare(b)` (ICU root, tertiary strength),
+/// exactly for ASCII: primary weights first, ignorable characters skipped;
+/// then accents; then case, lowercase first; otherwise equal.
+fn locale_cmp(a: &str, b: &str) -> Ordering {
+    let pa = a.chars().filter(|&c| primary(c) != 0);
+    let pb = b.chars().filter(|&c| primary(c) != 0);
+    pa.clone()
+        .map(primary)
+        .cmp(pb.clone().map(primary))
+        .then_with(|| pa.clone().map(secondary).cmp(pb.clone().map(secondary)))
+        .then_with(|| pa.map(|c| c.is_uppercase()).cmp(pb.map(|c| c.is_uppercase())))
+}

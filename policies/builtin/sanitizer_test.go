@@ -1,0 +1,221 @@
+package builtin_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/builtin"
+	"github.com/openclaw-go/openclaw/policies/wasmpolicy"
+)
+
+// loadSanitizer loads the embedded sanitizer module, closed at the end of
+// the test.
+func loadSanitizer(t testing.TB) *wasmpolicy.Module {
+	t.Helper()
+	ctx := context.Background()
+	m, err := wasmpolicy.Load(ctx, "sanitizer", builtin.Sanitizer(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(context.Background()) })
+	return m
+}
+
+func sanitize(t *testing.T, m *wasmpolicy.Module, reserved []string, servers ...policies.SanitizeServer) *policies.SanitizeResult {
+	t.Helper()
+	req := &policies.SanitizeRequest{Reserved: reserved, Servers: servers}
+	res, err := m.SanitizeToolNames(context.Background(), req)
+	if err != nil {
+		t.Fatalf("SanitizeToolNames: %v", err)
+	}
+	return res
+}
+
+// names flattens a result: "safe: name name …" per server, a rejection
+// shown as "!".
+func names(res *policies.SanitizeResult) []string {
+	var out []string
+	for _, s := range res.Servers {
+		var ts []string
+		for _, tn := range s.Tools {
+			if tn.Reject != "" {
+				ts = append(ts, "!")
+			} else {
+				ts = append(ts, tn.Name)
+			}
+		}
+		out = append(out, s.Safe+": "+strings.Join(ts, " "))
+	}
+	return out
+}
+
+// hash8 is the sanitizer's stable short hash (docs/tool-names.md):
+// FNV-1a 64 of the parts joined by a zero byte, low 32 bits in hex.
+func hash8(parts ...string) string {
+	h := fnv.New64a()
+	h.Write([]byte(strings.Join(parts, "\x00")))
+	return fmt.Sprintf("%08x", uint32(h.Sum64()))
+}
+
+func srv(name string, tools ...string) policies.SanitizeServer {
+	return policies.SanitizeServer{Name: name, Tools: tools}
+}
+
+// TestSanitizerRules checks cases derived by hand from OpenClaw's rules
+// (reference §11.6), and the two places where ours differ on purpose.
+func TestSanitizerRules(t *testing.T) {
+	t.Parallel()
+	m := loadSanitizer(t)
+	x70 := strings.Repeat("x", 70)
+	a41 := strings.Repeat("a", 40)
+	for _, tc := range []struct {
+		title    string
+		reserved []string
+		servers  []policies.SanitizeServer
+		want     []string
+	}{
+		{"kept as is", nil, []policies.SanitizeServer{srv("files", "read_file", "Write-File")},
+			[]string{"files: files__read_file files__Write-File"}},
+		{"dots slashes spaces become dashes", nil, []policies.SanitizeServer{srv("my.server", "fs/read", "list files")},
+			[]string{"my-server: my-server__fs-read my-server__list-files"}},
+		{"a letter first", nil, []policies.SanitizeServer{srv("123", "456", "_x")},
+			[]string{"mcp-123: mcp-123__tool-456 mcp-123__tool-_x"}},
+		{"empty names", nil, []policies.SanitizeServer{srv("", "", " \t", "ok")},
+			[]string{"mcp: ! ! mcp__ok"}},
+		{"non-ASCII: one dash per UTF-16 code unit", nil, []policies.SanitizeServer{srv("café", "größe", "😀", "x😀y")},
+			[]string{"caf-: caf-__gr--e caf-__tool--- caf-__x--y"}},
+		{"JS trim", nil, []policies.SanitizeServer{srv("\u00a0srv\ufeff", "\u3000tool\u2003")},
+			[]string{"srv: srv__tool"}},
+		{"servers colliding after sanitizing, case-insensitively", nil,
+			[]policies.SanitizeServer{srv("my server", "a"), srv("my.server", "a"), srv("My-Server", "a")},
+			[]string{"my-server: my-server__a", "my-server-2: my-server-2__a", "My-Server-3: My-Server-3__a"}},
+		{"tools colliding after sanitizing get suffixes in localeCompare order", nil,
+			[]policies.SanitizeServer{srv("s", "a.b", "a b", "a-b", "A B")},
+			// localeCompare: "a b" < "A B" < "a-b" < "a.b".
+			[]string{"s: s__a-b-4 s__a-b s__a-b-3 s__A-B-2"}},
+		{"reserved names, case-insensitively", []string{"S__SEND"},
+			[]policies.SanitizeServer{srv("s", "send")}, []string{"s: s__send-2"}},
+		{"a suffix that meets a natural name", nil,
+			[]policies.SanitizeServer{srv("s", "a b", "a-b", "a-b-2")},
+			// Order: "a b", "a-b", "a-b-2": "a-b" takes s__a-b-2 first.
+			[]string{"s: s__a-b s__a-b-2 s__a-b-2-2"}},
+		{"200-character names", nil, []policies.SanitizeServer{srv(strings.Repeat("s", 200), strings.Repeat("t", 200))},
+			[]string{strings.Repeat("s", 30) + ": " + strings.Repeat("s", 30) + "__" + strings.Repeat("t", 32)}},
+		{"long tool names cut into a collision keep a stable hash", nil,
+			[]policies.SanitizeServer{srv("srv", x70+"a", x70+"b", strings.Repeat("x", 59))},
+			[]string{"srv: srv__" + strings.Repeat("x", 50) + "-" + hash8("srv", x70+"a") +
+				" srv__" + strings.Repeat("x", 50) + "-" + hash8("srv", x70+"b") +
+				" srv__" + strings.Repeat("x", 59)}},
+		{"long server names cut into a collision keep a stable hash", nil,
+			[]policies.SanitizeServer{srv(a41+"1", "x"), srv(a41+"2", "x")},
+			[]string{strings.Repeat("a", 21) + "-" + hash8(a41+"1") + ": " + strings.Repeat("a", 21) + "-" + hash8(a41+"1") + "__x",
+				strings.Repeat("a", 21) + "-" + hash8(a41+"2") + ": " + strings.Repeat("a", 21) + "-" + hash8(a41+"2") + "__x"}},
+	} {
+		t.Run(tc.title, func(t *testing.T) {
+			t.Parallel()
+			got := names(sanitize(t, m, tc.reserved, tc.servers...))
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("got\n  %q\nwant\n  %q", got, tc.want)
+			}
+		})
+	}
+}
+
+type goldenCase struct {
+	Title    string                    `json:"title"`
+	Reserved []string                  `json:"reserved"`
+	Servers  []policies.SanitizeServer `json:"servers"`
+	OpenClaw struct {
+		Safe  []string    `json:"safe"`
+		Names [][]*string `json:"names"`
+	} `json:"openclaw"`
+}
+
+var (
+	hashedServer = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,20}-[0-9a-f]{8}(-[0-9]+)?$`)
+	hashedTool   = regexp.MustCompile(`__[A-Za-z0-9_-]+-([0-9a-f]{8})(-[0-9]+)?$`)
+	suffixed     = regexp.MustCompile(`-[0-9]+$`)
+)
+
+// TestSanitizerGolden compares the module with OpenClaw's algorithm run
+// under Node (testdata/sanitizer_golden.json, generated by
+// guests/sanitizer/testdata/openclaw_names.mjs): every name must be
+// OpenClaw's, except a name OpenClaw cut into a collision, which must be
+// the stable hash form. Reversing the order of every server's tools must
+// not change any name but suffixed ones (whose order decides, as in
+// OpenClaw, for tools listed twice under the same raw name).
+func TestSanitizerGolden(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("testdata/sanitizer_golden.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var golden struct {
+		Cases []goldenCase `json:"cases"`
+	}
+	if err := json.Unmarshal(raw, &golden); err != nil {
+		t.Fatal(err)
+	}
+	if len(golden.Cases) < 50 {
+		t.Fatalf("only %d golden cases", len(golden.Cases))
+	}
+	m := loadSanitizer(t)
+	hashed := 0
+	for _, c := range golden.Cases {
+		t.Run(c.Title, func(t *testing.T) {
+			res := sanitize(t, m, c.Reserved, c.Servers...)
+			for i, s := range c.Servers {
+				got, want := res.Servers[i].Safe, c.OpenClaw.Safe[i]
+				if got != want {
+					if !hashedServer.MatchString(got) || !strings.Contains(got, hash8(s.Name)) {
+						t.Errorf("server %q: safe name %q, OpenClaw %q", s.Name, got, want)
+					}
+					hashed++
+				}
+				for j, tool := range s.Tools {
+					g, w := res.Servers[i].Tools[j], c.OpenClaw.Names[i][j]
+					if w == nil {
+						if g.Reject == "" {
+							t.Errorf("server %q tool %q: got %q, OpenClaw skips it", s.Name, tool, g.Name)
+						}
+						continue
+					}
+					if g.Name == *w || got != want && strings.TrimPrefix(g.Name, got) == strings.TrimPrefix(*w, want) {
+						continue
+					}
+					sub := hashedTool.FindStringSubmatch(g.Name)
+					if len(*w) < 60 || sub == nil || sub[1] != hash8(s.Name, tool) {
+						t.Errorf("server %q tool %q: got %q, OpenClaw %q", s.Name, tool, g.Name, *w)
+					}
+					hashed++
+				}
+			}
+			// Stability: the same catalog with each server's tools reversed.
+			rev := make([]policies.SanitizeServer, len(c.Servers))
+			for i, s := range c.Servers {
+				rev[i] = srv(s.Name, slices.Clone(s.Tools)...)
+				slices.Reverse(rev[i].Tools)
+			}
+			res2 := sanitize(t, m, c.Reserved, rev...)
+			for i, s := range c.Servers {
+				for j := range s.Tools {
+					a, b := res.Servers[i].Tools[j], res2.Servers[i].Tools[len(s.Tools)-1-j]
+					if a != b && !suffixed.MatchString(a.Name) && !suffixed.MatchString(b.Name) {
+						t.Errorf("server %q tool %q: %q, reversed %q", s.Name, s.Tools[j], a.Name, b.Name)
+					}
+				}
+			}
+		})
+	}
+	if hashed == 0 {
+		t.Error("no golden case exercised the stable hash")
+	}
+}

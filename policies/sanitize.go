@@ -1,0 +1,283 @@
+package policies
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// MaxToolNameLen is the longest exposed tool name: LLM APIs (Anthropic,
+// OpenAI) accept tool names matching ^[a-zA-Z0-9_-]{1,64}$, and OpenClaw
+// §11.6 cuts names to 64.
+const MaxToolNameLen = 64
+
+// SanitizeServer is one declared MCP server of a catalog with the raw names
+// of its tools, in the order its tools/list gave them. A declared server
+// with no tools (or whose listing failed) is still sent: OpenClaw assigns
+// safe server names over all declared servers, in declaration order.
+type SanitizeServer struct {
+	Name  string   `json:"name"`
+	Tools []string `json:"tools"`
+}
+
+// SanitizeRequest is the input of sanitize_tool_names: a whole catalog in
+// one batch (docs/policy-abi.md §6.1).
+type SanitizeRequest struct {
+	// Reserved are names already taken by the surface's own tools (the
+	// bridge's nine tools, built-ins); no imported tool may be exposed
+	// under one of them, compared ignoring ASCII case.
+	Reserved []string `json:"reserved,omitempty"`
+	// Servers lists the declared servers in declaration order.
+	Servers []SanitizeServer `json:"servers"`
+	// Proposed is the previous sanitizer's answer when several run in a
+	// chain (nil for the first): a later module may keep or change it.
+	Proposed []SanitizedServer `json:"proposed,omitempty"`
+}
+
+// ToolCount returns the number of (server, tool) pairs in r.
+func (r *SanitizeRequest) ToolCount() int {
+	n := 0
+	for _, s := range r.Servers {
+		n += len(s.Tools)
+	}
+	return n
+}
+
+// ToolName is a sanitizer's answer for one tool: the exposed Name, or a
+// Reject saying why the tool is not exposed (OpenClaw skips a tool whose
+// trimmed name is empty). Exactly one of the two is set.
+type ToolName struct {
+	Name   string `json:"name,omitempty"`
+	Reject string `json:"reject,omitempty"`
+}
+
+// SanitizedServer is the answer for one server: its safe name (the
+// `server` part of `server__tool`) and one [ToolName] per tool of the
+// request, in the same order.
+type SanitizedServer struct {
+	Safe  string     `json:"safe"`
+	Tools []ToolName `json:"tools"`
+}
+
+// SanitizeResult is the output of sanitize_tool_names: one
+// [SanitizedServer] per server of the request, in the same order.
+type SanitizeResult struct {
+	Servers []SanitizedServer `json:"servers"`
+}
+
+// Sanitizer is a policy module serving sanitize_tool_names. Name is the
+// module's configured name. SanitizeToolNames returns an error when the
+// module failed; the catalog build then fails (never exposing an
+// unsanitized name). Implementations are safe for concurrent use.
+type Sanitizer interface {
+	Name() string
+	SanitizeToolNames(ctx context.Context, req *SanitizeRequest) (*SanitizeResult, error)
+}
+
+// ErrInvalidNames is wrapped by a [*SanitizeError] whose module answered
+// names that break the contract (wrong shape, an invalid, duplicate or
+// reserved name).
+var ErrInvalidNames = errors.New("policies: invalid sanitized names")
+
+// ErrNoSanitizer is returned by a [SanitizeChain] with no module in enforce
+// mode: without a sanitizer there are no names to expose.
+var ErrNoSanitizer = errors.New("policies: no sanitize_tool_names module in enforce mode")
+
+// SanitizeError is the diagnostic of a failed catalog build: the module
+// that failed and, where the failure concerns one tool, its server and raw
+// name.
+type SanitizeError struct {
+	Module string // the module's configured name
+	Server string // the raw server name, when one is concerned
+	Tool   string // the raw tool name, when one is concerned
+	Err    error
+}
+
+func (e *SanitizeError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "sanitize_tool_names: module %q", e.Module)
+	if e.Server != "" || e.Tool != "" {
+		fmt.Fprintf(&b, ": server %q tool %q", e.Server, e.Tool)
+	}
+	fmt.Fprintf(&b, ": %v", e.Err)
+	return b.String()
+}
+
+func (e *SanitizeError) Unwrap() error { return e.Err }
+
+// ValidToolName reports whether name matches ^[a-zA-Z0-9_-]{1,64}$.
+func ValidToolName(name string) bool {
+	if len(name) == 0 || len(name) > MaxToolNameLen {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidateSanitized checks res against req and the contract: the same
+// servers and tools in the same order, a valid safe name per server,
+// exactly one of name or reject per tool, every name valid
+// ([ValidToolName]) and unique ignoring ASCII case, none equal to a
+// reserved name. module names the culprit in the returned
+// [*SanitizeError], which wraps [ErrInvalidNames].
+func ValidateSanitized(module string, req *SanitizeRequest, res *SanitizeResult) error {
+	fail := func(server, tool, format string, args ...any) error {
+		return &SanitizeError{Module: module, Server: server, Tool: tool,
+			Err: fmt.Errorf("%w: %s", ErrInvalidNames, fmt.Sprintf(format, args...))}
+	}
+	if res == nil {
+		return fail("", "", "no result")
+	}
+	if len(res.Servers) != len(req.Servers) {
+		return fail("", "", "%d servers answered for %d asked", len(res.Servers), len(req.Servers))
+	}
+	taken := make(map[string]string, len(req.Reserved)+req.ToolCount())
+	for _, r := range req.Reserved {
+		taken[strings.ToLower(r)] = "the reserved name " + r
+	}
+	for i, s := range req.Servers {
+		got := res.Servers[i]
+		if !ValidToolName(got.Safe) {
+			return fail(s.Name, "", "invalid safe server name %q", got.Safe)
+		}
+		if len(got.Tools) != len(s.Tools) {
+			return fail(s.Name, "", "%d tools answered for %d asked", len(got.Tools), len(s.Tools))
+		}
+		for j, raw := range s.Tools {
+			t := got.Tools[j]
+			switch {
+			case t.Name == "" && t.Reject == "":
+				return fail(s.Name, raw, "neither a name nor a rejection")
+			case t.Name != "" && t.Reject != "":
+				return fail(s.Name, raw, "both a name and a rejection")
+			case t.Reject != "":
+				continue
+			case !ValidToolName(t.Name):
+				return fail(s.Name, raw, "invalid name %q (want ^[a-zA-Z0-9_-]{1,64}$)", t.Name)
+			}
+			key := strings.ToLower(t.Name)
+			if prev, dup := taken[key]; dup {
+				return fail(s.Name, raw, "name %q collides with %s", t.Name, prev)
+			}
+			taken[key] = fmt.Sprintf("tool %q of server %q", raw, s.Name)
+		}
+	}
+	return nil
+}
+
+// SanitizerEntry is one module of a [SanitizeChain] with its mode (""
+// means Enforce).
+type SanitizerEntry struct {
+	Sanitizer Sanitizer
+	Mode      Mode
+}
+
+// SanitizeChain runs sanitize_tool_names modules in order. Each module in
+// enforce mode receives the request with Proposed set to the previous
+// enforce module's answer and may keep or change it; the last answer is
+// the catalog's names. Every answer is validated ([ValidateSanitized]). A
+// module in audit mode is run, validated and recorded, and its answer is
+// discarded; its failure is recorded, not fatal. A failing enforce module
+// fails the whole build with a [*SanitizeError]: no name is exposed that a
+// sanitizer did not answer and the host did not validate. It is safe for
+// concurrent use.
+type SanitizeChain struct {
+	entries []SanitizerEntry
+	audit   AuditSink
+	now     func() time.Time
+}
+
+// NewSanitizeChain returns a chain over entries, which are copied. opts
+// may be nil (no audit log, the wall clock).
+func NewSanitizeChain(entries []SanitizerEntry, opts *ChainOptions) *SanitizeChain {
+	c := &SanitizeChain{entries: append([]SanitizerEntry(nil), entries...), now: time.Now}
+	if opts != nil {
+		c.audit = opts.Audit
+		if opts.Now != nil {
+			c.now = opts.Now
+		}
+	}
+	return c
+}
+
+// SanitizeToolNames names a catalog (see [SanitizeChain]). The returned
+// result has been validated against req.
+func (c *SanitizeChain) SanitizeToolNames(ctx context.Context, req *SanitizeRequest) (*SanitizeResult, error) {
+	var final *SanitizeResult
+	for _, e := range c.entries {
+		name := e.Sanitizer.Name()
+		mode := e.Mode
+		if mode == "" {
+			mode = Enforce
+		}
+		in := *req
+		in.Proposed = nil
+		if final != nil {
+			in.Proposed = final.Servers
+		}
+		start := c.now()
+		res, err := e.Sanitizer.SanitizeToolNames(ctx, &in)
+		if err != nil {
+			var se *SanitizeError
+			if !errors.As(err, &se) {
+				err = &SanitizeError{Module: name, Err: err}
+			}
+		} else {
+			err = ValidateSanitized(name, req, res)
+		}
+		c.record(req, name, mode, res, err, start)
+		if mode == AuditOnly {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		final = res
+	}
+	if final == nil {
+		return nil, ErrNoSanitizer
+	}
+	return final, nil
+}
+
+func (c *SanitizeChain) record(req *SanitizeRequest, module string, mode Mode, res *SanitizeResult, err error, start time.Time) {
+	if c.audit == nil {
+		return
+	}
+	r := AuditRecord{Time: start.UTC(), Hook: HookSanitizeToolNames, Module: module, Mode: mode,
+		DurationUs: c.now().Sub(start).Microseconds()}
+	if err != nil {
+		r.Decision = "fail"
+		r.Error = err.Error()
+	} else {
+		r.Decision = "ok"
+		r.Reason = summarize(req, res)
+	}
+	c.audit.Record(r)
+}
+
+// summarize says how many tools were named, renamed (exposed under a name
+// other than `<safe>__<raw>`) and rejected: the audit record's reason.
+func summarize(req *SanitizeRequest, res *SanitizeResult) string {
+	named, renamed, rejected := 0, 0, 0
+	for i, s := range res.Servers {
+		for j, t := range s.Tools {
+			if t.Reject != "" {
+				rejected++
+				continue
+			}
+			named++
+			if t.Name != s.Safe+"__"+req.Servers[i].Tools[j] {
+				renamed++
+			}
+		}
+	}
+	return fmt.Sprintf("%d servers, %d tools named, %d renamed, %d rejected", len(req.Servers), named, renamed, rejected)
+}
