@@ -3,9 +3,15 @@
 // TLS pin and the credentials, with OpenClaw's precedence of flags, then
 // environment, then config (shared/reference/openclaw-protocol.md §1.1).
 //
+// It also reads and writes the mcp.servers registry the way OpenClaw's
+// `openclaw mcp set|unset` do (§11): [LoadDocument] keeps the whole file in
+// order ([Object]), [Document.SetServer] normalizes and validates an entry,
+// [Document.Save] writes indented JSON atomically with OpenClaw's rotating
+// backups; [ResolveServer] tells how an entry would be launched, with its
+// secrets redacted and its env filtered as OpenClaw does.
+//
 // It is a leaf package: cmd/openclaw, transport and runtime read it; it
-// imports nothing of this module. Keys it does not know are kept untouched
-// (it never writes the file in this version).
+// imports nothing of this module. Keys it does not own are kept untouched.
 package config
 
 import (
