@@ -1,0 +1,436 @@
+package transport
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// MaxStderrLine is the cap on one logged stderr line of a stdio child, in
+// bytes (OpenClaw §11.4); the rest of a longer line is dropped.
+const MaxStderrLine = 8192
+
+// DefaultMaxMessageBytes is the default cap on one JSON-RPC message read
+// from a stdio child.
+const DefaultMaxMessageBytes = 64 << 20
+
+// ErrClosed is returned by Read and Write on a closed stdio connection.
+var ErrClosed = errors.New("transport: connection closed")
+
+// StdioTransport is an mcp.Transport that runs an MCP server as a child
+// process speaking newline-delimited JSON-RPC on its stdin and stdout.
+// Resolve builds it; its fields may also be set directly.
+//
+// Unlike go-sdk's CommandTransport it:
+//   - starts the server under a small supervisor (this same executable,
+//     re-run) in a process group of its own; the supervisor is a child
+//     subreaper (PR_SET_CHILD_SUBREAPER), so even grandchildren that call
+//     setsid stay under it, and it kills every descendant when the server
+//     exits, when Close asks, and when our process dies, even by SIGKILL
+//     (the kernel's parent-death signal);
+//   - passes only Env to the child;
+//   - logs each stderr line (capped at [MaxStderrLine]) tagged with the
+//     server name instead of writing it anywhere near our stdout;
+//   - logs and skips stdout lines that are not JSON-RPC 2.0 messages
+//     (banners, debug prints) instead of ending the session.
+//
+// Each Connect starts one child; a StdioTransport may be connected again
+// after the previous connection closed.
+type StdioTransport struct {
+	// Server is the mcp.servers name, used in logs and errors.
+	Server string
+	// Command is run with Args; without a '/', it is searched in the PATH
+	// of Env.
+	Command string
+	Args    []string
+	// Env is the child's complete environment ("KEY=value").
+	Env []string
+	// Dir is the working directory; empty means ours.
+	Dir string
+	// Logger receives stderr lines and skipped stdout lines; nil means
+	// slog.Default().
+	Logger *slog.Logger
+	// TerminateDuration: see [Options]. 0 means 5 s.
+	TerminateDuration time.Duration
+	// MaxMessageBytes caps one message; 0 means [DefaultMaxMessageBytes].
+	MaxMessageBytes int
+	// Redactor masks secrets in everything logged; nil means [RedactText].
+	Redactor *Redactor
+}
+
+// Connect starts the server and returns its connection. ctx bounds only the
+// start; the child lives until the connection is closed or it exits.
+func (t *StdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	log := t.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log = log.With("server", t.Server)
+	path, err := lookPathIn(t.Command, envValue(t.Env, "PATH"), t.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("transport: server %q: %w", t.Server, err)
+	}
+	if t.Dir != "" {
+		if st, err := os.Stat(t.Dir); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("transport: server %q: cwd %s is not a directory", t.Server, t.Dir)
+		}
+	}
+	grace := t.TerminateDuration
+	if grace <= 0 {
+		grace = 5 * time.Second
+	}
+	maxMsg := t.MaxMessageBytes
+	if maxMsg <= 0 {
+		maxMsg = DefaultMaxMessageBytes
+	}
+
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("transport: server %q: stdin pipe: %w", t.Server, err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW)
+		return nil, fmt.Errorf("transport: server %q: stdout pipe: %w", t.Server, err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW, outR, outW)
+		return nil, fmt.Errorf("transport: server %q: stderr pipe: %w", t.Server, err)
+	}
+	cmd, err := supervisedCommand(path, t.Args, t.Env, grace)
+	if err != nil {
+		closeAll(inR, inW, outR, outW, errR, errW)
+		return nil, fmt.Errorf("transport: server %q: %w", t.Server, err)
+	}
+	cmd.Dir = t.Dir
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	if err := cmd.Start(); err != nil {
+		closeAll(inR, inW, outR, outW, errR, errW)
+		return nil, fmt.Errorf("transport: server %q: starting %s: %w", t.Server, t.Redactor.Redact(t.Command), err)
+	}
+	closeAll(inR, outW, errW)
+
+	c := &stdioConn{
+		server:  t.Server,
+		log:     log,
+		red:     t.Redactor,
+		cmd:     cmd,
+		stdin:   inW,
+		stdout:  outR,
+		stderr:  errR,
+		grace:   grace,
+		maxMsg:  maxMsg,
+		msgs:    make(chan jsonrpc.Message),
+		closing: make(chan struct{}),
+		exited:  make(chan struct{}),
+	}
+	c.pumps.Add(2)
+	go c.readStdout()
+	go c.readStderr()
+	go c.wait()
+	return c, nil
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
+}
+
+func envValue(env []string, key string) string {
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// lookPathIn resolves command the way the child's exec would: with a '/' it
+// is a path (relative to dir), else it is searched in pathEnv.
+func lookPathIn(command, pathEnv, dir string) (string, error) {
+	isExec := func(p string) bool {
+		st, err := os.Stat(p)
+		return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+	}
+	if strings.Contains(command, "/") {
+		p := command
+		if !filepath.IsAbs(p) && dir != "" {
+			p = filepath.Join(dir, p)
+		}
+		if abs, err := filepath.Abs(p); err == nil {
+			p = abs
+		}
+		if !isExec(p) {
+			return "", fmt.Errorf("command %s is not an executable file", command)
+		}
+		return p, nil
+	}
+	for _, d := range filepath.SplitList(pathEnv) {
+		if d == "" {
+			d = "."
+		}
+		p := filepath.Join(d, command)
+		if !filepath.IsAbs(p) && dir != "" {
+			p = filepath.Join(dir, p)
+		}
+		if isExec(p) {
+			if abs, err := filepath.Abs(p); err == nil {
+				p = abs
+			}
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("command %q not found in the child's PATH %q", command, pathEnv)
+}
+
+// stdioConn is the mcp.Connection of one supervised child. It owns three
+// goroutines, all ended by Close or by the child's exit: readStdout,
+// readStderr and wait.
+type stdioConn struct {
+	server string
+	log    *slog.Logger
+	red    *Redactor
+	cmd    *exec.Cmd
+	stdin  *os.File
+	stdout *os.File
+	stderr *os.File
+	grace  time.Duration
+	maxMsg int
+
+	msgs    chan jsonrpc.Message // closed by readStdout after readErr is set
+	readErr error
+	pumps   sync.WaitGroup
+
+	writeMu sync.Mutex
+
+	closeOnce sync.Once
+	closing   chan struct{}
+	exited    chan struct{} // closed by wait after exitErr is set
+	exitErr   error
+}
+
+// Read returns the next JSON-RPC message of the child's stdout.
+func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case m, ok := <-c.msgs:
+		if !ok {
+			return nil, c.readErr
+		}
+		return m, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.closing:
+		return nil, ErrClosed
+	}
+}
+
+// Write sends one message as a line on the child's stdin. ctx cancellation
+// interrupts a write blocked on a full pipe.
+func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return fmt.Errorf("transport: server %q: encoding message: %w", c.server, err)
+	}
+	data = append(data, '\n')
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	select {
+	case <-c.closing:
+		return ErrClosed
+	default:
+	}
+	stop := context.AfterFunc(ctx, func() { _ = c.stdin.SetWriteDeadline(time.Now()) })
+	_, err = c.stdin.Write(data)
+	if !stop() {
+		_ = c.stdin.SetWriteDeadline(time.Time{})
+		if err != nil {
+			return ctx.Err()
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("transport: server %q: writing to its stdin: %w", c.server, err)
+	}
+	return nil
+}
+
+// SessionID implements mcp.Connection; stdio has no session ID.
+func (c *stdioConn) SessionID() string { return "" }
+
+// Close ends the child and everything it started: it closes stdin and gives
+// the server TerminateDuration to exit, then asks the supervisor to SIGTERM
+// every descendant and SIGKILL what remains after another
+// TerminateDuration, and as a last resort SIGKILLs the process group. It
+// returns once the supervisor is reaped and the reading goroutines ended.
+// Safe to call several times and concurrently.
+func (c *stdioConn) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.closing)
+		c.writeMu.Lock()
+		c.stdin.Close()
+		c.writeMu.Unlock()
+		c.terminate()
+		// The supervisor has exited, so every writer of the pipes is gone
+		// unless a process escaped it; give the readers a moment to drain
+		// the last lines, then force them to stop.
+		done := make(chan struct{})
+		go func() { c.pumps.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(time.Second):
+			c.stdout.Close()
+			c.stderr.Close()
+			<-done
+		}
+		c.stdout.Close()
+		c.stderr.Close()
+	})
+	return nil
+}
+
+func (c *stdioConn) terminate() {
+	select {
+	case <-c.exited:
+		return
+	case <-time.After(c.grace):
+	}
+	_ = c.cmd.Process.Signal(sigTerm)
+	select {
+	case <-c.exited:
+		return
+	case <-time.After(2*c.grace + time.Second):
+	}
+	c.log.Warn("transport: supervisor did not exit; killing its process group")
+	killGroup(c.cmd.Process.Pid)
+	<-c.exited
+}
+
+func (c *stdioConn) wait() {
+	c.exitErr = c.cmd.Wait()
+	close(c.exited)
+}
+
+// readStdout turns stdout lines into messages. Lines that are not JSON-RPC
+// 2.0 and lines over maxMsg bytes are logged and skipped.
+func (c *stdioConn) readStdout() {
+	defer c.pumps.Done()
+	br := bufio.NewReaderSize(c.stdout, 64<<10)
+	var buf []byte
+	for {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			if len(buf)+len(line) <= c.maxMsg {
+				buf = append(buf, line...)
+			} else {
+				c.log.Warn("transport: stdout line too long, skipped", "limit_bytes", c.maxMsg)
+				buf = buf[:0]
+				if err := discardLine(br); err != nil {
+					c.endRead(err)
+					return
+				}
+			}
+			continue
+		}
+		if len(buf) > 0 {
+			line = append(buf, line...)
+			buf = buf[:0]
+		}
+		if len(line) > c.maxMsg {
+			c.log.Warn("transport: stdout line too long, skipped", "limit_bytes", c.maxMsg)
+		} else if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
+			// Copy: trimmed points into the reader's buffer, and the message
+			// outlives the next read.
+			msg, derr := jsonrpc.DecodeMessage(bytes.Clone(trimmed))
+			if derr != nil {
+				c.log.Warn("transport: stdout line is not JSON-RPC 2.0, skipped",
+					"line", c.red.Redact(truncate(string(trimmed), 200)), "error", derr.Error())
+			} else {
+				select {
+				case c.msgs <- msg:
+				case <-c.closing:
+					c.endRead(ErrClosed)
+					return
+				}
+			}
+		}
+		if err != nil {
+			c.endRead(err)
+			return
+		}
+	}
+}
+
+func discardLine(br *bufio.Reader) error {
+	for {
+		_, err := br.ReadSlice('\n')
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return err
+		}
+	}
+}
+
+func (c *stdioConn) endRead(err error) {
+	if errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) {
+		select {
+		case <-c.closing:
+			err = ErrClosed
+		case <-c.exited:
+			err = fmt.Errorf("transport: server %q exited: %v: %w", c.server, c.exitErr, io.EOF)
+		case <-time.After(100 * time.Millisecond):
+			err = fmt.Errorf("transport: server %q closed its stdout: %w", c.server, io.EOF)
+		}
+	} else {
+		err = fmt.Errorf("transport: server %q: reading its stdout: %w", c.server, err)
+	}
+	c.readErr = err
+	close(c.msgs)
+}
+
+// readStderr logs each stderr line, capped at MaxStderrLine bytes.
+func (c *stdioConn) readStderr() {
+	defer c.pumps.Done()
+	br := bufio.NewReaderSize(c.stderr, MaxStderrLine)
+	for {
+		line, err := br.ReadSlice('\n')
+		truncated := false
+		if errors.Is(err, bufio.ErrBufferFull) {
+			truncated = true
+			line = append([]byte(nil), line...)
+			err = discardLine(br)
+		}
+		if s := strings.TrimRight(string(line), "\r\n"); s != "" {
+			attrs := []any{"line", c.red.Redact(s)}
+			if truncated {
+				attrs = append(attrs, "truncated", true)
+			}
+			c.log.Info("server stderr", attrs...)
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,197 @@
+package transport
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// The supervisor is this executable run again with supervisorEnv set: the
+// package's init function sees the variable and becomes the supervisor
+// before main runs. argv after argv[0] is the server's command line.
+const (
+	supervisorEnv       = "OPENCLAW_GO_STDIO_SUPERVISOR"
+	supervisorGraceEnv  = "OPENCLAW_GO_STDIO_SUPERVISOR_GRACE_MS"
+	prSetChildSubreaper = 36 // PR_SET_CHILD_SUBREAPER, linux/prctl.h
+)
+
+var sigTerm = syscall.SIGTERM
+
+func init() {
+	if os.Getenv(supervisorEnv) != "1" {
+		return
+	}
+	os.Exit(runSupervisor(os.Args[1:]))
+}
+
+// supervisedCommand returns the command that runs path with args under the
+// supervisor: its own process group, SIGTERM to it when our process dies.
+func supervisedCommand(path string, args, env []string, grace time.Duration) (*exec.Cmd, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding our executable to run the supervisor: %w", err)
+	}
+	cmd := exec.Command(self, append([]string{path}, args...)...)
+	cmd.Env = append(append([]string(nil), env...),
+		supervisorEnv+"=1",
+		supervisorGraceEnv+"="+strconv.FormatInt(grace.Milliseconds(), 10))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	return cmd, nil
+}
+
+func killGroup(pid int) { _ = syscall.Kill(-pid, syscall.SIGKILL) }
+
+// runSupervisor is the supervisor's main. It becomes a child subreaper,
+// starts the server with our stdin, stdout and stderr (no copying), and
+// reaps everything. When the server exits, or on SIGTERM, SIGINT or SIGHUP
+// (the parent-death signal included), it signals every descendant: SIGTERM
+// first on a signal, SIGKILL after the grace period or once the server is
+// gone. It exits with the server's status once it has no child left.
+func runSupervisor(argv []string) int {
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(os.Stderr, "openclaw supervisor: "+format+"\n", a...)
+		return 127
+	}
+	if len(argv) == 0 {
+		return fail("no command")
+	}
+	grace := 5 * time.Second
+	if ms, err := strconv.Atoi(os.Getenv(supervisorGraceEnv)); err == nil && ms > 0 {
+		grace = time.Duration(ms) * time.Millisecond
+	}
+	os.Unsetenv(supervisorEnv)
+	os.Unsetenv(supervisorGraceEnv)
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
+		return fail("prctl(PR_SET_CHILD_SUBREAPER): %v", errno)
+	}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	signal.Ignore(syscall.SIGPIPE)
+
+	proc, err := os.StartProcess(argv[0], argv, &os.ProcAttr{
+		Env:   os.Environ(),
+		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
+		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
+	})
+	if err != nil {
+		return fail("starting %s: %v", argv[0], err)
+	}
+	// Hold no end of the server's stdin or stdout: EOF must follow the
+	// server, not us.
+	if devnull, err := os.Open(os.DevNull); err == nil {
+		_ = syscall.Dup3(int(devnull.Fd()), 0, 0)
+		_ = syscall.Dup3(int(devnull.Fd()), 1, 0)
+		devnull.Close()
+	}
+
+	var mu sync.Mutex
+	killing := false // once set, every reap rescans and SIGKILLs
+	killAll := func() {
+		mu.Lock()
+		killing = true
+		mu.Unlock()
+		signalDescendants(syscall.SIGKILL)
+	}
+	go func() {
+		<-sigs
+		signalDescendants(syscall.SIGTERM)
+		select {
+		case <-sigs:
+		case <-time.After(grace):
+		}
+		killAll()
+	}()
+
+	code := 0
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, 0, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil { // ECHILD: nothing left
+			return code
+		}
+		if pid == proc.Pid {
+			switch {
+			case ws.Exited():
+				code = ws.ExitStatus()
+			case ws.Signaled():
+				code = 128 + int(ws.Signal())
+			}
+			killAll()
+			continue
+		}
+		mu.Lock()
+		k := killing
+		mu.Unlock()
+		if k {
+			signalDescendants(syscall.SIGKILL)
+		}
+	}
+}
+
+// signalDescendants sends sig to every process below us, found from the
+// parent links in /proc. Reparented orphans are our children (we are a
+// subreaper), so they are found as well.
+func signalDescendants(sig syscall.Signal) {
+	self := os.Getpid()
+	for _, pid := range descendants(self) {
+		_ = syscall.Kill(pid, sig)
+	}
+}
+
+// descendants lists the processes whose ancestry reaches root.
+func descendants(root int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	children := map[int][]int{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, ok := parentOf(pid); ok {
+			children[ppid] = append(children[ppid], pid)
+		}
+	}
+	var out []int
+	queue := []int{root}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
+}
+
+// parentOf reads the parent PID from /proc/<pid>/stat (field 4, after the
+// parenthesized command name, which may itself contain spaces or ')').
+func parentOf(pid int) (int, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0, false
+	}
+	ppid, err := strconv.Atoi(f[1])
+	return ppid, err == nil
+}

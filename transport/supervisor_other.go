@@ -1,0 +1,24 @@
+//go:build unix && !linux
+
+package transport
+
+import (
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+var sigTerm = syscall.SIGTERM
+
+// supervisedCommand, outside Linux, runs the server directly in a process
+// group of its own: there is no parent-death signal or child subreaper, so
+// a grandchild that calls setsid, or our own death by SIGKILL, can leave
+// processes behind.
+func supervisedCommand(path string, args, env []string, _ time.Duration) (*exec.Cmd, error) {
+	cmd := exec.Command(path, args...)
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd, nil
+}
+
+func killGroup(pid int) { _ = syscall.Kill(-pid, syscall.SIGKILL) }
