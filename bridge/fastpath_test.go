@@ -206,3 +206,33 @@ func FuzzRawString(f *testing.F) {
 		}
 	})
 }
+
+// FuzzValidateArgs checks the scanner path of validateArgs against the
+// encoding/json tokenizer path on any input: the same arguments, in the
+// same order, or the same message.
+func FuzzValidateArgs(f *testing.F) {
+	for _, s := range []string{`{}`, `{"limit":5,"search":"x","x":[1,{"a":"}"}]}`, `{"limit":1,"limit":2,"channel":"a"}`,
+		`{"session_key":"k\u00e9","text":"hi"}`, `{"s\u0065arch":"q"}`, `{"limit": 1.5e2 , "search" : null}`, `[]`, `{"a":tru}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for i := range toolSpecs {
+			spec := &toolSpecs[i]
+			raw := bytes.TrimSpace(data)
+			if kindOf(raw) != kindObject {
+				continue
+			}
+			slow, smsg := decodeArgs(raw, spec.props)
+			fast, ok := scanArgs(raw, spec.props)
+			if !ok {
+				continue
+			}
+			if slow == nil {
+				t.Fatalf("%s: scanner took %q, tokenizer says %q", spec.name, data, smsg)
+			}
+			if string(fast.JSON()) != string(slow.JSON()) {
+				t.Fatalf("%s on %q: scanner %s, tokenizer %s", spec.name, data, fast.JSON(), slow.JSON())
+			}
+		}
+	})
+}

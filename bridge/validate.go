@@ -133,33 +133,12 @@ func validateArgs(raw json.RawMessage, props []prop, required []string) (*args, 
 	if kindOf(raw) != kindObject {
 		return nil, "Invalid input: expected object, received " + received(raw)
 	}
-	a := &args{values: map[string]json.RawMessage{}}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if _, err := dec.Token(); err != nil { // {
-		return nil, "Invalid input: expected object, received " + received(raw)
-	}
-	known := map[string]bool{}
-	for _, p := range props {
-		known[p.name] = true
-	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, "Invalid input: malformed arguments"
+	a, ok := scanArgs(raw, props)
+	if !ok {
+		var msg string
+		if a, msg = decodeArgs(raw, props); a == nil {
+			return nil, msg
 		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, "Invalid input: malformed arguments"
-		}
-		k, _ := tok.(string)
-		if !known[k] {
-			continue
-		}
-		if _, dup := a.values[k]; !dup {
-			a.keys = append(a.keys, k)
-		}
-		a.values[k] = compactJSON(v)
 	}
 	var issues []string
 	for i := range props {
@@ -181,6 +160,73 @@ func validateArgs(raw json.RawMessage, props []prop, required []string) (*args, 
 		return nil, strings.Join(issues, "; ")
 	}
 	return a, ""
+}
+
+// scanArgs reads the known arguments of the JSON object raw with the
+// skipping scanner, the fast path of every tool call. It declines (false)
+// when raw is not valid JSON or has a key with an escape or a non-ASCII
+// byte, where decodeArgs decides.
+func scanArgs(raw []byte, props []prop) (*args, bool) {
+	if !json.Valid(raw) {
+		return nil, false
+	}
+	a := &args{values: make(map[string]json.RawMessage, len(props))}
+	ok := true
+	err := members(raw, func(k, v []byte) {
+		if !ok {
+			return
+		}
+		if !plainKey(k) {
+			ok = false
+			return
+		}
+		for i := range props {
+			if string(k) == props[i].name {
+				a.set(props[i].name, v)
+				return
+			}
+		}
+	})
+	return a, ok && err == nil
+}
+
+// decodeArgs reads the known arguments of the JSON object raw with
+// encoding/json's tokenizer; on malformed input it returns the zod-style
+// message instead.
+func decodeArgs(raw []byte, props []prop) (*args, string) {
+	a := &args{values: map[string]json.RawMessage{}}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if _, err := dec.Token(); err != nil { // {
+		return nil, "Invalid input: expected object, received " + received(raw)
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, "Invalid input: malformed arguments"
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, "Invalid input: malformed arguments"
+		}
+		k, _ := tok.(string)
+		for i := range props {
+			if k == props[i].name {
+				a.set(k, v)
+				break
+			}
+		}
+	}
+	return a, ""
+}
+
+// set records a known argument: a repeated key keeps its first position
+// and takes the last value, as the object would in JavaScript.
+func (a *args) set(k string, v json.RawMessage) {
+	if _, dup := a.values[k]; !dup {
+		a.keys = append(a.keys, k)
+	}
+	a.values[k] = compactJSON(v)
 }
 
 // zodType is how zod names the expected type in an invalid_type message.
