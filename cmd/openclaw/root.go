@@ -15,6 +15,7 @@ func newRootCmd() *cobra.Command {
 	root.SetVersionTemplate("openclaw-go {{.Version}}\n")
 	mcp := &cobra.Command{Use: "mcp", Short: "MCP server and client commands"}
 	mcp.AddCommand(newMCPServeCmd())
+	mcp.AddCommand(newMCPRegistryCmds()...)
 	root.AddCommand(mcp, newGatewayCmd())
 	return root
 }
