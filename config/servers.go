@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -52,7 +53,18 @@ type Document struct {
 	// Root is the top-level object. Keys this package does not own are
 	// never changed.
 	Root *Object
+
+	// base is the file content the document was read from, baseExists
+	// whether there was a file; Save checks both again so that a
+	// concurrent writer is not overwritten.
+	base       []byte
+	baseExists bool
 }
+
+// ErrConfigChanged is returned by [Document.Save] when the file changed on
+// disk after it was read (another `openclaw mcp set`, an editor, OpenClaw
+// itself); nothing is written, and the command can be run again.
+var ErrConfigChanged = errors.New("config: the file changed since it was read")
 
 // LoadDocument reads the config file at path (JSON5). A missing or empty
 // file is an empty document. A file that does not parse, or whose top level
@@ -66,7 +78,12 @@ func LoadDocument(path string) (*Document, error) {
 	if err != nil {
 		return nil, fmt.Errorf("config: reading %s: %w", path, err)
 	}
-	return ParseDocument(path, data)
+	d, err := ParseDocument(path, data)
+	if err != nil {
+		return nil, err
+	}
+	d.base, d.baseExists = data, true
+	return d, nil
 }
 
 // ParseDocument parses config data; path is recorded and used in errors.
@@ -285,8 +302,22 @@ func moveAlias(e *Object, from, to string) {
 // it, openclaw.json.last-good holds a copy of what was written, which is
 // always a config that passed validation. The folder is created (0700)
 // when missing.
+//
+// Like OpenClaw's write with a base hash, Save refuses to overwrite a file
+// that changed since [LoadDocument] read it, with [ErrConfigChanged].
 func (d *Document) Save() error {
 	data := append(MarshalIndent(d.Root), '\n')
+	cur, err := os.ReadFile(d.Path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		if d.baseExists {
+			return fmt.Errorf("%w: %s was removed", ErrConfigChanged, d.Path)
+		}
+	case err != nil:
+		return fmt.Errorf("config: reading %s: %w", d.Path, err)
+	case !d.baseExists || !bytes.Equal(cur, d.base):
+		return fmt.Errorf("%w: %s; run the command again", ErrConfigChanged, d.Path)
+	}
 	dir := filepath.Dir(d.Path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("config: creating %s: %w", dir, err)
@@ -297,6 +328,7 @@ func (d *Document) Save() error {
 	if err := writeAtomic(d.Path, data); err != nil {
 		return err
 	}
+	d.base, d.baseExists = data, true
 	return writeAtomic(d.Path+".last-good", data)
 }
 

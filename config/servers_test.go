@@ -541,3 +541,46 @@ func TestLocaleCompare(t *testing.T) {
 		t.Fatalf("sorted %q\nwant   %q", names, want)
 	}
 }
+
+func TestSaveRefusesAConcurrentChange(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "openclaw.json")
+	a, err := LoadDocument(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := LoadDocument(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []*Document{a, b} {
+		if err := d.SetServer("x", mustObject(t, `{"command":"x"}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Save(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Save(); !errors.Is(err, ErrConfigChanged) {
+		t.Fatalf("second writer from the same base: %v, want ErrConfigChanged", err)
+	}
+	// The first writer may go on writing its own document.
+	if err := a.SetServer("y", mustObject(t, `{"command":"y"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Save(); err != nil {
+		t.Fatalf("save after own save: %v", err)
+	}
+	if err := os.WriteFile(path, []byte(`{"edited":true}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Save(); !errors.Is(err, ErrConfigChanged) {
+		t.Fatalf("after an edit by someone else: %v", err)
+	}
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Save(); !errors.Is(err, ErrConfigChanged) {
+		t.Fatalf("after removal: %v", err)
+	}
+}
