@@ -98,6 +98,22 @@ func RedactURL(raw string) string {
 	return out[:q+1] + strings.Join(parts, "&") + frag
 }
 
+// IsSensitiveKeyName reports whether a header or env name usually carries
+// a secret, as OpenClaw's doctor judges it: Authorization,
+// Proxy-Authorization, X-Api-Key, Api-Key, api_key, or a name ending (after
+// "_" or "-", or whole) in api_key/apikey/api-key, authorization, bearer,
+// password, secret or token; case-insensitive.
+func IsSensitiveKeyName(name string) bool {
+	n := strings.ToLower(strings.TrimSpace(name))
+	switch n {
+	case "authorization", "proxy-authorization", "x-api-key", "api-key", "api_key":
+		return true
+	}
+	return sensitiveKeyRE.MatchString(n)
+}
+
+var sensitiveKeyRE = regexp.MustCompile(`(?:^|[_-])(?:api[_-]?key|authorization|bearer|password|secret|token)$`)
+
 // secretFlagRE matches flag names (lowercased) whose value is a secret.
 var secretFlagRE = regexp.MustCompile(`^--(?:[a-z0-9]+(?:[-_][a-z0-9]+)*[-_])?(?:token|secret|password|passwd|passphrase|pin|api[-_]?key|api[-_]?secret|secret[-_]?key|secret[-_]?access[-_]?key|access[-_]?key(?:[-_]?id)?|account[-_]?key|client[-_]?key|consumer[-_]?key|license[-_]?key|subscription[-_]?key|webhook|credentials?|creds?|auth(?:orization)?|bearer|pat|cookie|private[-_]?key|recovery[-_]?key|signing[-_]?key|encryption[-_]?key|master[-_]?key|session[-_]?key|gateway[-_]?key|service[-_]?key|hook[-_]?key)$`)
 

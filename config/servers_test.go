@@ -584,3 +584,16 @@ func TestSaveRefusesAConcurrentChange(t *testing.T) {
 		t.Fatalf("after removal: %v", err)
 	}
 }
+
+func TestIsSensitiveKeyName(t *testing.T) {
+	t.Parallel()
+	for name, want := range map[string]bool{
+		"Authorization": true, "proxy-authorization": true, "X-Api-Key": true, "FOO_API_KEY": true,
+		"my-apikey": true, "GITHUB_TOKEN": true, "token": true, "DB_PASSWORD": true, "x-bearer": true,
+		"FOO": false, "NODE_OPTIONS": false, "tokenizer": false, "X-Request-Id": false, "mytoken": false,
+	} {
+		if got := IsSensitiveKeyName(name); got != want {
+			t.Errorf("IsSensitiveKeyName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -543,7 +543,7 @@ func regDoctorIssues(name string, e *config.Object) []regDoctorIssue {
 		}
 		for _, k := range o.Keys() {
 			val, _ := o.Get(k)
-			if s, ok := val.(string); ok && regSensitiveKey(k) && strings.TrimSpace(s) != "" && !strings.HasPrefix(strings.TrimSpace(s), "$") {
+			if s, ok := val.(string); ok && config.IsSensitiveKeyName(k) && strings.TrimSpace(s) != "" && !strings.HasPrefix(strings.TrimSpace(s), "$") {
 				add("warning", "%s.%s holds a literal secret; keep it out of the config file and reference an environment variable instead", field, k)
 			}
 		}
@@ -558,27 +558,6 @@ func regDoctorIssues(name string, e *config.Object) []regDoctorIssue {
 		}
 	}
 	return issues
-}
-
-// regSensitiveKey reports header or env names that usually carry a secret.
-func regSensitiveKey(name string) bool {
-	n := strings.ToLower(strings.TrimSpace(name))
-	switch n {
-	case "authorization", "proxy-authorization", "x-api-key", "api-key", "api_key":
-		return true
-	}
-	for _, suffix := range []string{"apikey", "api_key", "api-key", "authorization", "bearer", "password", "secret", "token"} {
-		if n == suffix {
-			return true
-		}
-		if strings.HasSuffix(n, suffix) {
-			c := n[len(n)-len(suffix)-1]
-			if c == '_' || c == '-' {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func regIsDir(p string) bool {
