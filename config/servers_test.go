@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -596,4 +597,58 @@ func TestIsSensitiveKeyName(t *testing.T) {
 			t.Errorf("IsSensitiveKeyName(%q) = %v, want %v", name, got, want)
 		}
 	}
+}
+
+// Hostile config files must never panic the validator, the normalizer or
+// the resolver.
+func FuzzServersConfig(f *testing.F) {
+	for _, s := range []string{
+		`{"mcp":{"servers":{"a":{"command":"x","env":{"LD_PRELOAD":1}},"b":{"url":"https://u:p@h?token=1","type":"http"}}}}`,
+		`{"mcp":{"servers":{"c":{"oauth":{"identity":"per-requester"},"codex":{"agents":[1]},"toolFilter":{"include":[" "]}}}}}`,
+		`{"mcp":{"servers":[],"apps":3}}`,
+		`{"mcp":{"servers":{"d":{"workingDirectory":5,"type":"SSE","transport":null,"args":[{}]}}}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := ParseOrdered(data)
+		if err != nil {
+			return
+		}
+		root, ok := v.(*Object)
+		if !ok {
+			return
+		}
+		ValidateMCP(root.Clone())
+		doc := &Document{Path: "p", Root: root}
+		servers := doc.Servers()
+		for _, name := range servers.Keys() {
+			e, _ := servers.Get(name)
+			entry := e.(*Object)
+			if r, err := ResolveServer(name, entry); err == nil && r.Transport == "" {
+				t.Fatalf("resolved %q without a transport", name)
+			}
+			BlockedStdioEnvKeys(entry)
+			NormalizeServer(entry.Clone())
+			doc.SetServer(name+"2", entry.Clone())
+		}
+	})
+}
+
+// Redaction is idempotent and never shows a URL's password.
+func FuzzRedactURL(f *testing.F) {
+	for _, s := range []string{"https://user:pw@mcp.example.com/mcp?token=abc&x=1", "http://h/bot1:x/y?%74oken=1#f", "not a url", "https://a@b@c/d"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		once := RedactURL(s)
+		if twice := RedactURL(once); twice != once {
+			t.Fatalf("RedactURL not idempotent: %q -> %q -> %q", s, once, twice)
+		}
+		if u, err := url.Parse(s); err == nil && u.Scheme != "" && u.User != nil {
+			if pw, ok := u.User.Password(); ok && len(pw) > 3 && !strings.Contains(strings.Replace(s, pw, "", 1), pw) && strings.Contains(once, pw) {
+				t.Fatalf("RedactURL(%q) = %q shows the password", s, once)
+			}
+		}
+	})
 }
