@@ -55,6 +55,27 @@ type ResolvedServer struct {
 	// ClientKey are the configured mTLS file paths.
 	SSLVerify             bool
 	ClientCert, ClientKey string
+	// Headers are the HTTP headers in file order, values converted to
+	// strings (numbers as JavaScript prints them); values of other types
+	// are left out and their names listed in DroppedHeaders. With
+	// auth "oauth" any Authorization header is left out (§11.4). Values are
+	// as written: ${ENV} interpolation is the transport's job.
+	Headers        []EnvVar
+	DroppedHeaders []string
+	// Enabled is false only when configured false.
+	Enabled bool
+	// OAuth is true for auth "oauth".
+	OAuth bool
+	// ToolFilter holds the trimmed, non-empty include and exclude patterns;
+	// nil when the entry has no toolFilter.
+	ToolFilter *ToolFilter
+}
+
+// ToolFilter is an entry's toolFilter: a tool is exposed when Include is
+// empty or one of its patterns matches, and no Exclude pattern matches;
+// "*" matches any run of characters (§11.6).
+type ToolFilter struct {
+	Include, Exclude []string
 }
 
 // EnvVar is one environment entry, its value converted to a string.
@@ -81,6 +102,11 @@ func ResolveServer(name string, e *Object) (*ResolvedServer, error) {
 		SSLVerify:           e.vals["sslVerify"] != false,
 	}
 	r.SupportsParallelToolCalls, _ = e.vals["supportsParallelToolCalls"].(bool)
+	r.Enabled = e.vals["enabled"] != false
+	r.OAuth = e.vals["auth"] == "oauth"
+	if tf, ok := e.vals["toolFilter"].(*Object); ok {
+		r.ToolFilter = &ToolFilter{Include: patterns(tf, "include"), Exclude: patterns(tf, "exclude")}
+	}
 	r.ClientCert, _ = e.vals["clientCert"].(string)
 	r.ClientKey, _ = e.vals["clientKey"].(string)
 	if cmd, ok := e.vals["command"].(string); ok && strings.TrimSpace(cmd) != "" {
@@ -128,8 +154,56 @@ func ResolveServer(name string, e *Object) (*ResolvedServer, error) {
 	}
 	r.Transport = requested
 	r.URL = u
+	if h, ok := e.vals["headers"].(*Object); ok {
+		for _, k := range h.Keys() {
+			if r.OAuth && strings.EqualFold(k, "Authorization") {
+				continue
+			}
+			switch v := h.vals[k].(type) {
+			case string:
+				r.Headers = append(r.Headers, EnvVar{k, v})
+			case float64:
+				r.Headers = append(r.Headers, EnvVar{k, FormatNumber(v)})
+			case bool:
+				r.Headers = append(r.Headers, EnvVar{k, fmt.Sprint(v)})
+			default:
+				r.DroppedHeaders = append(r.DroppedHeaders, k)
+			}
+		}
+	}
 	r.Description = RedactURL(u)
 	return r, nil
+}
+
+func patterns(o *Object, k string) []string {
+	a, _ := o.vals[k].([]any)
+	var out []string
+	for _, x := range a {
+		if s, ok := x.(string); ok && strings.TrimSpace(s) != "" {
+			out = append(out, strings.TrimSpace(s))
+		}
+	}
+	return out
+}
+
+// ResolveServers resolves every entry of mcp.servers in file order (the
+// declaration order OpenClaw names servers in). Entries that cannot be
+// resolved are returned as errors wrapping [ErrNoTransport], in the same
+// order, and left out of the list.
+func (d *Document) ResolveServers() ([]*ResolvedServer, []error) {
+	servers := d.Servers()
+	var out []*ResolvedServer
+	var errs []error
+	for _, name := range servers.Keys() {
+		e, _ := servers.Get(name)
+		r, err := ResolveServer(name, e.(*Object))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, errs
 }
 
 func positiveOr(e *Object, k string, def float64) float64 {

@@ -652,3 +652,35 @@ func FuzzRedactURL(f *testing.F) {
 		}
 	})
 }
+
+func TestResolveServerDetails(t *testing.T) {
+	t.Parallel()
+	doc := &Document{Path: "p", Root: mustObject(t, `{"mcp":{"servers":{
+		"h":{"url":"https://h/mcp","transport":"streamable-http","headers":{"Authorization":"Bearer x","X-N":2,"X-B":true,"X-O":{}},"toolFilter":{"include":[" a* ",""],"exclude":["b"]}},
+		"o":{"url":"https://h/mcp","auth":"oauth","headers":{"authorization":"Bearer x","X":"y"},"enabled":false},
+		"bad":{"type":"websocket","url":"https://h"},
+		"s":{"command":"x"}}}}`)}
+	rs, errs := doc.ResolveServers()
+	if len(rs) != 3 || len(errs) != 1 || !strings.Contains(errs[0].Error(), `"bad"`) {
+		t.Fatalf("ResolveServers = %d servers, errors %v", len(rs), errs)
+	}
+	h, o, s := rs[0], rs[1], rs[2]
+	if want := []EnvVar{{"Authorization", "Bearer x"}, {"X-N", "2"}, {"X-B", "true"}}; !reflect.DeepEqual(h.Headers, want) {
+		t.Errorf("headers %v, want %v", h.Headers, want)
+	}
+	if !reflect.DeepEqual(h.DroppedHeaders, []string{"X-O"}) {
+		t.Errorf("dropped headers %v", h.DroppedHeaders)
+	}
+	if want := (&ToolFilter{Include: []string{"a*"}, Exclude: []string{"b"}}); !reflect.DeepEqual(h.ToolFilter, want) {
+		t.Errorf("tool filter %+v, want %+v", h.ToolFilter, want)
+	}
+	if !h.Enabled || h.OAuth {
+		t.Errorf("h: enabled %v oauth %v", h.Enabled, h.OAuth)
+	}
+	if want := []EnvVar{{"X", "y"}}; !reflect.DeepEqual(o.Headers, want) || o.Enabled || !o.OAuth || o.Transport != TransportSSE {
+		t.Errorf("oauth server: %+v", o)
+	}
+	if s.Name != "s" || s.Transport != TransportStdio || s.ToolFilter != nil {
+		t.Errorf("stdio server: %+v", s)
+	}
+}
