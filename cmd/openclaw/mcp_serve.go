@@ -97,14 +97,10 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 	if err != nil {
 		return failStart(err)
 	}
-	pol, err := loadPolicies(ctx, c.policy)
+	pol, err := startPolicies(ctx, c.policy, "mcp serve", stderr)
 	if err != nil {
 		return failStart(err)
 	}
-	for _, line := range pol.summary {
-		fmt.Fprintf(stderr, "openclaw mcp: policy active: %s\n", line)
-	}
-	fmt.Fprintf(stderr, "openclaw mcp: decision audit log: %s\n", pol.auditDst)
 	identity, err := deviceIdentity(logger)
 	if err != nil {
 		return failStart(err)
@@ -137,7 +133,7 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 	})
 	b = bridge.New(client, &bridge.Options{
 		ClaudeChannelMode: mode,
-		Policy:            pol.chain,
+		Policy:            pol,
 		Logger:            logger,
 		Verbose:           c.verbose,
 		ServerVersion:     version,

@@ -16,6 +16,6 @@ func newRootCmd() *cobra.Command {
 	mcp := &cobra.Command{Use: "mcp", Short: "MCP server and client commands"}
 	mcp.AddCommand(newMCPServeCmd())
 	mcp.AddCommand(newMCPRegistryCmds()...)
-	root.AddCommand(mcp, newGatewayCmd())
+	root.AddCommand(mcp, newGatewayCmd(), newPolicyCmd())
 	return root
 }

@@ -84,6 +84,11 @@ type Options struct {
 	// memory_limit_pages override CallTimeout and MemoryLimitPages; zero
 	// fields are wasmhost's defaults. Init and ErrorExport must be zero.
 	Host wasmhost.Options
+	// OnReload, when set, is called after every reload attempt (from
+	// Reload or Watch) with its result or error, while reloads are held
+	// off: a process uses it to publish which policies are active. It
+	// must not call Reload or Close.
+	OnReload func(res ReloadResult, err error)
 	// WatchDebounce is how long Watch waits after the last file event
 	// before it reloads (writers often change a file in several steps).
 	// 0 means 200 ms.
@@ -596,6 +601,9 @@ func (e *Engine) Reload(ctx context.Context) (ReloadResult, error) {
 		return ReloadResult{}, ErrClosed
 	}
 	res, err := e.reload(ctx, prev)
+	if e.opts.OnReload != nil {
+		e.opts.OnReload(res, err)
+	}
 	if err != nil {
 		e.logger.Error("policy reload refused; the active policies stay in place", "err", err)
 		return ReloadResult{}, err

@@ -1,0 +1,116 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/wasmpolicy"
+	"github.com/openclaw-go/openclaw/wasmhost"
+)
+
+// Inspection describes a policy module file: what `openclaw policy
+// inspect` prints.
+type Inspection struct {
+	// Source is the file path or "builtin:NAME".
+	Source string `json:"source"`
+	// Size is the module's size in bytes.
+	Size int `json:"size"`
+	// SHA256 is the hex digest to pin the module with.
+	SHA256 string `json:"sha256"`
+	// ABIVersion is what policy_abi_version returned; nil when the module
+	// does not export it or could not be instantiated.
+	ABIVersion *int32 `json:"abi_version"`
+	// Hooks are the hook exports the module has, in ABI order.
+	Hooks []policies.Hook `json:"hooks"`
+	// Exports and Imports list the module's exports and imports with
+	// their signatures.
+	Exports []Export `json:"exports"`
+	Imports []Import `json:"imports"`
+	// Memory is the module's first memory; nil when it has none.
+	Memory *Memory `json:"memory"`
+	// Loadable reports whether the host accepts the module as a policy
+	// with the given config (the checks of [Load]); LoadError says why
+	// not.
+	Loadable  bool   `json:"loadable"`
+	LoadError string `json:"load_error,omitempty"`
+}
+
+// Inspect reads a module ("builtin:NAME" or a file), describes its shape,
+// asks its policy_abi_version, and checks whether it loads as a policy
+// with cfg (nil means the built-in's default config, or none). It fails
+// only when the source cannot be read or is not a WebAssembly module; a
+// module the host refuses is described, with the reason in LoadError.
+func Inspect(ctx context.Context, source string, cfg json.RawMessage, host wasmhost.Options) (*Inspection, error) {
+	wasm, defCfg, err := ReadModule(source)
+	if err != nil {
+		return nil, err
+	}
+	shape, err := parseWasm(wasm)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", source, err)
+	}
+	sum := sha256.Sum256(wasm)
+	in := &Inspection{Source: source, Size: len(wasm), SHA256: hex.EncodeToString(sum[:]),
+		Exports: shape.exports, Imports: shape.imports, Hooks: []policies.Hook{}}
+	if in.Exports == nil {
+		in.Exports = []Export{}
+	}
+	if in.Imports == nil {
+		in.Imports = []Import{}
+	}
+	if len(shape.memories) > 0 {
+		in.Memory = &shape.memories[0]
+	}
+	for _, h := range config.HookNames {
+		if slices.ContainsFunc(shape.exports, func(e Export) bool { return e.Name == h && e.Kind == "func" }) {
+			in.Hooks = append(in.Hooks, policies.Hook(h))
+		}
+	}
+	name := config.DefaultModuleName(source)
+	host.PoolSize = 1
+	if m, err := wasmhost.Load(ctx, name, wasm, &host); err == nil {
+		if ft, ok := m.Func(wasmpolicy.ExportABIVersion); ok && ft.String() == "() -> (i32)" {
+			if res, err := m.Call(ctx, wasmpolicy.ExportABIVersion); err == nil {
+				v := int32(res[0])
+				in.ABIVersion = &v
+			}
+		}
+		_ = m.Close(ctx)
+	}
+	if cfg == nil {
+		cfg = defCfg
+	}
+	pm, err := wasmpolicy.Load(ctx, name, wasm, cfg, &wasmpolicy.Options{Host: host})
+	if err != nil {
+		in.LoadError = err.Error()
+		return in, nil
+	}
+	in.Loadable = true
+	return in, pm.Close(ctx)
+}
+
+// OpenModule loads one module for the `openclaw policy` tools: source is
+// "builtin:NAME" or a file, cfg its config (nil means the built-in's
+// default config, or none). Errors name the module and the reason, as
+// [Load]'s do.
+func OpenModule(ctx context.Context, source string, cfg json.RawMessage, host wasmhost.Options) (*wasmpolicy.Module, error) {
+	wasm, defCfg, err := ReadModule(source)
+	if err != nil {
+		return nil, err
+	}
+	if cfg == nil {
+		cfg = defCfg
+	}
+	name := config.DefaultModuleName(source)
+	m, err := wasmpolicy.Load(ctx, name, wasm, cfg, &wasmpolicy.Options{Host: host})
+	if err != nil {
+		return nil, fmt.Errorf("policy module %q (%s): %w", name, source, err)
+	}
+	return m, nil
+}
