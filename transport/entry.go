@@ -106,7 +106,7 @@ type Resolved struct {
 	// Kind is the transport chosen.
 	Kind Kind
 	// Transport connects to the server: a *[StdioTransport], an
-	// *mcp.SSEClientTransport or an *mcp.StreamableClientTransport.
+	// *[SSETransport] or an *mcp.StreamableClientTransport.
 	Transport mcp.Transport
 	// ConnectTimeout and RequestTimeout are the entry's timeouts or the
 	// OpenClaw defaults. The HTTP client already applies them to dialing,
@@ -257,7 +257,7 @@ func Resolve(name string, e ServerEntry, opts *Options) (*Resolved, error) {
 		return nil, err
 	}
 	if r.Kind == KindSSE {
-		r.Transport = &mcp.SSEClientTransport{Endpoint: e.URL, HTTPClient: client}
+		r.Transport = &SSETransport{SSEClientTransport: mcp.SSEClientTransport{Endpoint: e.URL, HTTPClient: client}}
 	} else {
 		r.Transport = &mcp.StreamableClientTransport{Endpoint: e.URL, HTTPClient: client}
 	}

@@ -106,6 +106,9 @@ func callText(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	if args == nil {
+		args = map[string]any{}
+	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	if err != nil {
 		t.Fatalf("CallTool(%s): %v", tool, err)
@@ -189,4 +192,10 @@ func syscallKill(pid int) error {
 		return err
 	}
 	return p.Kill()
+}
+
+// quiet returns Options whose log goes to a buffer, not the test output.
+func quiet() *Options {
+	log, _ := newLogger()
+	return &Options{Logger: log}
 }

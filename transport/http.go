@@ -3,6 +3,7 @@ package transport
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,8 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 const (
@@ -268,4 +271,46 @@ func readInitializeResult(body io.Reader) bool {
 			return false
 		}
 	}
+}
+
+// SSETransport is go-sdk's legacy SSE client transport (protocol 2024-11-05)
+// with one fix: go-sdk ties the event stream to the context given to
+// Connect, so a caller that bounds Connect with a timeout, as it should,
+// sees the session die when that context ends. Here ctx bounds only the
+// connection attempt; the stream lives until the connection is closed.
+type SSETransport struct {
+	mcp.SSEClientTransport
+}
+
+// Connect opens the event stream and waits for the endpoint event, both
+// bounded by ctx.
+func (t *SSETransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	life, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	conn, err := t.SSEClientTransport.Connect(life)
+	if !stop() {
+		if err == nil {
+			conn.Close()
+		}
+		cancel()
+		return nil, ctx.Err()
+	}
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return &sseConn{Connection: conn, cancel: cancel}, nil
+}
+
+// sseConn ends the event stream's context when the connection closes.
+type sseConn struct {
+	mcp.Connection
+	cancel context.CancelFunc
+}
+
+// Close closes the connection and ends its event stream.
+func (c *sseConn) Close() error {
+	err := c.Connection.Close()
+	c.cancel()
+	return err
 }

@@ -29,7 +29,7 @@ var (
 	urlInTextRe     = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>]+`)
 	bearerRe        = regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}`)
 	knownTokenRe    = regexp.MustCompile(`\b(?:sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|xox[abposr]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|glpat-[A-Za-z0-9_-]{20,})`)
-	sensitiveKVRe   = regexp.MustCompile(`(?i)\b([A-Za-z0-9_-]*(?:token|secret|password|passwd|api[_-]?key|apikey|authorization|cookie)[A-Za-z0-9_-]*)(\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s,;&]+)`)
+	sensitiveKVRe   = regexp.MustCompile(`(?i)\b([A-Za-z0-9_-]*(?:token|secret|password|passwd|api[_-]?key|apikey|authorization|cookie)[A-Za-z0-9_-]*)("?\s*[=:]\s*)("[^"]*"|'[^']*'|[^\s,;&]+)`)
 	sensitiveHeader = regexp.MustCompile(`(?i)(authorization|cookie|token|secret|password|api[-_]?key|auth|session|signature|credential)`)
 )
 
@@ -116,8 +116,12 @@ func RedactText(s string) string {
 	s = knownTokenRe.ReplaceAllString(s, Redacted)
 	s = sensitiveKVRe.ReplaceAllStringFunc(s, func(m string) string {
 		sub := sensitiveKVRe.FindStringSubmatch(m)
-		if strings.Contains(sub[3], Redacted) {
+		v := sub[3]
+		if strings.Contains(v, Redacted) || strings.EqualFold(v, "bearer") || strings.EqualFold(v, "basic") {
 			return m
+		}
+		if q := v[0]; q == '"' || q == '\'' {
+			return sub[1] + sub[2] + string(q) + Redacted + string(q)
 		}
 		return sub[1] + sub[2] + Redacted
 	})

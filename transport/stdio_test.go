@@ -223,7 +223,7 @@ func TestStdioSIGKILLOfOurProcessKillsTree(t *testing.T) {
 // grandchildren, prints their PIDs, the server's and the supervisor's, then
 // waits to be killed.
 func runSIGKILLHelper() int {
-	r, err := Resolve("victim", ServerEntry{Command: os.Getenv("MISBEHAVE_BIN")}, nil)
+	r, err := Resolve("victim", ServerEntry{Command: os.Getenv("MISBEHAVE_BIN")}, quiet())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

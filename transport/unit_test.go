@@ -1,0 +1,283 @@
+package transport
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const envFixture = "/work/shared/fixtures/openclaw/stdio-env-policy.json"
+
+func TestClassifyEnvKeyMatchesOpenClawWire(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(envFixture)
+	if err != nil {
+		t.Skipf("fixture not available: %v", err)
+	}
+	var f struct {
+		Dropped []string `json:"droppedForMcpStdio"`
+		Kept    []string `json:"keptForMcpStdio"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Dropped) != 200 {
+		t.Fatalf("fixture lists %d dropped keys, want 200", len(f.Dropped))
+	}
+	for _, k := range f.Dropped {
+		if ClassifyEnvKey(k) != EnvBlocked {
+			t.Errorf("OpenClaw dropped %q; ClassifyEnvKey keeps it", k)
+		}
+	}
+	for _, k := range f.Kept {
+		if ClassifyEnvKey(k) != EnvKeep {
+			t.Errorf("OpenClaw kept %q; ClassifyEnvKey blocks it", k)
+		}
+	}
+	if n := len(envSets().blocked); n != 194 {
+		t.Errorf("effective blocked exact keys = %d, want 194 (§11.7)", n)
+	}
+	for _, k := range []string{"GIT_CONFIG_COUNT", "NPM_CONFIG_REGISTRY", "", "  "} {
+		if ClassifyEnvKey(k) != EnvKeep {
+			t.Errorf("%q must be kept (override prefixes are not applied; empty keys kept)", k)
+		}
+	}
+}
+
+func TestFilterEnv(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		env     map[string]any
+		kept    map[string]string
+		bad     []string
+		blocked []string
+	}{
+		{"nil", nil, nil, nil, nil},
+		{"values converted", map[string]any{"A": "x", "N": 42.0, "F": 1.5, "B": false, " Spaced ": "v"},
+			map[string]string{"A": "x", "N": "42", "F": "1.5", "B": "false", " Spaced ": "v"}, nil, nil},
+		{"bad value types dropped", map[string]any{"A": "x", "O": map[string]any{}, "L": []any{"a"}, "Z": nil},
+			map[string]string{"A": "x"}, []string{"L", "O", "Z"}, nil},
+		{"credential allowlist kept", map[string]any{"AWS_SECRET_ACCESS_KEY": "s", "npm_token": "t"},
+			map[string]string{"AWS_SECRET_ACCESS_KEY": "s", "npm_token": "t"}, nil, nil},
+		{"blocked refuses", map[string]any{"HOME": "/h", "SHELL": "/bin/evil", "DYLD_X": "1", "BASH_FUNC_f%%": "() { :; }"},
+			nil, nil, []string{"BASH_FUNC_f%%", "DYLD_X", "SHELL"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			kept, bad, err := FilterEnv("s", tc.env)
+			var be *BlockedEnvError
+			if tc.blocked != nil {
+				if !errors.As(err, &be) || !reflect.DeepEqual(be.Keys, tc.blocked) {
+					t.Fatalf("err = %v, want blocked %v", err, tc.blocked)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(kept, tc.kept) || !reflect.DeepEqual(bad, tc.bad) {
+				t.Errorf("kept %v bad %v; want %v %v", kept, bad, tc.kept, tc.bad)
+			}
+		})
+	}
+}
+
+func TestChildEnvInheritsOnlyTheSafeSet(t *testing.T) {
+	t.Parallel()
+	ours := map[string]string{"HOME": "/h", "PATH": "/bin", "USER": "u", "AWS_SECRET_ACCESS_KEY": "leak", "TERM": "xterm"}
+	lookup := func(k string) (string, bool) { v, ok := ours[k]; return v, ok }
+	got := childEnv(lookup, map[string]string{"PATH": "/custom", "X": "1"})
+	want := []string{"HOME=/h", "PATH=/custom", "TERM=xterm", "USER=u", "X=1"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("childEnv = %v, want %v", got, want)
+	}
+}
+
+func TestResolve(t *testing.T) {
+	t.Parallel()
+	f := false
+	lookup := func(k string) (string, bool) {
+		if k == "TOKEN" {
+			return "tok-123456", true
+		}
+		return "", false
+	}
+	for _, tc := range []struct {
+		name     string
+		e        ServerEntry
+		kind     Kind
+		launch   string
+		errWant  string
+		unusable bool
+	}{
+		{"stdio wins over url", ServerEntry{Command: "node", Args: []string{"srv.js", "--api-key", "k1"}, URL: "https://x/mcp", Transport: "sse"},
+			KindStdio, "node srv.js --api-key ***", "", false},
+		{"stdio cwd", ServerEntry{Command: "node", WorkingDirectory: "/srv"}, KindStdio, "node (cwd=/srv)", "", false},
+		{"url defaults to sse", ServerEntry{URL: "https://user:pw@h.example/sse?token=abc&x=1"},
+			KindSSE, "https://***:***@h.example/sse?token=***&x=1", "", false},
+		{"streamable-http", ServerEntry{URL: "http://127.0.0.1:1/mcp", Transport: "Streamable-HTTP"}, KindStreamableHTTP, "http://127.0.0.1:1/mcp", "", false},
+		{"type http", ServerEntry{URL: "http://127.0.0.1:1/mcp", Type: "http"}, KindStreamableHTTP, "http://127.0.0.1:1/mcp", "", false},
+		{"type sse", ServerEntry{URL: "http://127.0.0.1:1/sse", Type: "SSE"}, KindSSE, "http://127.0.0.1:1/sse", "", false},
+		{"transport beats type", ServerEntry{URL: "http://127.0.0.1:1/sse", Transport: "sse", Type: "http"}, KindSSE, "http://127.0.0.1:1/sse", "", false},
+		{"sslVerify false and header env", ServerEntry{URL: "https://h/mcp", Transport: "streamable-http", SSLVerify: &f,
+			Headers: map[string]any{"Authorization": "Bearer ${TOKEN}", "X-N": 7.0}}, KindStreamableHTTP, "https://h/mcp", "", false},
+		{"ws url", ServerEntry{URL: "ws://h/mcp"}, "", "", "only http: and https:", true},
+		{"file url", ServerEntry{URL: "file:///etc/passwd"}, "", "", "only http: and https:", true},
+		{"nothing", ServerEntry{}, "", "", "no command and no url", true},
+		{"stdio without command", ServerEntry{Transport: "stdio", URL: "http://h/"}, "", "", "needs a non-empty command", true},
+		{"unknown transport", ServerEntry{URL: "http://h/", Transport: "websocket"}, "", "", `unsupported transport "websocket"`, true},
+		{"unknown type", ServerEntry{URL: "http://h/", Type: "grpc"}, "", "", `unsupported transport "grpc"`, true},
+		{"unset header variable", ServerEntry{URL: "http://h/", Headers: map[string]any{"X-Key": "${NOPE}"}}, "", "", `header "X-Key": environment variable NOPE`, false},
+		{"cert without key", ServerEntry{URL: "https://h/", ClientCert: "/c.pem"}, "", "", "clientCert and clientKey must be set together", false},
+		{"missing cert file", ServerEntry{URL: "https://h/", ClientCert: "/no/c.pem", ClientKey: "/no/k.pem"}, "", "", "loading client certificate /no/c.pem", false},
+		{"secret url in error", ServerEntry{URL: "ftp://u:secretpw@h/?token=zzz"}, "", "", "ftp://***:***@h/?token=***", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r, err := Resolve("srv", tc.e, &Options{LookupEnv: lookup})
+			if tc.errWant != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.errWant) || !strings.Contains(err.Error(), `"srv"`) {
+					t.Fatalf("err = %v, want it to name the server and contain %q", err, tc.errWant)
+				}
+				if errors.Is(err, ErrUnusable) != tc.unusable {
+					t.Errorf("errors.Is(err, ErrUnusable) = %t", !tc.unusable)
+				}
+				if strings.Contains(err.Error(), "secretpw") || strings.Contains(err.Error(), "zzz") {
+					t.Errorf("error leaks a secret: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Kind != tc.kind || r.Launch != tc.launch {
+				t.Errorf("kind %s launch %q; want %s %q", r.Kind, r.Launch, tc.kind, tc.launch)
+			}
+			if r.ConnectTimeout != DefaultConnectionTimeout || r.RequestTimeout != DefaultRequestTimeout {
+				t.Errorf("timeouts %v %v", r.ConnectTimeout, r.RequestTimeout)
+			}
+			switch tr := r.Transport.(type) {
+			case *StdioTransport:
+				if tc.kind != KindStdio {
+					t.Errorf("transport %T", tr)
+				}
+			case *SSETransport:
+				if tc.kind != KindSSE || tr.Endpoint != tc.e.URL {
+					t.Errorf("transport %T %s", tr, tr.Endpoint)
+				}
+			case *mcp.StreamableClientTransport:
+				if tc.kind != KindStreamableHTTP || tr.Endpoint != tc.e.URL {
+					t.Errorf("transport %T %s", tr, tr.Endpoint)
+				}
+				if tc.e.Headers != nil {
+					rt := tr.HTTPClient.Transport.(*headerRoundTripper)
+					if rt.headers["Authorization"] != "Bearer tok-123456" || rt.headers["X-N"] != "7" {
+						t.Errorf("headers %v", rt.headers)
+					}
+					if got := r.Redactor.Redact("sent tok-123456"); got != "sent ***" {
+						t.Errorf("Redactor did not learn the header secret: %q", got)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestResolveTimeoutsAndOAuthHeader(t *testing.T) {
+	t.Parallel()
+	log, lb := newLogger()
+	r := resolve(t, "o", ServerEntry{URL: "https://h/mcp", Transport: "streamable-http", Auth: "oauth",
+		ConnectionTimeoutMs: 1500, RequestTimeoutMs: 2500,
+		Headers: map[string]any{"authorization": "Bearer x", "X-Obj": map[string]any{}, "X-Ok": true}}, &Options{Logger: log})
+	if r.ConnectTimeout != 1500*time.Millisecond || r.RequestTimeout != 2500*time.Millisecond {
+		t.Errorf("timeouts %v %v", r.ConnectTimeout, r.RequestTimeout)
+	}
+	rt := r.Transport.(*mcp.StreamableClientTransport).HTTPClient.Transport.(*headerRoundTripper)
+	if !reflect.DeepEqual(rt.headers, map[string]string{"X-Ok": "true"}) {
+		t.Errorf("headers %v", rt.headers)
+	}
+	if len(r.Warnings) != 2 || !strings.Contains(lb.String(), `header \"X-Obj\" dropped`) {
+		t.Errorf("warnings %v; log %s", r.Warnings, lb.String())
+	}
+}
+
+func TestExpandEnv(t *testing.T) {
+	t.Parallel()
+	lookup := func(k string) (string, bool) {
+		v, ok := map[string]string{"A": "1", "B_2": "two", "E": ""}[k]
+		return v, ok
+	}
+	for _, tc := range []struct{ in, out, err string }{
+		{"plain", "plain", ""},
+		{"Bearer ${A}", "Bearer 1", ""},
+		{"${A}${B_2}-${E}", "1two-", ""},
+		{"$A and $${A}", "$A and ${A}", ""},
+		{"${MISSING}", "", "MISSING referenced as ${MISSING} is not set"},
+		{"${A", "", "unterminated"},
+		{"${1X}", "", "invalid variable name"},
+	} {
+		got, err := ExpandEnv(tc.in, lookup)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("ExpandEnv(%q) err = %v, want %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.out {
+			t.Errorf("ExpandEnv(%q) = %q, %v; want %q", tc.in, got, err, tc.out)
+		}
+	}
+}
+
+func TestRedaction(t *testing.T) {
+	t.Parallel()
+	urls := []struct{ in, out string }{
+		{"https://user:pw@mcp.example.com/mcp?token=abc&x=1", "https://***:***@mcp.example.com/mcp?token=***&x=1"},
+		{"https://h/p?API-Key=k&Refresh_Token=r&access_token_0123456789abcdef01=z&page=2", "https://h/p?API-Key=***&Refresh_Token=***&access_token_0123456789abcdef01=***&page=2"},
+		{"https://h/p?%74oken=abc", "https://h/p?%74oken=***"},
+		{"https://api.telegram.org/bot123456:AAH-secret_x/getMe", "https://api.telegram.org/bot***/getMe"},
+		{"http://127.0.0.1:8080/mcp", "http://127.0.0.1:8080/mcp"},
+	}
+	for _, u := range urls {
+		if got := RedactURL(u.in); got != u.out {
+			t.Errorf("RedactURL(%q) = %q, want %q", u.in, got, u.out)
+		}
+	}
+	args := []struct{ in, out []string }{
+		{[]string{"--token", "abc", "--port", "8080"}, []string{"--token", "***", "--port", "8080"}},
+		{[]string{"--api-key=abc", "--github-pat", "p", "--db-password", "x", "--verbose"}, []string{"--api-key=***", "--github-pat", "***", "--db-password", "***", "--verbose"}},
+		{[]string{"--url", "https://u:p@h/?key=1"}, []string{"--url", "https://***:***@h/?key=***"}},
+		{[]string{"serve", "sk-abcdefghijklmnopqrstuvwx"}, []string{"serve", "***"}},
+	}
+	for _, a := range args {
+		if got := RedactArgs(a.in); !reflect.DeepEqual(got, a.out) {
+			t.Errorf("RedactArgs(%q) = %q, want %q", a.in, got, a.out)
+		}
+	}
+	texts := []struct{ in, out string }{
+		{"Authorization: Bearer abcdefghijkl", "Authorization: Bearer ***"},
+		{"using Bearer abcdefghijkl now", "using Bearer *** now"},
+		{"password=hunter2 user=bob", "password=*** user=bob"},
+		{`{"api_key": "zzz", "name": "n"}`, `{"api_key": "***", "name": "n"}`},
+		{"token ghp_abcdefghijklmnopqrstuvwxyz0123 ok", "token *** ok"},
+	}
+	for _, x := range texts {
+		if got := RedactText(x.in); got != x.out {
+			t.Errorf("RedactText(%q) = %q, want %q", x.in, got, x.out)
+		}
+	}
+	h := RedactHeaders(map[string]string{"Authorization": "Bearer x", "X-API-Key": "k", "Accept": "a"})
+	if !reflect.DeepEqual(h, map[string]string{"Authorization": "***", "X-API-Key": "***", "Accept": "a"}) {
+		t.Errorf("RedactHeaders = %v", h)
+	}
+	if got := NewRedactor("abcd1234", "ab").Redact("k=abcd1234 ab"); got != "k=*** ab" {
+		t.Errorf("Redactor = %q", got)
+	}
+}
