@@ -138,9 +138,18 @@ func ValidateSanitized(module string, req *SanitizeRequest, res *SanitizeResult)
 	if len(res.Servers) != len(req.Servers) {
 		return fail("", "", "%d servers answered for %d asked", len(res.Servers), len(req.Servers))
 	}
-	taken := make(map[string]string, len(req.Reserved)+req.ToolCount())
+	// taken maps a lowered name to who holds it: -1 for a reserved name,
+	// else server<<32 | tool.
+	taken := make(map[string]int64, len(req.Reserved)+req.ToolCount())
 	for _, r := range req.Reserved {
-		taken[strings.ToLower(r)] = "the reserved name " + r
+		taken[strings.ToLower(r)] = -1
+	}
+	holder := func(h int64) string {
+		if h < 0 {
+			return "a reserved name"
+		}
+		s := req.Servers[h>>32]
+		return fmt.Sprintf("tool %q of server %q", s.Tools[h&0xffffffff], s.Name)
 	}
 	for i, s := range req.Servers {
 		got := res.Servers[i]
@@ -164,9 +173,9 @@ func ValidateSanitized(module string, req *SanitizeRequest, res *SanitizeResult)
 			}
 			key := strings.ToLower(t.Name)
 			if prev, dup := taken[key]; dup {
-				return fail(s.Name, raw, "name %q collides with %s", t.Name, prev)
+				return fail(s.Name, raw, "name %q collides with %s", t.Name, holder(prev))
 			}
-			taken[key] = fmt.Sprintf("tool %q of server %q", raw, s.Name)
+			taken[key] = int64(i)<<32 | int64(j)
 		}
 	}
 	return nil

@@ -35,6 +35,7 @@ mod common;
 use common::*;
 use core::arch::wasm32::{
     i64x2_extract_lane, u8x16_bitmask, u8x16_eq, u8x16_ge, u8x16_le, u8x16_splat, v128, v128_and, v128_load, v128_or,
+    v128_store,
 };
 use std::borrow::Cow;
 use std::cmp::Ordering;
@@ -209,37 +210,92 @@ unsafe fn chunk(b: &[u8], i: usize) -> v128 {
     }
 }
 
+/// Appends s to v with 16-byte loads and stores, without a loop up to 16
+/// bytes (wazero runs memory.copy as a call out of the guest, which costs
+/// more than a short copy). s must be followed by 16 readable bytes.
+#[inline(always)]
+fn put(v: &mut Vec<u8>, s: &[u8]) {
+    let n = s.len();
+    v.reserve(n + 16);
+    // Safety: 16 bytes are readable past s and n + 16 writable past len.
+    unsafe {
+        let dst = v.as_mut_ptr().add(v.len());
+        let src = s.as_ptr();
+        let copy = |i: usize| v128_store(dst.add(i) as *mut v128, v128_load(src.add(i) as *const v128));
+        copy(0);
+        if n > 16 {
+            copy(16);
+            if n > 32 {
+                copy(32);
+                if n > 48 {
+                    copy(48);
+                    let mut i = 64;
+                    while i < n {
+                        copy(i);
+                        i += 16;
+                    }
+                }
+            }
+        }
+        v.set_len(v.len() + n);
+    }
+}
+
+/// A literal of at most 16 bytes, padded so that one 16-byte store writes
+/// it.
+struct Lit([u8; 16], usize);
+
+const fn lit(s: &[u8]) -> Lit {
+    let mut a = [0u8; 16];
+    let mut i = 0;
+    while i < s.len() {
+        a[i] = s[i];
+        i += 1;
+    }
+    Lit(a, s.len())
+}
+
+static NAME_FIRST: Lit = lit(b"{\"name\":\"");
+static NAME_NEXT: Lit = lit(b",{\"name\":\"");
+static NAME_END: Lit = lit(b"\"}");
+
+/// Appends a literal with one 16-byte store.
+#[inline(always)]
+fn put_lit(v: &mut Vec<u8>, l: &Lit) {
+    put(v, &l.0[..l.1]);
+}
+
+/// The low k bits (k capped at 16).
+#[inline(always)]
+fn low(k: usize) -> u32 {
+    if k >= 16 {
+        0xffff
+    } else {
+        (1u32 << k) - 1
+    }
+}
+
 /// Whether b (followed by 16 readable bytes) is non-empty, starts with an
 /// ASCII letter and has only [A-Za-z0-9_-]: a name OpenClaw keeps as is.
 fn simple(b: &[u8]) -> bool {
     let n = b.len();
-    if n == 0 || !b[0].is_ascii_alphabetic() {
+    if n == 0 || n > MAX_NAME || !b[0].is_ascii_alphabetic() {
         return false;
     }
-    // Safety: b is followed by 16 readable bytes.
+    // Safety: b is followed by 16 readable bytes. No loop: at most 4 steps.
     unsafe {
-        let m = bad16(b.as_ptr());
-        if n <= 16 {
-            return m & ((1u32 << n) - 1) == 0;
-        }
-        if m != 0 {
-            return false;
-        }
-        let mut i = 16;
-        loop {
-            let m = bad16(b.as_ptr().add(i));
-            let rest = n - i;
-            if rest < 16 {
-                return m & ((1u32 << rest) - 1) == 0;
-            }
-            if m != 0 {
-                return false;
-            }
-            i += 16;
-            if i == n {
-                return true;
+        let p = b.as_ptr();
+        let mut bad = bad16(p) & low(n);
+        if n > 16 {
+            bad |= bad16(p.add(16)) & low(n - 16);
+            if n > 32 {
+                bad |= bad16(p.add(32)) & low(n - 32);
+                if n > 48 {
+                    bad |= bad16(p.add(48)) & low(n - 48);
+                }
             }
         }
+        bad == 0
     }
 }
 
@@ -247,18 +303,28 @@ fn simple(b: &[u8]) -> bool {
 fn lower_hash(b: &[u8]) -> u64 {
     const K: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut h = b.len() as u64 ^ 0x2545_F491_4F6C_DD1D;
-    let mut i = 0;
-    // Safety: every chunk starts before len, and 16 bytes follow len.
+    let mix = |h: u64, v: v128| -> u64 {
+        let h = (h ^ i64x2_extract_lane::<0>(v) as u64).wrapping_mul(K).rotate_left(29);
+        (h ^ i64x2_extract_lane::<1>(v) as u64).wrapping_mul(K).rotate_left(29)
+    };
+    // Safety: every chunk starts before len, and 16 bytes follow len. No
+    // loop up to 64 bytes (every exposed name).
     unsafe {
-        let v = chunk(b, 0);
-        h = (h ^ i64x2_extract_lane::<0>(v) as u64).wrapping_mul(K).rotate_left(29);
-        h = (h ^ i64x2_extract_lane::<1>(v) as u64).wrapping_mul(K).rotate_left(29);
-        i += 16;
-        while i < b.len() {
-            let v = chunk(b, i);
-            h = (h ^ i64x2_extract_lane::<0>(v) as u64).wrapping_mul(K).rotate_left(29);
-            h = (h ^ i64x2_extract_lane::<1>(v) as u64).wrapping_mul(K).rotate_left(29);
-            i += 16;
+        let n = b.len();
+        h = mix(h, chunk(b, 0));
+        if n > 16 {
+            h = mix(h, chunk(b, 16));
+            if n > 32 {
+                h = mix(h, chunk(b, 32));
+                if n > 48 {
+                    h = mix(h, chunk(b, 48));
+                    let mut i = 64;
+                    while i < n {
+                        h = mix(h, chunk(b, i));
+                        i += 16;
+                    }
+                }
+            }
         }
     }
     h ^ (h >> 32)
@@ -416,67 +482,144 @@ struct Tool<'a> {
     /// The part's budget: max(1, 64 − len(server safe name) − 2).
     max: usize,
     truncated: bool,
-    /// [off, off+len) of the candidate name in the arena.
+    /// [off, off+len) of the candidate name in the arena of Names.
     off: usize,
     len: usize,
+    /// The Names entry of the candidate (shared by equal candidates).
+    entry: u32,
 }
 
-/// The open-addressing set of lowered names used to find collisions.
-struct Names<'a> {
-    arena: &'a [u8],
+/// The set of lowered names used to find collisions: an arena of names
+/// (whose capacity always extends 16 bytes past its length, for the
+/// 16-byte loads) and an open-addressing table over it. Equal names
+/// (ignoring ASCII case) share one entry, which counts them.
+struct Names {
+    arena: Vec<u8>,
     slots: Vec<u32>,
     hashes: Vec<u64>,
     ranges: Vec<(usize, usize)>,
+    counts: Vec<u32>,
 }
 
-impl<'a> Names<'a> {
-    fn new(arena: &'a [u8], n: usize) -> Names<'a> {
+impl Names {
+    fn new(n: usize, bytes: usize) -> Names {
         let size = (n * 2).next_power_of_two().max(16);
-        Names { arena, slots: vec![0; size], hashes: Vec::with_capacity(n), ranges: Vec::with_capacity(n) }
+        Names {
+            arena: Vec::with_capacity(bytes + 16),
+            slots: vec![0; size],
+            hashes: Vec::with_capacity(n),
+            ranges: Vec::with_capacity(n),
+            counts: Vec::with_capacity(n),
+        }
     }
 
-    /// Inserts the name at [off, off+len) of the arena; false when an equal
-    /// name (ignoring case) is already in.
-    fn insert(&mut self, off: usize, len: usize) -> bool {
-        let name = &self.arena[off..off + len];
-        let h = lower_hash(name);
+    /// The arena including its slack.
+    fn padded(&self) -> &[u8] {
+        // Safety: the capacity extends at least 16 bytes past the length
+        // (every write reserves it); those bytes are plain memory.
+        unsafe { std::slice::from_raw_parts(self.arena.as_ptr(), self.arena.len() + 16) }
+    }
+
+    /// Appends bytes to the name being built (s followed by 16 readable
+    /// bytes when padded, else copied plainly).
+    fn put(&mut self, s: &[u8], padded: bool) {
+        if padded {
+            put(&mut self.arena, s);
+        } else {
+            self.arena.extend_from_slice(s);
+            self.arena.reserve(16);
+        }
+    }
+
+    /// The entry of the name at [off, off+len) of the arena, or where it
+    /// would go: Ok(entry) or Err(slot).
+    fn find_at(&self, off: usize, len: usize, h: u64) -> Result<u32, usize> {
+        let arena = self.padded();
+        let name = &arena[off..off + len];
         let mask = self.slots.len() - 1;
         let mut i = h as usize & mask;
+        if self.slots[i] == 0 {
+            // The common case, without a loop.
+            return Err(i);
+        }
         loop {
             let s = self.slots[i];
             if s == 0 {
-                self.hashes.push(h);
-                self.ranges.push((off, len));
-                self.slots[i] = self.ranges.len() as u32;
-                return true;
+                return Err(i);
             }
             let k = s as usize - 1;
             if self.hashes[k] == h {
                 let (o, l) = self.ranges[k];
-                if lower_eq(&self.arena[o..o + l], name) {
-                    return false;
+                if lower_eq(&arena[o..o + l], name) {
+                    return Ok(k as u32);
                 }
             }
             i = (i + 1) & mask;
         }
+    }
+
+    /// Ends the name that started at off: returns its entry and whether it
+    /// is new. The bytes stay in the arena either way.
+    fn finish(&mut self, off: usize) -> (u32, bool) {
+        let len = self.arena.len() - off;
+        let h = lower_hash(&self.padded()[off..off + len]);
+        match self.find_at(off, len, h) {
+            Ok(e) => {
+                self.counts[e as usize] += 1;
+                (e, false)
+            }
+            Err(slot) => {
+                self.hashes.push(h);
+                self.ranges.push((off, len));
+                self.counts.push(1);
+                self.slots[slot] = self.ranges.len() as u32;
+                (self.ranges.len() as u32 - 1, true)
+            }
+        }
+    }
+
+    /// The entry of name, if any (name is copied to the arena's end to be
+    /// read with slack, then dropped).
+    fn find(&mut self, name: &[u8]) -> Option<u32> {
+        let off = self.arena.len();
+        self.put(name, false);
+        let h = lower_hash(&self.padded()[off..off + name.len()]);
+        let r = self.find_at(off, name.len(), h).ok();
+        self.arena.truncate(off);
+        r
+    }
+
+    fn name(&self, off: usize, len: usize) -> &[u8] {
+        &self.arena[off..off + len]
     }
 }
 
 fn sanitize(req: &Input, out: &mut Vec<u8>) {
     let safe = server_names(&req.servers);
     let count: usize = req.servers.iter().map(|s| s.tools.len()).sum();
-    let mut tools: Vec<Tool> = Vec::with_capacity(count);
-    // rejects[i] is set for the i-th tool (input order) when it is skipped.
-    let mut rejected: Vec<bool> = Vec::with_capacity(count);
-    // The arena holds reserved names then candidate names, with 16 bytes of
-    // slack at the end for the 16-byte loads.
+    // Each safe name with "__" and 16 bytes of slack, for put.
+    let safe_len: Vec<usize> = safe.iter().map(|s| s.len() + 2).collect();
+    let safe_pad: Vec<Vec<u8>> = safe
+        .iter()
+        .map(|s| {
+            let mut v = Vec::with_capacity(s.len() + 18);
+            v.extend_from_slice(s.as_bytes());
+            v.extend_from_slice(&[b'_', b'_', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+            v
+        })
+        .collect();
     let reserved_len: usize = req.reserved.iter().map(|r| r.len()).sum();
-    let mut arena: Vec<u8> = Vec::with_capacity(reserved_len + count * (MAX_NAME + 2) + 16);
-    let mut reserved = Vec::with_capacity(req.reserved.len());
+    let mut names = Names::new(req.reserved.len() + count, reserved_len + count * (MAX_NAME + 2));
     for r in &req.reserved {
-        reserved.push((arena.len(), r.len()));
-        arena.extend_from_slice(r.as_bytes());
+        let off = names.arena.len();
+        names.put(r.as_bytes(), false);
+        names.finish(off);
     }
+    let reserved_entries = names.counts.len();
+    let mut tools: Vec<Tool> = Vec::with_capacity(count);
+    // rejected[i] is set for the i-th tool (input order) when it is skipped.
+    let mut rejected: Vec<bool> = Vec::with_capacity(count);
+    let mut collide = false;
     for (si, s) in req.servers.iter().enumerate() {
         let max = MAX_NAME.saturating_sub(safe[si].len() + 2).max(1);
         for raw in &s.tools {
@@ -495,36 +638,23 @@ fn sanitize(req: &Input, out: &mut Vec<u8>) {
             };
             let truncated = part.len() > max;
             let part = if truncated { Cow::Owned(cut(&part, max).to_string()) } else { part };
-            let off = arena.len();
-            arena.extend_from_slice(safe[si].as_bytes());
-            arena.extend_from_slice(b"__");
-            arena.extend_from_slice(part.as_bytes());
-            let len = arena.len() - off;
+            let off = names.arena.len();
+            names.put(&safe_pad[si][..safe_len[si]], true);
+            names.put(part.as_bytes(), fast);
+            let (entry, new) = names.finish(off);
+            // While no candidate collides with another or a reserved name,
+            // the order of assignment does not matter and no name changes.
+            collide |= !new;
+            let len = names.arena.len() - off;
             rejected.push(false);
-            tools.push(Tool { server: si, raw: raw.as_ref(), part, max, truncated, off, len });
+            tools.push(Tool { server: si, raw: raw.as_ref(), part, max, truncated, off, len, entry });
         }
     }
-    arena.extend_from_slice(&[0u8; 16]);
 
-    // Fast path: no candidate collides with another or a reserved name, so
-    // the order of assignment does not matter and no name changes.
-    let mut names = Names::new(&arena, reserved.len() + tools.len());
-    let mut collide = false;
-    for &(o, l) in &reserved {
-        names.insert(o, l);
-    }
-    for t in &tools {
-        if !names.insert(t.off, t.len) {
-            collide = true;
-            break;
-        }
-    }
-    let finals: Vec<String> = if collide {
-        assign(req, &safe, &tools, &arena, &reserved)
-    } else {
-        Vec::new()
-    };
+    let finals: Vec<Option<String>> =
+        if collide { assign(req, &safe, &tools, &mut names, reserved_entries) } else { Vec::new() };
 
+    let arena = names.padded();
     out.extend_from_slice(b"{\"servers\":[");
     let mut ti = 0;
     let mut ri = 0;
@@ -536,23 +666,25 @@ fn sanitize(req: &Input, out: &mut Vec<u8>) {
         out.extend_from_slice(safe[si].as_bytes());
         out.extend_from_slice(b"\",\"tools\":[");
         for j in 0..s.tools.len() {
-            if j > 0 {
-                out.push(b',');
-            }
             let rej = rejected[ri];
             ri += 1;
             if rej {
+                if j > 0 {
+                    out.push(b',');
+                }
                 out.extend_from_slice(b"{\"reject\":\"the tool name is empty after trimming white space\"}");
                 continue;
             }
-            out.extend_from_slice(b"{\"name\":\"");
-            if collide {
-                out.extend_from_slice(finals[ti].as_bytes());
-            } else {
-                let t = &tools[ti];
-                out.extend_from_slice(&arena[t.off..t.off + t.len]);
+            put_lit(out, if j > 0 { &NAME_NEXT } else { &NAME_FIRST });
+            match finals.get(ti) {
+                Some(Some(name)) => out.extend_from_slice(name.as_bytes()),
+                _ => {
+                    // The arena has 16 bytes of slack past every name.
+                    let t = &tools[ti];
+                    put(out, &arena[t.off..t.off + t.len]);
+                }
             }
-            out.extend_from_slice(b"\"}");
+            put_lit(out, &NAME_END);
             ti += 1;
         }
         out.extend_from_slice(b"]}");
@@ -560,59 +692,160 @@ fn sanitize(req: &Input, out: &mut Vec<u8>) {
     out.extend_from_slice(b"]}");
 }
 
+/// Whether name ends in "-<digits>", the shape of a collision suffix.
+fn suffix_shaped(name: &[u8]) -> bool {
+    let n = name.len();
+    if n < 2 || !name[n - 1].is_ascii_digit() {
+        return false;
+    }
+    let mut i = n - 1;
+    while i > 0 && name[i - 1].is_ascii_digit() {
+        i -= 1;
+    }
+    i > 0 && name[i - 1] == b'-'
+}
+
 /// The slow path when names collide: OpenClaw's sequential assignment in
 /// catalog order, then a truncated name whose candidate collides gets the
-/// stable hash form instead. Returns the final names in input order.
-fn assign(req: &Input, safe: &[String], tools: &[Tool], arena: &[u8], reserved: &[(usize, usize)]) -> Vec<String> {
-    let lower = |o: usize, l: usize| arena[o..o + l].to_ascii_lowercase();
-    // How many candidates (and reserved names) share each lowered name.
-    let mut seen: std::collections::HashMap<Vec<u8>, u32> = std::collections::HashMap::new();
-    for &(o, l) in reserved {
-        *seen.entry(lower(o, l)).or_insert(0) += 1;
+/// stable hash form instead. Returns the final names in input order (None:
+/// the candidate in the arena).
+///
+/// Only the tools "involved" are assigned in order: those whose candidate
+/// is shared (with another candidate or a reserved name) or has the shape
+/// of a suffix. Any other tool keeps its candidate whatever the order, and
+/// no suffixed name can equal it, so it is simply taken from the start:
+/// the same result as OpenClaw's full pass, with a much smaller sort.
+fn assign(req: &Input, safe: &[String], tools: &[Tool], names: &mut Names, reserved_entries: usize) -> Vec<Option<String>> {
+    let mut finals: Vec<Option<String>> = vec![None; tools.len()];
+    let mut involved: Vec<usize> = Vec::new();
+    // fixed[e] is set when the name of entry e is taken from the start:
+    // the reserved names (the first entries) and the uninvolved.
+    let mut fixed = vec![true; names.counts.len()];
+    for (i, t) in tools.iter().enumerate() {
+        let name = names.name(t.off, t.len);
+        if names.counts[t.entry as usize] > 1 || suffix_shaped(name) {
+            involved.push(i);
+            if t.entry as usize >= reserved_entries {
+                fixed[t.entry as usize] = false;
+            }
+        }
     }
-    for t in tools {
-        *seen.entry(lower(t.off, t.len)).or_insert(0) += 1;
+    // Catalog order: safe server name, raw tool name, raw server name
+    // (safe names are unique, so the third key never decides).
+    let mut rank = vec![0usize; safe.len()];
+    {
+        let mut by: Vec<usize> = (0..safe.len()).collect();
+        by.sort_by(|&a, &b| locale_cmp(&safe[a], &safe[b]));
+        for (r, &s) in by.iter().enumerate() {
+            rank[s] = r;
+        }
     }
-    let mut order: Vec<usize> = (0..tools.len()).collect();
+    let keys: Vec<Option<Vec<u8>>> = involved.iter().map(|&i| ascii_key(tools[i].raw)).collect();
+    let mut order: Vec<usize> = (0..involved.len()).collect();
     order.sort_by(|&a, &b| {
-        let (ta, tb) = (&tools[a], &tools[b]);
-        locale_cmp(&safe[ta.server], &safe[tb.server])
-            .then_with(|| locale_cmp(ta.raw, tb.raw))
-            .then_with(|| locale_cmp(&req.servers[ta.server].raw, &req.servers[tb.server].raw))
+        let (ta, tb) = (&tools[involved[a]], &tools[involved[b]]);
+        rank[ta.server].cmp(&rank[tb.server]).then_with(|| match (&keys[a], &keys[b]) {
+            (Some(ka), Some(kb)) => key_cmp(ka, kb),
+            _ => locale_cmp(ta.raw, tb.raw),
+        })
     });
-    let reserved_names: Vec<String> =
-        reserved.iter().map(|&(o, l)| String::from_utf8_lossy(&arena[o..o + l]).into_owned()).collect();
-    let mut taken: HashSet<Vec<u8>> = reserved.iter().map(|&(o, l)| lower(o, l)).collect();
-    let mut finals = vec![String::new(); tools.len()];
-    for &i in &order {
+    // Names taken by involved tools so far, lowered.
+    let mut taken: HashSet<Vec<u8>> = HashSet::new();
+    for &o in &order {
+        let i = involved[o];
         let t = &tools[i];
         let s = &safe[t.server];
-        let mut name = format!("{}__{}", s, t.part);
+        let mut name = String::from_utf8_lossy(names.name(t.off, t.len)).into_owned();
         let mut k = 2;
-        while taken.contains(name.to_ascii_lowercase().as_bytes()) {
+        loop {
+            let lower = name.to_ascii_lowercase().into_bytes();
+            let fixed_hit = names.find(&lower).map_or(false, |e| fixed[e as usize]);
+            if !fixed_hit && !taken.contains(&lower) {
+                taken.insert(lower);
+                break;
+            }
             let sfx = format!("-{}", k);
             name = format!("{}__{}{}", s, cut(&t.part, t.max.saturating_sub(sfx.len()).max(1)), sfx);
             k += 1;
         }
-        taken.insert(name.to_ascii_lowercase().into_bytes());
-        finals[i] = name;
+        finals[i] = Some(name);
     }
     let mut hashed = Vec::new();
-    for &i in &order {
+    for &o in &order {
+        let i = involved[o];
         let t = &tools[i];
-        if t.truncated && seen[&lower(t.off, t.len)] > 1 {
+        if t.truncated && names.counts[t.entry as usize] > 1 {
             let raw_server: &str = &req.servers[t.server].raw;
-            finals[i] = format!(
+            finals[i] = Some(format!(
                 "{}__{}-{}",
                 safe[t.server],
                 cut(&t.part, t.max.saturating_sub(HASH_SFX).max(1)),
                 hash8(&[raw_server, t.raw])
-            );
+            ));
             hashed.push(i);
         }
     }
-    dedupe(&mut finals, &hashed, &reserved_names, MAX_NAME);
+    if !hashed.is_empty() {
+        let mut all: Vec<String> = finals
+            .iter()
+            .zip(tools)
+            .map(|(f, t)| f.clone().unwrap_or_else(|| String::from_utf8_lossy(names.name(t.off, t.len)).into_owned()))
+            .collect();
+        let reserved: Vec<String> = req.reserved.iter().map(|r| r.to_string()).collect();
+        dedupe(&mut all, &hashed, &reserved, MAX_NAME);
+        for i in hashed {
+            finals[i] = Some(std::mem::take(&mut all[i]));
+        }
+    }
     finals
+}
+
+/// The collation key of an ASCII name without ignorable characters: its
+/// primary weights, a 0, then its case (1 lower or uncased, 2 upper), and
+/// 16 zero bytes of slack; None for any other name.
+fn ascii_key(s: &str) -> Option<Vec<u8>> {
+    let b = s.as_bytes();
+    let mut k = Vec::with_capacity(2 * b.len() + 17);
+    for &c in b {
+        let w = if c < 128 { PRIMARY[c as usize] } else { 0 };
+        if w == 0 {
+            return None;
+        }
+        k.push(w);
+    }
+    k.push(0);
+    for &c in b {
+        k.push(if c.is_ascii_uppercase() { 2 } else { 1 });
+    }
+    let n = k.len();
+    k.extend_from_slice(&[0u8; 16]);
+    k.truncate(n);
+    Some(k)
+}
+
+/// Compares two keys of ascii_key 16 bytes per step.
+fn key_cmp(a: &[u8], b: &[u8]) -> Ordering {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    // Safety: both keys have 16 bytes of slack past their length.
+    unsafe {
+        loop {
+            let va = v128_load(a.as_ptr().add(i) as *const v128);
+            let vb = v128_load(b.as_ptr().add(i) as *const v128);
+            let m = !(u8x16_bitmask(u8x16_eq(va, vb)) as u32) & 0xffff;
+            if m != 0 {
+                let j = i + m.trailing_zeros() as usize;
+                if j < n {
+                    return a[j].cmp(&b[j]);
+                }
+                return a.len().cmp(&b.len());
+            }
+            i += 16;
+            if i >= n {
+                return a.len().cmp(&b.len());
+            }
+        }
+    }
 }
 
 // ------------------------------------------------------- localeCompare ----

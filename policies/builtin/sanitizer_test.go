@@ -20,8 +20,13 @@ import (
 // the test.
 func loadSanitizer(t testing.TB) *wasmpolicy.Module {
 	t.Helper()
+	return loadSanitizerWith(t, nil)
+}
+
+func loadSanitizerWith(t testing.TB, opts *wasmpolicy.Options) *wasmpolicy.Module {
+	t.Helper()
 	ctx := context.Background()
-	m, err := wasmpolicy.Load(ctx, "sanitizer", builtin.Sanitizer(), nil, nil)
+	m, err := wasmpolicy.Load(ctx, "sanitizer", builtin.Sanitizer(), nil, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -76,17 +76,199 @@ func (m *Module) SanitizeToolNames(ctx context.Context, req *policies.SanitizeRe
 
 // DecodeSanitized decodes a sanitize_tool_names output strictly: one JSON
 // object {"servers":[{"safe":…,"tools":[{"name":…}|{"reject":…}]}]} with
-// no unknown field and nothing after it. It does not check the names
-// against a request ([policies.ValidateSanitized] does).
+// no unknown or repeated field and nothing after it. It does not check the
+// names against a request ([policies.ValidateSanitized] does). It is
+// written by hand: encoding/json took longer than the guest's whole work
+// on a catalog of 5,000 tools.
 func DecodeSanitized(out []byte) (*policies.SanitizeResult, error) {
-	var res policies.SanitizeResult
-	if err := decodeStrict(out, &res, "names"); err != nil {
+	d := namesDecoder{b: out}
+	res, err := d.result()
+	if err != nil {
+		return nil, fmt.Errorf("invalid names %s: %w", quoteOutput(out), err)
+	}
+	return res, nil
+}
+
+// namesDecoder reads the one JSON shape of a sanitize_tool_names output.
+type namesDecoder struct {
+	b []byte
+	i int
+}
+
+func (d *namesDecoder) errorf(format string, args ...any) error {
+	return fmt.Errorf("at byte %d: %s", d.i, fmt.Sprintf(format, args...))
+}
+
+func (d *namesDecoder) ws() {
+	for d.i < len(d.b) && (d.b[d.i] == ' ' || d.b[d.i] == '\t' || d.b[d.i] == '\n' || d.b[d.i] == '\r') {
+		d.i++
+	}
+}
+
+// eat consumes c after optional white space.
+func (d *namesDecoder) eat(c byte) error {
+	d.ws()
+	if d.i >= len(d.b) || d.b[d.i] != c {
+		return d.errorf("want %q", c)
+	}
+	d.i++
+	return nil
+}
+
+// more reports whether another member or element follows (consuming the
+// comma) or the container ends (consuming close).
+func (d *namesDecoder) more(close byte) (bool, error) {
+	d.ws()
+	if d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ',':
+			d.i++
+			return true, nil
+		case close:
+			d.i++
+			return false, nil
+		}
+	}
+	return false, d.errorf("want ',' or %q", close)
+}
+
+// str reads a JSON string; escapes and non-ASCII take encoding/json.
+func (d *namesDecoder) str() (string, error) {
+	d.ws()
+	if d.i >= len(d.b) || d.b[d.i] != '"' {
+		return "", d.errorf("want a string")
+	}
+	start := d.i
+	for j := d.i + 1; j < len(d.b); j++ {
+		c := d.b[j]
+		switch {
+		case c == '"':
+			d.i = j + 1
+			return string(d.b[start+1 : j]), nil
+		case c == '\\' || c < 0x20 || c >= 0x80:
+			// The general case: find the end, let encoding/json decode.
+			dec := json.NewDecoder(bytes.NewReader(d.b[start:]))
+			var s string
+			if err := dec.Decode(&s); err != nil {
+				return "", d.errorf("%v", err)
+			}
+			d.i = start + int(dec.InputOffset())
+			return s, nil
+		}
+	}
+	return "", d.errorf("unterminated string")
+}
+
+// object reads {"key":…} calling member for each key once.
+func (d *namesDecoder) object(keys []string, member func(key string) error) error {
+	if err := d.eat('{'); err != nil {
+		return err
+	}
+	d.ws()
+	if d.i < len(d.b) && d.b[d.i] == '}' {
+		d.i++
+		return nil
+	}
+	var seen uint
+	for {
+		k, err := d.str()
+		if err != nil {
+			return err
+		}
+		idx := -1
+		for n, want := range keys {
+			if k == want {
+				idx = n
+			}
+		}
+		if idx < 0 {
+			return d.errorf("unknown field %q", k)
+		}
+		if seen&(1<<idx) != 0 {
+			return d.errorf("repeated field %q", k)
+		}
+		seen |= 1 << idx
+		if err := d.eat(':'); err != nil {
+			return err
+		}
+		if err := member(k); err != nil {
+			return err
+		}
+		if more, err := d.more('}'); err != nil || !more {
+			return err
+		}
+	}
+}
+
+// array reads [elem, …].
+func (d *namesDecoder) array(elem func() error) error {
+	if err := d.eat('['); err != nil {
+		return err
+	}
+	d.ws()
+	if d.i < len(d.b) && d.b[d.i] == ']' {
+		d.i++
+		return nil
+	}
+	for {
+		if err := elem(); err != nil {
+			return err
+		}
+		if more, err := d.more(']'); err != nil || !more {
+			return err
+		}
+	}
+}
+
+var (
+	resultKeys = []string{"servers"}
+	serverKeys = []string{"safe", "tools"}
+	toolKeys   = []string{"name", "reject"}
+)
+
+func (d *namesDecoder) result() (*policies.SanitizeResult, error) {
+	res := &policies.SanitizeResult{}
+	err := d.object(resultKeys, func(string) error {
+		res.Servers = []policies.SanitizedServer{}
+		return d.array(func() error {
+			var s policies.SanitizedServer
+			err := d.object(serverKeys, func(k string) error {
+				if k == "safe" {
+					var err error
+					s.Safe, err = d.str()
+					return err
+				}
+				s.Tools = []policies.ToolName{}
+				return d.array(func() error {
+					var t policies.ToolName
+					err := d.object(toolKeys, func(k string) error {
+						v, err := d.str()
+						if k == "name" {
+							t.Name = v
+						} else {
+							t.Reject = v
+						}
+						return err
+					})
+					s.Tools = append(s.Tools, t)
+					return err
+				})
+			})
+			res.Servers = append(res.Servers, s)
+			return err
+		})
+	})
+	if err != nil {
 		return nil, err
 	}
-	if res.Servers == nil {
-		return nil, fmt.Errorf("invalid names %s: no \"servers\"", quoteOutput(out))
+	d.ws()
+	if d.i != len(d.b) {
+		return nil, d.errorf("data after the JSON object")
 	}
-	return &res, nil
+	if res.Servers == nil {
+		return nil, errors.New("no \"servers\"")
+	}
+	return res, nil
 }
 
 // DecideApproval implements [policies.ApprovalDecider] with one guest
