@@ -128,6 +128,10 @@ type Options struct {
 	// entrypoint for before_tool_call). A named entrypoint the module does
 	// not have fails the load.
 	Entrypoints map[policies.Hook]string
+
+	// noInterrupt turns interruption off, for benchmarks that measure its
+	// cost only: the deadline is then not enforced.
+	noInterrupt bool
 }
 
 // Module is a loaded OPA policy. It is safe for concurrent use.
@@ -191,7 +195,7 @@ func Load(ctx context.Context, name string, wasm []byte, config json.RawMessage,
 	m.data = append([]byte(nil), data...)
 
 	rc := wazero.NewRuntimeConfigCompiler().
-		WithCloseOnContextDone(true).
+		WithCloseOnContextDone(!o.noInterrupt).
 		WithMemoryLimitPages(maxMemoryPages)
 	if !m.opts.NoCache {
 		m.cache = openCache(m.opts.CacheDir)

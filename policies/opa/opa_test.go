@@ -184,6 +184,8 @@ func TestExampleDecideApproval(t *testing.T) {
 			answer{"allow-once", "read-only command", 0}},
 		{"destructive command", "", `{"abi":1,"kind":"exec","request":{"command":"cd /; sudo rm -rf /"}}`,
 			answer{"deny", "destructive or network command", 0}},
+		{"chained without spaces", "", `{"abi":1,"kind":"exec","request":{"command":"ls&&rm -rf ~"}}`,
+			answer{"deny", "destructive or network command", 0}},
 		{"network command", "", `{"abi":1,"kind":"exec","request":{"command":"curl http://example.com"}}`,
 			answer{"deny", "destructive or network command", 0}},
 		{"other command asks", "", `{"abi":1,"kind":"exec","request":{"command":"git push"}}`,
