@@ -84,6 +84,12 @@ type Options struct {
 	// memory_limit_pages override CallTimeout and MemoryLimitPages; zero
 	// fields are wasmhost's defaults. Init and ErrorExport must be zero.
 	Host wasmhost.Options
+	// DefaultModules are the module sources loaded when neither
+	// ConfigFile nor Files name any module, each with its default config.
+	// nil means builtin:rules alone, whose default ruleset allows every
+	// call and audits it (DESIGN.md §3). A surface that builds catalogs
+	// adds "builtin:sanitizer" here.
+	DefaultModules []string
 	// OnReload, when set, is called after every reload attempt (from
 	// Reload or Watch) with its result or error, while reloads are held
 	// off: a process uses it to publish which policies are active. It
@@ -178,6 +184,8 @@ type Engine struct {
 
 	cur atomic.Pointer[set] // nil once closed
 
+	memory *policies.ApprovalMemory // allow-always grants; replaced under mu
+
 	mu sync.Mutex // serializes Load's build, Reload and Close
 
 	// live counts the sets not yet released (Add under mu); a set's
@@ -187,12 +195,14 @@ type Engine struct {
 	retired sync.WaitGroup // goroutines closing retired modules
 }
 
-// set is one immutable policy set: its members and the chain over them.
-// refs counts the calls using it, plus one while it is current.
+// set is one immutable policy set: its members and the chain of each hook
+// over them. refs counts the calls using it, plus one while it is current.
 type set struct {
-	members []member
-	chain   *policies.Chain
-	refs    atomic.Int64
+	members   []member
+	chain     *policies.Chain
+	sanitize  *policies.SanitizeChain
+	approvals *policies.ApprovalChain
+	refs      atomic.Int64
 }
 
 // member is a generation as configured in one set: the mode belongs to the
@@ -260,7 +270,8 @@ func Load(ctx context.Context, opts *Options) (_ *Engine, err error) {
 		}
 		e.audit, e.auditCloser, e.auditDst = policies.NewAuditLog(w), closer, where
 	}
-	s.chain = e.chain(s)
+	e.memory = policies.NewApprovalMemory(nil)
+	e.chains(s, nil)
 	e.cur.Store(s)
 	return e, nil
 }
@@ -284,7 +295,13 @@ func (e *Engine) specs() (mods []config.PolicyModule, auditLog string, defaulted
 		pf.Modules = append(pf.Modules, m)
 	}
 	if len(pf.Modules) == 0 {
-		pf.Modules = []config.PolicyModule{{Name: builtin.RulesName, Source: builtin.Scheme + builtin.RulesName}}
+		defaults := e.opts.DefaultModules
+		if defaults == nil {
+			defaults = []string{builtin.Scheme + builtin.RulesName}
+		}
+		for _, src := range defaults {
+			pf.Modules = append(pf.Modules, config.PolicyModule{Name: config.DefaultModuleName(src), Source: src})
+		}
 		defaulted = true
 	}
 	return pf.Modules, pf.AuditLog, defaulted, nil
@@ -464,15 +481,48 @@ func hookList(hs []policies.Hook) string {
 	return strings.Join(s, ", ")
 }
 
-// chain builds the before_tool_call chain over the members serving it.
-func (e *Engine) chain(s *set) *policies.Chain {
-	var entries []policies.ChainEntry
+// chains builds the chain of each hook over the members of s that serve
+// it. The allow-always memory of decide_approval survives a reload unless
+// the decide_approval modules changed: grants made under one policy do not
+// outlive it.
+func (e *Engine) chains(s *set, prev *set) {
+	var calls []policies.ChainEntry
+	var names []policies.SanitizerEntry
+	var approvals []policies.ApprovalEntry
 	for _, m := range s.members {
-		if slices.Contains(m.info.Hooks, policies.HookBeforeToolCall) {
-			entries = append(entries, policies.ChainEntry{Hook: m.g.mod, Mode: m.info.Mode})
+		for _, h := range m.info.Hooks {
+			switch h {
+			case policies.HookBeforeToolCall:
+				calls = append(calls, policies.ChainEntry{Hook: m.g.mod, Mode: m.info.Mode})
+			case policies.HookSanitizeToolNames:
+				names = append(names, policies.SanitizerEntry{Sanitizer: m.g.mod, Mode: m.info.Mode})
+			case policies.HookDecideApproval:
+				approvals = append(approvals, policies.ApprovalEntry{Decider: m.g.mod, Mode: m.info.Mode})
+			}
 		}
 	}
-	return policies.NewChain(entries, &policies.ChainOptions{Audit: e.audit})
+	if prev != nil && !sameServing(prev, s, policies.HookDecideApproval) {
+		e.memory = policies.NewApprovalMemory(nil)
+	}
+	opts := &policies.ChainOptions{Audit: e.audit}
+	s.chain = policies.NewChain(calls, opts)
+	s.sanitize = policies.NewSanitizeChain(names, opts)
+	s.approvals = policies.NewApprovalChain(approvals, &policies.ApprovalChainOptions{Audit: e.audit, Memory: e.memory})
+}
+
+// sameServing reports whether a and b serve hook h with the same module
+// versions in the same modes and order.
+func sameServing(a, b *set, h policies.Hook) bool {
+	pick := func(s *set) []member {
+		var ms []member
+		for _, m := range s.members {
+			if slices.Contains(m.info.Hooks, h) {
+				ms = append(ms, m)
+			}
+		}
+		return ms
+	}
+	return slices.EqualFunc(pick(a), pick(b), func(x, y member) bool { return x.g == y.g && x.info.Mode == y.info.Mode })
 }
 
 // acquire returns the current set with a reference the caller must drop
@@ -541,6 +591,33 @@ func (e *Engine) BeforeToolCall(ctx context.Context, call *policies.ToolCall) po
 	}
 	defer s.unref(ctx, e)
 	return s.chain.BeforeToolCall(ctx, call)
+}
+
+// SanitizeToolNames names a catalog with the current set's
+// sanitize_tool_names modules (policies.SanitizeChain: validated, fail
+// closed, audited). It returns policies.ErrNoSanitizer when no module
+// serves the hook in enforce mode, and ErrClosed after Close.
+func (e *Engine) SanitizeToolNames(ctx context.Context, req *policies.SanitizeRequest) (*policies.SanitizeResult, error) {
+	s := e.acquire()
+	if s == nil {
+		return nil, ErrClosed
+	}
+	defer s.unref(ctx, e)
+	return s.sanitize.SanitizeToolNames(ctx, req)
+}
+
+// DecideApproval decides an approval request with the current set's
+// decide_approval modules (policies.ApprovalChain: the most cautious
+// answer wins, a failing module denies, no module asks a human,
+// allow-always grants are remembered). After Close it denies, naming the
+// engine.
+func (e *Engine) DecideApproval(ctx context.Context, req *policies.ApprovalRequest) policies.ApprovalOutcome {
+	s := e.acquire()
+	if s == nil {
+		return policies.ApprovalOutcome{Decision: policies.Deny, Module: "engine", Reason: ErrClosed.Error()}
+	}
+	defer s.unref(ctx, e)
+	return s.approvals.DecideApproval(ctx, req)
 }
 
 // CallHook calls hook h of every module serving it, in the configured
@@ -627,7 +704,7 @@ func (e *Engine) reload(ctx context.Context, prev *set) (ReloadResult, error) {
 		s.unref(ctx, e)
 		return res, nil
 	}
-	s.chain = e.chain(s)
+	e.chains(s, prev)
 	e.cur.Store(s)
 	prev.unref(ctx, e)
 	return res, nil

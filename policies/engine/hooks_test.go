@@ -1,0 +1,59 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/engine"
+)
+
+// TestSanitizeThroughEngine loads the built-in sanitizer from a policy
+// file and names a small catalog through the engine.
+func TestSanitizeThroughEngine(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pf := writeFile(t, dir, "policy.json", []byte(`{"modules":[{"source":"builtin:rules"},{"source":"builtin:sanitizer"}]}`))
+	e, _ := load(t, engine.Options{ConfigFile: pf})
+	res, err := e.SanitizeToolNames(context.Background(), &policies.SanitizeRequest{
+		Servers: []policies.SanitizeServer{{Name: "files", Tools: []string{"read_file", "write file"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Servers) != 1 || len(res.Servers[0].Tools) != 2 {
+		t.Fatalf("result = %+v", res)
+	}
+	for _, tn := range res.Servers[0].Tools {
+		if !policies.ValidToolName(tn.Name) {
+			t.Errorf("exposed name %q is not valid", tn.Name)
+		}
+	}
+	if got := res.Servers[0].Tools[0].Name; got != "files__read_file" {
+		t.Errorf("read_file exposed as %q, want files__read_file", got)
+	}
+	// The rules module does not serve sanitize_tool_names and the
+	// sanitizer does not serve before_tool_call: each chain holds its own.
+	if d := e.BeforeToolCall(context.Background(), call("")); d.Outcome != policies.Allow {
+		t.Fatalf("before_tool_call: %+v", d)
+	}
+}
+
+func TestDefaultModulesAndMissingHooks(t *testing.T) {
+	t.Parallel()
+	e, _ := load(t, engine.Options{DefaultModules: []string{"builtin:rules", "builtin:sanitizer"}})
+	if mods := e.Modules(); len(mods) != 2 || !mods[0].Default || !mods[1].Default || mods[1].Name != "sanitizer" {
+		t.Fatalf("modules = %+v", mods)
+	}
+
+	only, _ := load(t, engine.Options{})
+	_, err := only.SanitizeToolNames(context.Background(), &policies.SanitizeRequest{Servers: []policies.SanitizeServer{{Name: "a", Tools: []string{"b"}}}})
+	if !errors.Is(err, policies.ErrNoSanitizer) {
+		t.Fatalf("no sanitizer loaded: err = %v", err)
+	}
+	// No decide_approval module: the request goes to a human.
+	out := only.DecideApproval(context.Background(), &policies.ApprovalRequest{Kind: policies.ApprovalKind("exec"), Command: "ls"})
+	if out.Decision != policies.Ask {
+		t.Fatalf("no approval module: %+v, want ask", out)
+	}
+}
