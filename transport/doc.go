@@ -1,6 +1,57 @@
-// Package transport will resolve mcp.servers entries into MCP transports
-// (stdio children in their own process group, SSE, streamable HTTP) and
-// hold the serving transports and secret redaction (DESIGN.md §2). It has
-// no code yet: the work is tracked as the "Embedded client runtime and
-// transports" issue.
+// Package transport turns the entries of OpenClaw's `mcp.servers` config
+// into go-sdk client transports, with OpenClaw's runtime rules (reference
+// §11.4) and the hardening issue 4 asks for, and holds the secret-redaction
+// helpers (§11.8) used for every log line and error about a server.
+//
+//	r, err := transport.Resolve("github", entry, &transport.Options{Logger: log})
+//	if err != nil { … } // *BlockedEnvError, ErrUnusable, bad URL or header
+//	ctx, cancel := context.WithTimeout(ctx, r.ConnectTimeout)
+//	session, err := client.Connect(ctx, r.Transport, nil)
+//	cancel()
+//	…
+//	session.Close() // for stdio: the server and everything it started are gone
+//
+// # Resolution
+//
+// A non-empty command means stdio. Otherwise `transport` (or its alias
+// `type`: "http" means streamable HTTP) picks "sse" or "streamable-http",
+// and an http: or https: URL without one means SSE. Anything else is an
+// error wrapping [ErrUnusable], which OpenClaw reports as a skipped server.
+//
+// # stdio
+//
+// [StdioTransport] starts the server under a supervisor: this same
+// executable, re-run with an environment marker that this package's init
+// function recognizes before main runs, so any binary linking the package
+// can supervise. The supervisor is a child subreaper in a process group of
+// its own, receives SIGTERM from the kernel when our process dies (even by
+// SIGKILL), and kills every descendant, including grandchildren that called
+// setsid, when the server exits, on Close, and on our death. It adds no
+// copy: the server reads and writes our pipes directly.
+//
+// The child's environment is the SDK-default safe set of ours (HOME,
+// LOGNAME, PATH, SHELL, TERM, USER) with the entry's env merged over it
+// after OpenClaw's filter (§11.7); a key on the blocklist refuses to start
+// the server with a *[BlockedEnvError] naming it. stderr lines are logged
+// (capped at [MaxStderrLine]) with server=<name>; stdout lines that are not
+// JSON-RPC 2.0 are logged and skipped; messages up to
+// [Options.MaxMessageBytes] (64 MiB by default) pass.
+//
+// # HTTP
+//
+// SSE ([SSETransport]) and streamable HTTP (go-sdk's client transport)
+// share an HTTP client that sends the entry's headers with ${NAME}
+// expanded from the environment ([ExpandEnv]), verifies TLS unless
+// sslVerify is false, presents clientCert/clientKey for mTLS, and bounds
+// dialing and TLS by connectionTimeoutMs and response headers by
+// requestTimeoutMs. When a streamable server answers 404 for a session it
+// forgot, the client starts a new session and resends the request, so the
+// caller never sees the expiry (protocol revisions up to 2025-11-25; the
+// 2026-07-28 revision has no sessions).
+//
+// # Not here
+//
+// OAuth (auth:"oauth") is not implemented: Resolve removes any
+// Authorization header of such an entry, as OpenClaw does, and nothing
+// else. The serving transports of DESIGN.md §2 live with their users.
 package transport

@@ -243,8 +243,14 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 // Write sends one message as a line on the child's stdin. ctx cancellation
-// interrupts a write blocked on a full pipe.
+// interrupts a write blocked on a full pipe (a server that stopped
+// reading): before any byte went out, Write returns ctx.Err() and the
+// connection stays usable; in the middle of a message the stream is
+// corrupt, so the connection is closed.
 func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return fmt.Errorf("transport: server %q: encoding message: %w", c.server, err)
@@ -257,16 +263,24 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return ErrClosed
 	default:
 	}
-	stop := context.AfterFunc(ctx, func() { _ = c.stdin.SetWriteDeadline(time.Now()) })
-	_, err = c.stdin.Write(data)
+	interrupted := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		_ = c.stdin.SetWriteDeadline(time.Now())
+		close(interrupted)
+	})
+	n, err := c.stdin.Write(data)
 	if !stop() {
+		<-interrupted
 		_ = c.stdin.SetWriteDeadline(time.Time{})
-		if err != nil {
+		if err != nil && n == 0 {
 			return ctx.Err()
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("transport: server %q: writing to its stdin: %w", c.server, err)
+		if n > 0 {
+			go c.Close() // the child saw half a message; nothing after it can be trusted
+		}
+		return fmt.Errorf("transport: server %q: writing to its stdin (%d of %d bytes sent): %w", c.server, n, len(data), err)
 	}
 	return nil
 }

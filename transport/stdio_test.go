@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -291,5 +292,37 @@ func TestStdioStartErrors(t *testing.T) {
 				t.Errorf("Connect = %v, want an error naming the server and containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestStdioWriteToAServerThatStoppedReading(t *testing.T) {
+	t.Parallel()
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep command")
+	}
+	o := quiet()
+	o.TerminateDuration = 100 * time.Millisecond
+	r := resolve(t, "deaf", ServerEntry{Command: sleep, Args: []string{"1000"}}, o)
+	conn, err := r.Transport.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	big := &jsonrpc.Request{Method: "notifications/message", Params: json.RawMessage(`"` + strings.Repeat("z", 1<<20) + `"`)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- conn.Write(ctx, big) }()
+	time.Sleep(100 * time.Millisecond) // let the pipe fill; the outcome does not depend on it
+	cancel()
+	err = <-done
+	if err == nil || !strings.Contains(err.Error(), `server "deaf"`) || !strings.Contains(err.Error(), "bytes sent") {
+		t.Fatalf("Write = %v; want the interrupted partial write reported", err)
+	}
+	if _, err := conn.Read(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Errorf("Read after a torn write = %v, want ErrClosed", err)
+	}
+	if err := conn.Write(context.Background(), &jsonrpc.Request{Method: "ping"}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Write after a torn write = %v, want ErrClosed", err)
 	}
 }
