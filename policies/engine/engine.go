@@ -146,13 +146,16 @@ type ReloadResult struct {
 	// Added and Removed are modules that entered or left the policy file.
 	Added   []string `json:"added,omitempty"`
 	Removed []string `json:"removed,omitempty"`
+	// Reconfigured are unchanged modules whose mode or position changed:
+	// they keep their instances in a new chain.
+	Reconfigured []string `json:"reconfigured,omitempty"`
 	// Unchanged modules keep serving with the instances they had.
 	Unchanged []string `json:"unchanged,omitempty"`
 }
 
 // Changed reports whether the reload changed the active policy set.
 func (r ReloadResult) Changed() bool {
-	return len(r.Swapped)+len(r.Added)+len(r.Removed) > 0
+	return len(r.Swapped)+len(r.Added)+len(r.Removed)+len(r.Reconfigured) > 0
 }
 
 // String summarizes r: "swapped p; unchanged rules".
@@ -161,7 +164,7 @@ func (r ReloadResult) String() string {
 	for _, p := range []struct {
 		what  string
 		names []string
-	}{{"swapped", r.Swapped}, {"added", r.Added}, {"removed", r.Removed}, {"unchanged", r.Unchanged}} {
+	}{{"swapped", r.Swapped}, {"added", r.Added}, {"removed", r.Removed}, {"reconfigured", r.Reconfigured}, {"unchanged", r.Unchanged}} {
 		if len(p.names) > 0 {
 			parts = append(parts, p.what+" "+strings.Join(p.names, ", "))
 		}
@@ -700,7 +703,8 @@ func (e *Engine) reload(ctx context.Context, prev *set) (ReloadResult, error) {
 	if err != nil {
 		return ReloadResult{}, err
 	}
-	if !res.Changed() && sameModes(prev, specs) {
+	reconfigured(prev, s, &res)
+	if !res.Changed() {
 		s.unref(ctx, e)
 		return res, nil
 	}
@@ -710,18 +714,30 @@ func (e *Engine) reload(ctx context.Context, prev *set) (ReloadResult, error) {
 	return res, nil
 }
 
-// sameModes reports whether s has the modules of specs in the same order
-// with the same modes.
-func sameModes(s *set, specs []config.PolicyModule) bool {
-	if len(s.members) != len(specs) {
-		return false
-	}
-	for i, m := range s.members {
-		if m.info.Name != specs[i].Name || m.info.Mode != modeOf(specs[i]) {
-			return false
+// reconfigured moves from res.Unchanged to res.Reconfigured the modules
+// of s whose mode differs from prev's, or whose position among the kept
+// modules moved.
+func reconfigured(prev, s *set, res *ReloadResult) {
+	var before, after []member
+	for _, m := range prev.members {
+		if slices.Contains(res.Unchanged, m.info.Name) {
+			before = append(before, m)
 		}
 	}
-	return true
+	for _, m := range s.members {
+		if slices.Contains(res.Unchanged, m.info.Name) {
+			after = append(after, m)
+		}
+	}
+	var kept []string
+	for i, m := range after {
+		if before[i].info.Name != m.info.Name || before[i].info.Mode != m.info.Mode {
+			res.Reconfigured = append(res.Reconfigured, m.info.Name)
+		} else {
+			kept = append(kept, m.info.Name)
+		}
+	}
+	res.Unchanged = kept
 }
 
 // Close makes later calls block with ErrClosed, waits until the calls in

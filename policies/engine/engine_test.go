@@ -293,9 +293,13 @@ func TestReloadPolicyFile(t *testing.T) {
 		{"module added", `{"modules":[{"source":"builtin:rules","config":{"default":"allow"}},{"source":"hostile.wasm"}]}`,
 			engine.ReloadResult{Added: []string{"hostile"}, Unchanged: []string{"rules"}}, policies.Block},
 		{"mode change only", `{"modules":[{"source":"builtin:rules","config":{"default":"allow"}},{"source":"hostile.wasm","mode":"audit"}]}`,
-			engine.ReloadResult{Unchanged: []string{"rules", "hostile"}}, policies.Allow},
-		{"module removed", `{"modules":[{"source":"hostile.wasm"}]}`,
-			engine.ReloadResult{Removed: []string{"rules"}, Unchanged: []string{"hostile"}}, policies.Block},
+			engine.ReloadResult{Reconfigured: []string{"hostile"}, Unchanged: []string{"rules"}}, policies.Allow},
+		{"module removed, mode back to enforce", `{"modules":[{"source":"hostile.wasm"}]}`,
+			engine.ReloadResult{Removed: []string{"rules"}, Reconfigured: []string{"hostile"}}, policies.Block},
+		{"order change", `{"modules":[{"source":"builtin:rules"},{"source":"hostile.wasm"}]}`,
+			engine.ReloadResult{Added: []string{"rules"}, Unchanged: []string{"hostile"}}, policies.Block},
+		{"swap positions", `{"modules":[{"source":"hostile.wasm"},{"source":"builtin:rules"}]}`,
+			engine.ReloadResult{Reconfigured: []string{"hostile", "rules"}}, policies.Block},
 	} {
 		replaceFile(t, pf, []byte(step.policy))
 		res, err := e.Reload(ctx)
@@ -313,7 +317,7 @@ func TestReloadPolicyFile(t *testing.T) {
 	if _, err := e.Reload(ctx); err == nil || !strings.Contains(err.Error(), `unknown field "mdoe"`) {
 		t.Fatalf("typo in the policy file: %v", err)
 	}
-	if mods := e.Modules(); len(mods) != 1 || mods[0].Name != "hostile" || mods[0].Mode != policies.Enforce {
+	if mods := e.Modules(); len(mods) != 2 || mods[0].Name != "hostile" || mods[1].Name != "rules" || mods[0].Mode != policies.Enforce {
 		t.Fatalf("modules after a refused reload = %+v", mods)
 	}
 }
