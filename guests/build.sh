@@ -40,3 +40,4 @@ for src in "$here"/testdata/*.wat; do
 	"$WAT2WASM" "$src" -o "${src%.wat}.wasm"
 done
 "$here/sanitizer/build.sh"
+"$here/approvals/build.sh"

@@ -86,26 +86,40 @@ var ErrInvalidNames = errors.New("policies: invalid sanitized names")
 var ErrNoSanitizer = errors.New("policies: no sanitize_tool_names module in enforce mode")
 
 // SanitizeError is the diagnostic of a failed catalog build: the module
-// that failed and, where the failure concerns one tool, its server and raw
-// name.
+// that failed and, where the failure concerns one server or tool, which.
 type SanitizeError struct {
 	Module string // the module's configured name
-	Server string // the raw server name, when one is concerned
-	Tool   string // the raw tool name, when one is concerned
-	Err    error
+	Server string // the raw server name, when one server is concerned
+	// Tool is the raw tool name when one tool is concerned (HasTool), which
+	// may itself be empty.
+	Tool    string
+	HasTool bool
+	Err     error
 }
 
+// Error reads `sanitize_tool_names: module "m": server "web" tool "fetch": invalid name "web fetch" (…)`.
 func (e *SanitizeError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "sanitize_tool_names: module %q", e.Module)
-	if e.Server != "" || e.Tool != "" {
-		fmt.Fprintf(&b, ": server %q tool %q", e.Server, e.Tool)
+	if e.Server != "" || e.HasTool {
+		fmt.Fprintf(&b, ": server %q", e.Server)
+	}
+	if e.HasTool {
+		fmt.Fprintf(&b, " tool %q", e.Tool)
 	}
 	fmt.Fprintf(&b, ": %v", e.Err)
 	return b.String()
 }
 
+// Unwrap returns Err.
 func (e *SanitizeError) Unwrap() error { return e.Err }
+
+// invalidNames is the Err of a contract violation; it matches
+// ErrInvalidNames.
+type invalidNames string
+
+func (e invalidNames) Error() string        { return string(e) }
+func (e invalidNames) Is(target error) bool { return target == ErrInvalidNames }
 
 // ValidToolName reports whether name matches ^[a-zA-Z0-9_-]{1,64}$.
 func ValidToolName(name string) bool {
@@ -128,15 +142,18 @@ func ValidToolName(name string) bool {
 // reserved name. module names the culprit in the returned
 // [*SanitizeError], which wraps [ErrInvalidNames].
 func ValidateSanitized(module string, req *SanitizeRequest, res *SanitizeResult) error {
+	failAt := func(server, tool string, hasTool bool, format string, args ...any) error {
+		return &SanitizeError{Module: module, Server: server, Tool: tool, HasTool: hasTool,
+			Err: invalidNames(fmt.Sprintf(format, args...))}
+	}
 	fail := func(server, tool, format string, args ...any) error {
-		return &SanitizeError{Module: module, Server: server, Tool: tool,
-			Err: fmt.Errorf("%w: %s", ErrInvalidNames, fmt.Sprintf(format, args...))}
+		return failAt(server, tool, true, format, args...)
 	}
 	if res == nil {
-		return fail("", "", "no result")
+		return failAt("", "", false, "no result")
 	}
 	if len(res.Servers) != len(req.Servers) {
-		return fail("", "", "%d servers answered for %d asked", len(res.Servers), len(req.Servers))
+		return failAt("", "", false, "%d servers answered for %d asked", len(res.Servers), len(req.Servers))
 	}
 	// taken maps a lowered name to who holds it: -1 for a reserved name,
 	// else server<<32 | tool.
@@ -154,10 +171,10 @@ func ValidateSanitized(module string, req *SanitizeRequest, res *SanitizeResult)
 	for i, s := range req.Servers {
 		got := res.Servers[i]
 		if !ValidToolName(got.Safe) {
-			return fail(s.Name, "", "invalid safe server name %q", got.Safe)
+			return failAt(s.Name, "", false, "invalid safe server name %q", got.Safe)
 		}
 		if len(got.Tools) != len(s.Tools) {
-			return fail(s.Name, "", "%d tools answered for %d asked", len(got.Tools), len(s.Tools))
+			return failAt(s.Name, "", false, "%d tools answered for %d asked", len(got.Tools), len(s.Tools))
 		}
 		for j, raw := range s.Tools {
 			t := got.Tools[j]

@@ -32,6 +32,16 @@ const DefaultRulesConfig = `{"default":"allow","rules":[]}`
 //go:embed rules.wasm
 var rulesWasm []byte
 
+// ApprovalsName is the name of the approval policy module.
+const ApprovalsName = "approvals"
+
+// DefaultApprovalsConfig is the approval policy's default: every request
+// is left to a human (ask). The config format is docs/policy-abi.md §6.3.
+const DefaultApprovalsConfig = `{"default":"ask","rules":[]}`
+
+//go:embed approvals.wasm
+var approvalsWasm []byte
+
 // SanitizerName is the name of the tool-name sanitizer module.
 const SanitizerName = "sanitizer"
 
@@ -64,9 +74,20 @@ func Rules() []byte { return append([]byte(nil), rulesWasm...) }
 // (docs/tool-names.md). It takes no config.
 func Sanitizer() []byte { return append([]byte(nil), sanitizerWasm...) }
 
+// Approvals returns a copy of the approval policy module
+// (guests/approvals): decide_approval by JSON rules on kind, tool, server,
+// command, session and requester globs; allow-once, allow-always, deny or
+// ask with a TTL; ask by default.
+func Approvals() []byte { return append([]byte(nil), approvalsWasm...) }
+
 // List returns every built-in module, sorted by name.
 func List() []Module {
-	return []Module{rulesModule(), sanitizerModule()}
+	return []Module{approvalsModule(), rulesModule(), sanitizerModule()}
+}
+
+func approvalsModule() Module {
+	return newModule(ApprovalsName, approvalsWasm, DefaultApprovalsConfig,
+		"decide_approval by rules on kind, tool, command and session globs; ask by default")
 }
 
 func sanitizerModule() Module {
