@@ -146,7 +146,7 @@ func TestLoadRefusesNamingModuleAndReason(t *testing.T) {
 		{"missing file", `{"modules":[{"source":"gone.wasm"}]}`,
 			[]string{`policy module "gone"`, "no such file"}},
 		{"unknown built-in", `{"modules":[{"source":"builtin:nope"}]}`,
-			[]string{`policy module "nope": unknown built-in "builtin:nope" (built-ins: builtin:rules`}},
+			[]string{`policy module "nope": unknown built-in "builtin:nope" (built-ins: `, "builtin:rules"}},
 		{"second module fails, first named fine", `{"modules":[{"source":"allow.wasm"},{"name":"late","source":"abi2.wasm"}]}`,
 			[]string{`policy module "late"`, "policy ABI version 2"}},
 	} {
