@@ -14,8 +14,9 @@
 #   - the module's JSON config is the `data` document. This policy reads
 #       {"blocked_tools": [...], "approval_tools": [...], "readonly_commands": [...]}
 #     and each key is optional;
-#   - only the builtins OPA compiles into the module are available: no
-#     http.send, no clock, no sprintf (use concat).
+#   - only the builtins OPA compiles into the module are available, plus
+#     sprintf, which the host provides: no http.send, no clock, no
+#     randomness (a module that needs one is refused at load, naming it).
 # entrypoints: openclaw/before_tool_call openclaw/sanitize_tool_names openclaw/decide_approval
 package openclaw
 

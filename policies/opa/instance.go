@@ -25,7 +25,7 @@ type instance struct {
 	mod api.Module // the policy
 	mem api.Memory
 
-	eval, malloc, jsonParse, jsonDump, heapPtrGet api.Function
+	eval, malloc, jsonParse, jsonDump, heapPtrGet, valueDump api.Function
 
 	dataAddr uint32 // the parsed data document
 	heap     uint32 // heap pointer after initialization: inputs go here
@@ -102,6 +102,7 @@ func (i *instance) init(ictx, callerCtx context.Context) error {
 	i.jsonParse = mod.ExportedFunction(exportJSONParse)
 	i.jsonDump = mod.ExportedFunction(exportJSONDump)
 	i.heapPtrGet = mod.ExportedFunction(exportHeapPtrGet)
+	i.valueDump = mod.ExportedFunction(exportValueDump)
 
 	// As OPA's own SDK does: a first malloc initializes the heap; then the
 	// data document is parsed once, and the heap pointer above it is where
@@ -340,15 +341,7 @@ func (m *Module) hostFunc(f envFunc) api.GoModuleFunc {
 			m.logPrint(ctx, wasmhost.GuestMessage(b))
 		}
 	default:
-		// opa_builtinN: a module that lists builtins is refused at load,
-		// so a call here means the module lied in builtins().
-		return func(ctx context.Context, _ api.Module, stack []uint64) {
-			err := fmt.Errorf("%s: called OPA builtin #%d, which this host does not provide", f.name, int32(uint32(stack[0])))
-			if i := instFrom(ctx); i != nil {
-				i.hostErr = err
-			}
-			panic(err)
-		}
+		return m.builtinFunc(f.name)
 	}
 }
 

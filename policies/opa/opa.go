@@ -16,10 +16,10 @@
 //     MiB); running out of it is wasmhost.ErrMemoryLimit;
 //   - zero capabilities: the module may import only env.memory,
 //     env.opa_abort, env.opa_println and env.opa_builtin0…4; no WASI, no
-//     clock, no network. OPA builtins that the compiled module leaves to
-//     the host (its builtins() export: http.send, time.now_ns, sprintf, …)
-//     are not provided, and a module that needs one is refused at load,
-//     naming it;
+//     clock, no network. Of the OPA builtins that a compiled module leaves
+//     to the host (its builtins() export: http.send, time.now_ns, sprintf,
+//     …) only pure ones are provided ([ProvidedBuiltins]: sprintf), and a
+//     module that needs another is refused at load, naming it;
 //   - a bounded instance pool (Options.Host.PoolSize, default GOMAXPROCS),
 //     one evaluation per instance at a time; an instance that failed in any
 //     way is discarded, never reused.
@@ -146,6 +146,7 @@ type Module struct {
 	ownMem   bool // the policy defines its memory instead of importing it
 
 	abiMinor    int32
+	builtins    map[int32]string // host builtins the module calls, by its ids
 	entrypoints map[string]int32
 	hooks       map[policies.Hook]hookEntry
 
@@ -382,16 +383,25 @@ func (m *Module) inspect(ctx context.Context, inst *instance, override map[polic
 	if err := inst.dumpExport(ictx, exportBuiltins, &builtins); err != nil {
 		return asLoad(err)
 	}
-	if len(builtins) > 0 {
-		names := make([]string, 0, len(builtins))
-		for n := range builtins {
-			names = append(names, n)
+	m.builtins = make(map[int32]string, len(builtins))
+	var missing []string
+	for n, id := range builtins {
+		if _, ok := hostBuiltins[n]; !ok {
+			missing = append(missing, n)
+			continue
 		}
-		sort.Strings(names)
-		if len(names) == 1 {
-			return loadErr(m.name, "needs OPA builtin %q, which this host does not provide (no host builtins are provided: no network, clock or randomness)", names[0])
-		}
-		return loadErr(m.name, "needs OPA builtins %s, which this host does not provide (no host builtins are provided: no network, clock or randomness)", quoteList(names))
+		m.builtins[id] = n
+	}
+	sort.Strings(missing)
+	provided := "the host provides only " + quoteList(ProvidedBuiltins()) + ": no network, clock or randomness"
+	switch {
+	case len(missing) == 1:
+		return loadErr(m.name, "needs OPA builtin %q, which this host does not provide (%s)", missing[0], provided)
+	case len(missing) > 1:
+		return loadErr(m.name, "needs OPA builtins %s, which this host does not provide (%s)", quoteList(missing), provided)
+	}
+	if len(m.builtins) > 0 && inst.valueDump == nil {
+		return loadErr(m.name, "uses host builtins but does not export %q", exportValueDump)
 	}
 
 	if err := inst.dumpExport(ictx, exportEntrypoints, &m.entrypoints); err != nil {

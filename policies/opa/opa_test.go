@@ -295,7 +295,7 @@ func TestLoadRefusals(t *testing.T) {
 		want   string
 	}{
 		{"builtins the host lacks", readWasm(t, needsBuiltinsPath), "", nil,
-			`wasm module "p": needs OPA builtins "http.send", "time.now_ns", which this host does not provide`},
+			`wasm module "p": needs OPA builtins "http.send", "time.now_ns", which this host does not provide (the host provides only "sprintf": no network, clock or randomness)`},
 		{"not an OPA module", rules.Wasm, "", nil,
 			`wasm module "p": not an OPA Wasm module: no "opa_eval" function and "opa_wasm_abi_version" global exported`},
 		{"not Wasm at all", []byte("#!/bin/sh\n"), "", nil, `wasm module "p": not an OPA Wasm module`},
@@ -519,4 +519,30 @@ func FuzzIsModule(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		opa.IsModule(b) // must not panic or hang
 	})
+}
+
+// TestSprintf checks the host's sprintf against the strings OPA v1.22.3
+// itself printed for the same policy and inputs (`opa eval -d
+// testdata/sprintf.rego -i input.json data.openclaw.before_tool_call.reason`).
+func TestSprintf(t *testing.T) {
+	t.Parallel()
+	m := load(t, "testdata/sprintf.wasm", "", nil)
+	for tool, want := range map[string]string{
+		"exec":      `tool exec: 2 args, {"a": [1, "x"], "b": {1, 2}} true null 2.5 3.14 "quo\"te"    ab|7   |12345678901234567890|1e+30`,
+		"count":     `2`,
+		"missing":   `x and %!v(MISSING)`,
+		"empty_set": `set()`,
+	} {
+		v, err := m.BeforeToolCall(context.Background(), call(tool, `{"a":1,"b":2}`))
+		if err != nil {
+			t.Errorf("%s: %v", tool, err)
+			continue
+		}
+		if v.Reason != want {
+			t.Errorf("%s: reason\n %s\nwant (OPA's)\n %s", tool, v.Reason, want)
+		}
+	}
+	if got := opa.ProvidedBuiltins(); len(got) != 1 || got[0] != "sprintf" {
+		t.Errorf("ProvidedBuiltins() = %v", got)
+	}
 }
