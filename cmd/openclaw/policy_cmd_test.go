@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -348,5 +349,49 @@ func TestPolicyReloadReachesServe(t *testing.T) {
 	entries, _ := os.ReadDir(filepath.Join(state, "openclaw-go", "run"))
 	if len(entries) != 0 {
 		t.Errorf("run files left after serve exited: %v", entries)
+	}
+}
+
+// TestServeRefusesBrokenPolicies: `openclaw mcp serve` does not start when
+// a module cannot be loaded, and says which module and why, before it
+// touches stdin or the Gateway.
+func TestServeRefusesBrokenPolicies(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	abs, err := filepath.Abs(testdataWasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := func(body string) string {
+		p := filepath.Join(dir, strconv.Itoa(len(body))+"-policy.json")
+		if err := os.WriteFile(p, []byte(strings.ReplaceAll(body, "TD/", abs+"/")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"wrong pin", []string{"--policy-config", policy(`{"modules":[{"source":"TD/allow.wasm","sha256":"` + strings.Repeat("ab", 32) + `"}]}`)},
+			`policy module "allow": sha256 pin mismatch`},
+		{"unknown ABI version", []string{"--policy", testdataWasm + "abi2.wasm"},
+			`policy module "abi2" (` + testdataWasm + `abi2.wasm): wasm module "abi2": policy_abi_version: policy ABI version 2 is not supported (this host speaks version 1)`},
+		{"missing export", []string{"--policy", testdataWasm + "nohooks.wasm"}, `policy module "nohooks" (` + testdataWasm + `nohooks.wasm): wasm module "nohooks": exports no hook`},
+		{"unknown host import", []string{"--policy", testdataWasm + "import_env.wasm"}, `unsupported import "env"."abort"`},
+		{"configure fails", []string{"--policy-config", policy(`{"modules":[{"source":"TD/hostile.wasm","config":"reject"}]}`)},
+			`policy module "hostile" (` + abs + `/hostile.wasm): wasm module "hostile": configure: configuration refused: configure rejected: the config asked for it`},
+		{"hook not exported", []string{"--policy-config", policy(`{"modules":[{"source":"TD/allow.wasm","hooks":["sanitize_tool_names"]}]}`)},
+			`hooks lists sanitize_tool_names, which the module does not export`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{"mcp", "serve", "--url", "ws://127.0.0.1:9", "--token", "x", "--audit-log", "-"}, tt.args...)
+			_, code, err := runPolicyCLI(t, args...)
+			if code != 1 || err == nil || !strings.HasPrefix(err.Error(), "MCP server failed to start: ") || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("exit %d, err %v\nwant exit 1 and %q", code, err, tt.want)
+			}
+		})
 	}
 }
