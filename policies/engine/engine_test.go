@@ -451,3 +451,50 @@ func TestReadModule(t *testing.T) {
 		t.Fatalf("unknown built-in: %v", err)
 	}
 }
+
+// TestWatchFollowsSymlinkSwap replaces a module the way a Kubernetes
+// ConfigMap does: the module path is a symlink through "..data", and an
+// update points "..data" at a new folder by a rename.
+func TestWatchFollowsSymlinkSwap(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	v1, v2 := filepath.Join(dir, "v1"), filepath.Join(dir, "v2")
+	for _, d := range []string{v1, v2} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, v1, "p.wasm", fixture(t, "allow"))
+	writeFile(t, v2, "p.wasm", fixture(t, "hostile"))
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Symlink("v1", filepath.Join(dir, "..data")))
+	must(os.Symlink(filepath.Join("..data", "p.wasm"), filepath.Join(dir, "p.wasm")))
+	e, logs := load(t, engine.Options{Files: []string{filepath.Join(dir, "p.wasm")}, WatchDebounce: 20 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	watched := make(chan error, 1)
+	go func() { watched <- e.Watch(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-watched; err != nil {
+			t.Error(err)
+		}
+	}()
+	target := "v2"
+	deadline := time.Now().Add(20 * time.Second)
+	for e.BeforeToolCall(context.Background(), call("hostile_block")).Outcome != policies.Block {
+		if time.Now().After(deadline) {
+			t.Fatalf("the symlink swap was never seen; log:\n%s", logs)
+		}
+		// Swap "..data" atomically; again until the watcher has started.
+		tmp := filepath.Join(dir, "..data_tmp")
+		_ = os.Remove(tmp)
+		must(os.Symlink(target, tmp))
+		must(os.Rename(tmp, filepath.Join(dir, "..data")))
+		time.Sleep(50 * time.Millisecond)
+	}
+}

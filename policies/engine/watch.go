@@ -14,8 +14,9 @@ import (
 // Watch reloads the engine whenever the policy file or a module file
 // changes, until ctx is done; it then returns nil. It watches the folders
 // that hold those files (so a file replaced by a rename, as editors and
-// deploy tools do, is seen too) and reloads once the events have been
-// quiet for Options.WatchDebounce. A reload that fails leaves the active
+// deploy tools do, or through a symlink swap, is seen too) and reloads
+// once the events have been quiet for Options.WatchDebounce; a reload
+// that finds nothing changed changes nothing. A reload that fails leaves the active
 // policies in place and is logged with its reason (see [Engine.Reload]);
 // the next change is tried again. Folders of modules added by a reload are
 // watched from then on. It returns an error only when the watcher cannot
@@ -57,7 +58,7 @@ func (e *Engine) Watch(ctx context.Context) error {
 			if !ok {
 				return nil
 			}
-			if !files[filepath.Clean(ev.Name)] || ev.Op == fsnotify.Chmod {
+			if !relevant(ev, files) {
 				continue
 			}
 			if timer == nil {
@@ -79,6 +80,18 @@ func (e *Engine) Watch(ctx context.Context) error {
 			track()
 		}
 	}
+}
+
+// relevant reports whether ev may have changed a watched file: any change
+// of the file itself, or an entry created, renamed or removed in its
+// folder, which is how a symlink swap (a Kubernetes ConfigMap's "..data")
+// replaces a file without touching its name. Writes to other files of the
+// folder (an audit log next to the modules) are ignored.
+func relevant(ev fsnotify.Event, files map[string]bool) bool {
+	if files[filepath.Clean(ev.Name)] {
+		return ev.Op != fsnotify.Chmod
+	}
+	return ev.Op.Has(fsnotify.Create) || ev.Op.Has(fsnotify.Rename) || ev.Op.Has(fsnotify.Remove)
 }
 
 // watchedFiles returns the absolute paths of the policy file and of every
