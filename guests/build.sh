@@ -41,3 +41,4 @@ for src in "$here"/testdata/*.wat; do
 done
 "$here/sanitizer/build.sh"
 "$here/approvals/build.sh"
+"$here/examples/build.sh"

@@ -1,0 +1,135 @@
+// An openclaw-go policy module in AssemblyScript with the tiny SDK in
+// guests/sdk/assemblyscript. It implements all three hooks with the same
+// rules as the Go and Rust examples (policies/guesttest checks all three):
+//
+// - before_tool_call: a tool whose name contains "delete" is blocked; a
+//   call whose "path" argument starts with a protected prefix is blocked;
+//   messages_send needs a human's approval (60 s); anything else is allowed.
+// - sanitize_tool_names: "server__tool", every character outside
+//   [A-Za-z0-9_-] turned into "_"; an empty server or tool name, or a
+//   result longer than max_len, is rejected.
+// - decide_approval: an exec command starting with rm, sudo, dd or mkfs is
+//   denied; one starting with ls, pwd, cat or echo is allowed once;
+//   anything else is left to a human (TTL two minutes for exec and plugin).
+//
+// Configuration (optional): {"protected_paths": ["/etc/", "/root/"]},
+// default ["/etc/"]; an unknown key refuses it.
+//
+// Build: guests/examples/build.sh (reproducible). The entry file is
+// src/policy.ts, not assembly/index.ts: with the json-as transform, that
+// path silently produced an empty module.
+
+import { JSON } from "json-as";
+import * as policy from "../../../sdk/assemblyscript/policy";
+export { policy_abi_version, alloc, free, last_error, sdkAbort } from "../../../sdk/assemblyscript/policy";
+
+let protectedPaths: string[] = ["/etc/"];
+
+@json
+class Config {
+  @optional protected_paths: string[] = ["/etc/"];
+}
+
+export function configure(ptr: usize, len: i32): i32 {
+  return policy.configure(ptr, len, readConfig);
+}
+
+export function before_tool_call(ptr: usize, len: i32): u64 {
+  return policy.beforeToolCall(ptr, len, decideCall);
+}
+
+export function sanitize_tool_names(ptr: usize, len: i32): u64 {
+  return policy.sanitizeToolNames(ptr, len, sanitize);
+}
+
+export function decide_approval(ptr: usize, len: i32): u64 {
+  return policy.decideApproval(ptr, len, decideApprovalRequest);
+}
+
+function readConfig(config: string): string | null {
+  if (config.trim().length == 0) return null;
+  // Check the keys and the shape with the dynamic reader first: a typed
+  // parse of a mistyped member aborts (a trap) instead of explaining.
+  const cfg = policy.parseObject(config);
+  const keys = cfg.keys();
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i];
+    if (key != "protected_paths") return "unknown key \"" + key + "\" (want protected_paths)";
+    if (cfg.get(key)!.type != JSON.Types.Array) return "protected_paths: want an array of strings";
+  }
+  protectedPaths = JSON.parse<Config>(config).protected_paths;
+  return null;
+}
+
+function decideCall(call: policy.ToolCall): policy.Verdict {
+  if (call.tool.name.includes("delete")) return policy.Verdict.block("deleting is not allowed");
+  const path = call.stringArg("path");
+  if (path !== null) {
+    for (let i = 0; i < protectedPaths.length; i++) {
+      if (path!.startsWith(protectedPaths[i])) return policy.Verdict.block("path " + path! + " is protected");
+    }
+  }
+  if (call.tool.name == "messages_send") {
+    return policy.Verdict.requireApproval("sending needs approval", "Send a message?", 60000);
+  }
+  return policy.Verdict.allow();
+}
+
+function sanitize(req: policy.SanitizeRequest): policy.SanitizedName[] {
+  const maxLen = req.max_len > 0 ? req.max_len : 64;
+  const out: policy.SanitizedName[] = [];
+  for (let i = 0; i < req.tools.length; i++) {
+    const t = req.tools[i];
+    if (t.server.length == 0 || t.name.length == 0) {
+      out.push(policy.SanitizedName.rejected("empty server or tool name"));
+      continue;
+    }
+    const name = clean(t.server) + "__" + clean(t.name);
+    if (name.length > maxLen) {
+      out.push(policy.SanitizedName.rejected("name longer than " + maxLen.toString()));
+      continue;
+    }
+    out.push(policy.SanitizedName.named(name));
+  }
+  return out;
+}
+
+// clean replaces every character outside [A-Za-z0-9_-] with "_"; a
+// surrogate pair (one character outside the BMP) becomes one "_".
+function clean(s: string): string {
+  let r = "";
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    const ok = (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || (c >= 0x30 && c <= 0x39) || c == 0x5f || c == 0x2d;
+    if (ok) {
+      r += String.fromCharCode(c);
+      continue;
+    }
+    if (c >= 0xd800 && c < 0xdc00 && i + 1 < s.length) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d < 0xe000) i++;
+    }
+    r += "_";
+  }
+  return r;
+}
+
+function decideApprovalRequest(req: policy.ApprovalRequest): policy.ApprovalDecision {
+  const twoMinutes: i64 = 120000;
+  if (req.kind == "exec") {
+    const cmd = req.stringField("command");
+    const trimmed = cmd === null ? "" : cmd!.trim();
+    const sp = trimmed.indexOf(" ");
+    const first = sp < 0 ? trimmed : trimmed.substring(0, sp);
+    if (first.length == 0) return policy.ApprovalDecision.of("deny", "exec request without a command", 0);
+    if (first == "rm" || first == "sudo" || first == "dd" || first == "mkfs") {
+      return policy.ApprovalDecision.of("deny", "command " + first + " is not allowed", 0);
+    }
+    if (first == "ls" || first == "pwd" || first == "cat" || first == "echo") {
+      return policy.ApprovalDecision.of("allow-once", "read-only command", 0);
+    }
+    return policy.ApprovalDecision.of("ask", "needs a human", twoMinutes);
+  }
+  if (req.kind == "plugin") return policy.ApprovalDecision.of("ask", "needs a human", twoMinutes);
+  return policy.ApprovalDecision.of("ask", "needs a human", 0);
+}

@@ -1,0 +1,309 @@
+// openclaw-policy: a tiny AssemblyScript guest SDK for the openclaw-go
+// policy ABI ("openclaw-policy v1", docs/policy-abi.md), built on json-as.
+//
+// Re-export the ABI plumbing from your entry file and export the hooks you
+// implement, each a one-line call into this module, so that the module
+// exports exactly the hooks it serves:
+//
+//   import * as policy from "../../../sdk/assemblyscript/policy";
+//   export { policy_abi_version, alloc, free, last_error } from "../../../sdk/assemblyscript/policy";
+//
+//   export function before_tool_call(ptr: usize, len: i32): u64 {
+//     return policy.beforeToolCall(ptr, len, decide);
+//   }
+//   function decide(call: policy.ToolCall): policy.Verdict {
+//     return policy.Verdict.allow();
+//   }
+//
+// Build with `asc … --transform json-as --use abort=sdkAbort` (see
+// guests/examples/build.sh): the module then imports nothing but, on an
+// abort, openclaw_policy.log. json-as aborts on input it cannot decode; an
+// abort is a trap, which the host turns into a failure naming the module
+// (block, deny, or a failed catalog build), and the abort message reaches
+// the host's log.
+
+import { JSON } from "json-as";
+
+// ------------------------------------------------------------------ ABI --
+
+/** The policy ABI version this SDK implements. */
+export function policy_abi_version(): i32 {
+  return 1;
+}
+
+/** A buffer of `len` bytes for the host (outside the GC heap). */
+export function alloc(len: i32): usize {
+  return heap.alloc(<usize>max(len, 1));
+}
+
+/** Releases a buffer from `alloc`. */
+export function free(ptr: usize, len: i32): void {
+  if (ptr != 0) heap.free(ptr);
+}
+
+let lastError: ArrayBuffer = new ArrayBuffer(0);
+// The output of the last hook call: reachable (so not collected) until the
+// next call replaces it.
+let out: ArrayBuffer = new ArrayBuffer(0);
+
+/** The packed message behind the last refusal. */
+export function last_error(): u64 {
+  return pack(lastError);
+}
+
+function pack(b: ArrayBuffer): u64 {
+  if (b.byteLength == 0) return 0;
+  return (<u64>changetype<usize>(b) << 32) | <u64>b.byteLength;
+}
+
+/** Records msg for last_error and returns the zero result of a hook. */
+export function fail(msg: string): u64 {
+  lastError = String.UTF8.encode(msg);
+  return 0;
+}
+
+function finish(json: string): u64 {
+  out = String.UTF8.encode(json);
+  return pack(out);
+}
+
+function input(ptr: usize, len: i32): string {
+  return fixSlashEscapes(String.UTF8.decodeUnsafe(ptr, <usize>len));
+}
+
+// fixSlashEscapes rewrites the JSON escape \/ as a plain "/". json-as
+// 1.6.0 decodes \/ to U+0000 (its escape table lacks '/'), so "\/etc"
+// would read as "\0etc" and slip past a "/etc/" prefix check. JSON
+// allows either spelling, and the host does not control the client's.
+function fixSlashEscapes(s: string): string {
+  if (s.indexOf("\\/") < 0) return s;
+  let r = "";
+  let start = 0;
+  let i = 0;
+  while (i < s.length) {
+    if (s.charCodeAt(i) != 0x5c) {
+      i++;
+      continue;
+    }
+    if (i + 1 < s.length && s.charCodeAt(i + 1) == 0x2f) {
+      r += s.substring(start, i) + "/";
+      i += 2;
+      start = i;
+      continue;
+    }
+    i += 2; // any other escape, including \\, stays as it is
+  }
+  return r + s.substring(start);
+}
+
+// @ts-ignore: decorator
+@external("openclaw_policy", "log")
+declare function hostLog(level: i32, ptr: usize, len: i32): void;
+
+/**
+ * The abort handler the build names with `--use abort=`: it logs the
+ * message at level error through openclaw_policy.log and traps.
+ */
+export function sdkAbort(message: string | null, file: string | null, line: u32, column: u32): void {
+  const msg = String.UTF8.encode((message ? message! : "abort") + " at " + (file ? file! : "?") + ":" + line.toString());
+  hostLog(3, changetype<usize>(msg), msg.byteLength);
+  unreachable();
+}
+
+/** Serves the `configure` export; a non-null result refuses the module. */
+export function configure(ptr: usize, len: i32, f: (config: string) => string | null): i32 {
+  const err = f(len == 0 ? "" : input(ptr, len));
+  if (err !== null) {
+    fail(err!);
+    return 1;
+  }
+  return 0;
+}
+
+// ---------------------------------------------------- before_tool_call --
+
+/** The MCP client that made a call (its clientInfo). */
+@json
+export class Caller {
+  @optional name: string = "";
+  @optional version: string = "";
+}
+
+/** The tool called: exposed name; upstream server and name if imported. */
+@json
+export class ToolRef {
+  @optional name: string = "";
+  @optional server: string = "";
+  @optional original: string = "";
+}
+
+/** The input of before_tool_call (docs/policy-abi.md §4). */
+@json
+export class ToolCall {
+  @optional surface: string = "";
+  @optional session_key: string = "";
+  @optional caller: Caller = new Caller();
+  @optional tool: ToolRef = new ToolRef();
+  /** The call's arguments, or null when absent; see stringArg. */
+  @optional arguments: JSON.Obj | null = null;
+
+  /** The string member `key` of the arguments, or null. */
+  stringArg(key: string): string | null {
+    const args = this.arguments;
+    if (args === null) return null;
+    const v = args!.get(key);
+    if (v === null || v!.type != JSON.Types.String) return null;
+    return v!.get<string>();
+  }
+}
+
+/** The output of before_tool_call. */
+@json
+export class Verdict {
+  /** "allow", "block" or "require_approval". */
+  decision: string = "allow";
+  @omitif((self: Verdict) => self.reason.length == 0) reason: string = "";
+  @omitif((self: Verdict) => self.title.length == 0) title: string = "";
+  @omitif((self: Verdict) => self.description.length == 0) description: string = "";
+  /** For require_approval: how long to wait for a human (0: default). */
+  @omitif((self: Verdict) => self.timeout_ms == 0) timeout_ms: i64 = 0;
+
+  static allow(): Verdict {
+    return new Verdict();
+  }
+  static block(reason: string): Verdict {
+    const v = new Verdict();
+    v.decision = "block";
+    v.reason = reason;
+    return v;
+  }
+  static requireApproval(reason: string, title: string, timeoutMs: i64): Verdict {
+    const v = new Verdict();
+    v.decision = "require_approval";
+    v.reason = reason;
+    v.title = title;
+    v.timeout_ms = timeoutMs;
+    return v;
+  }
+}
+
+/** Serves before_tool_call with decide. */
+export function beforeToolCall(ptr: usize, len: i32, decide: (call: ToolCall) => Verdict): u64 {
+  const call = JSON.parse<ToolCall>(input(ptr, len));
+  const v = decide(call);
+  if (v.decision != "allow" && v.decision != "block" && v.decision != "require_approval") {
+    return fail("verdict: unknown decision \"" + v.decision + "\"");
+  }
+  return finish(JSON.stringify<Verdict>(v));
+}
+
+// ------------------------------------------------- sanitize_tool_names --
+
+/** One (server, tool) pair of a catalog. */
+@json
+export class ToolName {
+  @optional server: string = "";
+  @optional name: string = "";
+}
+
+/** The input of sanitize_tool_names (docs/policy-abi.md §6). */
+@json
+export class SanitizeRequest {
+  @optional max_len: i32 = 0;
+  @optional tools: ToolName[] = [];
+}
+
+/** The answer for one tool: its exposed name or a rejection. */
+@json
+export class SanitizedName {
+  @omitif((self: SanitizedName) => self.name.length == 0) name: string = "";
+  @omitif((self: SanitizedName) => self.reject.length == 0) reject: string = "";
+
+  static named(name: string): SanitizedName {
+    const s = new SanitizedName();
+    s.name = name;
+    return s;
+  }
+  static rejected(reason: string): SanitizedName {
+    const s = new SanitizedName();
+    s.reject = reason;
+    return s;
+  }
+}
+
+@json
+class SanitizeResponse {
+  tools: SanitizedName[] = [];
+}
+
+/** Serves sanitize_tool_names; f answers once per tool, in order. */
+export function sanitizeToolNames(ptr: usize, len: i32, f: (req: SanitizeRequest) => SanitizedName[]): u64 {
+  const req = JSON.parse<SanitizeRequest>(input(ptr, len));
+  const resp = new SanitizeResponse();
+  resp.tools = f(req);
+  if (resp.tools.length != req.tools.length) {
+    return fail("sanitize_tool_names: " + resp.tools.length.toString() + " answers for " + req.tools.length.toString() + " tools");
+  }
+  for (let i = 0; i < resp.tools.length; i++) {
+    const t = resp.tools[i];
+    if ((t.name.length == 0) == (t.reject.length == 0)) {
+      return fail("sanitize_tool_names: answer " + i.toString() + " must set exactly one of name and reject");
+    }
+  }
+  return finish(JSON.stringify<SanitizeResponse>(resp));
+}
+
+// ----------------------------------------------------- decide_approval --
+
+/** The input of decide_approval (docs/policy-abi.md §6). */
+@json
+export class ApprovalRequest {
+  /** "exec", "plugin", … */
+  @optional kind: string = "";
+  @optional session_key: string = "";
+  @optional requester: Caller = new Caller();
+  /** The Gateway's approval payload. */
+  @optional request: JSON.Obj | null = null;
+
+  /** The string member `key` of the request payload, or null. */
+  stringField(key: string): string | null {
+    const r = this.request;
+    if (r === null) return null;
+    const v = r!.get(key);
+    if (v === null || v!.type != JSON.Types.String) return null;
+    return v!.get<string>();
+  }
+}
+
+/** The output of decide_approval. */
+@json
+export class ApprovalDecision {
+  /** "allow-once", "allow-always", "deny" or "ask". */
+  decision: string = "ask";
+  @omitif((self: ApprovalDecision) => self.reason.length == 0) reason: string = "";
+  /** How long an "ask" may wait before the request is denied (0: default). */
+  @omitif((self: ApprovalDecision) => self.ttl_ms == 0) ttl_ms: i64 = 0;
+
+  static of(decision: string, reason: string, ttlMs: i64): ApprovalDecision {
+    const d = new ApprovalDecision();
+    d.decision = decision;
+    d.reason = reason;
+    d.ttl_ms = ttlMs;
+    return d;
+  }
+}
+
+/** Serves decide_approval with decide. */
+export function decideApproval(ptr: usize, len: i32, decide: (req: ApprovalRequest) => ApprovalDecision): u64 {
+  const req = JSON.parse<ApprovalRequest>(input(ptr, len));
+  const d = decide(req);
+  if (d.decision != "allow-once" && d.decision != "allow-always" && d.decision != "deny" && d.decision != "ask") {
+    return fail("approval: unknown decision \"" + d.decision + "\"");
+  }
+  return finish(JSON.stringify<ApprovalDecision>(d));
+}
+
+/** Parses a configuration object, e.g. to check its keys. */
+export function parseObject(config: string): JSON.Obj {
+  return JSON.parse<JSON.Obj>(fixSlashEscapes(config));
+}
