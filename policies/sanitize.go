@@ -99,15 +99,22 @@ type SanitizeError struct {
 
 // Error reads `sanitize_tool_names: module "m": server "web" tool "fetch": invalid name "web fetch" (…)`.
 func (e *SanitizeError) Error() string {
+	if c := e.Culprit(); c != "" {
+		return fmt.Sprintf("sanitize_tool_names: module %q: %s: %v", e.Module, c, e.Err)
+	}
+	return fmt.Sprintf("sanitize_tool_names: module %q: %v", e.Module, e.Err)
+}
+
+// Culprit names the server and tool concerned (`server "web" tool
+// "fetch"`), or is empty.
+func (e *SanitizeError) Culprit() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "sanitize_tool_names: module %q", e.Module)
 	if e.Server != "" || e.HasTool {
-		fmt.Fprintf(&b, ": server %q", e.Server)
+		fmt.Fprintf(&b, "server %q", e.Server)
 	}
 	if e.HasTool {
 		fmt.Fprintf(&b, " tool %q", e.Tool)
 	}
-	fmt.Fprintf(&b, ": %v", e.Err)
 	return b.String()
 }
 

@@ -27,3 +27,7 @@ cd "$here"
 	--remap-path-prefix "$guests=guests" \
 	-o "$root/policies/builtin/sanitizer.wasm" lib.rs
 rm -f "$root/policies/builtin/"*.d
+
+# The containment fixture of the sanitize_tool_names and decide_approval
+# adapters (policies/wasmpolicy/hooks_test.go).
+"${WAT2WASM:-wat2wasm}" "$root/policies/wasmpolicy/testdata/hooks.wat" -o "$root/policies/wasmpolicy/testdata/hooks.wasm"

@@ -62,6 +62,9 @@ func (m *Module) SanitizeToolNames(ctx context.Context, req *policies.SanitizeRe
 		if err := policies.ValidateSanitized(m.name, req, res); err != nil {
 			var se *policies.SanitizeError
 			if errors.As(err, &se) {
+				if c := se.Culprit(); c != "" {
+					return fmt.Errorf("%s: %w", c, se.Err)
+				}
 				return se.Err
 			}
 			return err
