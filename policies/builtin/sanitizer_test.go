@@ -224,3 +224,55 @@ func TestSanitizerGolden(t *testing.T) {
 		t.Error("no golden case exercised the stable hash")
 	}
 }
+
+// TestSanitizerHostile: names that break LLM APIs or naive sanitizers
+// always come out valid, unique and stable, and a JSON escape in the
+// input (which the guest decodes on its slow path) gives the same names.
+func TestSanitizerHostile(t *testing.T) {
+	t.Parallel()
+	m := loadSanitizer(t)
+	long := strings.Repeat("ü", 100) + strings.Repeat("x", 100)
+	servers := []policies.SanitizeServer{
+		srv("a.b/c d", "../../etc/passwd", "rm -rf /", "a\x00b", "\u2028", "tab\there", "<script>", long, long+"y", "😀😀😀"),
+		srv("42", "1", "2", "-", "_", "--", "__"),
+		srv("", ""), srv(" "), srv("mcp", "x"), srv("MCP-2", "x"), srv("mcp 2", "x"),
+		srv(strings.Repeat("é", 40), "t"), srv(strings.Repeat("è", 40), "t"),
+	}
+	res := sanitize(t, m, []string{"mcp__x"}, servers...)
+	// Validated by the adapter; spot checks on what users see:
+	got := names(res)
+	for _, want := range []string{"mcp-42: mcp-42__tool-1 mcp-42__tool-2 mcp-42__tool-- mcp-42__tool-_ mcp-42__tool--- mcp-42__tool-__"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("missing %q in %q", want, got)
+		}
+	}
+	if res.Servers[0].Tools[0].Name != "a-b-c-d__tool-------etc-passwd" {
+		t.Errorf("path traversal name: %q", res.Servers[0].Tools[0].Name)
+	}
+	for i, s := range res.Servers {
+		for j, tn := range s.Tools {
+			if tn.Reject == "" && !policies.ValidToolName(tn.Name) {
+				t.Errorf("server %d tool %d: invalid %q", i, j, tn.Name)
+			}
+		}
+	}
+	again := sanitize(t, m, []string{"mcp__x"}, servers...)
+	if !slices.Equal(names(again), got) {
+		t.Errorf("not deterministic:\n%q\n%q", names(again), got)
+	}
+}
+
+// FuzzSanitizer: any catalog is named without a failure (the adapter
+// validates every answer: valid, unique, not reserved, same shape).
+func FuzzSanitizer(f *testing.F) {
+	f.Add("files", "read_file\nwrite file\n\n😀", "conversations_list", "web", "fetch url\nFETCH-URL")
+	f.Add(strings.Repeat("s", 40), strings.Repeat("t", 70)+"\n"+strings.Repeat("t", 71), "", strings.Repeat("s", 41), "x")
+	m := loadSanitizer(f)
+	f.Fuzz(func(t *testing.T, s1, tools1, reserved, s2, tools2 string) {
+		req := &policies.SanitizeRequest{Reserved: strings.Split(reserved, "\n"), Servers: []policies.SanitizeServer{
+			{Name: s1, Tools: strings.Split(tools1, "\n")}, {Name: s2, Tools: strings.Split(tools2, "\n")}}}
+		if _, err := m.SanitizeToolNames(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
