@@ -236,3 +236,43 @@ func FuzzValidateArgs(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkSessionRows compares the two ways of reading the captured real
+// sessions.list payload into conversations, and of pretty-printing the
+// result: the scanner path conversations_list takes, and encoding/json.
+//
+//	go test -run '^$' -bench SessionRows -benchmem ./bridge/
+func BenchmarkSessionRows(b *testing.B) {
+	payload := realSessionsList(b)
+	cs, err := fastRows(payload)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out []byte
+	for _, c := range cs {
+		if c != nil {
+			out = c.appendJSON(out)
+		}
+	}
+	for _, bc := range []struct {
+		name string
+		in   []byte
+		fn   func()
+	}{
+		{"rows/scanner", payload, func() { _, _ = fastRows(payload) }},
+		{"rows/encoding-json", payload, func() { _, _ = slowRows(payload) }},
+		{"pretty/one-pass", out, func() { _, _ = indentCompact(out) }},
+		{"pretty/json.Indent", out, func() {
+			var buf bytes.Buffer
+			_ = json.Indent(&buf, out, "", "  ")
+		}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(bc.in)))
+			b.ReportAllocs()
+			for b.Loop() {
+				bc.fn()
+			}
+		})
+	}
+}
