@@ -65,6 +65,7 @@ type Expectation struct {
 
 // CaseResult is the outcome of one case.
 type CaseResult struct {
+	// Case is the case that ran.
 	Case TestCase `json:"-"`
 	// Name and Hook repeat the case's, with defaults applied.
 	Name string        `json:"name"`

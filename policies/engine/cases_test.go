@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/openclaw-go/openclaw/policies/engine"
-	"github.com/openclaw-go/openclaw/wasmhost"
 )
 
 // TestRunCaseOtherHooks runs cases of a hook other than before_tool_call
@@ -15,7 +14,7 @@ import (
 func TestRunCaseOtherHooks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	m, err := engine.OpenModule(ctx, "builtin:sanitizer", nil, wasmhost.Options{NoCache: true})
+	m, err := engine.OpenModule(ctx, "builtin:sanitizer", nil, hostNoCache())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,19 @@
 // fails (a module that does not compile, a wrong pin, a refused config, a
 // policy file that does not parse) changes nothing, and says why.
 //
+// One engine serves all three hook points: [Engine.BeforeToolCall] (it is
+// a [policies.Enforcer]), [Engine.SanitizeToolNames] and
+// [Engine.DecideApproval] run the chains of the policies package over the
+// modules that serve each hook (a module's `hooks`, by default every hook
+// it exports). Surfaces (bridge, runtime) never import this package: they
+// take the policies interfaces, and cmd/openclaw hands them an *Engine, so
+// they stay free of wasmhost.
+//
+// The package also holds what the `openclaw policy` tools run: [Inspect]
+// (a module's shape, read without compiling it, plus its ABI version and a
+// load check), [ParseCases] and [RunCase] (expected decisions, JSON Lines)
+// and [Bench] (per-hook latency percentiles).
+//
 // Usage sketch:
 //
 //	eng, err := engine.Load(ctx, &engine.Options{ConfigFile: "policy.json"})

@@ -96,6 +96,12 @@ func load(t testing.TB, opts engine.Options) (*engine.Engine, *syncBuffer) {
 	}
 	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	opts.Host.NoCache = true
+	// Shared CI machines under -race are slow: these tests are about
+	// decisions and swaps, not deadlines (the leak test sets its own).
+	if opts.Host.CallTimeout == 0 {
+		opts.Host.CallTimeout = 10 * time.Second
+	}
+	opts.Host.InitTimeout = 10 * time.Second
 	e, err := engine.Load(context.Background(), &opts)
 	if err != nil {
 		t.Fatal(err)

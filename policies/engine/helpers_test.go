@@ -1,5 +1,13 @@
 package engine_test
 
-import "github.com/openclaw-go/openclaw/wasmhost"
+import (
+	"time"
 
-func hostNoCache() wasmhost.Options { return wasmhost.Options{NoCache: true} }
+	"github.com/openclaw-go/openclaw/wasmhost"
+)
+
+// hostNoCache are the sandbox options of tests: no on-disk cache, and
+// deadlines long enough for a loaded machine under -race.
+func hostNoCache() wasmhost.Options {
+	return wasmhost.Options{NoCache: true, CallTimeout: 10 * time.Second, InitTimeout: 10 * time.Second}
+}
