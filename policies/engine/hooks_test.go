@@ -57,3 +57,38 @@ func TestDefaultModulesAndMissingHooks(t *testing.T) {
 		t.Fatalf("no approval module: %+v, want ask", out)
 	}
 }
+
+// TestDecideApprovalThroughEngine: the built-in approval policy decides
+// through the engine, and a reload that changes the decide_approval
+// module drops the remembered allow-always grants.
+func TestDecideApprovalThroughEngine(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	grant := `{"modules":[{"source":"builtin:approvals","config":{"default":"ask","rules":[
+		{"kind":"exec","command":"ls *","decision":"allow-always"},
+		{"kind":"exec","command":"rm *","decision":"deny","reason":"no deletes"}]}}]}`
+	pf := writeFile(t, dir, "policy.json", []byte(grant))
+	e, _ := load(t, engine.Options{ConfigFile: pf})
+	ctx := context.Background()
+	req := func(cmd string) *policies.ApprovalRequest {
+		return &policies.ApprovalRequest{Kind: policies.ApprovalKind("exec"), SessionKey: "agent:main:main", Command: cmd,
+			Requester: policies.Caller{Name: "agent:main"}}
+	}
+	if out := e.DecideApproval(ctx, req("rm -rf /")); out.Decision != policies.Deny || out.Reason != "no deletes" || out.Module != "approvals" {
+		t.Fatalf("rm: %+v", out)
+	}
+	if out := e.DecideApproval(ctx, req("ls -la")); out.Decision != policies.AllowAlways {
+		t.Fatalf("ls: %+v", out)
+	}
+	if out := e.DecideApproval(ctx, req("cat x")); out.Decision != policies.Ask {
+		t.Fatalf("cat: %+v", out)
+	}
+
+	replaceFile(t, pf, []byte(`{"modules":[{"source":"builtin:approvals","config":{"default":"ask","rules":[]}}]}`))
+	if res, err := e.Reload(ctx); err != nil || len(res.Swapped) != 1 {
+		t.Fatalf("reload: %+v, %v", res, err)
+	}
+	if out := e.DecideApproval(ctx, req("ls -la")); out.Decision != policies.Ask || out.Module == policies.MemoryModule {
+		t.Fatalf("ls after the policy changed: %+v, want ask (no grant from the old policy)", out)
+	}
+}
