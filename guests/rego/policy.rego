@@ -64,9 +64,13 @@ before_tool_call := {"decision": "block", "reason": concat("; ", sort(block_reas
 } else := {"decision": "allow"}
 
 # ---------------------------------------------------------------------------
-# sanitize_tool_names: one exposed name (or a rejection) per (server, tool),
-# in input order: "server__tool" with every character outside [A-Za-z0-9_-]
-# replaced by "_", rejected when empty or longer than max_len.
+# sanitize_tool_names: for each server of the catalog, in order, a safe
+# server name and one exposed name (or a rejection) per tool. Names are
+# "server__tool" with every character outside [A-Za-z0-9_-] replaced by
+# "_", the server part cut to 30 characters. A tool is rejected when its
+# name is empty, the whole name is over 64 characters, or it collides
+# (ignoring case) with a reserved name or an earlier tool. (The built-in
+# sanitizer keeps such tools under hashed names; this example stays short.)
 
 allowed_chars := "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
 
@@ -79,26 +83,50 @@ keep(c) := c if {
 	indexof(allowed_chars, c) >= 0
 } else := "_"
 
-max_len := input.max_len if {
-	input.max_len > 0
-} else := 64
+safe_name(server) := substring(clean(server), 0, 30) if {
+	clean(server) != ""
+} else := "server"
 
-exposed(t) := {"reject": "empty server or tool name"} if {
-	t.server == ""
-} else := {"reject": "empty server or tool name"} if {
-	t.name == ""
-} else := {"name": n} if {
-	n := concat("__", [clean(t.server), clean(t.name)])
-	count(n) <= max_len
-} else := {"reject": concat("", ["name longer than ", format_int(max_len, 10), " characters"])}
+reserved := {lower(r) | some r in input.reserved}
 
-sanitize_tool_names := {"tools": [e |
-	some t in input.tools
-	e := exposed(t)
+# candidate[[i, j]] is the name of tool j of server i before any check.
+candidate[[i, j]] := concat("__", [safe_name(server.name), clean(tool)]) if {
+	some i, server in input.servers
+	some j, tool in server.tools
+}
+
+# The candidates sorted by lowered name, then position: a candidate whose
+# predecessor has the same lowered name is a later duplicate. (Sorting
+# keeps this linear-logarithmic; comparing every pair would not be.)
+by_name := sort([[lower(n), k[0], k[1]] | some k, n in candidate])
+
+duplicate contains [e[1], e[2]] if {
+	some x, e in by_name
+	x > 0
+	by_name[x - 1][0] == e[0]
+}
+
+tool_entry(i, j) := {"reject": "empty tool name"} if {
+	trim_space(input.servers[i].tools[j]) == ""
+} else := {"reject": concat("", ["name over 64 characters: ", candidate[[i, j]]])} if {
+	count(candidate[[i, j]]) > 64
+} else := {"reject": "name reserved by the surface"} if {
+	lower(candidate[[i, j]]) in reserved
+} else := {"reject": "name taken by an earlier tool"} if {
+	[i, j] in duplicate
+} else := {"name": candidate[[i, j]]}
+
+sanitize_tool_names := {"servers": [entry |
+	some i, server in input.servers
+	entry := {
+		"safe": safe_name(server.name),
+		"tools": [t | some j, _ in server.tools; t := tool_entry(i, j)],
+	}
 ]}
 
 # ---------------------------------------------------------------------------
-# decide_approval: allow-once, deny, or ask a human.
+# decide_approval: allow-once, deny, or ask a human. Exec approvals carry
+# the command line in input.command; tool and plugin approvals are asked.
 
 # Commands that only read (config "readonly_commands").
 readonly_commands := {c | some c in data.readonly_commands} if {
@@ -107,7 +135,7 @@ readonly_commands := {c | some c in data.readonly_commands} if {
 
 # The command's words, with the shell's separators ; & | as spaces.
 command_words := [w |
-	some w in split(strings.replace_n({";": " ", "&": " ", "|": " "}, input.request.command), " ")
+	some w in split(strings.replace_n({";": " ", "&": " ", "|": " "}, input.command), " ")
 	w != ""
 ]
 

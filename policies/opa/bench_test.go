@@ -158,8 +158,8 @@ func BenchmarkHooks(b *testing.B) {
 		hook  policies.Hook
 		input string
 	}{
-		{"decide_approval", policies.HookDecideApproval, `{"abi":1,"kind":"exec","session_key":"agent:main:main","requester":{"name":"claude-code"},"request":{"command":"ls -la /tmp","cwd":"/tmp","host":"gateway"}}`},
-		{"sanitize_tool_names/5", policies.HookSanitizeToolNames, `{"abi":1,"max_len":64,"tools":[{"server":"files","name":"read_file"},{"server":"files","name":"write_file"},{"server":"web","name":"fetch url"},{"server":"memory","name":"create_entities"},{"server":"git","name":"git.status"}]}`},
+		{"decide_approval", policies.HookDecideApproval, `{"abi":1,"kind":"exec","id":"appr-exec-1","session_key":"agent:main:main","requester":{"name":"agent:main"},"tool":{"name":""},"command":"ls -la /tmp","request":{"command":"ls -la /tmp","cwd":"/tmp","host":"gateway"}}`},
+		{"sanitize_tool_names/5", policies.HookSanitizeToolNames, `{"abi":1,"reserved":["conversations_list"],"servers":[{"name":"files","tools":["read_file","write_file"]},{"name":"web","tools":["fetch url"]},{"name":"memory","tools":["create_entities"]},{"name":"git","tools":["git.status"]}]}`},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			in := []byte(bc.input)

@@ -1,7 +1,8 @@
 // Package opa runs policies written in Rego and compiled by OPA
 // (`opa build -t wasm`, OPA's Wasm ABI 1.x) as openclaw-go policy modules,
-// unchanged: a loaded [*Module] is a [policies.BeforeToolCallHook], and
-// serves sanitize_tool_names and decide_approval through [Module.CallHook].
+// unchanged: a loaded [*Module] is a [policies.BeforeToolCallHook], a
+// [policies.Sanitizer] and a [policies.ApprovalDecider], like a module of
+// package wasmpolicy.
 //
 // An OPA module is not an "openclaw-policy v1" module (docs/policy-abi.md):
 // it imports its memory as env.memory and its host functions from "env",
@@ -120,8 +121,9 @@ type Options struct {
 	// MemoryLimitPages, CallTimeout (per evaluation), InitTimeout (per new
 	// instance), MaxResultBytes (the evaluation's JSON result), PoolSize,
 	// CacheDir and NoCache (the compilation cache), and Logger (receives
-	// Rego print() output from env.opa_println). Init, ErrorExport and
-	// OutputLimit do not apply to OPA modules and must be left zero.
+	// the lines of env.opa_println). OutputLimit does not apply (an OPA
+	// module has no stdout) and is ignored; Init and ErrorExport are the
+	// ABI adapter's and must be left zero.
 	Host wasmhost.Options
 	// Entrypoints, when set, names the entrypoint that serves a hook,
 	// overriding the defaults (EntrypointPrefix + hook, and a "decision"
@@ -178,8 +180,8 @@ func Load(ctx context.Context, name string, wasm []byte, config json.RawMessage,
 	if opts != nil {
 		o = *opts
 	}
-	if o.Host.Init != nil || o.Host.ErrorExport != "" || o.Host.OutputLimit != 0 {
-		return nil, loadErr(name, "options: Host.Init, Host.ErrorExport and Host.OutputLimit do not apply to OPA modules; leave them zero")
+	if o.Host.Init != nil || o.Host.ErrorExport != "" {
+		return nil, loadErr(name, "options: Host.Init and Host.ErrorExport do not apply to OPA modules; leave them zero")
 	}
 	m := &Module{name: name, opts: o.Host}
 	if err := m.setDefaults(); err != nil {
@@ -570,10 +572,10 @@ func (m *Module) beforeToolCall(ctx context.Context, call *policies.ToolCall) (p
 
 // CallHook evaluates the entrypoint serving hook h with input (the hook's
 // JSON input, docs/policy-abi.md) and returns the rule's value as JSON,
-// with the containment of BeforeToolCall: an undefined result, a trap, the
-// deadline or the memory cap is a *wasmhost.Error naming the module. It is
-// the seam for the sanitize_tool_names and decide_approval adapters, which
-// decode the output themselves.
+// undecoded, with the containment of BeforeToolCall: an undefined result,
+// a trap, the deadline or the memory cap is a *wasmhost.Error naming the
+// module. It mirrors wasmpolicy.Module.CallHook (for `openclaw policy
+// test` and bench).
 func (m *Module) CallHook(ctx context.Context, h policies.Hook, input []byte) ([]byte, error) {
 	return m.eval(ctx, h, input, nil)
 }

@@ -134,86 +134,111 @@ func TestExampleBeforeToolCall(t *testing.T) {
 func TestExampleSanitizeToolNames(t *testing.T) {
 	t.Parallel()
 	m := load(t, examplePath, "", nil)
-	in := `{"abi":1,"max_len":20,"tools":[` +
-		`{"server":"files","name":"read_file"},` +
-		`{"server":"web","name":"fetch url"},` +
-		`{"server":"my.srv","name":"a/b"},` +
-		`{"server":"","name":"x"},` +
-		`{"server":"files","name":"a_name_far_too_long"}]}`
-	out, err := m.CallHook(context.Background(), policies.HookSanitizeToolNames, []byte(in))
+	req := &policies.SanitizeRequest{
+		Reserved: []string{"conversations_list", "Web__Fetch"},
+		Servers: []policies.SanitizeServer{
+			{Name: "files", Tools: []string{"read_file", "read.file", "Read_File", " "}},
+			{Name: "my web", Tools: []string{"fetch url", "a/b"}},
+			{Name: "web", Tools: []string{"fetch"}},
+			{Name: "long", Tools: []string{strings.Repeat("x", 70)}},
+			{Name: "empty"},
+		},
+	}
+	res, err := m.SanitizeToolNames(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	type entry struct {
-		Name   string `json:"name,omitempty"`
-		Reject string `json:"reject,omitempty"`
+	want := []policies.SanitizedServer{
+		{Safe: "files", Tools: []policies.ToolName{{Name: "files__read_file"}, {Reject: "name taken by an earlier tool"},
+			{Reject: "name taken by an earlier tool"}, {Reject: "empty tool name"}}},
+		{Safe: "my_web", Tools: []policies.ToolName{{Name: "my_web__fetch_url"}, {Name: "my_web__a_b"}}},
+		{Safe: "web", Tools: []policies.ToolName{{Reject: "name reserved by the surface"}}},
+		{Safe: "long", Tools: []policies.ToolName{{Reject: "name over 64 characters: long__" + strings.Repeat("x", 70)}}},
+		{Safe: "empty", Tools: []policies.ToolName{}},
 	}
-	var got struct{ Tools []entry }
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("output %s: %v", out, err)
+	if len(res.Servers) != len(want) {
+		t.Fatalf("got %d servers, want %d: %+v", len(res.Servers), len(want), res)
 	}
-	want := []entry{
-		{Name: "files__read_file"},
-		{Name: "web__fetch_url"},
-		{Name: "my_srv__a_b"},
-		{Reject: "empty server or tool name"},
-		{Reject: "name longer than 20 characters"},
-	}
-	if len(got.Tools) != len(want) {
-		t.Fatalf("got %d entries (%s), want %d", len(got.Tools), out, len(want))
-	}
-	for i := range want {
-		if got.Tools[i] != want[i] {
-			t.Errorf("tools[%d] = %+v, want %+v", i, got.Tools[i], want[i])
+	for i, w := range want {
+		got := res.Servers[i]
+		if got.Safe != w.Safe || len(got.Tools) != len(w.Tools) {
+			t.Errorf("servers[%d] = %+v, want %+v", i, got, w)
+			continue
+		}
+		for j := range w.Tools {
+			if got.Tools[j] != w.Tools[j] {
+				t.Errorf("servers[%d].tools[%d] = %+v, want %+v", i, j, got.Tools[j], w.Tools[j])
+			}
 		}
 	}
 }
 
 func TestExampleDecideApproval(t *testing.T) {
 	t.Parallel()
-	type answer struct {
-		Decision string `json:"decision"`
-		Reason   string `json:"reason"`
-		TTLMs    int64  `json:"ttl_ms"`
+	exec := func(cmd string) *policies.ApprovalRequest {
+		return &policies.ApprovalRequest{Kind: policies.ApprovalExec, ID: "appr-exec-1", SessionKey: "agent:main:main",
+			Requester: policies.Caller{Name: "agent:main"}, Command: cmd,
+			Request: json.RawMessage(`{"command":` + strconvQuote(cmd) + `,"cwd":"/tmp","host":"gateway"}`)}
 	}
 	for _, tc := range []struct {
-		name, config, input string
-		want                answer
+		name, config string
+		req          *policies.ApprovalRequest
+		want         policies.ApprovalVerdict
 	}{
-		{"read-only command", "", `{"abi":1,"kind":"exec","session_key":"agent:main:main","request":{"command":"ls -la $TMPDIR"}}`,
-			answer{"allow-once", "read-only command", 0}},
-		{"destructive command", "", `{"abi":1,"kind":"exec","request":{"command":"cd /; sudo rm -rf /"}}`,
-			answer{"deny", "destructive or network command", 0}},
-		{"chained without spaces", "", `{"abi":1,"kind":"exec","request":{"command":"ls&&rm -rf ~"}}`,
-			answer{"deny", "destructive or network command", 0}},
-		{"network command", "", `{"abi":1,"kind":"exec","request":{"command":"curl http://example.com"}}`,
-			answer{"deny", "destructive or network command", 0}},
-		{"other command asks", "", `{"abi":1,"kind":"exec","request":{"command":"git push"}}`,
-			answer{"ask", "needs a human", 300000}},
-		{"plugin approval asks", "", `{"abi":1,"kind":"plugin","request":{"title":"x"}}`,
-			answer{"ask", "needs a human", 300000}},
-		{"read-only list from config", `{"readonly_commands":["git"]}`, `{"abi":1,"kind":"exec","request":{"command":"git status"}}`,
-			answer{"allow-once", "read-only command", 0}},
-		{"config replaces the default list", `{"readonly_commands":["git"]}`, `{"abi":1,"kind":"exec","request":{"command":"ls"}}`,
-			answer{"ask", "needs a human", 300000}},
+		{"read-only command", "", exec("ls -la $TMPDIR"),
+			policies.ApprovalVerdict{Decision: policies.AllowOnce, Reason: "read-only command"}},
+		{"destructive command", "", exec("cd /; sudo rm -rf /"),
+			policies.ApprovalVerdict{Decision: policies.Deny, Reason: "destructive or network command"}},
+		{"chained without spaces", "", exec("ls&&rm -rf ~"),
+			policies.ApprovalVerdict{Decision: policies.Deny, Reason: "destructive or network command"}},
+		{"network command", "", exec("curl http://example.com"),
+			policies.ApprovalVerdict{Decision: policies.Deny, Reason: "destructive or network command"}},
+		{"other command asks", "", exec("git push"),
+			policies.ApprovalVerdict{Decision: policies.Ask, Reason: "needs a human", TTLMs: 300000}},
+		{"tool approval asks", "", &policies.ApprovalRequest{Kind: policies.ApprovalTool, Surface: policies.SurfaceServe,
+			Tool: policies.ToolRef{Name: "messages_send"}, Request: json.RawMessage(`{"reason":"x"}`)},
+			policies.ApprovalVerdict{Decision: policies.Ask, Reason: "needs a human", TTLMs: 300000}},
+		{"read-only list from config", `{"readonly_commands":["git"]}`, exec("git status"),
+			policies.ApprovalVerdict{Decision: policies.AllowOnce, Reason: "read-only command"}},
+		{"config replaces the default list", `{"readonly_commands":["git"]}`, exec("ls"),
+			policies.ApprovalVerdict{Decision: policies.Ask, Reason: "needs a human", TTLMs: 300000}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			m := load(t, examplePath, tc.config, nil)
-			out, err := m.CallHook(context.Background(), policies.HookDecideApproval, []byte(tc.input))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got answer
-			dec := json.NewDecoder(strings.NewReader(string(out)))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&got); err != nil {
-				t.Fatalf("output %s: %v", out, err)
-			}
-			if got != tc.want {
-				t.Errorf("answer = %+v, want %+v", got, tc.want)
+			got, err := m.DecideApproval(context.Background(), tc.req)
+			if err != nil || got != tc.want {
+				t.Errorf("verdict %+v, err %v; want %+v", got, err, tc.want)
 			}
 		})
+	}
+}
+
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func TestTypedHooksFailClosed(t *testing.T) {
+	t.Parallel()
+	m := load(t, hostilePath, "", nil)
+	ctx := context.Background()
+	_, err := m.SanitizeToolNames(ctx, &policies.SanitizeRequest{Servers: []policies.SanitizeServer{{Name: "s", Tools: []string{"t"}}}})
+	if !errors.Is(err, wasmhost.ErrABI) || !strings.Contains(err.Error(), `wasm module "rego": sanitize_tool_names: entrypoint "openclaw/sanitize_tool_names" is undefined`) {
+		t.Errorf("SanitizeToolNames error = %v", err)
+	}
+	v, err := m.DecideApproval(ctx, &policies.ApprovalRequest{Kind: policies.ApprovalExec, Command: "ls"})
+	if !errors.Is(err, wasmhost.ErrABI) || v.Decision != policies.Deny || v.Reason != err.Error() {
+		t.Errorf("DecideApproval on a module without the hook: verdict %+v, err %v; want a deny with ErrABI", v, err)
+	}
+	// An answer of the wrong shape: the example's decide_approval rule
+	// answers {"decision":"ask",…}, which is no sanitize_tool_names output.
+	wrong := load(t, examplePath, "", &opa.Options{Entrypoints: map[policies.Hook]string{
+		policies.HookSanitizeToolNames: "openclaw/decide_approval",
+	}})
+	_, err = wrong.SanitizeToolNames(ctx, &policies.SanitizeRequest{Servers: []policies.SanitizeServer{{Name: "s", Tools: []string{"t"}}}})
+	if !errors.Is(err, wasmhost.ErrABI) || !strings.Contains(err.Error(), "invalid names") {
+		t.Errorf("SanitizeToolNames with a wrong answer: error = %v", err)
 	}
 }
 
