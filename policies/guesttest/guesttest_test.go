@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -163,62 +164,49 @@ func TestBeforeToolCall(t *testing.T) {
 	}
 }
 
-// callJSON runs hook h with input and decodes the output into a generic
-// JSON value.
-func callJSON(t *testing.T, m *wasmpolicy.Module, h policies.Hook, input string) (any, error) {
-	t.Helper()
-	out, err := m.CallHook(context.Background(), h, []byte(input))
-	if err != nil {
-		return nil, err
-	}
-	var v any
-	if err := json.Unmarshal(out, &v); err != nil {
-		t.Fatalf("%s(%s): output %q is not JSON: %v", h, input, out, err)
-	}
-	return v, nil
-}
-
-func mustJSON(t *testing.T, s string) any {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
-		t.Fatalf("bad test JSON %s: %v", s, err)
-	}
-	return v
-}
-
 func TestSanitizeToolNames(t *testing.T) {
 	t.Parallel()
+	type srv = policies.SanitizeServer
+	type out = policies.SanitizedServer
+	name := func(n string) policies.ToolName { return policies.ToolName{Name: n} }
+	reject := func(r string) policies.ToolName { return policies.ToolName{Reject: r} }
 	long := strings.Repeat("x", 200)
 	tests := []struct {
-		name, in, want string
+		name     string
+		reserved []string
+		servers  []srv
+		want     []out
 	}{
-		{"plain", `{"abi":1,"max_len":64,"tools":[{"server":"files","name":"read_file"}]}`,
-			`{"tools":[{"name":"files__read_file"}]}`},
-		{"hostile characters", `{"abi":1,"max_len":64,"tools":[{"server":"web","name":"fetch url"},{"server":"a.b/c","name":"x-y_z"},{"server":"fr","name":"café"},{"server":"emoji","name":"go🚀"}]}`,
-			`{"tools":[{"name":"web__fetch_url"},{"name":"a_b_c__x-y_z"},{"name":"fr__caf_"},{"name":"emoji__go_"}]}`},
-		{"empty names", `{"abi":1,"max_len":64,"tools":[{"server":"","name":"x"},{"server":"s","name":""}]}`,
-			`{"tools":[{"reject":"empty server or tool name"},{"reject":"empty server or tool name"}]}`},
-		{"too long", `{"abi":1,"max_len":64,"tools":[{"server":"s","name":"` + long + `"},{"server":"s","name":"ok"}]}`,
-			`{"tools":[{"reject":"name longer than 64"},{"name":"s__ok"}]}`},
-		{"max_len honoured", `{"abi":1,"max_len":8,"tools":[{"server":"abc","name":"def"},{"server":"abc","name":"defg"}]}`,
-			`{"tools":[{"name":"abc__def"},{"reject":"name longer than 8"}]}`},
-		{"unknown fields ignored", `{"abi":1,"future":{"a":[1,2]},"max_len":64,"tools":[{"server":"1","name":"2","extra":true}]}`,
-			`{"tools":[{"name":"1__2"}]}`},
-		{"empty catalog", `{"abi":1,"max_len":64,"tools":[]}`, `{"tools":[]}`},
+		{"plain", nil, []srv{{Name: "files", Tools: []string{"read_file", "write_file"}}},
+			[]out{{Safe: "files", Tools: []policies.ToolName{name("files__read_file"), name("files__write_file")}}}},
+		{"hostile characters", nil, []srv{{Name: "a.b/c", Tools: []string{"fetch url", "x-y_z", "café", "go🚀", " padded "}}},
+			[]out{{Safe: "a_b_c", Tools: []policies.ToolName{name("a_b_c__fetch_url"), name("a_b_c__x-y_z"), name("a_b_c__caf_"), name("a_b_c__go_"), name("a_b_c__padded")}}}},
+		{"empty names", nil, []srv{{Name: "", Tools: []string{"x", "", "   "}}},
+			[]out{{Safe: "mcp", Tools: []policies.ToolName{name("mcp__x"), reject("empty tool name"), reject("empty tool name")}}}},
+		{"numeric server, no tools", nil, []srv{{Name: "123", Tools: []string{}}, {Name: "4", Tools: []string{"5"}}},
+			[]out{{Safe: "123", Tools: []policies.ToolName{}}, {Safe: "4", Tools: []policies.ToolName{name("4__5")}}}},
+		{"too long", nil, []srv{{Name: strings.Repeat("s", 40), Tools: []string{long, "ok"}}},
+			[]out{{Safe: strings.Repeat("s", 30), Tools: []policies.ToolName{reject("name longer than 64 characters"), name(strings.Repeat("s", 30) + "__ok")}}}},
+		{"collisions after sanitizing", nil, []srv{{Name: "web", Tools: []string{"fetch url", "fetch_url", "Fetch.URL"}}, {Name: "web!", Tools: []string{"fetch-url", "fetch url"}}},
+			[]out{
+				{Safe: "web", Tools: []policies.ToolName{name("web__fetch_url"), reject("name web__fetch_url is taken"), reject("name web__Fetch_URL is taken")}},
+				{Safe: "web_", Tools: []policies.ToolName{name("web___fetch-url"), name("web___fetch_url")}},
+			}},
+		{"reserved", []string{"FILES__READ_FILE"}, []srv{{Name: "files", Tools: []string{"read_file"}}},
+			[]out{{Safe: "files", Tools: []policies.ToolName{reject("name files__read_file is taken")}}}},
 	}
 	for _, ex := range guesttest.Examples {
 		t.Run(ex.Lang, func(t *testing.T) {
 			t.Parallel()
 			m := load(t, ex, "")
 			for _, tt := range tests {
-				got, err := callJSON(t, m, policies.HookSanitizeToolNames, tt.in)
+				got, err := m.SanitizeToolNames(context.Background(), &policies.SanitizeRequest{Reserved: tt.reserved, Servers: tt.servers})
 				if err != nil {
 					t.Errorf("%s: %v", tt.name, err)
 					continue
 				}
-				if want := mustJSON(t, tt.want); !reflect.DeepEqual(got, want) {
-					t.Errorf("%s: sanitize_tool_names = %v, want %v", tt.name, got, want)
+				if !reflect.DeepEqual(got.Servers, tt.want) {
+					t.Errorf("%s: SanitizeToolNames =\n %+v, want\n %+v", tt.name, got.Servers, tt.want)
 				}
 			}
 		})
@@ -227,36 +215,43 @@ func TestSanitizeToolNames(t *testing.T) {
 
 func TestDecideApproval(t *testing.T) {
 	t.Parallel()
-	exec := func(cmd string) string {
-		return `{"abi":1,"kind":"exec","session_key":"agent:main:main","requester":{"name":"claude-code"},"request":{"command":` +
-			cmd + `,"cwd":"/srv","host":"node","commandAnalysis":null}}`
+	exec := func(cmd string) *policies.ApprovalRequest {
+		return &policies.ApprovalRequest{Kind: policies.ApprovalExec, ID: "a1", SessionKey: "agent:main:main",
+			Requester: policies.Caller{Name: "agent:main"}, Command: cmd,
+			Request: json.RawMessage(`{"command":` + strconv.Quote(cmd) + `,"cwd":"/srv","host":"node","commandAnalysis":null}`)}
 	}
+	ask2m := policies.ApprovalVerdict{Decision: policies.Ask, Reason: "needs a human", TTLMs: 120000}
 	tests := []struct {
-		name, in, want string
+		name string
+		req  *policies.ApprovalRequest
+		want policies.ApprovalVerdict
 	}{
-		{"read-only", exec(`"ls -la /srv"`), `{"decision":"allow-once","reason":"read-only command"}`},
-		{"leading spaces", exec(`"  cat /srv/a.txt"`), `{"decision":"allow-once","reason":"read-only command"}`},
-		{"destructive", exec(`"rm -rf /"`), `{"decision":"deny","reason":"command rm is not allowed"}`},
-		{"sudo", exec(`"sudo ls"`), `{"decision":"deny","reason":"command sudo is not allowed"}`},
-		{"prefix is not the command", exec(`"lsblk"`), `{"decision":"ask","reason":"needs a human","ttl_ms":120000}`},
-		{"other command", exec(`"make deploy"`), `{"decision":"ask","reason":"needs a human","ttl_ms":120000}`},
-		{"no command", exec(`null`), `{"decision":"deny","reason":"exec request without a command"}`},
-		{"plugin", `{"abi":1,"kind":"plugin","request":{"pluginId":"plugin:1","title":"Deploy?","description":"prod"}}`,
-			`{"decision":"ask","reason":"needs a human","ttl_ms":120000}`},
-		{"other kind", `{"abi":1,"kind":"tool","session_key":"s","request":{}}`, `{"decision":"ask","reason":"needs a human"}`},
+		{"read-only", exec("ls -la /srv"), policies.ApprovalVerdict{Decision: policies.AllowOnce, Reason: "read-only command"}},
+		{"leading spaces", exec("  cat /srv/a.txt"), policies.ApprovalVerdict{Decision: policies.AllowOnce, Reason: "read-only command"}},
+		{"destructive", exec("rm -rf /"), policies.ApprovalVerdict{Decision: policies.Deny, Reason: "command rm is not allowed"}},
+		{"sudo", exec("sudo ls"), policies.ApprovalVerdict{Decision: policies.Deny, Reason: "command sudo is not allowed"}},
+		{"prefix is not the command", exec("lsblk"), ask2m},
+		{"other command", exec("make deploy"), ask2m},
+		{"no command", exec(""), policies.ApprovalVerdict{Decision: policies.Deny, Reason: "exec request without a command"}},
+		{"plugin", &policies.ApprovalRequest{Kind: policies.ApprovalPlugin, ID: "plugin:1", Tool: policies.ToolRef{Name: "deploy"},
+			Request: json.RawMessage(`{"pluginId":"p","title":"Deploy?","description":"prod"}`)}, ask2m},
+		{"tool", &policies.ApprovalRequest{Kind: policies.ApprovalTool, Surface: policies.SurfaceServe, SessionKey: "s",
+			Requester: policies.Caller{Name: "claude-code"}, Tool: policies.ToolRef{Name: "messages_send"},
+			Request: json.RawMessage(`{"reason":"sending needs approval","module":"x"}`)},
+			policies.ApprovalVerdict{Decision: policies.Ask, Reason: "needs a human"}},
 	}
 	for _, ex := range guesttest.Examples {
 		t.Run(ex.Lang, func(t *testing.T) {
 			t.Parallel()
 			m := load(t, ex, "")
 			for _, tt := range tests {
-				got, err := callJSON(t, m, policies.HookDecideApproval, tt.in)
+				got, err := m.DecideApproval(context.Background(), tt.req)
 				if err != nil {
 					t.Errorf("%s: %v", tt.name, err)
 					continue
 				}
-				if want := mustJSON(t, tt.want); !reflect.DeepEqual(got, want) {
-					t.Errorf("%s: decide_approval = %v, want %v", tt.name, got, want)
+				if got != tt.want {
+					t.Errorf("%s: DecideApproval = %+v, want %+v", tt.name, got, tt.want)
 				}
 			}
 		})
@@ -273,7 +268,7 @@ func TestBadInput(t *testing.T) {
 	}{
 		{policies.HookBeforeToolCall, `not json`},
 		{policies.HookBeforeToolCall, `{"tool":{"name":1}}`},
-		{policies.HookSanitizeToolNames, `{"tools":[{"server":"a","name":"b"}`},
+		{policies.HookSanitizeToolNames, `{"servers":[{"name":"a","tools":["b"]}`},
 		{policies.HookDecideApproval, `[]`},
 	}
 	for _, ex := range guesttest.Examples {

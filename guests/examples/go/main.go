@@ -7,13 +7,16 @@
 //     call whose "path" argument starts with a protected prefix is blocked;
 //     messages_send needs a human's approval (60 s); anything else is
 //     allowed.
-//   - sanitize_tool_names: server and tool names become "server__tool",
-//     every character outside [A-Za-z0-9_-] turned into "_"; an empty
-//     server or tool name, or a result longer than max_len, is rejected.
+//   - sanitize_tool_names: a tool is exposed as "server__tool", every
+//     character outside [A-Za-z0-9_-] turned into "_" and the server part
+//     cut to 30 characters ("mcp" if empty); an empty tool name, a name
+//     over 64 characters, and a name already taken (reserved, or by an
+//     earlier tool, ignoring case) are rejected.
 //   - decide_approval: an exec request whose command starts with rm, sudo,
 //     dd or mkfs is denied; one starting with ls, pwd, cat or echo is
-//     allowed once; everything else is left to a human, with a TTL of two
-//     minutes for exec and plugin requests.
+//     allowed once; everything else (other commands, plugin and tool
+//     approvals) is left to a human, with a TTL of two minutes for exec
+//     and plugin requests.
 //
 // Its configuration (optional) lists the protected path prefixes:
 //
@@ -95,26 +98,43 @@ func decideCall(call *policy.ToolCall) (policy.Verdict, error) {
 	return policy.Verdict{Decision: policy.Allow}, nil
 }
 
-func sanitize(req *policy.SanitizeRequest) (policy.SanitizeResponse, error) {
-	maxLen := req.MaxLen
-	if maxLen <= 0 {
-		maxLen = 64
+func sanitize(req *policy.SanitizeRequest) (policy.SanitizeResult, error) {
+	taken := map[string]bool{}
+	for _, r := range req.Reserved {
+		taken[strings.ToLower(r)] = true
 	}
-	resp := policy.SanitizeResponse{Tools: make([]policy.SanitizedName, len(req.Tools))}
-	for i, t := range req.Tools {
-		if t.Server == "" || t.Name == "" {
-			resp.Tools[i].Reject = "empty server or tool name"
-			continue
+	res := policy.SanitizeResult{Servers: make([]policy.SanitizedServer, len(req.Servers))}
+	for i, s := range req.Servers {
+		safe := clean(strings.TrimSpace(s.Name))
+		if len(safe) > maxServerLen {
+			safe = safe[:maxServerLen]
 		}
-		name := clean(t.Server) + "__" + clean(t.Name)
-		if len(name) > maxLen {
-			resp.Tools[i].Reject = "name longer than " + strconv.Itoa(maxLen)
-			continue
+		if safe == "" {
+			safe = "mcp"
 		}
-		resp.Tools[i].Name = name
+		out := policy.SanitizedServer{Safe: safe, Tools: make([]policy.ToolName, len(s.Tools))}
+		for j, tool := range s.Tools {
+			tool = strings.TrimSpace(tool)
+			name := safe + "__" + clean(tool)
+			switch {
+			case tool == "":
+				out.Tools[j].Reject = "empty tool name"
+			case len(name) > policy.MaxToolNameLen:
+				out.Tools[j].Reject = "name longer than 64 characters"
+			case taken[strings.ToLower(name)]:
+				out.Tools[j].Reject = "name " + name + " is taken"
+			default:
+				taken[strings.ToLower(name)] = true
+				out.Tools[j].Name = name
+			}
+		}
+		res.Servers[i] = out
 	}
-	return resp, nil
+	return res, nil
 }
+
+// maxServerLen caps the server part of an exposed name, as OpenClaw does.
+const maxServerLen = 30
 
 // clean replaces every character outside [A-Za-z0-9_-] with "_".
 func clean(s string) string {
@@ -129,9 +149,8 @@ func clean(s string) string {
 func decideApprovalRequest(req *policy.ApprovalRequest) (policy.ApprovalDecision, error) {
 	const twoMinutes = 120000
 	switch req.Kind {
-	case "exec":
-		cmd, _ := req.Request.Get("command").String()
-		first, _, _ := strings.Cut(strings.TrimSpace(cmd), " ")
+	case policy.KindExec:
+		first, _, _ := strings.Cut(strings.TrimSpace(req.Command), " ")
 		switch first {
 		case "":
 			return policy.ApprovalDecision{Decision: policy.Deny, Reason: "exec request without a command"}, nil
@@ -141,7 +160,7 @@ func decideApprovalRequest(req *policy.ApprovalRequest) (policy.ApprovalDecision
 			return policy.ApprovalDecision{Decision: policy.AllowOnce, Reason: "read-only command"}, nil
 		}
 		return policy.ApprovalDecision{Decision: policy.Ask, Reason: "needs a human", TTLMs: twoMinutes}, nil
-	case "plugin":
+	case policy.KindPlugin:
 		return policy.ApprovalDecision{Decision: policy.Ask, Reason: "needs a human", TTLMs: twoMinutes}, nil
 	}
 	return policy.ApprovalDecision{Decision: policy.Ask, Reason: "needs a human"}, nil

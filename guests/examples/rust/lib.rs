@@ -7,13 +7,15 @@
 //!   call whose "path" argument starts with a protected prefix is blocked;
 //!   messages_send needs a human's approval (60 s); anything else is
 //!   allowed.
-//! - sanitize_tool_names: "server__tool", every character outside
-//!   [A-Za-z0-9_-] turned into "_"; an empty server or tool name, or a
-//!   result longer than max_len, is rejected.
+//! - sanitize_tool_names: a tool is exposed as "server__tool", every
+//!   character outside [A-Za-z0-9_-] turned into "_" and the server part
+//!   cut to 30 characters ("mcp" if empty); an empty tool name, a name over
+//!   64 characters, and a name already taken (reserved, or by an earlier
+//!   tool, ignoring case) are rejected.
 //! - decide_approval: an exec command starting with rm, sudo, dd or mkfs
 //!   is denied; one starting with ls, pwd, cat or echo is allowed once;
-//!   anything else is left to a human (TTL two minutes for exec and
-//!   plugin requests).
+//!   anything else (other commands, plugin and tool approvals) is left to
+//!   a human (TTL two minutes for exec and plugin requests).
 //!
 //! Configuration (optional): `{"protected_paths": ["/etc/", "/root/"]}`,
 //! default `["/etc/"]`; an unknown key refuses it.
@@ -23,7 +25,8 @@
 #[path = "../../sdk/rust/openclaw_policy.rs"]
 mod sdk;
 
-use sdk::{ApprovalDecision, ApprovalOutcome, ApprovalRequest, Decision, SanitizeRequest, SanitizedName, ToolCall, Verdict};
+use sdk::{ApprovalDecision, ApprovalOutcome, ApprovalRequest, Decision, SanitizeRequest, SanitizedServer, ToolCall, ToolName, Verdict};
+use std::collections::HashSet;
 
 /// The configured protected prefixes; None means the default.
 static mut PROTECTED: Option<Vec<String>> = None;
@@ -89,22 +92,35 @@ fn decide_call(call: &ToolCall) -> Result<Verdict, String> {
     Ok(Verdict::new(Decision::Allow))
 }
 
-fn sanitize(req: &SanitizeRequest) -> Result<Vec<SanitizedName>, String> {
-    let max_len = if req.max_len == 0 { 64 } else { req.max_len };
-    Ok(req
-        .tools
-        .iter()
-        .map(|t| {
-            if t.server.is_empty() || t.name.is_empty() {
-                return SanitizedName::Reject("empty server or tool name".to_string());
-            }
-            let name = format!("{}__{}", clean(&t.server), clean(&t.name));
-            if name.len() > max_len {
-                return SanitizedName::Reject(format!("name longer than {}", max_len));
-            }
-            SanitizedName::Name(name)
-        })
-        .collect())
+/// The longest server part of an exposed name, as in OpenClaw.
+const MAX_SERVER_LEN: usize = 30;
+
+fn sanitize(req: &SanitizeRequest) -> Result<Vec<SanitizedServer>, String> {
+    let mut taken: HashSet<String> = req.reserved.iter().map(|r| r.to_ascii_lowercase()).collect();
+    let mut out = Vec::with_capacity(req.servers.len());
+    for s in &req.servers {
+        let mut safe = clean(s.name.trim());
+        safe.truncate(MAX_SERVER_LEN);
+        if safe.is_empty() {
+            safe = "mcp".to_string();
+        }
+        let mut tools = Vec::with_capacity(s.tools.len());
+        for tool in &s.tools {
+            let tool = tool.trim();
+            let name = format!("{}__{}", safe, clean(tool));
+            tools.push(if tool.is_empty() {
+                ToolName::Reject("empty tool name".to_string())
+            } else if name.len() > sdk::MAX_TOOL_NAME_LEN {
+                ToolName::Reject("name longer than 64 characters".to_string())
+            } else if !taken.insert(name.to_ascii_lowercase()) {
+                ToolName::Reject(format!("name {} is taken", name))
+            } else {
+                ToolName::Name(name)
+            });
+        }
+        out.push(SanitizedServer { safe, tools });
+    }
+    Ok(out)
 }
 
 /// Replaces every character outside [A-Za-z0-9_-] with '_'.
@@ -117,8 +133,7 @@ fn decide_approval_request(req: &ApprovalRequest) -> Result<ApprovalDecision, St
     let ask = |ttl_ms| ApprovalDecision { decision: ApprovalOutcome::Ask, reason: "needs a human".to_string(), ttl_ms };
     match req.kind.as_str() {
         "exec" => {
-            let cmd = req.request.and_then(|r| sdk::get(r, "command")).and_then(sdk::as_str).unwrap_or_default();
-            let first = cmd.trim().split(' ').next().unwrap_or("");
+            let first = req.command.trim().split(' ').next().unwrap_or("");
             let (decision, reason) = match first {
                 "" => (ApprovalOutcome::Deny, "exec request without a command".to_string()),
                 "rm" | "sudo" | "dd" | "mkfs" => (ApprovalOutcome::Deny, format!("command {} is not allowed", first)),

@@ -199,69 +199,104 @@ export function beforeToolCall(ptr: usize, len: i32, decide: (call: ToolCall) =>
 
 // ------------------------------------------------- sanitize_tool_names --
 
-/** One (server, tool) pair of a catalog. */
+/** The longest exposed tool name the host accepts (LLM APIs' limit). */
+export const MAX_TOOL_NAME_LEN = 64;
+
+/** One declared MCP server with the raw names of its tools, in order. */
 @json
-export class ToolName {
-  @optional server: string = "";
+export class SanitizeServer {
   @optional name: string = "";
+  @optional tools: string[] = [];
 }
 
-/** The input of sanitize_tool_names (docs/policy-abi.md §6). */
+/** The answer for one tool: its exposed name or a rejection (one of the two). */
 @json
-export class SanitizeRequest {
-  @optional max_len: i32 = 0;
+export class ToolName {
+  @omitif((self: ToolName) => self.name.length == 0) @optional name: string = "";
+  @omitif((self: ToolName) => self.reject.length == 0) @optional reject: string = "";
+
+  static named(name: string): ToolName {
+    const t = new ToolName();
+    t.name = name;
+    return t;
+  }
+  static rejected(reason: string): ToolName {
+    const t = new ToolName();
+    t.reject = reason;
+    return t;
+  }
+}
+
+/**
+ * The answer for one server: its safe name (the server part of
+ * "server__tool") and one ToolName per tool of the request, in order.
+ */
+@json
+export class SanitizedServer {
+  @optional safe: string = "";
   @optional tools: ToolName[] = [];
 }
 
-/** The answer for one tool: its exposed name or a rejection. */
+/**
+ * The input of sanitize_tool_names (docs/policy-abi.md §6.1): the whole
+ * catalog; reserved names are held by the surface's own tools (compare
+ * ignoring ASCII case); proposed is the previous sanitizer's answer in a
+ * chain (empty for the first).
+ */
 @json
-export class SanitizedName {
-  @omitif((self: SanitizedName) => self.name.length == 0) name: string = "";
-  @omitif((self: SanitizedName) => self.reject.length == 0) reject: string = "";
-
-  static named(name: string): SanitizedName {
-    const s = new SanitizedName();
-    s.name = name;
-    return s;
-  }
-  static rejected(reason: string): SanitizedName {
-    const s = new SanitizedName();
-    s.reject = reason;
-    return s;
-  }
+export class SanitizeRequest {
+  @optional reserved: string[] = [];
+  @optional servers: SanitizeServer[] = [];
+  @optional proposed: SanitizedServer[] = [];
 }
 
 @json
-class SanitizeResponse {
-  tools: SanitizedName[] = [];
+class SanitizeResult {
+  servers: SanitizedServer[] = [];
 }
 
-/** Serves sanitize_tool_names; f answers once per tool, in order. */
-export function sanitizeToolNames(ptr: usize, len: i32, f: (req: SanitizeRequest) => SanitizedName[]): u64 {
+/** Serves sanitize_tool_names; f answers once per server and tool, in order. */
+export function sanitizeToolNames(ptr: usize, len: i32, f: (req: SanitizeRequest) => SanitizedServer[]): u64 {
   const req = JSON.parse<SanitizeRequest>(input(ptr, len));
-  const resp = new SanitizeResponse();
-  resp.tools = f(req);
-  if (resp.tools.length != req.tools.length) {
-    return fail("sanitize_tool_names: " + resp.tools.length.toString() + " answers for " + req.tools.length.toString() + " tools");
+  const res = new SanitizeResult();
+  res.servers = f(req);
+  if (res.servers.length != req.servers.length) {
+    return fail("sanitize_tool_names: " + res.servers.length.toString() + " servers answered for " + req.servers.length.toString());
   }
-  for (let i = 0; i < resp.tools.length; i++) {
-    const t = resp.tools[i];
-    if ((t.name.length == 0) == (t.reject.length == 0)) {
-      return fail("sanitize_tool_names: answer " + i.toString() + " must set exactly one of name and reject");
+  for (let i = 0; i < res.servers.length; i++) {
+    const s = res.servers[i];
+    if (s.tools.length != req.servers[i].tools.length) {
+      return fail("sanitize_tool_names: server \"" + req.servers[i].name + "\": " + s.tools.length.toString() + " tools answered for " + req.servers[i].tools.length.toString());
+    }
+    for (let j = 0; j < s.tools.length; j++) {
+      if ((s.tools[j].name.length == 0) == (s.tools[j].reject.length == 0)) {
+        return fail("sanitize_tool_names: server \"" + s.safe + "\" tool " + j.toString() + ": set exactly one of name and reject");
+      }
     }
   }
-  return finish(JSON.stringify<SanitizeResponse>(resp));
+  return finish(JSON.stringify<SanitizeResult>(res));
 }
 
 // ----------------------------------------------------- decide_approval --
 
-/** The input of decide_approval (docs/policy-abi.md §6). */
+/**
+ * The input of decide_approval (docs/policy-abi.md §6.2): kind is "exec"
+ * or "plugin" (Gateway approvals) or "tool" (a before_tool_call
+ * require_approval); requester is the MCP client whose call raised a tool
+ * approval, or the Gateway's agent ("agent:<agentId>") for exec; tool the
+ * tool concerned (empty for exec); command an exec approval's command;
+ * request the full payload (the Gateway's request object, or for "tool"
+ * the verdict that asked).
+ */
 @json
 export class ApprovalRequest {
-  /** "exec", "plugin", … */
   @optional kind: string = "";
+  @optional id: string = "";
+  @optional surface: string = "";
   @optional session_key: string = "";
   @optional requester: Caller = new Caller();
+  @optional tool: ToolRef = new ToolRef();
+  @optional command: string = "";
   /** The Gateway's approval payload. */
   @optional request: JSON.Obj | null = null;
 
@@ -281,7 +316,12 @@ export class ApprovalDecision {
   /** "allow-once", "allow-always", "deny" or "ask". */
   decision: string = "ask";
   @omitif((self: ApprovalDecision) => self.reason.length == 0) reason: string = "";
-  /** How long an "ask" may wait before the request is denied (0: default). */
+  /**
+   * For "ask": how long a human has to answer before the request is denied
+   * (0: the request's own expiry or the surface's default); for
+   * "allow-always": how long the grant is remembered (0: for the life of
+   * the host process).
+   */
   @omitif((self: ApprovalDecision) => self.ttl_ms == 0) ttl_ms: i64 = 0;
 
   static of(decision: string, reason: string, ttlMs: i64): ApprovalDecision {

@@ -5,16 +5,33 @@ import (
 	"strconv"
 )
 
-// ApprovalRequest is the input of decide_approval (docs/policy-abi.md §6):
-// what kind of approval is asked ("exec" and "plugin" for the Gateway's
-// exec.approval and plugin.approval requests), the session it belongs
-// to, the client that asked, and the request payload as the Gateway sent
-// it (for "exec": command, cwd, host, …; for "plugin": pluginId, title,
-// description, …). Request is valid only during the hook call.
+// The approval kinds of ABI v1 ([ApprovalRequest.Kind]).
+const (
+	KindExec   = "exec"   // a Gateway exec.approval request
+	KindPlugin = "plugin" // a Gateway plugin.approval request
+	KindTool   = "tool"   // a before_tool_call require_approval outcome
+)
+
+// ApprovalRequest is the input of decide_approval (docs/policy-abi.md
+// §6.2). Kind is KindExec, KindPlugin or KindTool; ID the approval's id;
+// Surface where a tool approval's call entered (empty for Gateway
+// approvals); SessionKey the Gateway session; Requester the MCP client
+// whose call raised a tool approval, or the Gateway's agent
+// ("agent:<agentId>") for exec approvals; Tool the tool concerned (the
+// called tool for KindTool, the plugin's toolName for KindPlugin, empty
+// for KindExec); Command the command of an exec approval. Request is the
+// full payload: the Gateway's request object (exec: command, cwd, host,
+// …; plugin: pluginId, title, description, …), or for KindTool the
+// before_tool_call verdict that asked ({"reason","title","description",
+// "module"}); it is valid only during the hook call.
 type ApprovalRequest struct {
 	Kind       string
+	ID         string
+	Surface    Surface
 	SessionKey string
 	Requester  Caller
+	Tool       ToolRef
+	Command    string
 	Request    Raw
 }
 
@@ -29,9 +46,11 @@ const (
 	Ask         ApprovalOutcome = "ask" // leave it to a human
 )
 
-// ApprovalDecision is the output of decide_approval. TTLMs is how long, in
-// milliseconds, the request may wait for a human after Ask before it is
-// denied (0: the surface's default).
+// ApprovalDecision is the output of decide_approval. TTLMs is in
+// milliseconds: for Ask, how long a human has to answer before the request
+// is denied (0: the request's own expiry or the surface's default); for
+// AllowAlways, how long the grant is remembered (0: for the life of the
+// host process); ignored otherwise.
 type ApprovalDecision struct {
 	Decision ApprovalOutcome
 	Reason   string
@@ -65,6 +84,28 @@ func DecodeApprovalRequest(in []byte, req *ApprovalRequest) error {
 		switch string(k) {
 		case "kind":
 			req.Kind, err = d.str()
+		case "id":
+			req.ID, err = d.str()
+		case "surface":
+			var s string
+			s, err = d.str()
+			req.Surface = Surface(s)
+		case "command":
+			req.Command, err = d.str()
+		case "tool":
+			err = d.object(func(k []byte, d *decoder) error {
+				switch string(k) {
+				case "name":
+					req.Tool.Name, err = d.str()
+				case "server":
+					req.Tool.Server, err = d.str()
+				case "original":
+					req.Tool.Original, err = d.str()
+				default:
+					_, err = d.skip()
+				}
+				return err
+			})
 		case "session_key":
 			req.SessionKey, err = d.str()
 		case "requester":

@@ -226,17 +226,7 @@ pub fn decode_tool_call(b: &[u8]) -> Result<ToolCall, String> {
             b"surface" => c.surface = r.string()?,
             b"session_key" => c.session_key = r.string()?,
             b"caller" => c.caller = r.caller()?,
-            b"tool" => r.object(|k, r| {
-                match k {
-                    b"name" => c.tool.name = r.string()?,
-                    b"server" => c.tool.server = r.string()?,
-                    b"original" => c.tool.original = r.string()?,
-                    _ => {
-                        r.skip()?;
-                    }
-                }
-                Ok(())
-            })?,
+            b"tool" => c.tool = r.tool_ref()?,
             b"arguments" => c.arguments = Some(r.skip()?),
             _ => {
                 r.skip()?;
@@ -248,99 +238,185 @@ pub fn decode_tool_call(b: &[u8]) -> Result<ToolCall, String> {
     Ok(c)
 }
 
-/// One (server, tool) pair of a catalog.
-#[derive(Default, Debug)]
-pub struct ToolName {
-    pub server: String,
-    pub name: String,
-}
+/// The longest exposed tool name the host accepts: LLM APIs take tool
+/// names matching `^[a-zA-Z0-9_-]{1,64}$`.
+pub const MAX_TOOL_NAME_LEN: usize = 64;
 
-/// The input of `sanitize_tool_names` (docs/policy-abi.md §6): the whole
-/// catalog and the longest exposed name the host accepts, in bytes.
+/// One declared MCP server of a catalog with the raw names of its tools,
+/// in the order its tools/list gave them (possibly none).
 #[derive(Default, Debug)]
-pub struct SanitizeRequest {
-    pub max_len: usize,
-    pub tools: Vec<ToolName>,
+pub struct SanitizeServer {
+    pub name: String,
+    pub tools: Vec<String>,
 }
 
 /// The answer for one tool: its exposed name, or why it is not exposed.
 #[derive(Debug)]
-pub enum SanitizedName {
+pub enum ToolName {
     Name(String),
     Reject(String),
 }
 
-/// Serves `sanitize_tool_names`; `f` must answer once per input tool, in
-/// order, or the call fails (and the host fails the catalog build).
-pub fn sanitize_tool_names(p: u32, n: u32, f: fn(&SanitizeRequest) -> Result<Vec<SanitizedName>, String>) -> u64 {
-    let mut req = SanitizeRequest::default();
-    let mut r = Reader::new(input(p, n));
-    let res = r
-        .object(|k, r| {
-            match k {
-                b"max_len" => req.max_len = r.uint()? as usize,
-                b"tools" => r.array(|r| {
-                    let mut t = ToolName::default();
-                    r.object(|k, r| {
-                        match k {
-                            b"server" => t.server = r.string()?,
-                            b"name" => t.name = r.string()?,
-                            _ => {
-                                r.skip()?;
-                            }
-                        }
-                        Ok(())
-                    })?;
-                    req.tools.push(t);
-                    Ok(())
-                })?,
-                _ => {
-                    r.skip()?;
-                }
+/// The answer for one server: its safe name (the server part of
+/// `server__tool`, matching `^[a-zA-Z0-9_-]{1,64}$`) and one [`ToolName`]
+/// per tool of the request, in order.
+#[derive(Debug)]
+pub struct SanitizedServer {
+    pub safe: String,
+    pub tools: Vec<ToolName>,
+}
+
+/// The input of `sanitize_tool_names` (docs/policy-abi.md §6.1): the whole
+/// catalog. `reserved` names are held by the surface's own tools (no
+/// exposed name may equal one, ignoring ASCII case); `proposed` is the
+/// previous sanitizer's answer in a chain (empty for the first).
+#[derive(Default, Debug)]
+pub struct SanitizeRequest {
+    pub reserved: Vec<String>,
+    pub servers: Vec<SanitizeServer>,
+    pub proposed: Vec<SanitizedServer>,
+}
+
+fn read_tool_name(r: &mut Reader) -> R<ToolName> {
+    let (mut name, mut reject) = (None, None);
+    r.object(|k, r| {
+        match k {
+            b"name" => name = Some(r.string()?),
+            b"reject" => reject = Some(r.string()?),
+            _ => {
+                r.skip()?;
             }
-            Ok(())
-        })
-        .and_then(|_| r.end());
-    if let Err(e) = res {
-        return fail(e);
-    }
-    let names = match f(&req) {
+        }
+        Ok(())
+    })?;
+    Ok(match (name, reject) {
+        (_, Some(x)) => ToolName::Reject(x),
+        (n, None) => ToolName::Name(n.unwrap_or_default()),
+    })
+}
+
+/// Decodes a `sanitize_tool_names` input; unknown members are ignored.
+pub fn decode_sanitize_request(b: &[u8]) -> R<SanitizeRequest> {
+    let mut req = SanitizeRequest::default();
+    let mut r = Reader::new(b);
+    r.object(|k, r| {
+        match k {
+            b"reserved" => r.array(|r| {
+                req.reserved.push(r.string()?);
+                Ok(())
+            })?,
+            b"servers" => r.array(|r| {
+                let mut s = SanitizeServer::default();
+                r.object(|k, r| {
+                    match k {
+                        b"name" => s.name = r.string()?,
+                        b"tools" => r.array(|r| {
+                            s.tools.push(r.string()?);
+                            Ok(())
+                        })?,
+                        _ => {
+                            r.skip()?;
+                        }
+                    }
+                    Ok(())
+                })?;
+                req.servers.push(s);
+                Ok(())
+            })?,
+            b"proposed" => r.array(|r| {
+                let mut s = SanitizedServer { safe: String::new(), tools: Vec::new() };
+                r.object(|k, r| {
+                    match k {
+                        b"safe" => s.safe = r.string()?,
+                        b"tools" => r.array(|r| {
+                            s.tools.push(read_tool_name(r)?);
+                            Ok(())
+                        })?,
+                        _ => {
+                            r.skip()?;
+                        }
+                    }
+                    Ok(())
+                })?;
+                req.proposed.push(s);
+                Ok(())
+            })?,
+            _ => {
+                r.skip()?;
+            }
+        }
+        Ok(())
+    })?;
+    r.end()?;
+    Ok(req)
+}
+
+/// Serves `sanitize_tool_names`; `f` must answer once per server and tool,
+/// in order, or the call fails (and the host fails the catalog build).
+pub fn sanitize_tool_names(p: u32, n: u32, f: fn(&SanitizeRequest) -> Result<Vec<SanitizedServer>, String>) -> u64 {
+    let req = match decode_sanitize_request(input(p, n)) {
+        Ok(r) => r,
+        Err(e) => return fail(e),
+    };
+    let servers = match f(&req) {
         Ok(v) => v,
         Err(e) => return fail(e),
     };
-    if names.len() != req.tools.len() {
-        return fail(format!("sanitize_tool_names: {} answers for {} tools", names.len(), req.tools.len()));
+    if servers.len() != req.servers.len() {
+        return fail(format!("sanitize_tool_names: {} servers answered for {}", servers.len(), req.servers.len()));
     }
-    let mut out = Vec::with_capacity(16 + names.len() * 32);
-    out.extend_from_slice(b"{\"tools\":[");
-    for (i, n) in names.iter().enumerate() {
+    let mut out = Vec::with_capacity(64);
+    out.extend_from_slice(b"{\"servers\":[");
+    for (i, s) in servers.iter().enumerate() {
+        if s.tools.len() != req.servers[i].tools.len() {
+            return fail(format!("sanitize_tool_names: server {:?}: {} tools answered for {}", req.servers[i].name, s.tools.len(), req.servers[i].tools.len()));
+        }
         if i > 0 {
             out.push(b',');
         }
-        match n {
-            SanitizedName::Name(s) => {
-                out.extend_from_slice(b"{\"name\":");
-                write_str(&mut out, s);
+        out.extend_from_slice(b"{\"safe\":");
+        write_str(&mut out, &s.safe);
+        out.extend_from_slice(b",\"tools\":[");
+        for (j, t) in s.tools.iter().enumerate() {
+            if j > 0 {
+                out.push(b',');
             }
-            SanitizedName::Reject(s) => {
-                out.extend_from_slice(b"{\"reject\":");
-                write_str(&mut out, s);
+            match t {
+                ToolName::Name(x) => {
+                    out.extend_from_slice(b"{\"name\":");
+                    write_str(&mut out, x);
+                }
+                ToolName::Reject(x) => {
+                    out.extend_from_slice(b"{\"reject\":");
+                    write_str(&mut out, x);
+                }
             }
+            out.push(b'}');
         }
-        out.push(b'}');
+        out.extend_from_slice(b"]}");
     }
     out.extend_from_slice(b"]}");
     finish(out)
 }
 
-/// The input of `decide_approval` (docs/policy-abi.md §6): the kind
-/// (`exec`, `plugin`, …), session, requesting client, and the Gateway's
-/// request payload as raw JSON (read members with [`get`]).
+/// The input of `decide_approval` (docs/policy-abi.md §6.2): `kind` is
+/// `exec` or `plugin` (Gateway approvals) or `tool` (a before_tool_call
+/// require_approval); `id` the approval's id; `surface` where a tool
+/// approval's call entered; `requester` the MCP client whose call raised
+/// a tool approval, or the Gateway's agent (`agent:<agentId>`) for exec;
+/// `tool` the tool concerned (empty for exec); `command` an exec
+/// approval's command; `request` the full payload as raw JSON (the
+/// Gateway's request object, or for `tool` the verdict that asked), read
+/// with [`get`].
 #[derive(Default, Debug)]
 pub struct ApprovalRequest<'a> {
     pub kind: String,
+    pub id: String,
+    pub surface: String,
     pub session_key: String,
     pub requester: Caller,
+    pub tool: ToolRef,
+    pub command: String,
     pub request: Option<&'a [u8]>,
 }
 
@@ -353,8 +429,10 @@ pub enum ApprovalOutcome {
     Ask,
 }
 
-/// The output of `decide_approval`; `ttl_ms` (0: the surface's default)
-/// is how long an `Ask` may wait before the request is denied.
+/// The output of `decide_approval`. `ttl_ms`: for `Ask`, how long a human
+/// has to answer before the request is denied (0: the request's own expiry
+/// or the surface's default); for `AllowAlways`, how long the grant is
+/// remembered (0: for the life of the host process); ignored otherwise.
 #[derive(Debug)]
 pub struct ApprovalDecision {
     pub decision: ApprovalOutcome,
@@ -370,6 +448,10 @@ pub fn decide_approval(p: u32, n: u32, f: fn(&ApprovalRequest) -> Result<Approva
         .object(|k, r| {
             match k {
                 b"kind" => req.kind = r.string()?,
+                b"id" => req.id = r.string()?,
+                b"surface" => req.surface = r.string()?,
+                b"command" => req.command = r.string()?,
+                b"tool" => req.tool = r.tool_ref()?,
                 b"session_key" => req.session_key = r.string()?,
                 b"requester" => req.requester = r.caller()?,
                 b"request" => req.request = Some(r.skip()?),
@@ -693,6 +775,22 @@ impl<'a> Reader<'a> {
             Ok(())
         })?;
         Ok(c)
+    }
+
+    fn tool_ref(&mut self) -> R<ToolRef> {
+        let mut t = ToolRef::default();
+        self.object(|k, r| {
+            match k {
+                b"name" => t.name = r.string()?,
+                b"server" => t.server = r.string()?,
+                b"original" => t.original = r.string()?,
+                _ => {
+                    r.skip()?;
+                }
+            }
+            Ok(())
+        })?;
+        Ok(t)
     }
 
     /// Reads any value and returns its bytes.

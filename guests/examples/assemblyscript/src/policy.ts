@@ -5,12 +5,15 @@
 // - before_tool_call: a tool whose name contains "delete" is blocked; a
 //   call whose "path" argument starts with a protected prefix is blocked;
 //   messages_send needs a human's approval (60 s); anything else is allowed.
-// - sanitize_tool_names: "server__tool", every character outside
-//   [A-Za-z0-9_-] turned into "_"; an empty server or tool name, or a
-//   result longer than max_len, is rejected.
+// - sanitize_tool_names: a tool is exposed as "server__tool", every
+//   character outside [A-Za-z0-9_-] turned into "_" and the server part cut
+//   to 30 characters ("mcp" if empty); an empty tool name, a name over 64
+//   characters, and a name already taken (reserved, or by an earlier tool,
+//   ignoring case) are rejected.
 // - decide_approval: an exec command starting with rm, sudo, dd or mkfs is
 //   denied; one starting with ls, pwd, cat or echo is allowed once;
-//   anything else is left to a human (TTL two minutes for exec and plugin).
+//   anything else (other commands, plugin and tool approvals) is left to a
+//   human (TTL two minutes for exec and plugin requests).
 //
 // Configuration (optional): {"protected_paths": ["/etc/", "/root/"]},
 // default ["/etc/"]; an unknown key refuses it.
@@ -75,21 +78,36 @@ function decideCall(call: policy.ToolCall): policy.Verdict {
   return policy.Verdict.allow();
 }
 
-function sanitize(req: policy.SanitizeRequest): policy.SanitizedName[] {
-  const maxLen = req.max_len > 0 ? req.max_len : 64;
-  const out: policy.SanitizedName[] = [];
-  for (let i = 0; i < req.tools.length; i++) {
-    const t = req.tools[i];
-    if (t.server.length == 0 || t.name.length == 0) {
-      out.push(policy.SanitizedName.rejected("empty server or tool name"));
-      continue;
+// The longest server part of an exposed name, as in OpenClaw.
+const MAX_SERVER_LEN = 30;
+
+function sanitize(req: policy.SanitizeRequest): policy.SanitizedServer[] {
+  const taken = new Set<string>();
+  for (let i = 0; i < req.reserved.length; i++) taken.add(req.reserved[i].toLowerCase());
+  const out: policy.SanitizedServer[] = [];
+  for (let i = 0; i < req.servers.length; i++) {
+    const s = req.servers[i];
+    let safe = clean(s.name.trim());
+    if (safe.length > MAX_SERVER_LEN) safe = safe.substring(0, MAX_SERVER_LEN);
+    if (safe.length == 0) safe = "mcp";
+    const answer = new policy.SanitizedServer();
+    answer.safe = safe;
+    for (let j = 0; j < s.tools.length; j++) {
+      const tool = s.tools[j].trim();
+      const name = safe + "__" + clean(tool);
+      const key = name.toLowerCase();
+      if (tool.length == 0) {
+        answer.tools.push(policy.ToolName.rejected("empty tool name"));
+      } else if (name.length > policy.MAX_TOOL_NAME_LEN) {
+        answer.tools.push(policy.ToolName.rejected("name longer than 64 characters"));
+      } else if (taken.has(key)) {
+        answer.tools.push(policy.ToolName.rejected("name " + name + " is taken"));
+      } else {
+        taken.add(key);
+        answer.tools.push(policy.ToolName.named(name));
+      }
     }
-    const name = clean(t.server) + "__" + clean(t.name);
-    if (name.length > maxLen) {
-      out.push(policy.SanitizedName.rejected("name longer than " + maxLen.toString()));
-      continue;
-    }
-    out.push(policy.SanitizedName.named(name));
+    out.push(answer);
   }
   return out;
 }
@@ -117,8 +135,7 @@ function clean(s: string): string {
 function decideApprovalRequest(req: policy.ApprovalRequest): policy.ApprovalDecision {
   const twoMinutes: i64 = 120000;
   if (req.kind == "exec") {
-    const cmd = req.stringField("command");
-    const trimmed = cmd === null ? "" : cmd!.trim();
+    const trimmed = req.command.trim();
     const sp = trimmed.indexOf(" ");
     const first = sp < 0 ? trimmed : trimmed.substring(0, sp);
     if (first.length == 0) return policy.ApprovalDecision.of("deny", "exec request without a command", 0);
