@@ -182,7 +182,17 @@ impl<'a> P<'a> {
         if m != 0 {
             return (i + m.trailing_zeros() as usize).min(n);
         }
-        let mut j = i + 16;
+        if i + 16 >= n {
+            return n;
+        }
+        // A second step without a loop: most names and keys are shorter
+        // than 32 bytes.
+        // Safety: i + 16 < n, so i + 32 <= n + PAD.
+        let m = unsafe { str_stops(base.add(i + 16)) };
+        if m != 0 {
+            return (i + 16 + m.trailing_zeros() as usize).min(n);
+        }
+        let mut j = i + 32;
         if j >= n {
             return n;
         }

@@ -258,6 +258,7 @@ const fn lit(s: &[u8]) -> Lit {
 static NAME_FIRST: Lit = lit(b"{\"name\":\"");
 static NAME_NEXT: Lit = lit(b",{\"name\":\"");
 static NAME_END: Lit = lit(b"\"}");
+static REJECT_EMPTY: &[u8] = b"{\"reject\":\"the tool name is empty after trimming white space\"}";
 
 /// Appends a literal with one 16-byte store.
 #[inline(always)]
@@ -620,8 +621,18 @@ fn sanitize(req: &Input, out: &mut Vec<u8>) {
     // rejected[i] is set for the i-th tool (input order) when it is skipped.
     let mut rejected: Vec<bool> = Vec::with_capacity(count);
     let mut collide = false;
+    // While no name collides, the output is written as the tools are read
+    // (one loop per tool less); a collision rewrites it.
+    out.extend_from_slice(b"{\"servers\":[");
     for (si, s) in req.servers.iter().enumerate() {
         let max = MAX_NAME.saturating_sub(safe[si].len() + 2).max(1);
+        if si > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(b"{\"safe\":\"");
+        out.extend_from_slice(safe[si].as_bytes());
+        out.extend_from_slice(b"\",\"tools\":[");
+        let first = rejected.len();
         for raw in &s.tools {
             // A borrowed name lies in the input buffer, which has PAD
             // readable bytes past its end; a decoded one may not.
@@ -631,6 +642,10 @@ fn sanitize(req: &Input, out: &mut Vec<u8>) {
             } else {
                 let t = raw.trim_matches(js_space);
                 if t.is_empty() {
+                    if rejected.len() > first {
+                        out.push(b',');
+                    }
+                    out.extend_from_slice(REJECT_EMPTY);
                     rejected.push(true);
                     continue;
                 }
@@ -646,15 +661,25 @@ fn sanitize(req: &Input, out: &mut Vec<u8>) {
             // the order of assignment does not matter and no name changes.
             collide |= !new;
             let len = names.arena.len() - off;
+            if !collide {
+                put_lit(out, if rejected.len() > first { &NAME_NEXT } else { &NAME_FIRST });
+                // The arena has 16 bytes of slack past every name.
+                put(out, &names.padded()[off..off + len]);
+                put_lit(out, &NAME_END);
+            }
             rejected.push(false);
             tools.push(Tool { server: si, raw: raw.as_ref(), part, max, truncated, off, len, entry });
         }
+        out.extend_from_slice(b"]}");
+    }
+    out.extend_from_slice(b"]}");
+    if !collide {
+        return;
     }
 
-    let finals: Vec<Option<String>> =
-        if collide { assign(req, &safe, &tools, &mut names, reserved_entries) } else { Vec::new() };
-
+    let finals = assign(req, &safe, &tools, &mut names, reserved_entries);
     let arena = names.padded();
+    out.clear();
     out.extend_from_slice(b"{\"servers\":[");
     let mut ti = 0;
     let mut ri = 0;
@@ -672,7 +697,7 @@ fn sanitize(req: &Input, out: &mut Vec<u8>) {
                 if j > 0 {
                     out.push(b',');
                 }
-                out.extend_from_slice(b"{\"reject\":\"the tool name is empty after trimming white space\"}");
+                out.extend_from_slice(REJECT_EMPTY);
                 continue;
             }
             put_lit(out, if j > 0 { &NAME_NEXT } else { &NAME_FIRST });

@@ -84,7 +84,9 @@ func (m *Module) SanitizeToolNames(ctx context.Context, req *policies.SanitizeRe
 // written by hand: encoding/json took longer than the guest's whole work
 // on a catalog of 5,000 tools.
 func DecodeSanitized(out []byte) (*policies.SanitizeResult, error) {
-	d := namesDecoder{b: out}
+	// One string for the whole output: names are substrings of it (one
+	// allocation instead of one per tool).
+	d := namesDecoder{b: out, s: string(out)}
 	res, err := d.result()
 	if err != nil {
 		return nil, fmt.Errorf("invalid names %s: %w", quoteOutput(out), err)
@@ -95,6 +97,7 @@ func DecodeSanitized(out []byte) (*policies.SanitizeResult, error) {
 // namesDecoder reads the one JSON shape of a sanitize_tool_names output.
 type namesDecoder struct {
 	b []byte
+	s string // b as a string
 	i int
 }
 
@@ -147,7 +150,7 @@ func (d *namesDecoder) str() (string, error) {
 		switch {
 		case c == '"':
 			d.i = j + 1
-			return string(d.b[start+1 : j]), nil
+			return d.s[start+1 : j], nil
 		case c == '\\' || c < 0x20 || c >= 0x80:
 			// The general case: find the end, let encoding/json decode.
 			dec := json.NewDecoder(bytes.NewReader(d.b[start:]))
