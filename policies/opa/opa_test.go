@@ -52,7 +52,9 @@ func readWasm(t testing.TB, path string) []byte {
 }
 
 // load loads a module with the test's cache directory and closes it when
-// the test ends.
+// the test ends. Unless the test sets them, the deadlines are 10 s: the
+// tests share two cores with everyone's builds (and run under -race), and
+// only the tests about deadlines may depend on one.
 func load(t testing.TB, path string, config string, opts *opa.Options) *opa.Module {
 	t.Helper()
 	var o opa.Options
@@ -60,6 +62,7 @@ func load(t testing.TB, path string, config string, opts *opa.Options) *opa.Modu
 		o = *opts
 	}
 	o.Host.CacheDir = cacheDir
+	relaxDeadlines(&o.Host)
 	var cfg json.RawMessage
 	if config != "" {
 		cfg = json.RawMessage(config)
@@ -74,6 +77,15 @@ func load(t testing.TB, path string, config string, opts *opa.Options) *opa.Modu
 		}
 	})
 	return m
+}
+
+func relaxDeadlines(h *wasmhost.Options) {
+	if h.CallTimeout == 0 {
+		h.CallTimeout = 10 * time.Second
+	}
+	if h.InitTimeout == 0 {
+		h.InitTimeout = 10 * time.Second
+	}
 }
 
 func call(name string, args string) *policies.ToolCall {
@@ -341,6 +353,7 @@ func TestLoadRefusals(t *testing.T) {
 				o = *tc.opts
 			}
 			o.Host.CacheDir = cacheDir
+			relaxDeadlines(&o.Host)
 			m, err := opa.Load(context.Background(), "p", tc.wasm, json.RawMessage(tc.config), &o)
 			if err == nil {
 				m.Close(context.Background())
@@ -371,8 +384,8 @@ func TestFailClosed(t *testing.T) {
 			`wasm module "rego": before_tool_call: unknown decision "maybe" (want allow, block or require_approval)`},
 		{"unknown field", nil, "unknown_field", wasmhost.ErrABI, `json: unknown field "extra"`},
 		{"not an object", nil, "not_an_object", wasmhost.ErrABI, `invalid verdict "\"allow\""`},
-		{"deadline", &opa.Options{Host: wasmhost.Options{CallTimeout: 5 * time.Millisecond}}, "spin", wasmhost.ErrTimeout,
-			`wasm module "rego": before_tool_call: deadline of 5ms exceeded`},
+		{"deadline", &opa.Options{Host: wasmhost.Options{CallTimeout: 200 * time.Millisecond}}, "spin", wasmhost.ErrTimeout,
+			`wasm module "rego": before_tool_call: deadline of 200ms exceeded`},
 		{"memory cap", &opa.Options{Host: wasmhost.Options{MemoryLimitPages: 64, CallTimeout: 10 * time.Second}}, "hog", wasmhost.ErrMemoryLimit,
 			`wasm module "rego": before_tool_call: out of memory: growing to`},
 	} {
