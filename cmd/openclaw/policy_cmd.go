@@ -17,6 +17,7 @@ import (
 
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/engine"
+	"github.com/openclaw-go/openclaw/policies/wasmpolicy"
 	"github.com/openclaw-go/openclaw/wasmhost"
 )
 
@@ -181,6 +182,7 @@ func orDash(s string) string {
 func newPolicyTestCmd() *cobra.Command {
 	var mf moduleFlags
 	var casesFile string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "test FILE --cases CASES.jsonl",
 		Short: "Run hook inputs through a module and compare the decisions (for CI)",
@@ -224,6 +226,9 @@ the module or the cases cannot be loaded. ` + fileArgHelp,
 			}
 			defer m.Close(context.WithoutCancel(ctx))
 			out := cmd.OutOrStdout()
+			if asJSON {
+				return printCasesJSON(ctx, out, m, cases)
+			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "CASE\tHOOK\tEXPECTED\tGOT\tRESULT")
 			passed, failed := 0, 0
@@ -258,7 +263,37 @@ the module or the cases cannot be loaded. ` + fileArgHelp,
 	}
 	mf.bind(cmd)
 	cmd.Flags().StringVar(&casesFile, "cases", "", "test cases, JSON Lines (required)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"cases":[…],"passed":N,"failed":N} instead of the table`)
 	return cmd
+}
+
+// printCasesJSON runs the cases and prints the JSON report; the exit code
+// is that of the table.
+func printCasesJSON(ctx context.Context, out io.Writer, m *wasmpolicy.Module, cases []engine.TestCase) error {
+	report := struct {
+		Cases  []engine.CaseResult `json:"cases"`
+		Passed int                 `json:"passed"`
+		Failed int                 `json:"failed"`
+	}{Cases: []engine.CaseResult{}}
+	for _, c := range cases {
+		r := engine.RunCase(ctx, m, c)
+		if r.Pass {
+			report.Passed++
+		} else {
+			report.Failed++
+		}
+		report.Cases = append(report.Cases, r)
+	}
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(report); err != nil {
+		return err
+	}
+	if report.Failed > 0 {
+		return &exitError{code: 1, err: errors.New("")}
+	}
+	return nil
 }
 
 func newPolicyBenchCmd() *cobra.Command {

@@ -11,8 +11,11 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/tetratelabs/wazero"
 
 	"github.com/openclaw-go/openclaw/internal/e2e"
 	"github.com/openclaw-go/openclaw/policies/builtin"
@@ -20,10 +23,24 @@ import (
 
 const testdataWasm = "../../guests/testdata/"
 
+// wazeroVersionOnce works around a data race in wazero v1.12.0: the first
+// calls of NewCompilationCacheWithDir initialize a package variable
+// (internal/version) without synchronization, so two modules loading at
+// once in a fresh process race. These tests load modules in parallel; one
+// cache opened first settles the variable. (wasmhost should do the same
+// once per process; see the H7 report.)
+var wazeroVersionOnce sync.Once
+
 // runPolicyCLI runs `openclaw ARGS…` in process and returns its stdout and
 // exit code (as main would compute it).
 func runPolicyCLI(t *testing.T, args ...string) (string, int, error) {
 	t.Helper()
+	wazeroVersionOnce.Do(func() {
+		c, err := wazero.NewCompilationCacheWithDir(t.TempDir())
+		if err == nil {
+			_ = c.Close(context.Background())
+		}
+	})
 	root := newRootCmd()
 	var out bytes.Buffer
 	root.SetOut(&out)
@@ -170,6 +187,30 @@ func TestPolicyTest(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestPolicyTestJSON(t *testing.T) {
+	t.Parallel()
+	out, code, _ := runPolicyCLI(t, "policy", "test", "builtin:rules", "--json", "--timeout-ms", "10000",
+		"--config", "@testdata/policy/rules-config.json", "--cases", "testdata/policy/rules-cases-wrong.jsonl")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", code, out)
+	}
+	var rep struct {
+		Cases []struct {
+			Name, Hook, Expected, Got string
+			Pass                      bool
+			Mismatches                []string
+		} `json:"cases"`
+		Passed, Failed int
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if rep.Passed != 1 || rep.Failed != 2 || len(rep.Cases) != 3 || !rep.Cases[0].Pass || rep.Cases[1].Got != "block" ||
+		len(rep.Cases[1].Mismatches) != 1 || rep.Cases[1].Mismatches[0] != `decision "block", want "allow"` {
+		t.Fatalf("report = %+v", rep)
 	}
 }
 

@@ -694,17 +694,17 @@ func (e *Engine) Reload(ctx context.Context) (ReloadResult, error) {
 		return ReloadResult{}, ErrClosed
 	}
 	res, err := e.reload(ctx, prev)
+	// Log first: whoever learns of the outcome through OnReload (a run
+	// file) may then find it in the log too.
+	if err != nil {
+		e.logger.Error("policy reload refused; the active policies stay in place", "err", err)
+	} else if res.Changed() {
+		e.logger.Info("policy reload: "+res.String(), "modules", len(res.Swapped)+len(res.Added)+len(res.Reconfigured)+len(res.Unchanged))
+	}
 	if e.opts.OnReload != nil {
 		e.opts.OnReload(res, err)
 	}
-	if err != nil {
-		e.logger.Error("policy reload refused; the active policies stay in place", "err", err)
-		return ReloadResult{}, err
-	}
-	if res.Changed() {
-		e.logger.Info("policy reload: "+res.String(), "modules", len(res.Swapped)+len(res.Added)+len(res.Unchanged))
-	}
-	return res, nil
+	return res, err
 }
 
 func (e *Engine) reload(ctx context.Context, prev *set) (ReloadResult, error) {
