@@ -15,6 +15,14 @@
 //     counts as a block naming the module: policies fail closed;
 //   - every verdict is written to the audit log, without argument values.
 //
+// The other two hook points have their own chains: [SanitizeChain] names
+// a catalog of imported tools (sanitize_tool_names; a failing module fails
+// the build, every answer is checked by [ValidateSanitized]) and
+// [ApprovalChain] decides approval requests (decide_approval; deny > ask >
+// allow-once > allow-always, a failing module denies, allow-always is
+// remembered by an [ApprovalMemory]). docs/policy-abi.md §6 and
+// docs/tool-names.md describe them.
+//
 // Usage sketch:
 //
 //	chain := policies.NewChain([]policies.ChainEntry{{Hook: rules}}, &policies.ChainOptions{Audit: policies.NewAuditLog(f)})

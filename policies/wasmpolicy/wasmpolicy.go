@@ -9,7 +9,10 @@
 // verdict strictly; any failure (trap, timeout, out of memory, bad pointer,
 // invalid JSON, unknown decision, a zero result) is returned as a
 // *wasmhost.Error naming the module, with a block verdict, so a chain fails
-// closed.
+// closed. The same module serves the other hooks it exports:
+// [Module.SanitizeToolNames] (a [policies.Sanitizer]) and
+// [Module.DecideApproval] (a [policies.ApprovalDecider]), with the same
+// containment, strict decoding and typed errors.
 //
 // Usage sketch:
 //
@@ -349,8 +352,8 @@ func quoteOutput(b []byte) string {
 // CallHook calls one of the module's hook exports with a JSON input and
 // returns its JSON output, with the containment of BeforeToolCall (a zero
 // result, a bad pointer, a trap or a timeout is an error naming the
-// module). It is the seam for the sanitize_tool_names and decide_approval
-// adapters, which decode the output themselves.
+// module). The output is not decoded; [Module.SanitizeToolNames] and
+// [Module.DecideApproval] are the typed, strictly decoded forms.
 func (m *Module) CallHook(ctx context.Context, h policies.Hook, input []byte) ([]byte, error) {
 	if !m.hooks[h] {
 		return nil, &wasmhost.Error{Module: m.name, Export: string(h), Kind: wasmhost.KindABI,
