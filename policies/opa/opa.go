@@ -350,7 +350,12 @@ func (m *Module) link(ctx context.Context, wasm []byte) error {
 	if _, err := b.Instantiate(ctx); err != nil {
 		return loadErr(m.name, "instantiating the host functions: %w", err)
 	}
-	if m.shim, err = m.rt.CompileModule(ctx, shimModule(hostModule, minPages, maxPages, hasMax)); err != nil {
+	shimPages := minPages
+	if m.ownMem {
+		// The policy defines its memory; the shim's stays empty and unused.
+		shimPages, hasMax = 0, false
+	}
+	if m.shim, err = m.rt.CompileModule(ctx, shimModule(hostModule, shimPages, maxPages, hasMax)); err != nil {
 		return loadErr(m.name, "compiling the env shim: %w", err)
 	}
 	return nil

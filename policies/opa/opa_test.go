@@ -384,8 +384,10 @@ func TestFailClosed(t *testing.T) {
 			`wasm module "rego": before_tool_call: unknown decision "maybe" (want allow, block or require_approval)`},
 		{"unknown field", nil, "unknown_field", wasmhost.ErrABI, `json: unknown field "extra"`},
 		{"not an object", nil, "not_an_object", wasmhost.ErrABI, `invalid verdict "\"allow\""`},
-		{"deadline", &opa.Options{Host: wasmhost.Options{CallTimeout: 200 * time.Millisecond}}, "spin", wasmhost.ErrTimeout,
-			`wasm module "rego": before_tool_call: deadline of 200ms exceeded`},
+		// The spin allocates as it goes (OPA allocates per iteration): a
+		// large cap lets the deadline, not memory, end it.
+		{"deadline", &opa.Options{Host: wasmhost.Options{CallTimeout: 100 * time.Millisecond, MemoryLimitPages: 4096}}, "spin", wasmhost.ErrTimeout,
+			`wasm module "rego": before_tool_call: deadline of 100ms exceeded`},
 		{"memory cap", &opa.Options{Host: wasmhost.Options{MemoryLimitPages: 64, CallTimeout: 10 * time.Second}}, "hog", wasmhost.ErrMemoryLimit,
 			`wasm module "rego": before_tool_call: out of memory: growing to`},
 	} {
