@@ -655,7 +655,7 @@ fn sanitize(req: &Input, out: &mut Vec<u8>) {
             let part = if truncated { Cow::Owned(cut(&part, max).to_string()) } else { part };
             let off = names.arena.len();
             names.put(&safe_pad[si][..safe_len[si]], true);
-            names.put(part.as_bytes(), fast);
+            names.put(part.as_bytes(), fast && !truncated);
             let (entry, new) = names.finish(off);
             // While no candidate collides with another or a reserved name,
             // the order of assignment does not matter and no name changes.
