@@ -163,3 +163,29 @@ func TestApprovalsThroughChain(t *testing.T) {
 		t.Fatalf("remembered but denied by policy: %+v, want deny", got)
 	}
 }
+
+// FuzzApprovals: any request the host can build gets a valid verdict.
+func FuzzApprovals(f *testing.F) {
+	f.Add("exec", "ls -la", "", "agent:main:main", "claude-code", `{"command":"ls"}`)
+	f.Add("plugin", "", "fs_read", "", "", `{}`)
+	m, err := wasmpolicy.Load(context.Background(), "approvals", builtin.Approvals(), json.RawMessage(approvalsConfig), nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	f.Fuzz(func(t *testing.T, kind, command, tool, session, requester, request string) {
+		k := policies.ApprovalKind(kind)
+		if !k.Valid() {
+			k = policies.ApprovalTool
+		}
+		req := &policies.ApprovalRequest{Kind: k, Command: command, SessionKey: session,
+			Requester: policies.Caller{Name: requester}, Tool: policies.ToolRef{Name: tool}}
+		if json.Valid([]byte(request)) {
+			req.Request = json.RawMessage(request)
+		}
+		v, err := m.DecideApproval(context.Background(), req)
+		if err != nil || !v.Decision.Valid() {
+			t.Fatalf("%+v: %+v, %v", req, v, err)
+		}
+	})
+}
