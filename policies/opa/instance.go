@@ -93,10 +93,7 @@ func (i *instance) init(ictx, callerCtx context.Context) error {
 		return loadErr(m.name, "instantiating: %w", err)
 	}
 	i.mod = mod
-	i.mem = mod.ExportedMemory(exportMemory)
-	if i.mem == nil {
-		i.mem = env.ExportedMemory(exportMemory)
-	}
+	i.mem = env.ExportedMemory(exportMemory)
 	i.eval = mod.ExportedFunction(exportEval)
 	i.malloc = mod.ExportedFunction(exportMalloc)
 	i.jsonParse = mod.ExportedFunction(exportJSONParse)

@@ -145,7 +145,6 @@ type Module struct {
 	cache    wazero.CompilationCache
 	compiled wazero.CompiledModule
 	shim     wazero.CompiledModule
-	ownMem   bool // the policy defines its memory instead of importing it
 
 	abiMinor    int32
 	builtins    map[int32]string // host builtins the module calls, by its ids
@@ -315,12 +314,7 @@ func (m *Module) link(ctx context.Context, wasm []byte) error {
 		maxPages, hasMax = def.Max()
 	}
 	if len(imported) == 0 {
-		mem, ok := compiled.ExportedMemories()[exportMemory]
-		if !ok {
-			return loadErr(m.name, "neither imports env.memory nor exports a memory")
-		}
-		m.ownMem = true
-		minPages = mem.Min()
+		return loadErr(m.name, "does not import env.memory, as every OPA Wasm module does")
 	}
 	if limit := m.opts.MemoryLimitPages; minPages > limit {
 		return loadErr(m.name, "initial memory of %d pages is over the cap of %d pages (%d MiB)", minPages, limit, uint64(limit)*pageSize>>20)
@@ -350,12 +344,7 @@ func (m *Module) link(ctx context.Context, wasm []byte) error {
 	if _, err := b.Instantiate(ctx); err != nil {
 		return loadErr(m.name, "instantiating the host functions: %w", err)
 	}
-	shimPages := minPages
-	if m.ownMem {
-		// The policy defines its memory; the shim's stays empty and unused.
-		shimPages, hasMax = 0, false
-	}
-	if m.shim, err = m.rt.CompileModule(ctx, shimModule(hostModule, shimPages, maxPages, hasMax)); err != nil {
+	if m.shim, err = m.rt.CompileModule(ctx, shimModule(hostModule, minPages, maxPages, hasMax)); err != nil {
 		return loadErr(m.name, "compiling the env shim: %w", err)
 	}
 	return nil
