@@ -79,7 +79,7 @@ type Verdict struct {
 //	func beforeToolCall(ptr, size uint32) uint64 { return policy.BeforeToolCall(ptr, size, decide) }
 func BeforeToolCall(ptr, size uint32, decide func(call *ToolCall) (Verdict, error)) uint64 {
 	var call ToolCall
-	if err := DecodeToolCall(view(ptr, size), &call); err != nil {
+	if err := decodeToolCall(view(ptr, size), &call); err != nil {
 		return result(nil, err)
 	}
 	v, err := decide(&call)
@@ -89,6 +89,11 @@ func BeforeToolCall(ptr, size uint32, decide func(call *ToolCall) (Verdict, erro
 	b, err := AppendVerdict(out[:0], &v)
 	return result(b, err)
 }
+
+// decodeToolCall is the decoder BeforeToolCall uses: DecodeToolCall, or
+// encoding/json when the module is built with -tags policy_stdjson (to
+// measure the difference, docs/benchmarks.md "Guest languages").
+var decodeToolCall = DecodeToolCall
 
 // DecodeToolCall decodes a before_tool_call input into call. Unknown
 // members are ignored (the host may add fields within ABI v1); a known
