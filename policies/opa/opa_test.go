@@ -14,6 +14,7 @@ import (
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/builtin"
 	"github.com/openclaw-go/openclaw/policies/opa"
+	"github.com/openclaw-go/openclaw/policies/wasmpolicy"
 	"github.com/openclaw-go/openclaw/wasmhost"
 )
 
@@ -586,3 +587,21 @@ func TestSprintf(t *testing.T) {
 		t.Errorf("ProvidedBuiltins() = %v", got)
 	}
 }
+
+// policyModule is the method set a policy engine uses of a loaded module.
+// An OPA module must offer all of it, like a wasmpolicy module, so that
+// the engine can hold either behind one interface.
+type policyModule interface {
+	policies.BeforeToolCallHook
+	policies.Sanitizer
+	policies.ApprovalDecider
+	Has(policies.Hook) bool
+	Hooks() []policies.Hook
+	CallHook(ctx context.Context, h policies.Hook, input []byte) ([]byte, error)
+	Close(ctx context.Context) error
+}
+
+var (
+	_ policyModule = (*opa.Module)(nil)
+	_ policyModule = (*wasmpolicy.Module)(nil)
+)
