@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -34,15 +33,17 @@ type BenchResult struct {
 func SampleInput(h policies.Hook) json.RawMessage {
 	switch h {
 	case policies.HookSanitizeToolNames:
-		return json.RawMessage(`{"abi":1,"max_len":64,"tools":[{"server":"files","name":"read_file"},{"server":"web","name":"fetch url"}]}`)
+		return json.RawMessage(`{"servers":[{"name":"files","tools":["read_file","write_file","list_directory"]},{"name":"web","tools":["fetch url","search"]}]}`)
 	case policies.HookDecideApproval:
-		return json.RawMessage(`{"abi":1,"kind":"exec","session_key":"agent:main:main","requester":{"name":"claude-code"},"request":{"command":"ls -la"}}`)
+		return json.RawMessage(`{"kind":"exec","id":"appr-1","session_key":"agent:main:main","requester":{"name":"agent:main"},"command":"ls -la /tmp","request":{"command":"ls -la /tmp","cwd":"/tmp"}}`)
 	}
 	return json.RawMessage(`{"surface":"serve","session_key":"agent:main:main","caller":{"name":"claude-code","version":"2.1"},"tool":{"name":"messages_send"},"arguments":{"session_key":"agent:main:main","text":"hello"}}`)
 }
 
-// Bench calls hook h of m n times, cycling through inputs (inputs as in
-// [TestCase.Input]; none means [SampleInput]), after a warm-up of
+// Bench calls hook h of m n times through its typed adapter (input
+// encoding, the guest call, strict decoding and checking of the answer),
+// cycling through inputs (inputs as in [TestCase.Input]; none means
+// [SampleInput]), after a warm-up of
 // min(n/10, 1000) calls that are not counted, one call at a time. Failed
 // calls are counted in Errors and their latencies kept. It returns an
 // error when an input cannot be used.
@@ -53,33 +54,23 @@ func Bench(ctx context.Context, m *wasmpolicy.Module, h policies.Hook, inputs []
 	if n <= 0 {
 		return BenchResult{}, fmt.Errorf("bench: %d calls: want at least 1", n)
 	}
-	calls := make([]func() error, len(inputs))
+	calls := make([]func() (answer, error), len(inputs))
 	for i, in := range inputs {
-		if h == policies.HookBeforeToolCall {
-			var call policies.ToolCall
-			dec := json.NewDecoder(bytes.NewReader(in))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&call); err != nil {
-				return BenchResult{}, fmt.Errorf("bench input %d is not a before_tool_call input: %w", i+1, err)
-			}
-			calls[i] = func() error { _, err := m.BeforeToolCall(ctx, &call); return err }
-			continue
-		}
-		data, err := withABI(in)
+		call, err := hookCall(ctx, m, h, in)
 		if err != nil {
 			return BenchResult{}, fmt.Errorf("bench input %d: %w", i+1, err)
 		}
-		calls[i] = func() error { _, err := m.CallHook(ctx, h, data); return err }
+		calls[i] = call
 	}
 	for i := range min(n/10, 1000) {
-		_ = calls[i%len(calls)]()
+		_, _ = calls[i%len(calls)]()
 	}
 	r := BenchResult{Hook: h, Calls: n}
 	lat := make([]time.Duration, n)
 	var total time.Duration
 	for i := range n {
 		start := time.Now()
-		err := calls[i%len(calls)]()
+		_, err := calls[i%len(calls)]()
 		lat[i] = time.Since(start)
 		total += lat[i]
 		if err != nil {

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"reflect"
@@ -27,10 +26,14 @@ type TestCase struct {
 	Name string `json:"name,omitempty"`
 	// Hook is the hook point to call; default before_tool_call.
 	Hook policies.Hook `json:"hook,omitempty"`
-	// Input is the hook's input. For before_tool_call it has the fields of
-	// policies.ToolCall (surface, session_key, caller, tool, arguments)
-	// and is encoded by the host exactly as in production; for the other
-	// hooks it is passed as given, with "abi":1 added when absent.
+	// Input is the hook's input, decoded strictly into the host's type
+	// and encoded by the host exactly as in production: the fields of
+	// policies.ToolCall for before_tool_call (surface, session_key,
+	// caller, tool, arguments), of policies.SanitizeRequest for
+	// sanitize_tool_names (reserved, servers, proposed), of
+	// policies.ApprovalRequest for decide_approval (kind, id, surface,
+	// session_key, requester, tool, command, request). An "abi" member is
+	// ignored.
 	Input json.RawMessage `json:"input"`
 	// Expect is what the module must answer.
 	Expect Expectation `json:"expect"`
@@ -53,8 +56,10 @@ type Expectation struct {
 	// Arguments must equal (as JSON) the arguments a before_tool_call
 	// verdict rewrote.
 	Arguments json.RawMessage `json:"arguments,omitempty"`
-	// Output must be a subset of the module's JSON output: every member
-	// given must be present with an equal value (arrays compare whole).
+	// Output must be a subset of the module's answer as the host decoded
+	// it (a before_tool_call verdict, the sanitized names, an approval
+	// verdict), in JSON: every member given must be present with an equal
+	// value (arrays compare whole).
 	Output json.RawMessage `json:"output,omitempty"`
 	// Error, when set, expects the call to fail (trap, timeout, bad
 	// output…) with a message containing it. Without it a failing call is
@@ -183,58 +188,83 @@ func orNone(b []byte) string {
 	return string(b)
 }
 
-// callCase makes the case's call and extracts decision and reason.
+// callCase makes the case's call through the module's typed adapter, as
+// a surface does, and extracts decision and reason.
 func callCase(ctx context.Context, m *wasmpolicy.Module, c TestCase) (decision, reason string, args, out []byte, err error) {
-	if c.Hook == policies.HookBeforeToolCall {
-		var call policies.ToolCall
-		dec := json.NewDecoder(bytes.NewReader(c.Input))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&call); err != nil {
-			return "", "", nil, nil, fmt.Errorf("input is not a before_tool_call input: %w", err)
-		}
-		v, err := m.BeforeToolCall(ctx, &call)
-		if err != nil {
-			return "", "", nil, nil, err
-		}
-		out, _ = json.Marshal(v)
-		return string(v.Decision), v.Reason, v.Arguments, out, nil
-	}
-	in, err := withABI(c.Input)
+	call, err := hookCall(ctx, m, c.Hook, c.Input)
 	if err != nil {
 		return "", "", nil, nil, err
 	}
-	out, err = m.CallHook(ctx, c.Hook, in)
+	a, err := call()
 	if err != nil {
 		return "", "", nil, nil, err
 	}
-	if len(out) == 0 {
-		return "", "", nil, nil, errors.New("the module returned no output")
+	out, err = json.Marshal(a.answer)
+	if err != nil {
+		return "", "", nil, nil, err
 	}
-	var fields struct {
-		Decision string `json:"decision"`
-		Reason   string `json:"reason"`
-	}
-	if err := json.Unmarshal(out, &fields); err != nil {
-		return "", "", nil, nil, fmt.Errorf("output %.64q is not a JSON object: %w", out, err)
-	}
-	return fields.Decision, fields.Reason, nil, out, nil
+	return a.decision, a.reason, a.args, out, nil
 }
 
-// withABI adds "abi":1 to a JSON object input that lacks it.
-func withABI(in json.RawMessage) ([]byte, error) {
+// answer is a hook's decoded answer.
+type answer struct {
+	decision, reason string
+	args             json.RawMessage
+	answer           any
+}
+
+// hookCall decodes input for hook h and returns a function making the
+// call through m's adapter for that hook.
+func hookCall(ctx context.Context, m *wasmpolicy.Module, h policies.Hook, input json.RawMessage) (func() (answer, error), error) {
+	switch h {
+	case policies.HookBeforeToolCall:
+		var call policies.ToolCall
+		if err := decodeInput(input, &call); err != nil {
+			return nil, err
+		}
+		return func() (answer, error) {
+			v, err := m.BeforeToolCall(ctx, &call)
+			return answer{string(v.Decision), v.Reason, v.Arguments, v}, err
+		}, nil
+	case policies.HookSanitizeToolNames:
+		var req policies.SanitizeRequest
+		if err := decodeInput(input, &req); err != nil {
+			return nil, err
+		}
+		return func() (answer, error) {
+			res, err := m.SanitizeToolNames(ctx, &req)
+			return answer{answer: res}, err
+		}, nil
+	case policies.HookDecideApproval:
+		var req policies.ApprovalRequest
+		if err := decodeInput(input, &req); err != nil {
+			return nil, err
+		}
+		return func() (answer, error) {
+			v, err := m.DecideApproval(ctx, &req)
+			return answer{decision: string(v.Decision), reason: v.Reason, answer: v}, err
+		}, nil
+	}
+	return nil, fmt.Errorf("unknown hook %q", h)
+}
+
+// decodeInput decodes a hook input strictly into v, ignoring an "abi"
+// member.
+func decodeInput(input json.RawMessage, v any) error {
 	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(in, &obj); err != nil {
-		return nil, fmt.Errorf("input: %w", err)
+	if err := json.Unmarshal(input, &obj); err != nil {
+		return fmt.Errorf("input: %w", err)
 	}
 	if _, ok := obj["abi"]; ok {
-		return in, nil
+		delete(obj, "abi")
+		input, _ = json.Marshal(obj)
 	}
-	body := bytes.TrimSpace(in)[1:]
-	sep := ","
-	if len(bytes.TrimSpace(body)) == 1 { // just "}"
-		sep = ""
+	dec := json.NewDecoder(bytes.NewReader(input))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("input is not a %T: %w", v, err)
 	}
-	return append([]byte(`{"abi":1`+sep), body...), nil
+	return nil
 }
 
 // jsonSubset reports whether want is contained in got: objects by member
