@@ -6,7 +6,7 @@ BIN      := bin/openclaw
 PEERS_DIR ?= $(CURDIR)/.peers
 export PEERS_DIR
 
-.PHONY: build guests test test-short check demo interop bench peers clean
+.PHONY: build guests rego test test-short check demo interop bench peers clean
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/openclaw
@@ -14,6 +14,11 @@ build:
 ## guests: rebuild the committed Wasm modules from source (Debian rustc + wabt).
 guests:
 	bash guests/build.sh
+
+## rego: rebuild the Rego example and the OPA test modules (the first run builds OPA: ~6.5 min;
+## kept out of CI, whose tests check the committed modules' behaviour).
+rego:
+	bash guests/rego/build.sh
 
 ## test: every test, with the race detector. The end-to-end tests spawn the built binary
 ## and real MCP clients (go-sdk, and the Node SDK from $(PEERS_DIR), see `make peers`).
