@@ -403,3 +403,64 @@ func TestHTTPHeadersTLSAndClientCertificates(t *testing.T) {
 		})
 	}
 }
+
+func TestHTTPTimeouts(t *testing.T) {
+	t.Parallel()
+	// A TCP listener that accepts and never answers: TLS never completes.
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { silent.Close() })
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	// An HTTP server that never sends response headers.
+	// (The handler does not read a POST body, so net/http cannot see the
+	// client leave; release ends it before Close waits for it.)
+	release := make(chan struct{})
+	stall := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(stall.Close)
+	t.Cleanup(func() { close(release) })
+	stall.Config.ErrorLog = stdlog.New(io.Discard, "", 0)
+
+	for _, tc := range []struct {
+		name  string
+		entry ServerEntry
+		want  string
+	}{
+		{"connectionTimeoutMs bounds the TLS handshake",
+			ServerEntry{URL: "https://" + silent.Addr().String() + "/mcp", Transport: "streamable-http", ConnectionTimeoutMs: 200}, "TLS handshake timeout"},
+		{"requestTimeoutMs bounds the wait for response headers",
+			ServerEntry{URL: stall.URL + "/mcp", Transport: "streamable-http", RequestTimeoutMs: 200}, "timeout awaiting response headers"},
+		{"requestTimeoutMs on SSE",
+			ServerEntry{URL: stall.URL + "/sse", RequestTimeoutMs: 200}, "timeout awaiting response headers"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := resolve(t, "slow", tc.entry, quiet())
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+			cs, err := c.Connect(ctx, r.Transport, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+			if err == nil {
+				cs.Close()
+				t.Fatal("Connect succeeded")
+			}
+			if ctx.Err() != nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Connect = %v (ctx %v), want %q", err, ctx.Err(), tc.want)
+			}
+		})
+	}
+}

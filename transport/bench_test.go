@@ -1,0 +1,103 @@
+package transport
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// BenchmarkStdioEcho compares a tools/call round trip through StdioTransport
+// (supervisor, junk-tolerant reader) with go-sdk's CommandTransport, to the
+// same Go server, in one run. Compare the two ns/op.
+func BenchmarkStdioEcho(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		tr   func() mcp.Transport
+	}{
+		{"transport.StdioTransport", func() mcp.Transport {
+			r, err := Resolve("bench", ServerEntry{Command: misbehaveBin}, quiet())
+			if err != nil {
+				b.Fatal(err)
+			}
+			return r.Transport
+		}},
+		{"go-sdk.CommandTransport", func() mcp.Transport {
+			return &mcp.CommandTransport{Command: exec.Command(misbehaveBin)}
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			ctx := context.Background()
+			c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+			cs, err := c.Connect(ctx, tc.tr(), &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cs.Close()
+			params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}}
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := cs.CallTool(ctx, params); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkIdleStdioConnection reports the host heap held per idle stdio
+// connection (after connect and one tools/list) and the supervisor's RSS.
+// Run with -benchtime=1x.
+func BenchmarkIdleStdioConnection(b *testing.B) {
+	const n = 8
+	for b.Loop() {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		var sessions []*mcp.ClientSession
+		var rts []*recordingTransport
+		for range n {
+			r, err := Resolve("idle", ServerEntry{Command: misbehaveBin}, quiet())
+			if err != nil {
+				b.Fatal(err)
+			}
+			rt := &recordingTransport{Transport: r.Transport}
+			c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+			cs, err := c.Connect(context.Background(), rt, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := cs.ListTools(context.Background(), nil); err != nil {
+				b.Fatal(err)
+			}
+			sessions = append(sessions, cs)
+			rts = append(rts, rt)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapInuse-before.HeapInuse)/n, "heap-B/conn")
+		b.ReportMetric(float64(rssKB(rts[0].supervisorPID())), "supervisor-RSS-kB")
+		for _, cs := range sessions {
+			cs.Close()
+		}
+	}
+}
+
+func rssKB(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			return n
+		}
+	}
+	return -1
+}
