@@ -17,7 +17,6 @@ import (
 
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/engine"
-	"github.com/openclaw-go/openclaw/policies/wasmpolicy"
 	"github.com/openclaw-go/openclaw/wasmhost"
 )
 
@@ -118,8 +117,13 @@ in a policy file) and initial/maximum memory, and whether this host would load i
 
 func printInspection(w io.Writer, in *engine.Inspection) {
 	abi := "unknown (no callable policy_abi_version)"
-	if in.ABIVersion != nil {
+	switch {
+	case in.ABIVersion != nil:
 		abi = strconv.Itoa(int(*in.ABIVersion))
+	case in.OPAABIVersion != "":
+		abi = "OPA Wasm ABI " + in.OPAABIVersion
+	case in.Format == "opa":
+		abi = "OPA Wasm ABI (unknown: the module does not load)"
 	}
 	mem := "none"
 	if m := in.Memory; m != nil {
@@ -139,6 +143,7 @@ func printInspection(w io.Writer, in *engine.Inspection) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "source\t%s\n", in.Source)
+	fmt.Fprintf(tw, "format\t%s\n", in.Format)
 	fmt.Fprintf(tw, "size\t%d bytes\n", in.Size)
 	fmt.Fprintf(tw, "sha256\t%s\n", in.SHA256)
 	fmt.Fprintf(tw, "abi version\t%s\n", abi)
@@ -269,7 +274,7 @@ the module or the cases cannot be loaded. ` + fileArgHelp,
 
 // printCasesJSON runs the cases and prints the JSON report; the exit code
 // is that of the table.
-func printCasesJSON(ctx context.Context, out io.Writer, m *wasmpolicy.Module, cases []engine.TestCase) error {
+func printCasesJSON(ctx context.Context, out io.Writer, m engine.Module, cases []engine.TestCase) error {
 	report := struct {
 		Cases  []engine.CaseResult `json:"cases"`
 		Passed int                 `json:"passed"`

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/openclaw-go/openclaw/policies"
-	"github.com/openclaw-go/openclaw/policies/wasmpolicy"
 )
 
 // BenchResult is the latency of one hook over many calls, as `openclaw
@@ -47,7 +46,7 @@ func SampleInput(h policies.Hook) json.RawMessage {
 // min(n/10, 1000) calls that are not counted, one call at a time. Failed
 // calls are counted in Errors and their latencies kept. It returns an
 // error when an input cannot be used.
-func Bench(ctx context.Context, m *wasmpolicy.Module, h policies.Hook, inputs []json.RawMessage, n int) (BenchResult, error) {
+func Bench(ctx context.Context, m Module, h policies.Hook, inputs []json.RawMessage, n int) (BenchResult, error) {
 	if len(inputs) == 0 {
 		inputs = []json.RawMessage{SampleInput(h)}
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/policies"
-	"github.com/openclaw-go/openclaw/policies/wasmpolicy"
 )
 
 // TestCase is one line of a `openclaw policy test --cases FILE.jsonl`
@@ -128,7 +127,7 @@ func ParseCases(r io.Reader) ([]TestCase, error) {
 }
 
 // RunCase runs one case against m and compares the answer.
-func RunCase(ctx context.Context, m *wasmpolicy.Module, c TestCase) CaseResult {
+func RunCase(ctx context.Context, m Module, c TestCase) CaseResult {
 	r := CaseResult{Case: c, Name: c.Name, Hook: c.Hook, Expected: c.Expect.Decision}
 	if c.Expect.Error != "" {
 		r.Expected = "error"
@@ -190,7 +189,7 @@ func orNone(b []byte) string {
 
 // callCase makes the case's call through the module's typed adapter, as
 // a surface does, and extracts decision and reason.
-func callCase(ctx context.Context, m *wasmpolicy.Module, c TestCase) (decision, reason string, args, out []byte, err error) {
+func callCase(ctx context.Context, m Module, c TestCase) (decision, reason string, args, out []byte, err error) {
 	call, err := hookCall(ctx, m, c.Hook, c.Input)
 	if err != nil {
 		return "", "", nil, nil, err
@@ -215,7 +214,7 @@ type answer struct {
 
 // hookCall decodes input for hook h and returns a function making the
 // call through m's adapter for that hook.
-func hookCall(ctx context.Context, m *wasmpolicy.Module, h policies.Hook, input json.RawMessage) (func() (answer, error), error) {
+func hookCall(ctx context.Context, m Module, h policies.Hook, input json.RawMessage) (func() (answer, error), error) {
 	switch h {
 	case policies.HookBeforeToolCall:
 		var call policies.ToolCall

@@ -62,8 +62,32 @@ import (
 	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/builtin"
+	"github.com/openclaw-go/openclaw/policies/opa"
 	"github.com/openclaw-go/openclaw/policies/wasmpolicy"
 	"github.com/openclaw-go/openclaw/wasmhost"
+)
+
+// Module is a loaded policy module as the engine holds it: a module of the
+// "openclaw-policy v1" ABI (*wasmpolicy.Module) or an OPA-compiled Rego
+// module (*opa.Module), which offer the same methods.
+type Module interface {
+	policies.BeforeToolCallHook
+	policies.Sanitizer
+	policies.ApprovalDecider
+	// Has reports whether the module serves hook h; Hooks lists them in
+	// ABI order.
+	Has(h policies.Hook) bool
+	Hooks() []policies.Hook
+	// CallHook calls hook h with a JSON input and returns its raw output.
+	CallHook(ctx context.Context, h policies.Hook, input []byte) ([]byte, error)
+	// Close releases the module; calls in flight may finish until ctx is
+	// done.
+	Close(ctx context.Context) error
+}
+
+var (
+	_ Module = (*wasmpolicy.Module)(nil)
+	_ Module = (*opa.Module)(nil)
 )
 
 // ErrClosed is returned (and reported in the block reason of
@@ -233,7 +257,7 @@ type member struct {
 type generation struct {
 	info ModuleInfo
 	key  string // what must be equal for a reload to keep this generation
-	mod  *wasmpolicy.Module
+	mod  Module
 	refs atomic.Int64
 }
 
@@ -464,7 +488,7 @@ func (e *Engine) load(ctx context.Context, spec config.PolicyModule, wasm []byte
 	if spec.TimeoutMs > 0 {
 		host.CallTimeout = time.Duration(spec.TimeoutMs) * time.Millisecond
 	}
-	m, err := wasmpolicy.Load(ctx, spec.Name, wasm, cfg, &wasmpolicy.Options{Host: host})
+	m, err := loadModule(ctx, spec.Name, wasm, cfg, host)
 	if err != nil {
 		return nil, fmt.Errorf("policy module %q (%s): %w", spec.Name, spec.Source, err)
 	}
@@ -487,6 +511,15 @@ func (e *Engine) load(ctx context.Context, spec config.PolicyModule, wasm []byte
 		Mode: modeOf(spec), Hooks: hooks, Default: defaulted, LoadedAt: time.Now().UTC()}}
 	g.refs.Store(1)
 	return g, nil
+}
+
+// loadModule loads wasm with the adapter its format needs: OPA's
+// (`opa build -t wasm`, recognized by opa.IsModule) or the policy ABI's.
+func loadModule(ctx context.Context, name string, wasm []byte, cfg json.RawMessage, host wasmhost.Options) (Module, error) {
+	if opa.IsModule(wasm) {
+		return opa.Load(ctx, name, wasm, cfg, &opa.Options{Host: host})
+	}
+	return wasmpolicy.Load(ctx, name, wasm, cfg, &wasmpolicy.Options{Host: host})
 }
 
 func hookList(hs []policies.Hook) string {

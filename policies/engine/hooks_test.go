@@ -3,6 +3,9 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/openclaw-go/openclaw/policies"
@@ -90,5 +93,41 @@ func TestDecideApprovalThroughEngine(t *testing.T) {
 	}
 	if out := e.DecideApproval(ctx, req("ls -la")); out.Decision != policies.Ask || out.Module == policies.MemoryModule {
 		t.Fatalf("ls after the policy changed: %+v, want ask (no grant from the old policy)", out)
+	}
+}
+
+// TestRegoModuleThroughEngine loads the OPA-compiled example policy
+// (guests/rego, `opa build -t wasm`) from a policy file: the engine
+// recognizes the format, hands it to the OPA adapter, and the Rego rules
+// decide every hook; a reload swaps it like any module.
+func TestRegoModuleThroughEngine(t *testing.T) {
+	t.Parallel()
+	wasm, err := os.ReadFile(filepath.Join("..", "..", "guests", "rego", "policy.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeFile(t, dir, "policy.wasm", wasm)
+	pf := writeFile(t, dir, "policy.json", []byte(`{"modules":[{"name":"rego","source":"policy.wasm","config":{"blocked_tools":["events_poll"]}}]}`))
+	e, _ := load(t, engine.Options{ConfigFile: pf})
+	mods := e.Modules()
+	if len(mods) != 1 || len(mods[0].Hooks) != 3 {
+		t.Fatalf("modules = %+v, want rego serving three hooks", mods)
+	}
+	d := e.BeforeToolCall(context.Background(), call(""))
+	if d.Outcome != policies.Block || d.Module != "rego" || !strings.Contains(d.Reason, "events_poll is blocked by configuration") {
+		t.Fatalf("decision = %+v", d)
+	}
+	res, err := e.SanitizeToolNames(context.Background(), &policies.SanitizeRequest{
+		Servers: []policies.SanitizeServer{{Name: "files", Tools: []string{"read_file"}}}})
+	if err != nil || len(res.Servers) != 1 || !policies.ValidToolName(res.Servers[0].Tools[0].Name) {
+		t.Fatalf("sanitize = %+v, %v", res, err)
+	}
+	replaceFile(t, pf, []byte(`{"modules":[{"name":"rego","source":"policy.wasm","config":{}}]}`))
+	if r, err := e.Reload(context.Background()); err != nil || len(r.Swapped) != 1 {
+		t.Fatalf("reload = %+v, %v", r, err)
+	}
+	if d := e.BeforeToolCall(context.Background(), call("")); d.Outcome != policies.Allow {
+		t.Fatalf("after the reload: %+v", d)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/opa"
 	"github.com/openclaw-go/openclaw/policies/wasmpolicy"
 	"github.com/openclaw-go/openclaw/wasmhost"
 )
@@ -19,13 +20,20 @@ import (
 type Inspection struct {
 	// Source is the file path or "builtin:NAME".
 	Source string `json:"source"`
+	// Format is "openclaw-policy" (docs/policy-abi.md) or "opa" (a module
+	// built by `opa build -t wasm`, run by the OPA adapter).
+	Format string `json:"format"`
 	// Size is the module's size in bytes.
 	Size int `json:"size"`
 	// SHA256 is the hex digest to pin the module with.
 	SHA256 string `json:"sha256"`
 	// ABIVersion is what policy_abi_version returned; nil when the module
-	// does not export it or could not be instantiated.
+	// does not export it or could not be instantiated (and for OPA
+	// modules, whose version is OPAABIVersion).
 	ABIVersion *int32 `json:"abi_version"`
+	// OPAABIVersion is an OPA module's Wasm ABI version, "1.3"; empty for
+	// others or when the module does not load.
+	OPAABIVersion string `json:"opa_abi_version,omitempty"`
 	// Hooks are the hook exports the module has, in ABI order.
 	Hooks []policies.Hook `json:"hooks"`
 	// Exports and Imports list the module's exports and imports with
@@ -67,13 +75,27 @@ func Inspect(ctx context.Context, source string, cfg json.RawMessage, host wasmh
 	if len(shape.memories) > 0 {
 		in.Memory = &shape.memories[0]
 	}
+	name := config.DefaultModuleName(source)
+	host.PoolSize = 1
+	if cfg == nil {
+		cfg = defCfg
+	}
+	if opa.IsModule(wasm) {
+		in.Format = "opa"
+		m, err := opa.Load(ctx, name, wasm, cfg, &opa.Options{Host: host})
+		if err != nil {
+			in.LoadError = err.Error()
+			return in, nil
+		}
+		in.Loadable, in.Hooks, in.OPAABIVersion = true, m.Hooks(), m.ABIVersion()
+		return in, m.Close(ctx)
+	}
+	in.Format = "openclaw-policy"
 	for _, h := range config.HookNames {
 		if slices.ContainsFunc(shape.exports, func(e Export) bool { return e.Name == h && e.Kind == "func" }) {
 			in.Hooks = append(in.Hooks, policies.Hook(h))
 		}
 	}
-	name := config.DefaultModuleName(source)
-	host.PoolSize = 1
 	if m, err := wasmhost.Load(ctx, name, wasm, &host); err == nil {
 		if ft, ok := m.Func(wasmpolicy.ExportABIVersion); ok && ft.String() == "() -> (i32)" {
 			if res, err := m.Call(ctx, wasmpolicy.ExportABIVersion); err == nil {
@@ -82,9 +104,6 @@ func Inspect(ctx context.Context, source string, cfg json.RawMessage, host wasmh
 			}
 		}
 		_ = m.Close(ctx)
-	}
-	if cfg == nil {
-		cfg = defCfg
 	}
 	pm, err := wasmpolicy.Load(ctx, name, wasm, cfg, &wasmpolicy.Options{Host: host})
 	if err != nil {
@@ -96,10 +115,10 @@ func Inspect(ctx context.Context, source string, cfg json.RawMessage, host wasmh
 }
 
 // OpenModule loads one module for the `openclaw policy` tools: source is
-// "builtin:NAME" or a file, cfg its config (nil means the built-in's
-// default config, or none). Errors name the module and the reason, as
-// [Load]'s do.
-func OpenModule(ctx context.Context, source string, cfg json.RawMessage, host wasmhost.Options) (*wasmpolicy.Module, error) {
+// "builtin:NAME" or a file (an ABI module or an OPA-compiled Rego module),
+// cfg its config (nil means the built-in's default config, or none).
+// Errors name the module and the reason, as [Load]'s do.
+func OpenModule(ctx context.Context, source string, cfg json.RawMessage, host wasmhost.Options) (Module, error) {
 	wasm, defCfg, err := ReadModule(source)
 	if err != nil {
 		return nil, err
@@ -108,7 +127,7 @@ func OpenModule(ctx context.Context, source string, cfg json.RawMessage, host wa
 		cfg = defCfg
 	}
 	name := config.DefaultModuleName(source)
-	m, err := wasmpolicy.Load(ctx, name, wasm, cfg, &wasmpolicy.Options{Host: host})
+	m, err := loadModule(ctx, name, wasm, cfg, host)
 	if err != nil {
 		return nil, fmt.Errorf("policy module %q (%s): %w", name, source, err)
 	}
