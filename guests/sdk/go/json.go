@@ -361,19 +361,44 @@ func (d *decoder) lit(s string) error {
 	return nil
 }
 
+// number reads a number with JSON's grammar:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
 func (d *decoder) number() error {
 	start := d.i
-	for d.i < len(d.b) {
-		switch c := d.b[d.i]; {
-		case '0' <= c && c <= '9', c == '-', c == '+', c == '.', c == 'e', c == 'E':
+	digits := func() int {
+		n := 0
+		for d.i < len(d.b) && '0' <= d.b[d.i] && d.b[d.i] <= '9' {
 			d.i++
-			continue
+			n++
 		}
-		break
+		return n
 	}
-	if _, err := strconv.ParseFloat(string(d.b[start:d.i]), 64); err != nil {
+	bad := func() error {
 		d.i = start
 		return d.fail("bad number")
+	}
+	if d.i < len(d.b) && d.b[d.i] == '-' {
+		d.i++
+	}
+	if d.i < len(d.b) && d.b[d.i] == '0' {
+		d.i++
+	} else if digits() == 0 {
+		return bad()
+	}
+	if d.i < len(d.b) && d.b[d.i] == '.' {
+		d.i++
+		if digits() == 0 {
+			return bad()
+		}
+	}
+	if d.i < len(d.b) && (d.b[d.i] == 'e' || d.b[d.i] == 'E') {
+		d.i++
+		if d.i < len(d.b) && (d.b[d.i] == '+' || d.b[d.i] == '-') {
+			d.i++
+		}
+		if digits() == 0 {
+			return bad()
+		}
 	}
 	return nil
 }

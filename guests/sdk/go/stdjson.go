@@ -12,8 +12,8 @@ func init() { decodeToolCall = decodeToolCallStd }
 
 func decodeToolCallStd(in []byte, call *ToolCall) error {
 	var v struct {
-		Surface    string          `json:"surface"`
-		SessionKey string          `json:"session_key"`
+		Surface    string `json:"surface"`
+		SessionKey string `json:"session_key"`
 		Caller     struct{ Name, Version string }
 		Tool       struct{ Name, Server, Original string }
 		Arguments  json.RawMessage `json:"arguments"`
