@@ -31,6 +31,8 @@ package main
 
 import (
 	"errors"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -50,7 +52,8 @@ func configure(config []byte) error {
 	if err != nil {
 		return err
 	}
-	for key, v := range cfg {
+	for _, key := range slices.Sorted(maps.Keys(cfg)) {
+		v := cfg[key]
 		switch key {
 		case "protected_paths":
 			ps, ok := v.Strings()

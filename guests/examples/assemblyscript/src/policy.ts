@@ -24,7 +24,7 @@
 
 import { JSON } from "json-as";
 import * as policy from "../../../sdk/assemblyscript/policy";
-export { policy_abi_version, alloc, free, last_error, sdkAbort } from "../../../sdk/assemblyscript/policy";
+export { policy_abi_version, alloc, free, last_error } from "../../../sdk/assemblyscript/policy";
 
 let protectedPaths: string[] = ["/etc/"];
 
