@@ -202,13 +202,7 @@ func Load(ctx context.Context, name string, wasm []byte, opts *Options) (*Module
 	rc := wazero.NewRuntimeConfigCompiler().
 		WithCloseOnContextDone(true).
 		WithMemoryLimitPages(maxMemoryPages)
-	if !o.NoCache {
-		m.cache = openCache(o.CacheDir)
-		if m.cache != nil {
-			rc = rc.WithCompilationCache(m.cache)
-		}
-	}
-	m.rt = wazero.NewRuntimeWithConfig(ctx, rc)
+	m.rt, m.cache = NewRuntime(ctx, rc, o.CacheDir, o.NoCache)
 	m.sem = make(chan struct{}, o.PoolSize)
 	m.idle = make(chan *Instance, o.PoolSize)
 	m.done = make(chan struct{})
@@ -226,6 +220,29 @@ func Load(ctx context.Context, name string, wasm []byte, opts *Options) (*Module
 
 // openCache returns a compilation cache in dir (or the default directory),
 // or nil when it cannot be created.
+// runtimeMu serializes the creation of wazero Runtimes and compilation
+// caches: wazero v1.12 memoizes its version string in an unguarded global
+// the first time either is created, a data race when modules load
+// concurrently.
+var runtimeMu sync.Mutex
+
+// NewRuntime creates a wazero Runtime from rc, with an on-disk
+// compilation cache in cacheDir ("" means [DefaultCacheDir]) unless
+// noCache is set or the directory cannot be created (then the cache is
+// nil and no error is reported). It is safe for concurrent use; every
+// Runtime of openclaw-go, including the OPA adapter's, is made here.
+func NewRuntime(ctx context.Context, rc wazero.RuntimeConfig, cacheDir string, noCache bool) (wazero.Runtime, wazero.CompilationCache) {
+	runtimeMu.Lock()
+	defer runtimeMu.Unlock()
+	var cache wazero.CompilationCache
+	if !noCache {
+		if cache = openCache(cacheDir); cache != nil {
+			rc = rc.WithCompilationCache(cache)
+		}
+	}
+	return wazero.NewRuntimeWithConfig(ctx, rc), cache
+}
+
 func openCache(dir string) wazero.CompilationCache {
 	if dir == "" {
 		dir = DefaultCacheDir()

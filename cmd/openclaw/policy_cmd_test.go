@@ -11,11 +11,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/tetratelabs/wazero"
 
 	"github.com/openclaw-go/openclaw/internal/e2e"
 	"github.com/openclaw-go/openclaw/policies/builtin"
@@ -23,24 +20,10 @@ import (
 
 const testdataWasm = "../../guests/testdata/"
 
-// wazeroVersionOnce works around a data race in wazero v1.12.0: the first
-// calls of NewCompilationCacheWithDir initialize a package variable
-// (internal/version) without synchronization, so two modules loading at
-// once in a fresh process race. These tests load modules in parallel; one
-// cache opened first settles the variable. (wasmhost should do the same
-// once per process; see the H7 report.)
-var wazeroVersionOnce sync.Once
-
 // runPolicyCLI runs `openclaw ARGS…` in process and returns its stdout and
 // exit code (as main would compute it).
 func runPolicyCLI(t *testing.T, args ...string) (string, int, error) {
 	t.Helper()
-	wazeroVersionOnce.Do(func() {
-		c, err := wazero.NewCompilationCacheWithDir(t.TempDir())
-		if err == nil {
-			_ = c.Close(context.Background())
-		}
-	})
 	root := newRootCmd()
 	var out bytes.Buffer
 	root.SetOut(&out)

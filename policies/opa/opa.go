@@ -51,7 +51,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"runtime"
 	"slices"
 	"sort"
@@ -199,13 +198,7 @@ func Load(ctx context.Context, name string, wasm []byte, config json.RawMessage,
 	rc := wazero.NewRuntimeConfigCompiler().
 		WithCloseOnContextDone(!o.noInterrupt).
 		WithMemoryLimitPages(maxMemoryPages)
-	if !m.opts.NoCache {
-		m.cache = openCache(m.opts.CacheDir)
-		if m.cache != nil {
-			rc = rc.WithCompilationCache(m.cache)
-		}
-	}
-	m.rt = wazero.NewRuntimeWithConfig(ctx, rc)
+	m.rt, m.cache = wasmhost.NewRuntime(ctx, rc, m.opts.CacheDir, m.opts.NoCache)
 	m.sem = make(chan struct{}, m.opts.PoolSize)
 	m.idle = make(chan *instance, m.opts.PoolSize)
 	m.done = make(chan struct{})
@@ -245,25 +238,6 @@ func (m *Module) setDefaults() error {
 		o.PoolSize = runtime.GOMAXPROCS(0)
 	}
 	return nil
-}
-
-// openCache returns a compilation cache in dir (or wasmhost's default
-// directory), or nil when it cannot be created.
-func openCache(dir string) wazero.CompilationCache {
-	if dir == "" {
-		dir = wasmhost.DefaultCacheDir()
-	}
-	if dir == "" {
-		return nil
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil
-	}
-	c, err := wazero.NewCompilationCacheWithDir(dir)
-	if err != nil {
-		return nil
-	}
-	return c
 }
 
 func loadErr(name, format string, args ...any) *wasmhost.Error {
