@@ -117,7 +117,9 @@ func view(ptr, size uint32) []byte {
 	if size == 0 {
 		return nil
 	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(uintptr(ptr))), size)
+	// The host's buffer lives in this module's linear memory, at ptr; in
+	// Wasm a linear-memory address is a Go pointer's value.
+	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(nil), uintptr(ptr))), size)
 }
 
 // pack returns b's address and length packed as ptr<<32|len; b must stay
