@@ -13,7 +13,7 @@ build:
 
 ## guests: rebuild the committed Wasm modules from source (Debian rustc + wabt).
 guests:
-	bash guests/build.sh
+	GO=$(GO) bash guests/build.sh
 
 ## rego: rebuild the Rego example and the OPA test modules (the first run builds OPA: ~6.5 min;
 ## kept out of CI, whose tests check the committed modules' behaviour).
@@ -24,6 +24,7 @@ rego:
 ## and real MCP clients (go-sdk, and the Node SDK from $(PEERS_DIR), see `make peers`).
 test:
 	$(GO) test -race -count=1 ./...
+	cd guests/sdk/go && GOWORK=off $(GO) test -race -count=1 .
 
 test-short:
 	$(GO) test -short ./...
@@ -33,7 +34,9 @@ check:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo 'gofmt needed'; exit 1; }
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
-	bash guests/build.sh
+	cd guests/sdk/go && GOWORK=off $(GO) vet . && GOOS=wasip1 GOARCH=wasm GOWORK=off $(GO) vet .
+	cd guests/examples/go && GOOS=wasip1 GOARCH=wasm GOWORK=off $(GO) vet .
+	GO=$(GO) bash guests/build.sh
 	git diff --exit-code -- policies/builtin guests
 
 ## demo: a local Gateway with seeded conversations, `openclaw mcp serve` with the built-in
