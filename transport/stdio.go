@@ -114,7 +114,7 @@ func (t *StdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		closeAll(inR, inW, outR, outW)
 		return nil, fmt.Errorf("transport: server %q: stderr pipe: %w", t.Server, err)
 	}
-	cmd, err := supervisedCommand(path, t.Args, t.Env, grace)
+	cmd, lifeline, err := supervisedCommand(path, t.Args, t.Env, grace)
 	if err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
 		return nil, fmt.Errorf("transport: server %q: %w", t.Server, err)
@@ -122,24 +122,27 @@ func (t *StdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	cmd.Dir = t.Dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
 	if err := cmd.Start(); err != nil {
-		closeAll(inR, inW, outR, outW, errR, errW)
+		closeAll(inR, inW, outR, outW, errR, errW, lifeline)
+		closeAll(cmd.ExtraFiles...)
 		return nil, fmt.Errorf("transport: server %q: starting %s: %w", t.Server, t.Redactor.Redact(t.Command), err)
 	}
 	closeAll(inR, outW, errW)
+	closeAll(cmd.ExtraFiles...)
 
 	c := &stdioConn{
-		server:  t.Server,
-		log:     log,
-		red:     t.Redactor,
-		cmd:     cmd,
-		stdin:   inW,
-		stdout:  outR,
-		stderr:  errR,
-		grace:   grace,
-		maxMsg:  maxMsg,
-		msgs:    make(chan jsonrpc.Message),
-		closing: make(chan struct{}),
-		exited:  make(chan struct{}),
+		server:   t.Server,
+		log:      log,
+		red:      t.Redactor,
+		cmd:      cmd,
+		lifeline: lifeline,
+		stdin:    inW,
+		stdout:   outR,
+		stderr:   errR,
+		grace:    grace,
+		maxMsg:   maxMsg,
+		msgs:     make(chan jsonrpc.Message),
+		closing:  make(chan struct{}),
+		exited:   make(chan struct{}),
 	}
 	c.pumps.Add(2)
 	go c.readStdout()
@@ -150,7 +153,9 @@ func (t *StdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 
 func closeAll(fs ...*os.File) {
 	for _, f := range fs {
-		f.Close()
+		if f != nil {
+			f.Close()
+		}
 	}
 }
 
@@ -209,11 +214,14 @@ type stdioConn struct {
 	log    *slog.Logger
 	red    *Redactor
 	cmd    *exec.Cmd
-	stdin  *os.File
-	stdout *os.File
-	stderr *os.File
-	grace  time.Duration
-	maxMsg int
+	// lifeline is held open while the server should live; see
+	// supervisedCommand. nil outside Linux.
+	lifeline *os.File
+	stdin    *os.File
+	stdout   *os.File
+	stderr   *os.File
+	grace    time.Duration
+	maxMsg   int
 
 	msgs    chan jsonrpc.Message // closed by readStdout after readErr is set
 	readErr error
@@ -297,9 +305,9 @@ func (c *stdioConn) SessionID() string { return "" }
 func (c *stdioConn) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closing)
-		c.writeMu.Lock()
+		// Not under writeMu: closing the pipe is what unblocks a Write
+		// stuck on a server that stopped reading.
 		c.stdin.Close()
-		c.writeMu.Unlock()
 		c.terminate()
 		// The supervisor has exited, so every writer of the pipes is gone
 		// unless a process escaped it; give the readers a moment to drain
@@ -315,6 +323,7 @@ func (c *stdioConn) Close() error {
 		}
 		c.stdout.Close()
 		c.stderr.Close()
+		closeAll(c.lifeline)
 	})
 	return nil
 }
@@ -365,6 +374,9 @@ func (c *stdioConn) readStdout() {
 		if len(buf) > 0 {
 			line = append(buf, line...)
 			buf = buf[:0]
+			if cap(buf) > 1<<20 {
+				buf = nil // do not hold a multi-MB buffer for an idle connection
+			}
 		}
 		if len(line) > c.maxMsg {
 			c.log.Warn("transport: stdout line too long, skipped", "limit_bytes", c.maxMsg)

@@ -1,3 +1,5 @@
+//go:build linux
+
 package transport
 
 import (
@@ -8,10 +10,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -313,7 +317,22 @@ func TestStdioWriteToAServerThatStoppedReading(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- conn.Write(ctx, big) }()
-	time.Sleep(100 * time.Millisecond) // let the pipe fill; the outcome does not depend on it
+	// Cancel once the message is partly in the pipe: the write has begun.
+	raw, err := conn.(*stdioConn).stdin.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for queued := 0; queued == 0; time.Sleep(time.Millisecond) {
+		var errno syscall.Errno
+		_ = raw.Control(func(fd uintptr) {
+			var n int32
+			_, _, errno = syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCINQ, uintptr(unsafe.Pointer(&n)))
+			queued = int(n)
+		})
+		if errno != 0 {
+			t.Fatalf("FIONREAD on the stdin pipe: %v", errno)
+		}
+	}
 	cancel()
 	err = <-done
 	if err == nil || !strings.Contains(err.Error(), `server "deaf"`) || !strings.Contains(err.Error(), "bytes sent") {
@@ -324,5 +343,60 @@ func TestStdioWriteToAServerThatStoppedReading(t *testing.T) {
 	}
 	if err := conn.Write(context.Background(), &jsonrpc.Request{Method: "ping"}); !errors.Is(err, ErrClosed) {
 		t.Errorf("Write after a torn write = %v, want ErrClosed", err)
+	}
+}
+
+// connTransport hands out one connection made beforehand.
+type connTransport struct{ conn mcp.Connection }
+
+func (c connTransport) Connect(context.Context) (mcp.Connection, error) { return c.conn, nil }
+
+func TestStdioSurvivesTheExitOfTheStartingThread(t *testing.T) {
+	t.Parallel()
+	rt := &recordingTransport{Transport: resolve(t, "threaded", misbehaveEntry(), quiet()).Transport}
+	type result struct {
+		conn mcp.Connection
+		tid  int
+		err  error
+	}
+	var res result
+	for {
+		ch := make(chan result, 1)
+		go func() {
+			// Never unlocked: the OS thread that forked the supervisor exits
+			// with this goroutine (a parent-death signal would fire now).
+			runtime.LockOSThread()
+			c, err := rt.Connect(context.Background())
+			ch <- result{c, syscall.Gettid(), err}
+		}()
+		res = <-ch
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		if res.tid != os.Getpid() {
+			break
+		}
+		// The Go runtime never ends the main thread; try again elsewhere.
+		res.conn.Close()
+	}
+	task := fmt.Sprintf("/proc/self/task/%d", res.tid)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(task); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("thread %d did not exit", res.tid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cs := connect(t, connTransport{res.conn}, "")
+	for i := range 3 {
+		if got := callText(t, cs, "echo", map[string]any{"text": "alive"}); got != "echo:alive" {
+			t.Errorf("call %d: echo = %q", i, got)
+		}
+	}
+	if !alive(rt.supervisorPID()) {
+		t.Error("the supervisor died with the thread that started it")
 	}
 }

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -31,28 +32,39 @@ func init() {
 }
 
 // supervisedCommand returns the command that runs path with args under the
-// supervisor: its own process group, SIGTERM to it when our process dies.
-func supervisedCommand(path string, args, env []string, grace time.Duration) (*exec.Cmd, error) {
+// supervisor, in a process group of its own, and the lifeline: the write
+// end of a pipe whose read end the supervisor holds as fd 3. Only our
+// process holds the lifeline (it is close-on-exec), so the supervisor reads
+// EOF when we close it or when our process dies in any way, even by
+// SIGKILL. (A parent-death signal would be tied to the OS thread that
+// forked, which may exit while our process lives.)
+func supervisedCommand(path string, args, env []string, grace time.Duration) (*exec.Cmd, *os.File, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("finding our executable to run the supervisor: %w", err)
+		return nil, nil, fmt.Errorf("finding our executable to run the supervisor: %w", err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("lifeline pipe: %w", err)
 	}
 	cmd := exec.Command(self, append([]string{path}, args...)...)
 	cmd.Env = append(append([]string(nil), env...),
 		supervisorEnv+"=1",
 		supervisorGraceEnv+"="+strconv.FormatInt(grace.Milliseconds(), 10))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	return cmd, nil
+	cmd.ExtraFiles = []*os.File{r}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd, w, nil
 }
 
 func killGroup(pid int) { _ = syscall.Kill(-pid, syscall.SIGKILL) }
 
 // runSupervisor is the supervisor's main. It becomes a child subreaper,
 // starts the server with our stdin, stdout and stderr (no copying), and
-// reaps everything. When the server exits, or on SIGTERM, SIGINT or SIGHUP
-// (the parent-death signal included), it signals every descendant: SIGTERM
-// first on a signal, SIGKILL after the grace period or once the server is
-// gone. It exits with the server's status once it has no child left.
+// reaps everything. On SIGTERM, SIGINT or SIGHUP, or EOF on the lifeline,
+// it sends SIGTERM to every descendant, then SIGKILL after the grace period
+// or a second request; once the server has exited, every descendant left
+// gets SIGKILL. It exits with the server's status once it has no child left.
+// The process exits when runSupervisor returns, which ends its goroutines.
 func runSupervisor(argv []string) int {
 	fail := func(format string, a ...any) int {
 		fmt.Fprintf(os.Stderr, "openclaw supervisor: "+format+"\n", a...)
@@ -70,9 +82,23 @@ func runSupervisor(argv []string) int {
 	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
 		return fail("prctl(PR_SET_CHILD_SUBREAPER): %v", errno)
 	}
+	lifeline := os.NewFile(3, "lifeline")
+	syscall.CloseOnExec(3)
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	signal.Ignore(syscall.SIGPIPE)
+	// stop receives one value per request to end: a signal, or EOF on the
+	// lifeline (our parent closed it or died).
+	stop := make(chan struct{}, 8)
+	go func() {
+		for range sigs {
+			stop <- struct{}{}
+		}
+	}()
+	go func() {
+		_, _ = io.Copy(io.Discard, lifeline)
+		stop <- struct{}{}
+	}()
 
 	proc, err := os.StartProcess(argv[0], argv, &os.ProcAttr{
 		Env:   os.Environ(),
@@ -99,10 +125,10 @@ func runSupervisor(argv []string) int {
 		signalDescendants(syscall.SIGKILL)
 	}
 	go func() {
-		<-sigs
+		<-stop
 		signalDescendants(syscall.SIGTERM)
 		select {
-		case <-sigs:
+		case <-stop:
 		case <-time.After(grace):
 		}
 		killAll()

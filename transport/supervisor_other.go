@@ -3,6 +3,7 @@
 package transport
 
 import (
+	"os"
 	"os/exec"
 	"syscall"
 	"time"
@@ -14,11 +15,11 @@ var sigTerm = syscall.SIGTERM
 // group of its own: there is no parent-death signal or child subreaper, so
 // a grandchild that calls setsid, or our own death by SIGKILL, can leave
 // processes behind.
-func supervisedCommand(path string, args, env []string, _ time.Duration) (*exec.Cmd, error) {
+func supervisedCommand(path string, args, env []string, _ time.Duration) (*exec.Cmd, *os.File, error) {
 	cmd := exec.Command(path, args...)
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	return cmd, nil
+	return cmd, nil, nil
 }
 
 func killGroup(pid int) { _ = syscall.Kill(-pid, syscall.SIGKILL) }
