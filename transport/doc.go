@@ -24,10 +24,12 @@
 // executable, re-run with an environment marker that this package's init
 // function recognizes before main runs, so any binary linking the package
 // can supervise. The supervisor is a child subreaper in a process group of
-// its own, receives SIGTERM from the kernel when our process dies (even by
-// SIGKILL), and kills every descendant, including grandchildren that called
-// setsid, when the server exits, on Close, and on our death. It adds no
-// copy: the server reads and writes our pipes directly.
+// its own; it holds the read end of a pipe only our process can write, so
+// it sees EOF when our process dies in any way (even SIGKILL), and it kills
+// every descendant, including grandchildren that called setsid, when the
+// server exits, on Close, and on our death. It adds no copy: the server
+// reads and writes our pipes directly. Outside Linux the server runs in
+// its own process group without a supervisor.
 //
 // The child's environment is the SDK-default safe set of ours (HOME,
 // LOGNAME, PATH, SHELL, TERM, USER) with the entry's env merged over it

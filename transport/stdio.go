@@ -40,7 +40,7 @@ var ErrClosed = errors.New("transport: connection closed")
 //     subreaper (PR_SET_CHILD_SUBREAPER), so even grandchildren that call
 //     setsid stay under it, and it kills every descendant when the server
 //     exits, when Close asks, and when our process dies, even by SIGKILL
-//     (the kernel's parent-death signal);
+//     (it reads EOF on a pipe that only our process holds open);
 //   - passes only Env to the child;
 //   - logs each stderr line (capped at [MaxStderrLine]) tagged with the
 //     server name instead of writing it anywhere near our stdout;
