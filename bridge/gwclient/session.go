@@ -43,6 +43,12 @@ type session struct {
 type pendingCall struct {
 	method string
 	ch     chan result // cap 1
+
+	// accepted, for a two-phase request, receives the interim
+	// {"status":"accepted",…} payload once; the call then keeps waiting for
+	// the final response with the same id.
+	accepted     func(json.RawMessage)
+	acceptedSeen bool
 }
 
 type result struct {
@@ -123,6 +129,12 @@ func (s *session) handle(data []byte) {
 func (s *session) resolve(f *protocol.Frame) {
 	s.mu.Lock()
 	p, ok := s.pending[f.ID]
+	if ok && p.accepted != nil && !p.acceptedSeen && *f.OK && isAccepted(f.Payload) {
+		p.acceptedSeen = true
+		s.mu.Unlock()
+		p.accepted(f.Payload)
+		return
+	}
 	delete(s.pending, f.ID)
 	s.mu.Unlock()
 	if !ok {
@@ -183,6 +195,23 @@ func (s *session) shutdown(code websocket.StatusCode, reason string) {
 
 // call sends one request on this connection and waits for its response.
 func (s *session) call(ctx context.Context, method string, params any, timeout time.Duration) (json.RawMessage, error) {
+	return s.callPhased(ctx, method, params, timeout, nil)
+}
+
+// isAccepted reports whether payload is the interim answer of a two-phase
+// request: an object whose "status" is "accepted".
+func isAccepted(payload json.RawMessage) bool {
+	var p struct {
+		Status string `json:"status"`
+	}
+	return json.Unmarshal(payload, &p) == nil && p.Status == "accepted"
+}
+
+// callPhased is call with an optional two-phase acknowledgement: when
+// accepted is non-nil, an interim "accepted" response is handed to it (from
+// the read loop) and the wait goes on for the final response, which is
+// then bounded by ctx only, not by timeout.
+func (s *session) callPhased(ctx context.Context, method string, params any, timeout time.Duration, accepted func(json.RawMessage)) (json.RawMessage, error) {
 	id := strconv.FormatInt(s.nextID.Add(1), 10) + ":" + newUUID()
 	f, err := protocol.Request(id, method, params)
 	if err != nil {
@@ -192,7 +221,7 @@ func (s *session) call(ctx context.Context, method string, params any, timeout t
 	if err != nil {
 		return nil, fmt.Errorf("gwclient: encoding %s request: %w", method, err)
 	}
-	p := &pendingCall{method: method, ch: make(chan result, 1)}
+	p := &pendingCall{method: method, ch: make(chan result, 1), accepted: accepted}
 	s.mu.Lock()
 	if s.ended {
 		s.mu.Unlock()
@@ -203,6 +232,10 @@ func (s *session) call(ctx context.Context, method string, params any, timeout t
 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
+	expired := timer.C
+	if accepted != nil {
+		expired = nil // the Gateway answers when a human decides or the approval expires
+	}
 	// The write is bounded by the request timeout, not by the caller's ctx:
 	// coder/websocket closes the socket when a write is interrupted, which
 	// would fail every other request on it.
@@ -229,7 +262,7 @@ func (s *session) call(ctx context.Context, method string, params any, timeout t
 		default:
 		}
 		return nil, s.lostError(method)
-	case <-timer.C:
+	case <-expired:
 		if r, ok := s.forget(id); ok {
 			return r.payload, r.err
 		}

@@ -1,0 +1,92 @@
+package gwclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// RequestTwoPhase sends one two-phase Gateway RPC, such as
+// plugin.approval.request or exec.approval.request with twoPhase:true
+// (openclaw-protocol.md §3), and returns the payload of its final
+// response. The Gateway answers such a request twice with the same id:
+// first {"status":"accepted","id",…,"createdAtMs","expiresAtMs"}, which is
+// passed to accepted (when non-nil) from the connection's read goroutine,
+// so accepted must return quickly and must not call the client; then the
+// final payload ({"id","decision":<string|null>,…}). A request nobody may
+// see is answered once, directly with the final payload, and accepted is
+// not called.
+//
+// The wait for the accepted response and the final one is bounded by ctx
+// only (an approval may stay open for minutes), not by
+// Options.RequestTimeout; the write is. Errors are those of
+// [Client.Request].
+func (c *Client) RequestTwoPhase(ctx context.Context, method string, params any, accepted func(payload json.RawMessage)) (json.RawMessage, error) {
+	s, err := c.waitReady(ctx, method)
+	if err != nil {
+		return nil, err
+	}
+	if accepted == nil {
+		accepted = func(json.RawMessage) {}
+	}
+	return s.callPhased(ctx, method, params, c.opts.RequestTimeout, accepted)
+}
+
+// ApprovalRaiser raises Gateway approval requests on short-lived
+// connections of their own, one per request, signed with the same device
+// identity as the bridge's main connection.
+//
+// Why a second connection: the Gateway never delivers an approval event to
+// the connection that raised it (openclaw-protocol.md §5), and a record
+// carrying requestedByDeviceId is visible only to connections of that
+// device (and to operator.admin connections such as the control UI). Raised
+// from a sibling connection of the same device, the request therefore
+// reaches the bridge's own connection (permissions_list_open lists it), the
+// control UI, and any other approval client of this device.
+//
+// An ApprovalRaiser is safe for concurrent use; it holds no connection
+// between calls.
+type ApprovalRaiser struct {
+	opts Options
+}
+
+// NewApprovalRaiser returns a raiser dialling with opts (copied; the same
+// options as the main [Client], typically). Event, state and fatal
+// callbacks are dropped: the side connection serves one request only.
+func NewApprovalRaiser(opts *Options) *ApprovalRaiser {
+	o := opts.withDefaults(nil)
+	o.OnEvent, o.OnStateChange, o.OnFatal = nil, nil, nil
+	return &ApprovalRaiser{opts: o}
+}
+
+// ErrNoApprovalRoute is wrapped by [ApprovalRaiser.RaiseApproval] when the
+// side connection could not be established, so no approval was raised.
+var ErrNoApprovalRoute = errors.New("gwclient: cannot raise the approval on the gateway")
+
+// RaiseApproval opens a connection, sends method (for example
+// "plugin.approval.request") with params as a two-phase request (params
+// must carry twoPhase:true), reports the accepted payload to accepted (see
+// [Client.RequestTwoPhase]), waits for the final payload, then closes the
+// connection. When ctx ends first the connection is closed and ctx's error
+// returned; withdrawing the pending approval is the caller's job (resolve
+// it with deny from another connection). A failed connection is an error
+// wrapping [ErrNoApprovalRoute].
+func (r *ApprovalRaiser) RaiseApproval(ctx context.Context, method string, params any, accepted func(payload json.RawMessage)) (json.RawMessage, error) {
+	c := New(&r.opts)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- c.Run(ctx) }()
+	defer func() {
+		_ = c.Close()
+		<-runErr
+	}()
+	if err := c.WaitReady(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%w: %w", ErrNoApprovalRoute, err)
+	}
+	return c.RequestTwoPhase(ctx, method, params, accepted)
+}
