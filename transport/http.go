@@ -95,8 +95,11 @@ func (t *headerRoundTripper) RoundTrip(req *http.Request) (*http.Response, error
 	if !t.renew {
 		return t.base.RoundTrip(req)
 	}
+	known := req.Header.Get(sessionIDHeader)
+	// The body is read here only when it may be an initialize request (no
+	// session yet) or could not be replayed otherwise.
 	var body []byte
-	if req.Body != nil && req.Method == http.MethodPost {
+	if req.Body != nil && req.Method == http.MethodPost && (known == "" || req.GetBody == nil) {
 		b, err := io.ReadAll(req.Body)
 		req.Body.Close()
 		if err != nil {
@@ -106,7 +109,6 @@ func (t *headerRoundTripper) RoundTrip(req *http.Request) (*http.Response, error
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
-	known := req.Header.Get(sessionIDHeader)
 	if known == "" && body != nil && isInitialize(body) {
 		t.mu.Lock()
 		t.initBody = body
@@ -130,6 +132,12 @@ func (t *headerRoundTripper) RoundTrip(req *http.Request) (*http.Response, error
 	retry.Header.Set(sessionIDHeader, newID)
 	if body != nil {
 		retry.Body = io.NopCloser(bytes.NewReader(body))
+	} else if req.GetBody != nil {
+		b, err := req.GetBody()
+		if err != nil {
+			return nil, fmt.Errorf("transport: replaying a request after renewing the session: %w", err)
+		}
+		retry.Body = b
 	}
 	resp, err = t.base.RoundTrip(retry)
 	return t.fixResponse(resp, known, newID), err
