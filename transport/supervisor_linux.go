@@ -39,15 +39,20 @@ func init() {
 // SIGKILL. (A parent-death signal would be tied to the OS thread that
 // forked, which may exit while our process lives.)
 func supervisedCommand(path string, args, env []string, grace time.Duration) (*exec.Cmd, *os.File, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, nil, fmt.Errorf("finding our executable to run the supervisor: %w", err)
+	// /proc/self/exe still runs our binary after it was replaced or
+	// deleted on disk (an upgrade while we run).
+	self := "/proc/self/exe"
+	if _, err := os.Stat(self); err != nil {
+		if self, err = os.Executable(); err != nil {
+			return nil, nil, fmt.Errorf("finding our executable to run the supervisor: %w", err)
+		}
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, nil, fmt.Errorf("lifeline pipe: %w", err)
 	}
 	cmd := exec.Command(self, append([]string{path}, args...)...)
+	cmd.Args[0] = "openclaw-mcp-supervisor" // what ps shows
 	cmd.Env = append(append([]string(nil), env...),
 		supervisorEnv+"=1",
 		supervisorGraceEnv+"="+strconv.FormatInt(grace.Milliseconds(), 10))
