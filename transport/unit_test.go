@@ -14,13 +14,15 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-const envFixture = "/work/shared/fixtures/openclaw/stdio-env-policy.json"
+// envFixture is a copy of fixtures/openclaw/stdio-env-policy.json (OpenClaw
+// 2026.9.6 on the wire).
+const envFixture = "testdata/stdio-env-policy.json"
 
 func TestClassifyEnvKeyMatchesOpenClawWire(t *testing.T) {
 	t.Parallel()
 	b, err := os.ReadFile(envFixture)
 	if err != nil {
-		t.Skipf("fixture not available: %v", err)
+		t.Fatal(err)
 	}
 	var f struct {
 		Dropped []string `json:"droppedForMcpStdio"`
