@@ -75,6 +75,25 @@ type Options struct {
 	// Now is the clock for approval and Claude permission expiry; nil means
 	// time.Now.
 	Now func() time.Time
+
+	// Approvals decides what a before_tool_call require_approval becomes
+	// (decide_approval): allow-once or allow-always run the call, deny
+	// fails it, ask routes it to a human. nil asks a human every time.
+	Approvals ApprovalDecider
+	// ApprovalRaiser raises the Gateway plugin approval of an ask when the
+	// MCP client did not advertise elicitation. nil: no Gateway route; such
+	// a call fails closed with "no approval route is configured".
+	ApprovalRaiser ApprovalRaiser
+	// ApprovalMemory remembers the allow-always a human gives on the
+	// Gateway, per session key and tool (policies.ApprovalMemoryKey); it
+	// stands in for the human on a later ask, never for a deny. nil means a
+	// memory of the bridge's own, for the life of the process.
+	ApprovalMemory *policies.ApprovalMemory
+	// Audit receives one decide_approval record per decision the routing
+	// makes (modules bridge:elicitation, bridge:gateway, bridge:no-route,
+	// bridge:self-approval); the Approvals chain audits its own. nil
+	// discards them.
+	Audit policies.AuditSink
 }
 
 // notifyQueueSize bounds the notifications waiting to be written; beyond
@@ -99,6 +118,7 @@ type Bridge struct {
 	queue     *eventQueue
 	approvals *approvalTracker
 	claude    *claudePermissions
+	routing   *routing
 
 	conn    atomic.Pointer[bridgeConn] // the MCP connection of the running Serve
 	outbox  chan notification
@@ -147,6 +167,7 @@ func New(gw GatewayConn, opts *Options) *Bridge {
 		queue:     newEventQueue(),
 		approvals: newApprovalTracker(o.Now),
 		claude:    newClaudePermissions(o.Now),
+		routing:   newRouting(&o),
 		outbox:    make(chan notification, notifyQueueSize),
 		closed:    make(chan struct{}),
 	}

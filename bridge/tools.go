@@ -220,7 +220,9 @@ func (b *Bridge) callTool(ctx context.Context, req *mcp.CallToolRequest, spec *t
 	case policies.Block:
 		return errorResult(d.Message())
 	case policies.RequireApproval:
-		return errorResult(d.Message() + "; no approval route is configured")
+		if res := b.approve(ctx, req, call, &d); res != nil {
+			return res
+		}
 	default:
 		return errorResult(fmt.Sprintf("blocked: policy returned the unknown outcome %q", d.Outcome))
 	}
@@ -228,6 +230,11 @@ func (b *Bridge) callTool(ctx context.Context, req *mcp.CallToolRequest, spec *t
 		if a, msg = validateArgs(d.Arguments, spec.props, spec.required); a == nil {
 			return errorResult(fmt.Sprintf("blocked: policy %q rewrote the arguments of %s into invalid ones: %s",
 				d.Module, spec.name, msg))
+		}
+	}
+	if spec.name == ToolPermissionsRespond {
+		if res := b.checkSelfApproval(ctx, req, call, a); res != nil {
+			return res
 		}
 	}
 	res, err := spec.run(b, ctx, a)

@@ -1,0 +1,475 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/policies"
+)
+
+// ApprovalDecider answers decide_approval for the bridge: the combined
+// outcome of the configured approval modules (deny > ask > allow-once >
+// allow-always). *policies.ApprovalChain and the policy engine
+// (policies/engine.Engine) implement it. docs/policy-abi.md §6.
+type ApprovalDecider interface {
+	DecideApproval(ctx context.Context, req *policies.ApprovalRequest) policies.ApprovalOutcome
+}
+
+// ApprovalRaiser raises a two-phase Gateway approval request on a Gateway
+// connection other than the bridge's own (the Gateway never shows a request
+// to the connection that raised it, openclaw-protocol.md §5) and returns
+// the final payload {"id","decision":<string|null>,…}. accepted receives
+// the interim {"status":"accepted","id",…} payload, if one comes. When ctx
+// ends, RaiseApproval returns ctx's error and the request may still be open
+// on the Gateway. *gwclient.ApprovalRaiser implements it.
+type ApprovalRaiser interface {
+	RaiseApproval(ctx context.Context, method string, params any, accepted func(payload json.RawMessage)) (json.RawMessage, error)
+}
+
+// Approval routing constants.
+const (
+	// DefaultToolApprovalTTL is how long a human has to answer a tool
+	// approval when neither decide_approval (ttl_ms) nor the
+	// before_tool_call verdict (timeout_ms) says: the Gateway's own default
+	// for plugin approvals (openclaw-protocol.md §3).
+	DefaultToolApprovalTTL = 2 * time.Minute
+	// ApprovalPluginID is the pluginId of the plugin approvals the bridge
+	// raises on the Gateway.
+	ApprovalPluginID = "openclaw-go"
+	// ElicitationInputID is the key of the approval form in the
+	// inputRequests of an input-required tools/call result.
+	ElicitationInputID = "approval"
+	// maxPendingElicitations bounds the approval forms awaiting an answer.
+	maxPendingElicitations = 256
+	// withdrawTimeout bounds the deny sent to withdraw an approval.
+	withdrawTimeout = 10 * time.Second
+	// raiseGrace is how long past the TTL the bridge waits for the
+	// Gateway's own expiry before it gives up and withdraws the request.
+	raiseGrace = 5 * time.Second
+)
+
+// Module names of the audit records the routing writes (hook
+// decide_approval): which route decided a tool approval.
+const (
+	AuditRouteElicitation = "bridge:elicitation"
+	AuditRouteGateway     = "bridge:gateway"
+	AuditRouteNone        = "bridge:no-route"
+	AuditRouteSelf        = "bridge:self-approval"
+)
+
+// routing is the bridge's approval routing state.
+type routing struct {
+	decider ApprovalDecider
+	raiser  ApprovalRaiser
+	memory  *policies.ApprovalMemory
+	audit   policies.AuditSink
+	now     func() time.Time
+
+	mu      sync.Mutex
+	elicits map[string]*pendingElicit // requestState → form awaiting its answer
+	raised  map[string]raisedApproval // Gateway approval id → the call waiting on it
+}
+
+// raisedApproval is a Gateway approval the bridge raised and waits on.
+type raisedApproval struct {
+	session    *mcp.ServerSession
+	sessionKey string
+	tool       string
+}
+
+// pendingElicit is an approval form sent to the MCP client in an
+// input-required result, awaiting the retried call that answers it.
+type pendingElicit struct {
+	session  *mcp.ServerSession
+	tool     string
+	args     string // the arguments the policy saw, compact JSON
+	req      *policies.ApprovalRequest
+	deadline time.Time
+}
+
+func newRouting(o *Options) *routing {
+	r := &routing{decider: o.Approvals, raiser: o.ApprovalRaiser, memory: o.ApprovalMemory, audit: o.Audit,
+		now: o.Now, elicits: map[string]*pendingElicit{}, raised: map[string]raisedApproval{}}
+	if r.memory == nil {
+		r.memory = policies.NewApprovalMemory(&policies.ApprovalMemoryOptions{Now: o.Now})
+	}
+	return r
+}
+
+// record writes one routing decision to the audit sink.
+func (r *routing) record(req *policies.ApprovalRequest, module string, decision policies.ApprovalDecision, reason string, start time.Time) {
+	if r.audit == nil {
+		return
+	}
+	r.audit.Record(policies.AuditRecord{Time: start.UTC(), Hook: policies.HookDecideApproval, Surface: req.Surface,
+		SessionKey: req.SessionKey, Caller: req.Requester.Name, Tool: req.Tool.Name, Server: req.Tool.Server,
+		Module: module, Mode: policies.Enforce, Decision: string(decision), Reason: reason,
+		DurationUs: r.now().Sub(start).Microseconds()})
+}
+
+// summarize shortens a compact JSON value for a human: at most 200 bytes,
+// cut on a rune boundary with "…".
+func summarize(raw json.RawMessage) string {
+	s := string(compactJSON(raw))
+	if len(s) <= 200 {
+		return s
+	}
+	cut := 200
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// toolApprovalRequest builds the decide_approval input for a
+// require_approval verdict on call.
+func toolApprovalRequest(call *policies.ToolCall, d *policies.Decision, id string) *policies.ApprovalRequest {
+	o := newObject(nil)
+	for _, kv := range [][2]string{{"reason", d.Reason}, {"title", d.Title}, {"description", d.Description}, {"module", d.Module}} {
+		if kv[1] != "" {
+			o.str(kv[0], kv[1])
+		}
+	}
+	o.str("arguments_summary", summarize(call.Arguments))
+	return &policies.ApprovalRequest{Kind: policies.ApprovalTool, ID: id, Surface: call.Surface,
+		SessionKey: call.SessionKey, Requester: call.Caller, Tool: call.Tool, Request: o.close()}
+}
+
+// approve routes a require_approval verdict. It returns nil when the call
+// may run, or the result to answer instead: an isError result, or an
+// input-required result carrying the approval form.
+func (b *Bridge) approve(ctx context.Context, req *mcp.CallToolRequest, call *policies.ToolCall, d *policies.Decision) *mcp.CallToolResult {
+	r := b.routing
+	// A retried call answering our approval form.
+	if st := req.Params.RequestState; st != "" {
+		return b.elicitAnswer(req, call, d, st)
+	}
+	id, err := newUUID()
+	if err != nil {
+		return errorResult(d.Message() + "; generating the approval id failed: " + err.Error())
+	}
+	areq := toolApprovalRequest(call, d, "tool:"+id)
+	out := policies.ApprovalOutcome{Decision: policies.Ask}
+	if r.decider != nil {
+		out = r.decider.DecideApproval(ctx, areq)
+	}
+	if out.Decision == policies.Ask {
+		start := r.now()
+		if r.memory.Recall(areq) {
+			out = policies.ApprovalOutcome{Decision: policies.AllowAlways, Module: policies.MemoryModule,
+				Reason: "a human allowed it always earlier in this session"}
+			r.record(areq, policies.MemoryModule, out.Decision, out.Reason, start)
+		}
+	}
+	switch out.Decision {
+	case policies.AllowOnce, policies.AllowAlways:
+		return nil
+	case policies.Deny:
+		return errorResult(fmt.Sprintf("%s; denied by approval policy %q%s", d.Message(), out.Module, colon(out.Reason)))
+	case policies.Ask:
+	default:
+		return errorResult(fmt.Sprintf("%s; approval policy returned the unknown decision %q", d.Message(), out.Decision))
+	}
+	ttl := out.TTL
+	if ttl <= 0 {
+		ttl = time.Duration(d.TimeoutMs) * time.Millisecond
+	}
+	if ttl <= 0 {
+		ttl = DefaultToolApprovalTTL
+	}
+	if caps := req.ClientCapabilities(); caps != nil && caps.Elicitation != nil {
+		return b.elicit(req, call, d, areq, ttl)
+	}
+	if r.raiser != nil {
+		return b.raiseOnGateway(ctx, req, call, d, areq, ttl)
+	}
+	r.record(areq, AuditRouteNone, policies.Deny, "no approval route is configured", r.now())
+	return errorResult(d.Message() + "; no approval route is configured")
+}
+
+func colon(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	return ": " + reason
+}
+
+// approvalTitle is the one-line question shown to a human.
+func approvalTitle(call *policies.ApprovalRequest, d *policies.Decision) string {
+	if d.Title != "" {
+		return d.Title
+	}
+	return fmt.Sprintf("Allow the MCP tool call %s?", call.Tool.Name)
+}
+
+// approvalDescription says who asks for what, and why.
+func approvalDescription(areq *policies.ApprovalRequest, d *policies.Decision, args json.RawMessage) string {
+	var sb strings.Builder
+	if d.Description != "" {
+		sb.WriteString(d.Description)
+		sb.WriteString("\n")
+	}
+	who := areq.Requester.Name
+	if who == "" {
+		who = "an MCP client"
+	}
+	fmt.Fprintf(&sb, "%s calls %s on openclaw mcp serve", who, areq.Tool.Name)
+	if areq.SessionKey != "" {
+		fmt.Fprintf(&sb, " (session %s)", areq.SessionKey)
+	}
+	fmt.Fprintf(&sb, " with %s.\n%s", summarize(args), d.Message())
+	return sb.String()
+}
+
+// elicitSchema is the approval form: a decision and an optional reason.
+var elicitSchema = json.RawMessage(`{"type":"object","properties":{` +
+	`"decision":{"type":"string","title":"Decision","enum":["approve","deny"]},` +
+	`"reason":{"type":"string","title":"Reason (optional)"}},"required":["decision"]}`)
+
+// elicit answers with an input-required result carrying the approval form
+// (MCP elicitation, SEP-2322 multi round trip): go-sdk shows it to a
+// client on protocol 2026-07-28 as inputRequests and retries the call with
+// the answer, and for older clients sends elicitation/create itself and
+// reinvokes the handler. The form is bound to this session, tool and
+// arguments by an unguessable requestState kept here until the TTL.
+func (b *Bridge) elicit(req *mcp.CallToolRequest, call *policies.ToolCall, d *policies.Decision, areq *policies.ApprovalRequest, ttl time.Duration) *mcp.CallToolResult {
+	r := b.routing
+	state, err := newUUID()
+	if err != nil {
+		return errorResult(d.Message() + "; generating the approval form id failed: " + err.Error())
+	}
+	now := r.now()
+	r.mu.Lock()
+	for k, p := range r.elicits {
+		if !now.Before(p.deadline) {
+			delete(r.elicits, k)
+		}
+	}
+	full := len(r.elicits) >= maxPendingElicitations
+	if !full {
+		r.elicits[state] = &pendingElicit{session: req.Session, tool: call.Tool.Name, args: string(compactJSON(call.Arguments)),
+			req: areq, deadline: now.Add(ttl)}
+	}
+	r.mu.Unlock()
+	if full {
+		r.record(areq, AuditRouteElicitation, policies.Deny, "too many approval forms are open", now)
+		return errorResult(d.Message() + "; too many approval forms are open, try again later")
+	}
+	msg := approvalTitle(areq, d) + "\n" + approvalDescription(areq, d, call.Arguments) +
+		fmt.Sprintf("\nAnswer within %s.", ttl.Round(time.Second))
+	return &mcp.CallToolResult{
+		InputRequests: mcp.InputRequestMap{ElicitationInputID: &mcp.ElicitParams{Mode: "form", Message: msg, RequestedSchema: elicitSchema}},
+		RequestState:  state,
+	}
+}
+
+// elicitAnswer reads the answer to an approval form from a retried call.
+func (b *Bridge) elicitAnswer(req *mcp.CallToolRequest, call *policies.ToolCall, d *policies.Decision, state string) *mcp.CallToolResult {
+	r := b.routing
+	now := r.now()
+	r.mu.Lock()
+	p := r.elicits[state]
+	delete(r.elicits, state)
+	r.mu.Unlock()
+	deny := func(areq *policies.ApprovalRequest, reason string) *mcp.CallToolResult {
+		if areq == nil {
+			areq = toolApprovalRequest(call, d, "")
+		}
+		r.record(areq, AuditRouteElicitation, policies.Deny, reason, now)
+		return errorResult(d.Message() + "; " + reason)
+	}
+	switch {
+	case p == nil:
+		return deny(nil, "the approval form is unknown or was already answered")
+	case p.session != req.Session || p.tool != call.Tool.Name || p.args != string(compactJSON(call.Arguments)):
+		return deny(p.req, "the approval form was answered for another call")
+	case !now.Before(p.deadline):
+		return deny(p.req, "the approval expired before it was answered")
+	}
+	res, _ := req.Params.InputResponses[ElicitationInputID].(*mcp.ElicitResult)
+	switch {
+	case res == nil:
+		return deny(p.req, "the approval form came back without an answer")
+	case res.Action == "decline":
+		return deny(p.req, "the user declined the approval")
+	case res.Action == "cancel":
+		return deny(p.req, "the user dismissed the approval")
+	case res.Action != "accept":
+		return deny(p.req, fmt.Sprintf("the approval form came back with the unknown action %q", res.Action))
+	}
+	decision, _ := res.Content["decision"].(string)
+	reason, _ := res.Content["reason"].(string)
+	if decision != "approve" {
+		if reason == "" {
+			return deny(p.req, "denied by the user")
+		}
+		return deny(p.req, "denied by the user: "+reason)
+	}
+	r.record(p.req, AuditRouteElicitation, policies.AllowOnce, reason, now)
+	return nil
+}
+
+// pluginApprovalParams are the plugin.approval.request params for a tool
+// approval, in OpenClaw's key order.
+func pluginApprovalParams(areq *policies.ApprovalRequest, d *policies.Decision, args json.RawMessage, ttl time.Duration) json.RawMessage {
+	o := newObject(nil)
+	o.str("pluginId", ApprovalPluginID)
+	o.str("title", approvalTitle(areq, d))
+	o.str("description", approvalDescription(areq, d, args))
+	o.str("toolName", areq.Tool.Name)
+	o.bool("twoPhase", true)
+	o.int("timeoutMs", max(ttl.Milliseconds(), 1))
+	return o.close()
+}
+
+// raiseOnGateway raises a plugin approval on the Gateway and waits for its
+// decision, bounded by ttl (plus a grace for the Gateway's own expiry) and
+// by ctx (MCP cancellation): either withdraws the approval with a deny.
+func (b *Bridge) raiseOnGateway(ctx context.Context, req *mcp.CallToolRequest, call *policies.ToolCall, d *policies.Decision, areq *policies.ApprovalRequest, ttl time.Duration) *mcp.CallToolResult {
+	r := b.routing
+	start := r.now()
+	params := pluginApprovalParams(areq, d, call.Arguments, ttl)
+
+	var (
+		idMu sync.Mutex
+		id   string
+	)
+	accepted := func(payload json.RawMessage) {
+		var acc struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(payload, &acc) != nil || normalizeApprovalID(acc.ID) == "" {
+			return
+		}
+		aid := normalizeApprovalID(acc.ID)
+		idMu.Lock()
+		id = aid
+		idMu.Unlock()
+		r.mu.Lock()
+		r.raised[aid] = raisedApproval{session: req.Session, sessionKey: areq.SessionKey, tool: areq.Tool.Name}
+		r.mu.Unlock()
+	}
+	wctx, cancel := context.WithTimeout(ctx, ttl+raiseGrace)
+	payload, err := r.raiser.RaiseApproval(wctx, "plugin.approval.request", params, accepted)
+	cancel()
+	idMu.Lock()
+	aid := id
+	idMu.Unlock()
+	if aid != "" {
+		r.mu.Lock()
+		delete(r.raised, aid)
+		r.mu.Unlock()
+	}
+	deny := func(reason string) *mcp.CallToolResult {
+		r.record(areq, AuditRouteGateway, policies.Deny, reason, start)
+		return errorResult(d.Message() + "; " + reason)
+	}
+	if err != nil {
+		switch {
+		case aid != "" && ctx.Err() != nil:
+			b.withdraw(ctx, aid)
+			return deny(fmt.Sprintf("the call was cancelled; approval %s withdrawn", aid))
+		case aid != "" && wctx.Err() != nil:
+			b.withdraw(ctx, aid)
+			return deny(fmt.Sprintf("approval %s expired after %s without a decision", aid, ttl.Round(time.Second)))
+		case ctx.Err() != nil:
+			return deny("the call was cancelled before the approval reached the gateway")
+		}
+		return deny("the approval could not be raised on the gateway: " + err.Error())
+	}
+	var final struct {
+		ID       string  `json:"id"`
+		Decision *string `json:"decision"`
+	}
+	if err := json.Unmarshal(payload, &final); err != nil {
+		return deny("the gateway's approval answer is not readable: " + err.Error())
+	}
+	wasAccepted := aid != ""
+	if !wasAccepted {
+		aid = normalizeApprovalID(final.ID)
+	}
+	switch {
+	case final.Decision == nil && !wasAccepted:
+		return deny(fmt.Sprintf("no approver can see approval %s, so the gateway expired it at once "+
+			"(connect an approval client of this device, or the control UI)", aid))
+	case final.Decision == nil:
+		return deny(fmt.Sprintf("approval %s expired after %s without a decision", aid, ttl.Round(time.Second)))
+	}
+	switch policies.ApprovalDecision(*final.Decision) {
+	case policies.AllowOnce:
+		r.record(areq, AuditRouteGateway, policies.AllowOnce, "approval "+aid, start)
+		return nil
+	case policies.AllowAlways:
+		r.memory.Remember(areq, 0)
+		r.record(areq, AuditRouteGateway, policies.AllowAlways, "approval "+aid, start)
+		return nil
+	case policies.Deny:
+		return deny(fmt.Sprintf("approval %s was denied on the gateway", aid))
+	}
+	return deny(fmt.Sprintf("approval %s came back with the unknown decision %q", aid, *final.Decision))
+}
+
+// withdraw resolves an approval the bridge raised with deny, so that the
+// Gateway's approval surfaces stop showing it. Best effort: a failure is
+// logged.
+func (b *Bridge) withdraw(ctx context.Context, id string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), withdrawTimeout)
+	defer cancel()
+	p := newObject(nil)
+	p.str("id", id)
+	p.str("decision", string(policies.Deny))
+	if _, err := b.request(ctx, "plugin.approval.resolve", p.close()); err != nil {
+		b.log.Warn("openclaw mcp: withdrawing approval "+id+" failed", "error", err)
+	}
+}
+
+// ErrSelfApproval is the reason a permissions_respond is refused when it
+// answers an approval raised by a call of the same MCP session.
+var ErrSelfApproval = errors.New("an agent cannot approve its own call")
+
+// checkSelfApproval refuses a permissions_respond from the MCP session
+// whose call raised the approval it answers, unless decide_approval
+// allows it: the bridge asks with kind "tool", tool "permissions_respond",
+// the responding client as requester and request
+// {"self_approval":true,"approval_id","decision","tool"}; only allow-once
+// or allow-always lets it through (an empty chain asks, which refuses).
+func (b *Bridge) checkSelfApproval(ctx context.Context, req *mcp.CallToolRequest, call *policies.ToolCall, a *args) *mcp.CallToolResult {
+	r := b.routing
+	id, _ := a.str("id")
+	id = normalizeApprovalID(id)
+	r.mu.Lock()
+	raised, ok := r.raised[id]
+	r.mu.Unlock()
+	if !ok || raised.session != req.Session {
+		return nil
+	}
+	decision, _ := a.str("decision")
+	o := newObject(nil)
+	o.bool("self_approval", true)
+	o.str("approval_id", id)
+	o.str("decision", decision)
+	o.str("tool", raised.tool)
+	areq := &policies.ApprovalRequest{Kind: policies.ApprovalTool, ID: id, Surface: policies.SurfaceServe,
+		SessionKey: raised.sessionKey, Requester: call.Caller, Tool: policies.ToolRef{Name: ToolPermissionsRespond},
+		Request: o.close()}
+	start := r.now()
+	if r.decider != nil {
+		out := r.decider.DecideApproval(ctx, areq)
+		if out.Decision == policies.AllowOnce || out.Decision == policies.AllowAlways {
+			r.record(areq, AuditRouteSelf, out.Decision, fmt.Sprintf("self-approval allowed by %q", out.Module), start)
+			return nil
+		}
+	}
+	reason := fmt.Sprintf("approval %s was raised by a call of this MCP session and %s", id, ErrSelfApproval)
+	r.record(areq, AuditRouteSelf, policies.Deny, reason, start)
+	return errorResult("refused: " + reason + "; a human must answer it in OpenClaw, or a decide_approval " +
+		"policy must allow permissions_respond self-approval")
+}

@@ -1,0 +1,531 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/bridge/gwclient"
+	"github.com/openclaw-go/openclaw/gateway/gatewaytest"
+	"github.com/openclaw-go/openclaw/gateway/protocol"
+	"github.com/openclaw-go/openclaw/policies"
+)
+
+// approvalPolicy requires approval for one tool and allows the others.
+type approvalPolicy struct {
+	tool      string
+	timeoutMs int64
+}
+
+func (p approvalPolicy) BeforeToolCall(_ context.Context, call *policies.ToolCall) policies.Decision {
+	if call.Tool.Name != p.tool {
+		return policies.Decision{Outcome: policies.Allow, Arguments: call.Arguments}
+	}
+	return policies.Decision{Outcome: policies.RequireApproval, Module: "rules", Reason: "a human must confirm",
+		TimeoutMs: p.timeoutMs, Arguments: call.Arguments}
+}
+
+// auditBuffer keeps audit records.
+type auditBuffer struct {
+	mu      sync.Mutex
+	records []policies.AuditRecord
+}
+
+func (a *auditBuffer) Record(r policies.AuditRecord) {
+	a.mu.Lock()
+	a.records = append(a.records, r)
+	a.mu.Unlock()
+}
+
+// find returns the first record of module, or nil.
+func (a *auditBuffer) find(module string) *policies.AuditRecord {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i := range a.records {
+		if a.records[i].Module == module {
+			r := a.records[i]
+			return &r
+		}
+	}
+	return nil
+}
+
+// deciderDouble answers decide_approval with decide(req), recording the
+// requests.
+type deciderDouble struct {
+	decide func(*policies.ApprovalRequest) policies.ApprovalVerdict
+
+	mu   sync.Mutex
+	seen []policies.ApprovalRequest
+}
+
+func (d *deciderDouble) Name() string { return "approvals" }
+
+func (d *deciderDouble) DecideApproval(_ context.Context, req *policies.ApprovalRequest) (policies.ApprovalVerdict, error) {
+	d.mu.Lock()
+	d.seen = append(d.seen, *req)
+	d.mu.Unlock()
+	return d.decide(req), nil
+}
+
+func tctx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// gwBridge is a bridge on a real gwclient connection to a local Gateway.
+type gwBridge struct {
+	b     *Bridge
+	cs    *mcp.ClientSession
+	audit *auditBuffer
+}
+
+// startGatewayBridge connects a bridge to gw as `mcp serve` does, with
+// the device identity id, and an MCP client (with an elicitation handler
+// when elicit is set). raiseAs, when set, is the identity the approval
+// raiser signs with (nil: id).
+func startGatewayBridge(t *testing.T, gw *gatewaytest.Gateway, id, raiseAs *protocol.DeviceIdentity, opts Options,
+	elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)) *gwBridge {
+	t.Helper()
+	var b *Bridge
+	o := &gwclient.Options{URL: gw.URL, Token: gw.Token, Identity: id,
+		OnEvent: func(name string, payload json.RawMessage) { b.HandleGatewayEvent(name, payload) }}
+	client := gwclient.New(o)
+	if raiseAs == nil {
+		raiseAs = id
+	}
+	ro := *o
+	ro.Identity = raiseAs
+	audit := &auditBuffer{}
+	opts.ApprovalRaiser = gwclient.NewApprovalRaiser(&ro)
+	opts.Audit = audit
+	b = New(client, &opts)
+	runErr := make(chan error, 1)
+	go func() { runErr <- client.Run(context.Background()) }()
+	t.Cleanup(func() {
+		client.Close()
+		if err := <-runErr; err != nil {
+			t.Errorf("gwclient Run: %v", err)
+		}
+	})
+	if err := client.WaitReady(tctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	return &gwBridge{b: b, cs: connectElicit(t, b, elicit, ""), audit: audit}
+}
+
+// connectElicit is connectClient with an optional elicitation handler.
+func connectElicit(t *testing.T, b *Bridge, elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error), version string) *mcp.ClientSession {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	st, ct := mcp.NewInMemoryTransports()
+	done := make(chan error, 1)
+	go func() { done <- b.Serve(ctx, st) }()
+	client := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: elicit})
+	cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		b.Close()
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return cs
+}
+
+func newIdentity(t *testing.T) *protocol.DeviceIdentity {
+	t.Helper()
+	id, err := protocol.NewDeviceIdentity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func call(t *testing.T, cs *mcp.ClientSession, ctx context.Context, tool string, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	res, err := cs.CallTool(ctx, toolParams(tool, args))
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	return res
+}
+
+// openApprovalID polls permissions_list_open of cs until one approval for
+// tool is open, and returns its id.
+func openApprovalID(t *testing.T, cs *mcp.ClientSession, tool string) string {
+	t.Helper()
+	ctx := tctx(t)
+	for ctx.Err() == nil {
+		res := call(t, cs, ctx, ToolPermissionsListOpen, nil)
+		var list struct {
+			Approvals []struct {
+				Kind, ID string
+				Request  struct{ PluginID, ToolName string }
+			}
+		}
+		raw, _ := json.Marshal(res.StructuredContent)
+		_ = json.Unmarshal(raw, &list)
+		for _, a := range list.Approvals {
+			if a.Kind == "plugin" && a.Request.ToolName == tool && a.Request.PluginID == ApprovalPluginID {
+				return a.ID
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no open approval for %s", tool)
+	return ""
+}
+
+type callResult struct {
+	res *mcp.CallToolResult
+	err error
+}
+
+func callAsync(ctx context.Context, cs *mcp.ClientSession, tool string) <-chan callResult {
+	ch := make(chan callResult, 1)
+	go func() {
+		res, err := cs.CallTool(ctx, toolParams(tool, map[string]any{}))
+		ch <- callResult{res, err}
+	}()
+	return ch
+}
+
+// The Gateway route end to end: the waiting call's approval shows up in
+// the bridge's own permissions_list_open, the agent cannot approve it
+// itself, a second MCP session (another bridge) resolves it, and the call
+// then runs (allow-once, allow-always) or fails with the reason (deny).
+func TestGatewayApprovalRoute(t *testing.T) {
+	t.Parallel()
+	gw := gatewaytest.StartSeeded(t)
+	tests := []struct {
+		decision string
+		wantErr  string // "" means the call runs
+	}{
+		{"allow-once", ""},
+		{"allow-always", ""},
+		{"deny", "was denied on the gateway"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.decision, func(t *testing.T) {
+			t.Parallel()
+			agent := startGatewayBridge(t, gw, newIdentity(t), nil,
+				Options{Policy: approvalPolicy{tool: ToolConversationsList}}, nil)
+			approver := startGatewayBridge(t, gw, newIdentity(t), nil, Options{Policy: allowAll()}, nil)
+
+			waiting := callAsync(tctx(t), agent.cs, ToolConversationsList)
+			id := openApprovalID(t, agent.cs, ToolConversationsList)
+
+			self := call(t, agent.cs, tctx(t), ToolPermissionsRespond, map[string]any{"kind": "plugin", "id": id, "decision": "allow-once"})
+			if !self.IsError || !strings.Contains(resultText(self), "cannot approve its own call") {
+				t.Errorf("self-approval = %q (isError %v), want a refusal", resultText(self), self.IsError)
+			}
+			if r := agent.audit.find(AuditRouteSelf); r == nil || r.Decision != "deny" {
+				t.Errorf("self-approval audit = %+v", r)
+			}
+
+			res := call(t, approver.cs, tctx(t), ToolPermissionsRespond, map[string]any{"kind": "plugin", "id": id, "decision": tt.decision})
+			if res.IsError {
+				t.Fatalf("approver's permissions_respond: %s", resultText(res))
+			}
+			got := <-waiting
+			if got.err != nil {
+				t.Fatal(got.err)
+			}
+			text := resultText(got.res)
+			if tt.wantErr == "" {
+				if got.res.IsError || !strings.HasPrefix(text, "conversations: ") {
+					t.Fatalf("approved call = %q, want it to run", text)
+				}
+			} else if !got.res.IsError || !strings.Contains(text, tt.wantErr) || !strings.Contains(text, id) {
+				t.Fatalf("denied call = %q, want isError containing %q and the id", text, tt.wantErr)
+			}
+			if r := agent.audit.find(AuditRouteGateway); r == nil || r.Decision != tt.decision || r.Tool != ToolConversationsList || r.Caller != "agent" {
+				t.Errorf("routing audit = %+v, want %s", r, tt.decision)
+			}
+			if tt.decision != "allow-always" {
+				return
+			}
+			// conversations_list carries no session key, and a grant never
+			// leaks across sessions: nothing is remembered.
+			req := toolApprovalRequest(&policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: ToolConversationsList},
+				Caller: policies.Caller{Name: "agent", Version: "1"}}, &policies.Decision{}, "x")
+			if agent.b.routing.memory.Recall(req) {
+				t.Error("an allow-always without a session key was remembered")
+			}
+		})
+	}
+}
+
+// A human's allow-always on the Gateway is remembered per session key and
+// tool: the next call of the same session runs without a new approval.
+func TestGatewayAllowAlwaysRemembered(t *testing.T) {
+	t.Parallel()
+	gw := gatewaytest.StartSeeded(t)
+	agent := startGatewayBridge(t, gw, newIdentity(t), nil, Options{Policy: approvalPolicy{tool: ToolMessagesRead}}, nil)
+	args := map[string]any{"session_key": "agent:main:main"}
+	ch := make(chan callResult, 1)
+	go func() {
+		res, err := agent.cs.CallTool(tctx(t), toolParams(ToolMessagesRead, args))
+		ch <- callResult{res, err}
+	}()
+	id := openApprovalID(t, agent.cs, ToolMessagesRead)
+	c, err := gatewaytest.Dial(tctx(t), gw.URL, &gatewaytest.DialOptions{Token: gw.Token, DisplayName: "operator"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Request(tctx(t), "plugin.approval.resolve", map[string]any{"id": id, "decision": "allow-always"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-ch; r.err != nil || r.res.IsError {
+		t.Fatalf("approved call: %v %q", r.err, resultText(r.res))
+	}
+	again := call(t, agent.cs, tctx(t), ToolMessagesRead, args)
+	if again.IsError {
+		t.Fatalf("second call = %q, want it to run from memory", resultText(again))
+	}
+	if r := agent.audit.find(policies.MemoryModule); r == nil || r.SessionKey != "agent:main:main" {
+		t.Errorf("memory audit = %+v", r)
+	}
+	other := call(t, agent.cs, tctx(t), ToolPermissionsListOpen, nil)
+	if strings.Contains(resultText(other), "approvals: 1") {
+		t.Errorf("a remembered call raised a new approval: %s", resultText(other))
+	}
+}
+
+// Expiry, cancellation and a request nobody may see all fail the call with
+// the reason, and withdraw what is still open.
+func TestGatewayApprovalFailures(t *testing.T) {
+	t.Parallel()
+	gw := gatewaytest.StartSeeded(t)
+
+	t.Run("expiry", func(t *testing.T) {
+		t.Parallel()
+		agent := startGatewayBridge(t, gw, newIdentity(t), nil,
+			Options{Policy: approvalPolicy{tool: ToolEventsPoll, timeoutMs: 300}}, nil)
+		res := call(t, agent.cs, tctx(t), ToolEventsPoll, nil)
+		if !res.IsError || !strings.Contains(resultText(res), "expired after") {
+			t.Errorf("expired call = %q", resultText(res))
+		}
+		if r := agent.audit.find(AuditRouteGateway); r == nil || r.Decision != "deny" {
+			t.Errorf("audit = %+v", r)
+		}
+	})
+
+	t.Run("nobody can see it", func(t *testing.T) {
+		t.Parallel()
+		// The raiser signs as another device: the bridge's connection
+		// may not see the record, nobody else may, so it dies at once.
+		agent := startGatewayBridge(t, gw, newIdentity(t), newIdentity(t),
+			Options{Policy: approvalPolicy{tool: ToolEventsPoll}}, nil)
+		res := call(t, agent.cs, tctx(t), ToolEventsPoll, nil)
+		if !res.IsError || !strings.Contains(resultText(res), "no approver can see approval plugin:") {
+			t.Errorf("unseen approval = %q", resultText(res))
+		}
+	})
+
+	t.Run("cancellation", func(t *testing.T) {
+		t.Parallel()
+		agent := startGatewayBridge(t, gw, newIdentity(t), nil,
+			Options{Policy: approvalPolicy{tool: ToolEventsPoll}}, nil)
+		cctx, cancel := context.WithCancel(tctx(t))
+		waiting := callAsync(cctx, agent.cs, ToolEventsPoll)
+		id := openApprovalID(t, agent.cs, ToolEventsPoll)
+		cancel()
+		if r := <-waiting; r.err == nil {
+			t.Errorf("cancelled call returned %q, want the client's cancellation error", resultText(r.res))
+		}
+		ctx := tctx(t)
+		for ctx.Err() == nil {
+			if r := agent.audit.find(AuditRouteGateway); r != nil {
+				if !strings.Contains(r.Reason, "cancelled; approval "+id+" withdrawn") {
+					t.Errorf("audit reason %q", r.Reason)
+				}
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		// The withdrawal (a deny) resolved it: the list empties.
+		for ctx.Err() == nil {
+			res := call(t, agent.cs, ctx, ToolPermissionsListOpen, nil)
+			if resultText(res) == "approvals: 0" {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Error("the cancelled call's approval stayed open")
+	})
+}
+
+// Self-approval is refused unless decide_approval allows it for
+// permissions_respond; then the agent's own answer goes through.
+func TestSelfApprovalAllowedByPolicy(t *testing.T) {
+	t.Parallel()
+	gw := gatewaytest.StartSeeded(t)
+	dec := &deciderDouble{decide: func(r *policies.ApprovalRequest) policies.ApprovalVerdict {
+		if r.Tool.Name == ToolPermissionsRespond && strings.Contains(string(r.Request), `"self_approval":true`) {
+			return policies.ApprovalVerdict{Decision: policies.AllowOnce, Reason: "trusted agent"}
+		}
+		return policies.ApprovalVerdict{Decision: policies.Ask}
+	}}
+	chain := policies.NewApprovalChain([]policies.ApprovalEntry{{Decider: dec}}, nil)
+	agent := startGatewayBridge(t, gw, newIdentity(t), nil,
+		Options{Policy: approvalPolicy{tool: ToolEventsPoll}, Approvals: chain}, nil)
+	waiting := callAsync(tctx(t), agent.cs, ToolEventsPoll)
+	id := openApprovalID(t, agent.cs, ToolEventsPoll)
+	res := call(t, agent.cs, tctx(t), ToolPermissionsRespond, map[string]any{"kind": "plugin", "id": id, "decision": "allow-once"})
+	if res.IsError {
+		t.Fatalf("policy-allowed self-approval = %q", resultText(res))
+	}
+	if r := <-waiting; r.err != nil || r.res.IsError {
+		t.Fatalf("self-approved call: %v %q", r.err, resultText(r.res))
+	}
+	if r := agent.audit.find(AuditRouteSelf); r == nil || r.Decision != "allow-once" || !strings.Contains(r.Reason, `"approvals"`) {
+		t.Errorf("self-approval audit = %+v", r)
+	}
+}
+
+// decide_approval answers before any human is asked: allow-once runs,
+// deny fails with the policy's reason, allow-always is remembered by the
+// chain, and the request carries what the policy needs.
+func TestDecideApprovalFirst(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		decision policies.ApprovalDecision
+		wantErr  string
+	}{
+		{policies.AllowOnce, ""},
+		{policies.AllowAlways, ""},
+		{policies.Deny, `approval required by policy "rules": a human must confirm; denied by approval policy "approvals": not on weekends`},
+		{policies.Ask, "no approval route is configured"},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.decision), func(t *testing.T) {
+			t.Parallel()
+			dec := &deciderDouble{decide: func(*policies.ApprovalRequest) policies.ApprovalVerdict {
+				return policies.ApprovalVerdict{Decision: tt.decision, Reason: "not on weekends"}
+			}}
+			audit := &auditBuffer{}
+			b := New(&fixtureGateway{t: t}, &Options{Policy: approvalPolicy{tool: ToolMessagesRead},
+				Approvals: policies.NewApprovalChain([]policies.ApprovalEntry{{Decider: dec}}, nil), Audit: audit})
+			cs := connectClient(t, b, "")
+			res := call(t, cs, tctx(t), ToolMessagesRead, map[string]any{"session_key": "agent:main:main", "limit": 2})
+			if tt.wantErr == "" {
+				if res.IsError {
+					t.Fatalf("call = %q, want it to run", resultText(res))
+				}
+			} else if !res.IsError || !strings.Contains(resultText(res), tt.wantErr) {
+				t.Fatalf("call = %q, want %q", resultText(res), tt.wantErr)
+			}
+			dec.mu.Lock()
+			req := dec.seen[0]
+			dec.mu.Unlock()
+			if req.Kind != policies.ApprovalTool || req.Tool.Name != ToolMessagesRead || req.SessionKey != "agent:main:main" ||
+				req.Requester.Name != "hook-test" || req.Surface != policies.SurfaceServe || !strings.HasPrefix(req.ID, "tool:") ||
+				!strings.Contains(string(req.Request), `"arguments_summary":"{\"limit\":2,\"session_key\":\"agent:main:main\"}"`) {
+				t.Errorf("decide_approval saw %+v (request %s)", req, req.Request)
+			}
+			if tt.decision == policies.Ask {
+				if r := audit.find(AuditRouteNone); r == nil || r.Decision != "deny" {
+					t.Errorf("no-route audit = %+v", r)
+				}
+			}
+		})
+	}
+}
+
+// MCP elicitation, on both the 2026-07-28 multi round trip and the
+// elicitation/create of older protocol versions, with a real go-sdk
+// client: approve runs the call; anything else fails with the reason.
+func TestElicitationRoute(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		answer  *mcp.ElicitResult
+		wantErr string
+	}{
+		{"approve", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve"}}, ""},
+		{"deny with reason", &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "deny", "reason": "not now"}}, "denied by the user: not now"},
+		{"decline", &mcp.ElicitResult{Action: "decline"}, "the user declined the approval"},
+		{"cancel", &mcp.ElicitResult{Action: "cancel"}, "the user dismissed the approval"},
+	}
+	for _, version := range []string{"", "2025-06-18"} {
+		for _, tt := range tests {
+			t.Run(version+"/"+tt.name, func(t *testing.T) {
+				t.Parallel()
+				var asked []string
+				var mu sync.Mutex
+				elicit := func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					mu.Lock()
+					asked = append(asked, req.Params.Message)
+					mu.Unlock()
+					return tt.answer, nil
+				}
+				audit := &auditBuffer{}
+				b := New(&fixtureGateway{t: t}, &Options{Policy: approvalPolicy{tool: ToolEventsPoll}, Audit: audit,
+					ApprovalRaiser: refusingRaiser{t}})
+				cs := connectElicit(t, b, elicit, version)
+				res := call(t, cs, tctx(t), ToolEventsPoll, map[string]any{"limit": 3})
+				if tt.wantErr == "" {
+					if res.IsError || resultText(res) != "events: 0" {
+						t.Fatalf("approved call = %q", resultText(res))
+					}
+				} else if !res.IsError || !strings.Contains(resultText(res), tt.wantErr) {
+					t.Fatalf("call = %q, want %q", resultText(res), tt.wantErr)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if len(asked) != 1 || !strings.Contains(asked[0], "agent calls events_poll") || !strings.Contains(asked[0], `{"limit":3}`) {
+					t.Errorf("elicitation messages %q", asked)
+				}
+				want := "deny"
+				if tt.wantErr == "" {
+					want = "allow-once"
+				}
+				if r := audit.find(AuditRouteElicitation); r == nil || r.Decision != want {
+					t.Errorf("audit = %+v, want %s", r, want)
+				}
+			})
+		}
+	}
+}
+
+// refusingRaiser fails the test if the Gateway route is used.
+type refusingRaiser struct{ t *testing.T }
+
+func (r refusingRaiser) RaiseApproval(context.Context, string, any, func(json.RawMessage)) (json.RawMessage, error) {
+	r.t.Error("the Gateway route was used although the client supports elicitation")
+	return nil, context.Canceled
+}
+
+// A forged or replayed requestState never approves: the answer must come
+// back for a form this session was shown, once.
+func TestElicitationStateIsBound(t *testing.T) {
+	t.Parallel()
+	b := New(&fixtureGateway{t: t}, &Options{Policy: approvalPolicy{tool: ToolEventsPoll}})
+	cs := connectElicit(t, b, func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve"}}, nil
+	}, "")
+	res, err := cs.CallTool(tctx(t), &mcp.CallToolParams{Name: ToolEventsPoll, Arguments: map[string]any{},
+		RequestState:   "forged",
+		InputResponses: mcp.InputResponseMap{ElicitationInputID: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || !strings.Contains(resultText(res), "unknown or was already answered") {
+		t.Errorf("forged state = %q, want a refusal", resultText(res))
+	}
+}
