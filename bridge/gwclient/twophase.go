@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 )
 
 // RequestTwoPhase sends one two-phase Gateway RPC, such as
@@ -53,12 +54,36 @@ type ApprovalRaiser struct {
 
 // NewApprovalRaiser returns a raiser dialling with opts (copied; the same
 // options as the main [Client], typically). Event, state and fatal
-// callbacks are dropped: the side connection serves one request only.
+// callbacks are dropped: the side connection serves one request only. Its
+// connect and disconnect records are logged at Debug, tagged
+// conn=approval, so that they do not read like the main connection's.
 func NewApprovalRaiser(opts *Options) *ApprovalRaiser {
 	o := opts.withDefaults(nil)
 	o.OnEvent, o.OnStateChange, o.OnFatal = nil, nil, nil
+	o.Logger = slog.New(debugHandler{o.Logger.Handler()}).With("conn", "approval")
 	return &ApprovalRaiser{opts: o}
 }
+
+// debugHandler logs every record below Warn at Debug.
+type debugHandler struct{ slog.Handler }
+
+func (h debugHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	if l < slog.LevelWarn {
+		l = slog.LevelDebug
+	}
+	return h.Handler.Enabled(ctx, l)
+}
+
+func (h debugHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level < slog.LevelWarn {
+		r.Level = slog.LevelDebug
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h debugHandler) WithAttrs(as []slog.Attr) slog.Handler { return debugHandler{h.Handler.WithAttrs(as)} }
+
+func (h debugHandler) WithGroup(name string) slog.Handler { return debugHandler{h.Handler.WithGroup(name)} }
 
 // ErrNoApprovalRoute is wrapped by [ApprovalRaiser.RaiseApproval] when the
 // side connection could not be established, so no approval was raised.

@@ -108,7 +108,7 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 
 	var b *bridge.Bridge
 	out := &gateWriter{w: stdout}
-	client := gwclient.New(&gwclient.Options{
+	gwOpts := &gwclient.Options{
 		URL:            target.URL,
 		Token:          target.Token,
 		Password:       target.Password,
@@ -130,13 +130,16 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 				logger.Debug("gateway reconnect scheduled", "delay", s.Delay, "err", s.Err)
 			}
 		},
-	})
+	}
+	client := gwclient.New(gwOpts)
 	b = bridge.New(client, &bridge.Options{
 		ClaudeChannelMode: mode,
 		Policy:            pol,
 		Logger:            logger,
 		Verbose:           c.verbose,
 		ServerVersion:     version,
+		Approvals:         pol,
+		ApprovalRaiser:    gwclient.NewApprovalRaiser(gwOpts),
 	})
 
 	// The MCP transport starts first so initialize is answered before the
