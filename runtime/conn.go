@@ -1,0 +1,424 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/transport"
+)
+
+// conn is one declared server of a session and its MCP session.
+type conn struct {
+	s    *Session
+	cfg  Server
+	turn chan struct{} // one call at a time; nil with SupportsParallelToolCalls
+
+	dirty atomic.Bool // notifications/tools/list_changed since the last listing
+
+	mu           sync.Mutex
+	cs           *mcp.ClientSession
+	caps         *mcp.ServerCapabilities
+	kind         transport.Kind
+	launch       string
+	redactor     *transport.Redactor
+	err          *ServerError // latest diagnostic
+	listed       bool         // tools holds a listing (or its failure)
+	tools        []*mcp.Tool
+	listFailedAt time.Time // zero unless the latest listing failed
+	failures     int       // consecutive failed calls
+	pausedUntil  time.Time
+	pauseGen     uint64
+	pauseTimer   *time.Timer
+}
+
+// fail records a diagnostic and reports it.
+func (c *conn) fail(op string, err error) {
+	err = redact(c.red(), err)
+	se := &ServerError{Server: c.cfg.Name, Op: op, Err: err}
+	c.mu.Lock()
+	c.err = se
+	c.mu.Unlock()
+	c.s.log.Warn("MCP server failed", "server", c.cfg.Name, "op", op, "err", err.Error())
+	c.s.emit(Event{Kind: EventFailed, Server: c.cfg.Name, Err: se})
+}
+
+// red returns the server's redactor (nil before resolution: generic
+// redaction only).
+func (c *conn) red() *transport.Redactor {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.redactor
+}
+
+// connect resolves and connects the server, bounded by its connection
+// timeout. Failures are recorded, never returned.
+func (c *conn) connect(ctx context.Context) {
+	if len(c.cfg.BlockedEnv) > 0 {
+		keys := slices.Clone(c.cfg.BlockedEnv)
+		slices.Sort(keys)
+		c.fail("resolve", &transport.BlockedEnvError{Server: c.cfg.Name, Keys: keys})
+		return
+	}
+	tr := c.cfg.Transport
+	if tr == nil {
+		topts := transport.Options{}
+		if c.s.opts.Transport != nil {
+			topts = *c.s.opts.Transport
+		}
+		if topts.Logger == nil {
+			topts.Logger = c.s.log
+		}
+		r, err := transport.Resolve(c.cfg.Name, c.cfg.Entry, &topts)
+		if err != nil {
+			c.fail("resolve", err)
+			return
+		}
+		tr = r.Transport
+		c.mu.Lock()
+		c.kind, c.launch, c.redactor = r.Kind, r.Launch, r.Redactor
+		c.mu.Unlock()
+	}
+	client := mcp.NewClient(c.s.opts.ClientInfo, &mcp.ClientOptions{
+		Capabilities:                &mcp.ClientCapabilities{},
+		ToolListChangedHandler:      c.toolsChanged,
+		ProgressNotificationHandler: c.s.onProgress,
+	})
+	timeout := c.cfg.connectTimeout()
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	cs, err := client.Connect(cctx, tr, nil)
+	cancel()
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			err = fmt.Errorf("no answer within the connection timeout (%v): %w", timeout, err)
+		}
+		c.fail("connect", err)
+		return
+	}
+	c.s.mu.Lock()
+	closed := c.s.closed
+	if !closed {
+		c.mu.Lock()
+		c.cs = cs
+		if ir := cs.InitializeResult(); ir != nil {
+			c.caps = ir.Capabilities
+		}
+		c.mu.Unlock()
+	}
+	c.s.mu.Unlock()
+	if closed {
+		_ = cs.Close()
+		return
+	}
+	c.s.emit(Event{Kind: EventConnected, Server: c.cfg.Name})
+}
+
+// toolsChanged handles notifications/tools/list_changed. It only marks the
+// catalog stale: listing from inside a go-sdk notification handler would
+// block the connection's reader (mcp-peers.md §4).
+func (c *conn) toolsChanged(context.Context, *mcp.ToolListChangedRequest) {
+	c.dirty.Store(true)
+	c.s.dirty.Store(true)
+	c.s.emit(Event{Kind: EventToolsChanged, Server: c.cfg.Name})
+}
+
+// needsList reports whether a catalog build must list this server: it is
+// connected and was never listed, changed, or failed long enough ago.
+func (c *conn) needsList(now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cs == nil {
+		return false
+	}
+	changed := c.dirty.Swap(false)
+	return !c.listed || changed || (!c.listFailedAt.IsZero() && !now.Before(c.listFailedAt.Add(ListRetryDelay)))
+}
+
+// listing returns the latest listing and, after a failure, when it may be
+// retried.
+func (c *conn) listing() ([]*mcp.Tool, time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.listFailedAt.IsZero() {
+		return c.tools, time.Time{}
+	}
+	return c.tools, c.listFailedAt.Add(ListRetryDelay)
+}
+
+// relist lists the server's tools and records the result.
+func (c *conn) relist(ctx context.Context) {
+	c.mu.Lock()
+	cs, caps := c.cs, c.caps
+	c.mu.Unlock()
+	tools, err := listTools(ctx, cs, caps, c.cfg.listTimeout())
+	c.mu.Lock()
+	c.listed = true
+	if err != nil {
+		c.tools, c.listFailedAt = nil, time.Now()
+	} else {
+		c.tools, c.listFailedAt = tools, time.Time{}
+		if c.err != nil && c.err.Op == "tools/list" {
+			c.err = nil
+		}
+	}
+	c.mu.Unlock()
+	if err != nil {
+		c.fail("tools/list", err)
+	}
+}
+
+// listTools follows nextCursor with OpenClaw's caps (§11.5), each request
+// bounded by timeout.
+func listTools(ctx context.Context, cs *mcp.ClientSession, caps *mcp.ServerCapabilities, timeout time.Duration) ([]*mcp.Tool, error) {
+	var (
+		tools  []*mcp.Tool
+		cursor string
+		seen   = map[string]bool{}
+		size   int
+	)
+	for pages := 1; ; pages++ {
+		if pages > MaxListPages {
+			return nil, &ListError{Reason: "more than " + strconv.Itoa(MaxListPages) + " pages"}
+		}
+		lctx, cancel := context.WithTimeout(ctx, timeout)
+		res, err := cs.ListTools(lctx, &mcp.ListToolsParams{Cursor: cursor})
+		cancel()
+		if err != nil {
+			if pages == 1 && methodNotFound(err) && caps != nil && caps.Tools == nil && (caps.Resources != nil || caps.Prompts != nil) {
+				return nil, nil // a resources- or prompts-only server (§11.5)
+			}
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				return nil, fmt.Errorf("tools/list: no answer within %v: %w", timeout, err)
+			}
+			return nil, fmt.Errorf("tools/list: %w", err)
+		}
+		tools = append(tools, res.Tools...)
+		if len(tools) > MaxListTools {
+			return nil, &ListError{Reason: "more than " + strconv.Itoa(MaxListTools) + " tools"}
+		}
+		for _, t := range res.Tools {
+			size += toolSize(t)
+		}
+		if size > MaxListBytes {
+			return nil, &ListError{Reason: "more than " + strconv.Itoa(MaxListBytes) + " bytes of tools"}
+		}
+		if res.NextCursor == "" {
+			return tools, nil
+		}
+		if seen[res.NextCursor] {
+			return nil, &ListError{Reason: fmt.Sprintf("cursor %q repeated", truncate(res.NextCursor, 64))}
+		}
+		seen[res.NextCursor] = true
+		cursor = res.NextCursor
+	}
+}
+
+// toolSize approximates a tool's share of the listing bytes: its name,
+// description and title, plus its schemas re-encoded.
+func toolSize(t *mcp.Tool) int {
+	n := len(t.Name) + len(t.Description) + len(t.Title)
+	for _, v := range []any{t.InputSchema, t.OutputSchema} {
+		if v == nil {
+			continue
+		}
+		if raw, ok := v.(json.RawMessage); ok {
+			n += len(raw)
+			continue
+		}
+		b, _ := json.Marshal(v)
+		n += len(b)
+	}
+	return n
+}
+
+func methodNotFound(err error) bool {
+	var we *jsonrpc.Error
+	if errors.As(err, &we) && we.Code == jsonrpc.CodeMethodNotFound {
+		return true
+	}
+	return strings.Contains(strings.ToLower(err.Error()), "method not found")
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// session returns the open MCP session, or the diagnostic that explains why
+// there is none.
+func (c *conn) session() (*mcp.ClientSession, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cs != nil {
+		return c.cs, nil
+	}
+	if c.err != nil {
+		return nil, c.err
+	}
+	return nil, &ServerError{Server: c.cfg.Name, Op: "tools/call", Err: ErrNotConnected}
+}
+
+// checkPaused returns a *PausedError while the server is paused.
+func (c *conn) checkPaused() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.pausedUntil.IsZero() && time.Now().Before(c.pausedUntil) {
+		return &PausedError{Server: c.cfg.Name, Failures: c.s.opts.PauseAfter, Until: c.pausedUntil}
+	}
+	return nil
+}
+
+// call runs tools/call for t upstream, one at a time unless the server
+// supports parallel calls, bounded by the request timeout.
+func (c *conn) call(ctx context.Context, t *Tool, args []byte) (*mcp.CallToolResult, error) {
+	if err := c.checkPaused(); err != nil {
+		return nil, err
+	}
+	cs, err := c.session()
+	if err != nil {
+		return nil, err
+	}
+	if c.turn != nil {
+		select {
+		case c.turn <- struct{}{}:
+			defer func() { <-c.turn }()
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if err := c.checkPaused(); err != nil { // paused while we waited
+			return nil, err
+		}
+	}
+	params := &mcp.CallToolParams{Name: t.Upstream.Name}
+	if len(args) > 0 {
+		params.Arguments = json.RawMessage(args)
+	}
+	if fn, ok := ctx.Value(progressKey{}).(func(Progress)); ok && fn != nil {
+		tok := "openclaw-" + strconv.FormatUint(c.s.seq.Add(1), 10)
+		c.s.progressMu.Lock()
+		c.s.progress[tok] = progressEntry{tool: t.Name, fn: fn}
+		c.s.progressMu.Unlock()
+		defer func() {
+			c.s.progressMu.Lock()
+			delete(c.s.progress, tok)
+			c.s.progressMu.Unlock()
+		}()
+		params.SetProgressToken(tok)
+	}
+	timeout := c.cfg.requestTimeout()
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	res, err := cs.CallTool(rctx, params)
+	timedOut := rctx.Err() != nil && ctx.Err() == nil
+	cancel()
+	if err == nil {
+		c.mu.Lock()
+		c.failures = 0
+		c.mu.Unlock()
+		return res, nil
+	}
+	if cerr := c.s.closedErr(); cerr != nil {
+		return nil, cerr
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err() // the caller gave up: not the server's failure
+	}
+	if timedOut {
+		err = fmt.Errorf("no answer within the request timeout (%v): %w", timeout, err)
+	}
+	se := &ServerError{Server: c.cfg.Name, Op: "tools/call", Err: redact(c.red(), err)}
+	c.failed(se)
+	return nil, se
+}
+
+// failed counts a failed call and pauses the server at the limit.
+func (c *conn) failed(cause error) {
+	c.mu.Lock()
+	if !c.pausedUntil.IsZero() {
+		c.mu.Unlock()
+		return // already paused: calls that were in flight do not extend it
+	}
+	c.failures++
+	if c.failures < c.s.opts.PauseAfter {
+		c.mu.Unlock()
+		return
+	}
+	d := c.s.opts.PauseDuration
+	until := time.Now().Add(d)
+	c.pausedUntil, c.failures = until, 0
+	c.pauseGen++
+	gen := c.pauseGen
+	c.pauseTimer = time.AfterFunc(d, func() { c.resume(gen) })
+	c.mu.Unlock()
+	perr := &PausedError{Server: c.cfg.Name, Failures: c.s.opts.PauseAfter, Until: until}
+	c.s.log.Warn("MCP server paused", "server", c.cfg.Name, "until", until, "err", cause.Error())
+	c.s.emit(Event{Kind: EventPaused, Server: c.cfg.Name, Until: until, Err: perr})
+}
+
+// resume ends pause number gen (the timer's callback).
+func (c *conn) resume(gen uint64) {
+	if c.s.closedErr() != nil {
+		return
+	}
+	c.mu.Lock()
+	if gen != c.pauseGen || c.pausedUntil.IsZero() {
+		c.mu.Unlock()
+		return
+	}
+	c.pausedUntil, c.pauseTimer = time.Time{}, nil
+	c.mu.Unlock()
+	c.s.emit(Event{Kind: EventResumed, Server: c.cfg.Name})
+}
+
+// close ends the server's session and its pause timer.
+func (c *conn) close() error {
+	c.mu.Lock()
+	cs := c.cs
+	c.cs = nil
+	if c.pauseTimer != nil {
+		c.pauseTimer.Stop()
+		c.pauseTimer = nil
+	}
+	c.mu.Unlock()
+	if cs == nil {
+		return nil
+	}
+	if err := cs.Close(); err != nil {
+		return &ServerError{Server: c.cfg.Name, Op: "close", Err: redact(c.red(), err)}
+	}
+	return nil
+}
+
+// redactedError carries a redacted message and keeps the cause for
+// errors.Is and errors.As.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// redact masks the server's known secrets and generic secret shapes in
+// err's text.
+func redact(r *transport.Redactor, err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if red := r.Redact(msg); red != msg {
+		return &redactedError{msg: red, err: err}
+	}
+	return err
+}

@@ -1,0 +1,101 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/openclaw-go/openclaw/policies"
+)
+
+// ErrClosed is returned by every method of a Session after Close, and by
+// calls that Close interrupted.
+var ErrClosed = errors.New("runtime: session closed")
+
+// ErrUnknownTool is wrapped by CallTool's error when no tool of the catalog
+// has the exposed name asked for.
+var ErrUnknownTool = errors.New("runtime: unknown tool")
+
+// ErrNotConnected is wrapped when a call reaches a server that is not
+// connected (its connection failed, or Connect was not called).
+var ErrNotConnected = errors.New("runtime: MCP server not connected")
+
+// PolicyError refuses a tool call on a policy decision: a before_tool_call
+// block, or a require_approval that was not approved (denied by
+// decide_approval, refused or not answered by the embedder's callback).
+type PolicyError struct {
+	// Tool is the exposed name called; Server the raw server name.
+	Tool, Server string
+	// Outcome is policies.Block, or policies.RequireApproval when the
+	// approval was not granted.
+	Outcome policies.Outcome
+	// Module names the module that decided: the blocking before_tool_call
+	// module, or the decide_approval module that denied. It is empty when
+	// the embedder's callback refused.
+	Module string
+	// Reason is the module's reason, or why the approval failed.
+	Reason string
+}
+
+// Error reads `runtime: tool "web__fetch": blocked by policy "rules": reason`
+// or `runtime: tool "web__fetch": approval denied: reason`.
+func (e *PolicyError) Error() string {
+	if e.Outcome == policies.Block {
+		return fmt.Sprintf("runtime: tool %q: %s", e.Tool, policies.Decision{Outcome: policies.Block, Module: e.Module, Reason: e.Reason}.Message())
+	}
+	who := "the approver"
+	if e.Module != "" {
+		who = fmt.Sprintf("policy %q", e.Module)
+	}
+	if e.Reason == "" {
+		return fmt.Sprintf("runtime: tool %q: approval denied by %s", e.Tool, who)
+	}
+	return fmt.Sprintf("runtime: tool %q: approval denied by %s: %s", e.Tool, who, e.Reason)
+}
+
+// PausedError refuses a call to a server paused after consecutive failures
+// (OpenClaw §11.5: 3 failures pause it for 60 s).
+type PausedError struct {
+	// Server is the raw server name.
+	Server string
+	// Failures is the count of consecutive failures that paused it.
+	Failures int
+	// Until is when the pause ends.
+	Until time.Time
+}
+
+// Error reads `runtime: MCP server "web" is paused after 3 consecutive
+// failures; retry after 2026-11-29T21:00:00.000Z`.
+func (e *PausedError) Error() string {
+	return fmt.Sprintf("runtime: MCP server %q is paused after %d consecutive failures; retry after %s",
+		e.Server, e.Failures, e.Until.UTC().Format("2006-01-02T15:04:05.000Z"))
+}
+
+// ServerError is a server's diagnostic: what failed (Op: "resolve",
+// "connect", "tools/list", "tools/call") and why. A failing server never
+// fails the session: its ServerError is listed by Session.Diagnostics and
+// returned by calls routed to it.
+type ServerError struct {
+	Server string
+	Op     string
+	Err    error
+}
+
+// Error reads `runtime: MCP server "web": connect: <cause>`.
+func (e *ServerError) Error() string {
+	return fmt.Sprintf("runtime: MCP server %q: %s: %v", e.Server, e.Op, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *ServerError) Unwrap() error { return e.Err }
+
+// ListError is the cause of a failed tools/list: a pagination cap exceeded
+// or a cursor the server sent twice.
+type ListError struct {
+	// Reason says which rule broke, e.g. `cursor "c1" repeated` or
+	// `more than 128 pages`.
+	Reason string
+}
+
+// Error reads `tools/list: more than 128 pages`.
+func (e *ListError) Error() string { return "tools/list: " + e.Reason }

@@ -1,0 +1,141 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/transport"
+)
+
+// Defaults of OpenClaw §11.5 for failure pauses.
+const (
+	// DefaultPauseAfter is the count of consecutive failed calls that
+	// pauses a server.
+	DefaultPauseAfter = 3
+	// DefaultPauseDuration is how long a paused server refuses calls.
+	DefaultPauseDuration = 60 * time.Second
+	// ListRetryDelay is how long a server whose tools/list failed keeps an
+	// empty tool list before the next catalog use lists it again.
+	ListRetryDelay = 5 * time.Second
+)
+
+// Sanitizer names a catalog: the sanitize_tool_names hook point
+// (docs/policy-abi.md §6.1). *policies.SanitizeChain and the policy engine
+// (policies/engine.Engine) implement it. Its answer is validated again
+// (policies.ValidateSanitized) before any name is exposed.
+type Sanitizer interface {
+	SanitizeToolNames(ctx context.Context, req *policies.SanitizeRequest) (*policies.SanitizeResult, error)
+}
+
+// ApprovalDecider answers approval requests before a human is asked: the
+// decide_approval hook point. *policies.ApprovalChain and the policy engine
+// implement it.
+type ApprovalDecider interface {
+	DecideApproval(ctx context.Context, req *policies.ApprovalRequest) policies.ApprovalOutcome
+}
+
+// ApprovalRequest is what the embedder's ApprovalFunc is asked: a call that
+// a before_tool_call module wants a human to approve, which decide_approval
+// left to a human (answer "ask") or which no decider saw.
+type ApprovalRequest struct {
+	// Tool is the catalog entry called.
+	Tool Tool
+	// Arguments are the arguments the tool will be called with (after any
+	// rewrite by a policy module).
+	Arguments json.RawMessage
+	// Module is the before_tool_call module that asked; Title,
+	// Description and Reason are its verdict's.
+	Module, Title, Description, Reason string
+	// Timeout is how long the decision may take (from the verdict's
+	// timeout_ms or decide_approval's TTL); 0 means only the call's context
+	// bounds it. The callback's ctx carries this deadline.
+	Timeout time.Duration
+	// SessionKey and Caller are the session's (Options).
+	SessionKey string
+	Caller     policies.Caller
+}
+
+// ApprovalFunc asks a human. It returns true to let the call run, false to
+// refuse it; an error refuses it too, with the error as the reason. It must
+// return when ctx ends.
+type ApprovalFunc func(ctx context.Context, req *ApprovalRequest) (approved bool, err error)
+
+// EventKind names what happened to a server.
+type EventKind string
+
+// Event kinds.
+const (
+	// EventConnected: the server's MCP session is open.
+	EventConnected EventKind = "connected"
+	// EventFailed: resolving, connecting or listing failed; Err says why
+	// (a *ServerError). The session goes on without the server's tools.
+	EventFailed EventKind = "failed"
+	// EventToolsChanged: the server sent notifications/tools/list_changed;
+	// the catalog is listed again on its next use.
+	EventToolsChanged EventKind = "tools_changed"
+	// EventPaused: consecutive failures paused the server until Until; Err
+	// is the *PausedError calls receive meanwhile.
+	EventPaused EventKind = "paused"
+	// EventResumed: the pause ended; calls reach the server again.
+	EventResumed EventKind = "resumed"
+)
+
+// Event reports a change of a server's state to Options.OnEvent.
+type Event struct {
+	Kind   EventKind
+	Server string
+	Time   time.Time
+	// Until is the end of a pause (EventPaused).
+	Until time.Time
+	// Err is the cause (EventFailed, EventPaused).
+	Err error
+}
+
+// Options configure a Session. Enforcer and Sanitizer are required: the
+// absence of a policy is never a silent allow-all (DESIGN.md §3); hand in a
+// policy engine, or chains of the built-in modules.
+type Options struct {
+	// Enforcer decides every call (before_tool_call, surface "embedded").
+	Enforcer policies.Enforcer
+	// Sanitizer names the catalog (sanitize_tool_names).
+	Sanitizer Sanitizer
+	// Approvals, when set, answers require_approval outcomes first
+	// (decide_approval); nil leaves every one to Approve.
+	Approvals ApprovalDecider
+	// Approve asks the embedder's human. nil refuses every call that
+	// needs approval and that Approvals did not allow.
+	Approve ApprovalFunc
+	// Caller and SessionKey identify the embedder's agent in hook inputs
+	// and audit records.
+	Caller     policies.Caller
+	SessionKey string
+	// Reserved names no imported tool may take: the embedder's own tools
+	// (compared ignoring ASCII case).
+	Reserved []string
+	// OnEvent receives server events (connections, failures, tool list
+	// changes, pauses and their ends). It is called synchronously from the
+	// goroutine where the event happened, never with a lock held, and must
+	// not block long. nil drops events.
+	OnEvent func(Event)
+	// Logger receives the runtime's and the transports' logs (stderr of
+	// stdio servers, skipped output), tagged server=<name>. nil means
+	// slog.Default().
+	Logger *slog.Logger
+	// Transport configures how Server.Entry is resolved; its Logger
+	// defaults to Logger. nil means the transport defaults.
+	Transport *transport.Options
+	// ClientInfo is sent in the MCP handshake; nil means
+	// {Name: "openclaw-go", Version: "dev"}.
+	ClientInfo *mcp.Implementation
+	// PauseAfter is the count of consecutive failed calls that pauses a
+	// server; 0 means DefaultPauseAfter (3).
+	PauseAfter int
+	// PauseDuration is how long a pause lasts; 0 means
+	// DefaultPauseDuration (60 s).
+	PauseDuration time.Duration
+}

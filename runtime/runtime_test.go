@@ -1,0 +1,713 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/transport"
+)
+
+func TestNewRefusesMissingPolicies(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		servers []Server
+		opts    *Options
+		want    string
+	}{
+		{"nil options", nil, nil, "Enforcer is nil"},
+		{"no enforcer", nil, &Options{Sanitizer: nativeNamer{}}, "Enforcer is nil"},
+		{"no sanitizer", nil, &Options{Enforcer: &allowAll{}}, "Sanitizer is nil"},
+		{"empty name", []Server{{}}, &Options{Enforcer: &allowAll{}, Sanitizer: nativeNamer{}}, "empty name"},
+		{"duplicate", []Server{{Name: "a"}, {Name: "a"}}, &Options{Enforcer: &allowAll{}, Sanitizer: nativeNamer{}}, `"a" is declared twice`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := New(tc.servers, tc.opts)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New: %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCatalogNamesOrderAndRouting(t *testing.T) {
+	t.Parallel()
+	web := newServer("web", nil)
+	echoTool(web, "fetch")
+	echoTool(web, "a.search")
+	files := newServer("files", nil)
+	echoTool(files, "read")
+	echoTool(files, "fetch")
+	pol := &allowAll{}
+	s := open(t, []Server{inProcess(t, "web", web), {Name: "off", Disabled: true}, inProcess(t, "my files", files)},
+		&Options{Enforcer: pol, Caller: policies.Caller{Name: "harness", Version: "1"}, SessionKey: "agent:main"})
+
+	// Catalog order: by safe server name, then raw tool name (§11.6).
+	want := []string{"my-files__fetch", "my-files__read", "web__a-search", "web__fetch"}
+	if got := toolNames(t, s); !slices.Equal(got, want) {
+		t.Fatalf("catalog = %v, want %v", got, want)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct{ name, want string }{
+		{"web__fetch", `fetch: {"url":"x"}`},
+		{"my-files__fetch", `fetch: {"url":"x"}`},
+		{"web__a-search", `a.search: {"url":"x"}`},
+	} {
+		res, err := s.CallTool(ctx, tc.name, []byte(`{"url":"x"}`))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := resultText(t, res); got != tc.want {
+			t.Errorf("%s = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	calls := pol.seen()
+	if len(calls) != 3 {
+		t.Fatalf("policy saw %d calls, want 3", len(calls))
+	}
+	c := calls[2]
+	wantRef := policies.ToolRef{Name: "web__a-search", Server: "web", Original: "a.search"}
+	if c.Surface != policies.SurfaceEmbedded || c.Tool != wantRef || c.Caller.Name != "harness" || c.SessionKey != "agent:main" || string(c.Arguments) != `{"url":"x"}` {
+		t.Errorf("policy input = %+v", c)
+	}
+	if _, err := s.CallTool(ctx, "web__nope", nil); !errors.Is(err, ErrUnknownTool) || !strings.Contains(err.Error(), `"web__nope"`) {
+		t.Errorf("unknown tool: %v", err)
+	}
+	st := s.Status()
+	if len(st) != 3 || st[0].Tools != 2 || !st[0].Connected || st[1].Enabled || st[1].Connected || st[2].Tools != 2 {
+		t.Errorf("status = %+v", st)
+	}
+}
+
+func TestReservedNamesAndSanitizerFailure(t *testing.T) {
+	t.Parallel()
+	srv := newServer("s", nil)
+	echoTool(srv, "x")
+	s := open(t, []Server{inProcess(t, "s", srv)}, &Options{Reserved: []string{"S__X"}})
+	if got := toolNames(t, s); !slices.Equal(got, []string{"s__x-2"}) {
+		t.Errorf("catalog = %v, want the reserved name avoided", got)
+	}
+
+	srv2 := newServer("s", nil)
+	echoTool(srv2, "x")
+	s2, err := New([]Server{inProcess(t, "s", srv2)}, &Options{Enforcer: &allowAll{}, Sanitizer: failingNamer{}, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close(context.Background())
+	err = s2.Connect(context.Background())
+	var se *policies.SanitizeError
+	if !errors.As(err, &se) || se.Module != "broken" {
+		t.Fatalf("Connect with a failing sanitizer: %v, want its *SanitizeError", err)
+	}
+	if _, err := s2.CallTool(context.Background(), "s__x", nil); !errors.As(err, &se) {
+		t.Errorf("CallTool without a catalog: %v, want the sanitizer's error", err)
+	}
+}
+
+func TestFailingServerIsADiagnostic(t *testing.T) {
+	t.Parallel()
+	good := newServer("good", nil)
+	echoTool(good, "ping")
+	evs := newEvents()
+	s := open(t, []Server{
+		{Name: "nohost", Entry: transport.ServerEntry{URL: "ftp://example.invalid/"}},
+		{Name: "missing", Entry: transport.ServerEntry{Command: "/nonexistent/openclaw-test-server"}},
+		{Name: "blocked", Entry: transport.ServerEntry{Command: "true"}, BlockedEnv: []string{"NODE_OPTIONS"}},
+		inProcess(t, "good", good),
+	}, &Options{OnEvent: evs.on})
+	if got := toolNames(t, s); !slices.Equal(got, []string{"good__ping"}) {
+		t.Fatalf("catalog = %v", got)
+	}
+	diags := s.Diagnostics()
+	if len(diags) != 3 {
+		t.Fatalf("diagnostics = %v, want 3", diags)
+	}
+	for i, want := range []struct{ server, op string }{{"nohost", "resolve"}, {"missing", "connect"}, {"blocked", "resolve"}} {
+		var se *ServerError
+		if !errors.As(diags[i], &se) || se.Server != want.server || se.Op != want.op {
+			t.Errorf("diagnostic %d = %v, want server %q op %q", i, diags[i], want.server, want.op)
+		}
+	}
+	var be *transport.BlockedEnvError
+	if !errors.As(diags[2], &be) || !slices.Equal(be.Keys, []string{"NODE_OPTIONS"}) {
+		t.Errorf("blocked env diagnostic = %v", diags[2])
+	}
+	if !errors.Is(diags[0], transport.ErrUnusable) {
+		t.Errorf("ftp URL diagnostic %v does not wrap transport.ErrUnusable", diags[0])
+	}
+	evs.wait(t, EventFailed, "missing")
+}
+
+func TestToolFilter(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		filter *config.ToolFilter
+		want   []string
+	}{
+		// "_" sorts before "." (localeCompare), so write_dir comes first.
+		{"none", nil, []string{"srv__read_file", "srv__write_dir", "srv__write-file"}},
+		{"include raw glob", &config.ToolFilter{Include: []string{"write*"}}, []string{"srv__write_dir", "srv__write-file"}},
+		{"include raw exact", &config.ToolFilter{Include: []string{"write.file"}}, []string{"srv__write-file"}},
+		{"include namespaced", &config.ToolFilter{Include: []string{"srv__write-file"}}, []string{"srv__write-file"}},
+		{"exclude namespaced glob", &config.ToolFilter{Exclude: []string{"srv__*dir"}}, []string{"srv__read_file", "srv__write-file"}},
+		{"include and exclude", &config.ToolFilter{Include: []string{"*file"}, Exclude: []string{"read_*"}}, []string{"srv__write-file"}},
+		{"empty pattern never matches", &config.ToolFilter{Include: []string{" "}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := newServer("srv", nil)
+			for _, n := range []string{"write_dir", "read_file", "write.file"} {
+				echoTool(srv, n)
+			}
+			sv := inProcess(t, "srv", srv)
+			sv.ToolFilter = tc.filter
+			s := open(t, []Server{sv}, &Options{})
+			if got := toolNames(t, s); !slices.Equal(got, tc.want) {
+				t.Errorf("catalog = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestGlobMatch(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		pattern, s string
+		want       bool
+	}{
+		{"abc", "abc", true}, {"abc", "abcd", false}, {"*", "", true}, {"a*", "a", true},
+		{"*c", "abc", true}, {"a*c", "ac", true}, {"a*b*c", "a-b-c", true}, {"a*b*c", "a-c", false},
+		{"*a*a", "a", false}, {"*a*a", "aa", true}, {"x**y", "xy", true}, {"a*a", "a", false},
+	} {
+		if got := globMatch(tc.pattern, tc.s); got != tc.want {
+			t.Errorf("globMatch(%q, %q) = %v, want %v", tc.pattern, tc.s, got, tc.want)
+		}
+	}
+}
+
+func TestPagination(t *testing.T) {
+	t.Parallel()
+	srv := newServer("paged", &mcp.ServerOptions{PageSize: 5})
+	var want []string
+	for i := range 12 {
+		name := fmt.Sprintf("t%02d", i)
+		echoTool(srv, name)
+		want = append(want, "paged__"+name)
+	}
+	s := open(t, []Server{inProcess(t, "paged", srv)}, &Options{})
+	if got := toolNames(t, s); !slices.Equal(got, want) {
+		t.Errorf("catalog = %v, want the 12 tools of 3 pages", got)
+	}
+}
+
+// rawPeer serves initialize itself and answers tools/list with list; it
+// lets a test send cursors no SDK server would.
+func rawPeer(t *testing.T, name string, list func(cursor string) (tools []string, next string)) Server {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		conn, err := st.Connect(ctx)
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		for {
+			msg, err := conn.Read(ctx)
+			if err != nil {
+				return
+			}
+			req, ok := msg.(*jsonrpc.Request)
+			if !ok || !req.ID.IsValid() {
+				continue
+			}
+			resp := &jsonrpc.Response{ID: req.ID}
+			switch req.Method {
+			case "initialize":
+				resp.Result = json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}`)
+			case "tools/list":
+				var p struct{ Cursor string }
+				_ = json.Unmarshal(req.Params, &p)
+				names, next := list(p.Cursor)
+				var tools []map[string]any
+				for _, n := range names {
+					tools = append(tools, map[string]any{"name": n, "inputSchema": map[string]any{"type": "object"}})
+				}
+				b, _ := json.Marshal(map[string]any{"tools": tools, "nextCursor": next})
+				resp.Result = b
+			default:
+				resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: " + req.Method}
+			}
+			if conn.Write(ctx, resp) != nil {
+				return
+			}
+		}
+	}()
+	sv := Server{Name: name, Transport: ct}
+	sv.Entry.RequestTimeoutMs = 30000
+	return sv
+}
+
+func TestListCaps(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		list func(cursor string) ([]string, string)
+		want string
+	}{
+		{"cursor that never ends", func(c string) ([]string, string) { return []string{"t" + c}, c + "x" }, "more than 128 pages"},
+		{"repeated cursor", func(c string) ([]string, string) {
+			if c == "" {
+				return []string{"a"}, "c1"
+			}
+			return []string{"b"}, "c1"
+		}, `cursor "c1" repeated`},
+		{"too many tools", func(c string) ([]string, string) {
+			names := make([]string, 9000)
+			for i := range names {
+				names[i] = fmt.Sprintf("%s%d", c, i)
+			}
+			return names, c + "x"
+		}, "more than 16384 tools"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			good := newServer("good", nil)
+			echoTool(good, "ok")
+			evs := newEvents()
+			s := open(t, []Server{rawPeer(t, "raw", tc.list), inProcess(t, "good", good)}, &Options{OnEvent: evs.on})
+			if got := toolNames(t, s); !slices.Equal(got, []string{"good__ok"}) {
+				t.Errorf("catalog = %v, want only the good server's tool", got)
+			}
+			ev := evs.wait(t, EventFailed, "raw")
+			var le *ListError
+			if !errors.As(ev.Err, &le) || !strings.Contains(le.Error(), tc.want) {
+				t.Errorf("failure = %v, want a *ListError with %q", ev.Err, tc.want)
+			}
+			if d := s.Diagnostics(); len(d) != 1 || !strings.Contains(d[0].Error(), `MCP server "raw": tools/list:`) {
+				t.Errorf("diagnostics = %v", d)
+			}
+		})
+	}
+}
+
+func TestListChangedRefreshesOnNextUse(t *testing.T) {
+	t.Parallel()
+	srv := newServer("dyn", nil)
+	echoTool(srv, "one")
+	evs := newEvents()
+	s := open(t, []Server{inProcess(t, "dyn", srv)}, &Options{OnEvent: evs.on})
+	if got := toolNames(t, s); !slices.Equal(got, []string{"dyn__one"}) {
+		t.Fatalf("catalog = %v", got)
+	}
+	echoTool(srv, "two")
+	evs.wait(t, EventToolsChanged, "dyn")
+	if got := toolNames(t, s); !slices.Equal(got, []string{"dyn__one", "dyn__two"}) {
+		t.Fatalf("after list_changed, catalog = %v", got)
+	}
+	res, err := s.CallTool(context.Background(), "dyn__two", nil)
+	if err != nil || resultText(t, res) != "two: {}" {
+		t.Fatalf("new tool: %v %v", res, err)
+	}
+	srv.RemoveTools("one")
+	evs.wait(t, EventToolsChanged, "dyn")
+	if _, err := s.CallTool(context.Background(), "dyn__one", nil); !errors.Is(err, ErrUnknownTool) {
+		t.Errorf("removed tool: %v, want ErrUnknownTool", err)
+	}
+}
+
+func TestPolicyOutcomes(t *testing.T) {
+	t.Parallel()
+	type result struct {
+		text    string
+		errText string
+		module  string
+	}
+	approve := func(ok bool, err error) ApprovalFunc {
+		return func(ctx context.Context, req *ApprovalRequest) (bool, error) {
+			if req.Tool.Name != "srv__act" || req.Title != "Run act?" || req.Module != "rules" {
+				return false, fmt.Errorf("unexpected request %+v", req)
+			}
+			return ok, err
+		}
+	}
+	ask := policies.Decision{Outcome: policies.RequireApproval, Module: "rules", Reason: "writes need a human", Title: "Run act?"}
+	for _, tc := range []struct {
+		name      string
+		policy    policies.Enforcer
+		approvals ApprovalDecider
+		approve   ApprovalFunc
+		want      result
+	}{
+		{"allow", &allowAll{}, nil, nil, result{text: `act: {"n":1}`}},
+		{"block", fixedPolicy{Outcome: policies.Block, Module: "rules", Reason: "no acting"}, nil, nil,
+			result{errText: `runtime: tool "srv__act": blocked by policy "rules": no acting`, module: "rules"}},
+		{"rewrite", fixedPolicy{Outcome: policies.Allow, Arguments: json.RawMessage(`{"n":2}`)}, nil, nil, result{text: `act: {"n":2}`}},
+		{"approval without callback", fixedPolicy(ask), nil, nil,
+			result{errText: `approval denied by the approver: nobody to ask`}},
+		{"approved by human", fixedPolicy(ask), nil, approve(true, nil), result{text: `act: {"n":1}`}},
+		{"refused by human", fixedPolicy(ask), nil, approve(false, nil), result{errText: `runtime: tool "srv__act": approval denied by the approver`}},
+		{"callback error", fixedPolicy(ask), nil, approve(false, errors.New("user away")), result{errText: `approval denied by the approver: user away`}},
+		{"decider allows", fixedPolicy(ask), &fixedApproval{out: policies.ApprovalOutcome{Decision: policies.AllowOnce}}, approve(false, nil), result{text: `act: {"n":1}`}},
+		{"decider denies", fixedPolicy(ask), &fixedApproval{out: policies.ApprovalOutcome{Decision: policies.Deny, Module: "approvals", Reason: "never"}}, approve(true, nil),
+			result{errText: `approval denied by policy "approvals": never`, module: "approvals"}},
+		{"decider asks", fixedPolicy(ask), &fixedApproval{out: policies.ApprovalOutcome{Decision: policies.Ask}}, approve(true, nil), result{text: `act: {"n":1}`}},
+		{"decider answers garbage", fixedPolicy(ask), &fixedApproval{out: policies.ApprovalOutcome{Decision: "maybe", Module: "odd"}}, approve(true, nil),
+			result{errText: `approval denied by policy "odd"`, module: "odd"}},
+		{"unknown outcome fails closed", fixedPolicy{Outcome: "perhaps", Module: "odd"}, nil, nil, result{errText: `blocked by policy "odd"`, module: "odd"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := newServer("srv", nil)
+			echoTool(srv, "act")
+			s := open(t, []Server{inProcess(t, "srv", srv)}, &Options{Enforcer: tc.policy, Approvals: tc.approvals, Approve: tc.approve})
+			res, err := s.CallTool(context.Background(), "srv__act", []byte(`{"n":1}`))
+			if tc.want.errText == "" {
+				if err != nil {
+					t.Fatalf("CallTool: %v", err)
+				}
+				if got := resultText(t, res); got != tc.want.text {
+					t.Errorf("result = %q, want %q", got, tc.want.text)
+				}
+				return
+			}
+			var pe *PolicyError
+			if !errors.As(err, &pe) || !strings.Contains(err.Error(), tc.want.errText) || pe.Module != tc.want.module {
+				t.Fatalf("CallTool: %v, want a *PolicyError %q from module %q", err, tc.want.errText, tc.want.module)
+			}
+			if fa, ok := tc.approvals.(*fixedApproval); ok {
+				r := fa.req[0]
+				if r.Kind != policies.ApprovalTool || r.Surface != policies.SurfaceEmbedded || r.Tool.Original != "act" || !strings.Contains(string(r.Request), `"reason":"writes need a human"`) {
+					t.Errorf("decide_approval input = %+v (%s)", r, r.Request)
+				}
+			}
+		})
+	}
+}
+
+func TestApprovalTimeout(t *testing.T) {
+	t.Parallel()
+	srv := newServer("srv", nil)
+	echoTool(srv, "act")
+	var deadline atomic.Bool
+	s := open(t, []Server{inProcess(t, "srv", srv)}, &Options{
+		Enforcer: fixedPolicy{Outcome: policies.RequireApproval, Module: "rules", TimeoutMs: 20},
+		Approve: func(ctx context.Context, req *ApprovalRequest) (bool, error) {
+			_, ok := ctx.Deadline()
+			deadline.Store(ok && req.Timeout == 20*time.Millisecond)
+			<-ctx.Done() // nobody answers
+			return false, ctx.Err()
+		},
+	})
+	_, err := s.CallTool(context.Background(), "srv__act", nil)
+	var pe *PolicyError
+	if !errors.As(err, &pe) || !strings.Contains(err.Error(), "not answered within 20ms") {
+		t.Fatalf("CallTool: %v, want an approval timeout", err)
+	}
+	if !deadline.Load() {
+		t.Error("the approval callback's ctx carried no deadline from timeout_ms")
+	}
+}
+
+// flaky adds a tool that fails while *fail is true.
+func flaky(srv *mcp.Server, fail *atomic.Bool) {
+	srv.AddTool(&mcp.Tool{Name: "op", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if fail.Load() {
+				return nil, errors.New("backend down")
+			}
+			return textResult("ok"), nil
+		})
+}
+
+func TestPauseAfterConsecutiveFailures(t *testing.T) {
+	t.Parallel()
+	srv := newServer("flaky", nil)
+	var fail atomic.Bool
+	fail.Store(true)
+	flaky(srv, &fail)
+	evs := newEvents()
+	s := open(t, []Server{inProcess(t, "flaky", srv)}, &Options{OnEvent: evs.on, PauseDuration: 200 * time.Millisecond})
+	ctx := context.Background()
+	for i := range 3 {
+		_, err := s.CallTool(ctx, "flaky__op", nil)
+		var se *ServerError
+		if !errors.As(err, &se) || se.Op != "tools/call" || !strings.Contains(err.Error(), "backend down") {
+			t.Fatalf("failure %d: %v, want a *ServerError", i+1, err)
+		}
+	}
+	ev := evs.wait(t, EventPaused, "flaky")
+	fail.Store(false)
+	_, err := s.CallTool(ctx, "flaky__op", nil)
+	var pe *PausedError
+	if !errors.As(err, &pe) || !pe.Until.Equal(ev.Until) {
+		t.Fatalf("while paused: %v, want a *PausedError until %v", err, ev.Until)
+	}
+	wantMsg := fmt.Sprintf(`runtime: MCP server "flaky" is paused after 3 consecutive failures; retry after %s`, ev.Until.UTC().Format("2006-01-02T15:04:05.000Z"))
+	if err.Error() != wantMsg {
+		t.Errorf("error = %q, want %q", err, wantMsg)
+	}
+	if st := s.Status()[0]; !st.PausedUntil.Equal(ev.Until) {
+		t.Errorf("status paused until %v, want %v", st.PausedUntil, ev.Until)
+	}
+	evs.wait(t, EventResumed, "flaky")
+	res, err := s.CallTool(ctx, "flaky__op", nil)
+	if err != nil || resultText(t, res) != "ok" {
+		t.Fatalf("after the pause: %v %v", res, err)
+	}
+}
+
+func TestSuccessResetsFailureCount(t *testing.T) {
+	t.Parallel()
+	srv := newServer("flaky", nil)
+	var fail atomic.Bool
+	flaky(srv, &fail)
+	s := open(t, []Server{inProcess(t, "flaky", srv)}, &Options{})
+	ctx := context.Background()
+	for _, f := range []bool{true, true, false, true, true, false} {
+		fail.Store(f)
+		_, err := s.CallTool(ctx, "flaky__op", nil)
+		if (err != nil) != f {
+			t.Fatalf("fail=%v: %v", f, err)
+		}
+		var pe *PausedError
+		if errors.As(err, &pe) {
+			t.Fatalf("paused after non-consecutive failures: %v", err)
+		}
+	}
+}
+
+// gate adds a tool that blocks until release is closed, counting the calls
+// inside it.
+func gate(srv *mcp.Server, inside, peak *atomic.Int32, entered chan<- struct{}, release <-chan struct{}) {
+	srv.AddTool(&mcp.Tool{Name: "slow", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			n := inside.Add(1)
+			defer inside.Add(-1)
+			for {
+				p := peak.Load()
+				if n <= p || peak.CompareAndSwap(p, n) {
+					break
+				}
+			}
+			entered <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return textResult("done"), nil
+		})
+}
+
+func TestParallelism(t *testing.T) {
+	t.Parallel()
+	for _, parallel := range []bool{false, true} {
+		t.Run(fmt.Sprintf("parallel=%v", parallel), func(t *testing.T) {
+			t.Parallel()
+			srv := newServer("srv", nil)
+			var inside, peak atomic.Int32
+			entered := make(chan struct{}, 4)
+			release := make(chan struct{})
+			gate(srv, &inside, &peak, entered, release)
+			sv := inProcess(t, "srv", srv)
+			sv.SupportsParallelToolCalls = parallel
+			s := open(t, []Server{sv}, &Options{})
+			var wg sync.WaitGroup
+			errs := make([]error, 3)
+			for i := range 3 {
+				wg.Go(func() { _, errs[i] = s.CallTool(context.Background(), "srv__slow", nil) })
+			}
+			<-entered
+			if parallel {
+				<-entered // a second call enters while the first is held
+				<-entered
+			}
+			close(release)
+			wg.Wait()
+			for _, err := range errs {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := int32(1)
+			if parallel {
+				want = 3
+			}
+			if got := peak.Load(); got != want {
+				t.Errorf("peak concurrent calls = %d, want %d", got, want)
+			}
+		})
+	}
+}
+
+func TestRequestTimeoutCancelsUpstream(t *testing.T) {
+	t.Parallel()
+	srv := newServer("srv", nil)
+	var inside atomic.Int32
+	entered := make(chan struct{}, 4)
+	cancelled := make(chan struct{}, 4)
+	srv.AddTool(&mcp.Tool{Name: "hang", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			inside.Add(1)
+			entered <- struct{}{}
+			<-ctx.Done() // ends only when the client's cancellation arrives
+			cancelled <- struct{}{}
+			return nil, ctx.Err()
+		})
+	sv := inProcess(t, "srv", srv)
+	sv.Entry.RequestTimeoutMs = 50
+	sv.SupportsParallelToolCalls = true
+	s := open(t, []Server{sv}, &Options{})
+
+	_, err := s.CallTool(context.Background(), "srv__hang", nil)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "no answer within the request timeout (50ms)") {
+		t.Fatalf("CallTool: %v, want the request timeout", err)
+	}
+	<-cancelled // notifications/cancelled reached the server
+
+	// A caller's cancellation is passed upstream too, and is not the
+	// server's failure.
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-entered; <-entered; cancel() }()
+	_, err = s.CallTool(ctx, "srv__hang", nil)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled CallTool: %v", err)
+	}
+	<-cancelled
+	s.conns[0].mu.Lock()
+	failures := s.conns[0].failures
+	s.conns[0].mu.Unlock()
+	if failures != 1 {
+		t.Errorf("failures = %d, want 1 (the timeout only)", failures)
+	}
+}
+
+func TestProgressPassesThrough(t *testing.T) {
+	t.Parallel()
+	srv := newServer("srv", nil)
+	srv.AddTool(&mcp.Tool{Name: "work", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			tok := req.Params.GetProgressToken()
+			if tok == nil {
+				return textResult("no token"), nil
+			}
+			for i := 1; i <= 3; i++ {
+				if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: 3, Message: fmt.Sprintf("step %d", i)}); err != nil {
+					return nil, err
+				}
+			}
+			return textResult("done"), nil
+		})
+	s := open(t, []Server{inProcess(t, "srv", srv)}, &Options{})
+	var mu sync.Mutex
+	var got []Progress
+	ctx := WithProgress(context.Background(), func(p Progress) {
+		mu.Lock()
+		got = append(got, p)
+		mu.Unlock()
+	})
+	res, err := s.CallTool(ctx, "srv__work", nil)
+	if err != nil || resultText(t, res) != "done" {
+		t.Fatalf("CallTool: %v %v", res, err)
+	}
+	// Notifications may be handled after the result: wait for them (a hang
+	// fails the test, not a slow machine).
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n == 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []Progress{{"srv__work", 1, 3, "step 1"}, {"srv__work", 2, 3, "step 2"}, {"srv__work", 3, 3, "step 3"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("progress = %+v, want %+v", got, want)
+	}
+	if res, _ := s.CallTool(context.Background(), "srv__work", nil); resultText(t, res) != "no token" {
+		t.Error("a call without WithProgress asked for progress")
+	}
+}
+
+func TestCloseEndsEverything(t *testing.T) {
+	t.Parallel()
+	srv := newServer("srv", nil)
+	var inside, peak atomic.Int32
+	entered := make(chan struct{}, 1)
+	gate(srv, &inside, &peak, entered, make(chan struct{}))
+	s := open(t, []Server{inProcess(t, "srv", srv)}, &Options{})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.CallTool(context.Background(), "srv__slow", nil)
+		errc <- err
+	}()
+	<-entered
+	var wg sync.WaitGroup
+	for range 3 { // concurrent, idempotent
+		wg.Go(func() {
+			if err := s.Close(context.Background()); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := <-errc; !errors.Is(err, ErrClosed) {
+		t.Errorf("call in flight: %v, want ErrClosed", err)
+	}
+	if _, err := s.CallTool(context.Background(), "srv__slow", nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("CallTool after Close: %v", err)
+	}
+	if _, err := s.Tools(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Errorf("Tools after Close: %v", err)
+	}
+	if err := s.Connect(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Errorf("Connect after Close: %v", err)
+	}
+	if st := s.Status(); st[0].Connected {
+		t.Error("status still connected after Close")
+	}
+}
+
+func TestCallBeforeConnect(t *testing.T) {
+	t.Parallel()
+	s, err := New(nil, &Options{Enforcer: &allowAll{}, Sanitizer: nativeNamer{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CallTool(context.Background(), "x", nil); !errors.Is(err, ErrNotConnected) {
+		t.Errorf("CallTool before Connect: %v", err)
+	}
+	if err := s.Connect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Connect(context.Background()); err == nil {
+		t.Error("second Connect succeeded")
+	}
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,198 @@
+package runtime
+
+import (
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/transport"
+)
+
+// DefaultListTimeout bounds the tools/list requests of a catalog build for a
+// server that sets no requestTimeoutMs (OpenClaw §11.5: 1500 ms).
+const DefaultListTimeout = 1500 * time.Millisecond
+
+// Pagination caps of one server's tools/list (OpenClaw §11.5). A listing
+// that exceeds one fails with a *[ListError] naming the cap, and the server
+// contributes no tools.
+const (
+	MaxListPages = 128
+	MaxListTools = 16384
+	MaxListBytes = 10 << 20
+)
+
+// Server is one MCP server of a session: an `mcp.servers` entry of
+// openclaw.json, or a transport the embedder built.
+type Server struct {
+	// Name is the mcp.servers key: the raw server name handed to the
+	// sanitize_tool_names hook and shown in diagnostics. Names are unique
+	// within a session.
+	Name string
+	// Entry is resolved by transport.Resolve when the session connects
+	// (stdio under the transport's supervisor, SSE or streamable HTTP). Its
+	// ConnectionTimeoutMs and RequestTimeoutMs (0 = OpenClaw's defaults,
+	// 30 s and 60 s) apply to Transport too.
+	Entry transport.ServerEntry
+	// Transport, when set, is used instead of resolving Entry: an in-process
+	// server (mcp.NewInMemoryTransports) or a transport of the embedder's
+	// own. It is connected once per session.
+	Transport mcp.Transport
+	// Disabled servers are declared (they take part in naming, as in
+	// OpenClaw, §11.6) but never connected: `enabled: false`.
+	Disabled bool
+	// BlockedEnv lists env keys of OpenClaw's stdio blocklist that the
+	// config's filter already dropped (config.ResolvedServer.BlockedEnv).
+	// A server with any is not started: its diagnostic is a
+	// *transport.BlockedEnvError naming the keys.
+	BlockedEnv []string
+	// ToolFilter hides tools: a tool is exposed when Include is empty or one
+	// of its patterns matches, and no Exclude pattern matches; a pattern
+	// matches the raw tool name or the exposed (namespaced) name, and `*`
+	// matches any run of characters (§11.6). nil exposes every tool.
+	ToolFilter *config.ToolFilter
+	// SupportsParallelToolCalls lets calls to this server overlap; by default
+	// (false, as in OpenClaw) they run one at a time.
+	SupportsParallelToolCalls bool
+}
+
+// connectTimeout returns the entry's connection timeout or the default.
+func (s *Server) connectTimeout() time.Duration {
+	return msOr(s.Entry.ConnectionTimeoutMs, transport.DefaultConnectionTimeout)
+}
+
+// requestTimeout returns the entry's request timeout or the default.
+func (s *Server) requestTimeout() time.Duration {
+	return msOr(s.Entry.RequestTimeoutMs, transport.DefaultRequestTimeout)
+}
+
+// listTimeout is the tools/list bound of §11.5: 1500 ms unless the server
+// sets requestTimeoutMs.
+func (s *Server) listTimeout() time.Duration {
+	return msOr(s.Entry.RequestTimeoutMs, DefaultListTimeout)
+}
+
+func msOr(ms float64, def time.Duration) time.Duration {
+	if ms <= 0 {
+		return def
+	}
+	return time.Duration(ms * float64(time.Millisecond))
+}
+
+// ServerFromConfig maps a resolved mcp.servers entry (config.ResolvedServer,
+// §11.4) to a Server whose Entry the transport package resolves: command,
+// args, cwd and the filtered env for stdio; URL, transport, headers (values
+// as written: the transport expands ${NAME}), TLS and mTLS settings for SSE
+// and streamable HTTP; both timeouts; auth "oauth"; enabled, toolFilter and
+// supportsParallelToolCalls.
+//
+// config reports timeouts with their defaults filled in, so a
+// requestTimeoutMs equal to the 60000 default is taken as unset: the
+// catalog's tools/list then uses the 1500 ms bound of §11.5.
+func ServerFromConfig(r *config.ResolvedServer) Server {
+	e := transport.ServerEntry{
+		Command:             r.Command,
+		Args:                append([]string(nil), r.Args...),
+		Cwd:                 r.Cwd,
+		URL:                 r.URL,
+		ConnectionTimeoutMs: r.ConnectionTimeoutMs,
+		ClientCert:          r.ClientCert,
+		ClientKey:           r.ClientKey,
+	}
+	if r.RequestTimeoutMs != config.DefaultRequestTimeoutMs {
+		e.RequestTimeoutMs = r.RequestTimeoutMs
+	}
+	if r.Transport != config.TransportStdio {
+		// A stdio entry has a non-empty command, which wins in Resolve;
+		// the transport only matters for URL entries.
+		e.Transport = r.Transport
+	}
+	if len(r.Env) > 0 {
+		e.Env = make(map[string]any, len(r.Env))
+		for _, v := range r.Env {
+			e.Env[v.Key] = v.Value
+		}
+	}
+	if len(r.Headers) > 0 {
+		e.Headers = make(map[string]any, len(r.Headers))
+		for _, h := range r.Headers {
+			e.Headers[h.Key] = h.Value
+		}
+	}
+	if !r.SSLVerify {
+		f := false
+		e.SSLVerify = &f
+	}
+	if r.OAuth {
+		e.Auth = "oauth"
+	}
+	s := Server{
+		Name:                      r.Name,
+		Entry:                     e,
+		Disabled:                  !r.Enabled,
+		BlockedEnv:                append([]string(nil), r.BlockedEnv...),
+		SupportsParallelToolCalls: r.SupportsParallelToolCalls,
+	}
+	if r.ToolFilter != nil {
+		s.ToolFilter = &config.ToolFilter{
+			Include: append([]string(nil), r.ToolFilter.Include...),
+			Exclude: append([]string(nil), r.ToolFilter.Exclude...),
+		}
+	}
+	return s
+}
+
+// ServersFromConfig maps every resolved entry with [ServerFromConfig],
+// keeping their order (the declaration order naming depends on).
+func ServersFromConfig(rs []*config.ResolvedServer) []Server {
+	out := make([]Server, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, ServerFromConfig(r))
+	}
+	return out
+}
+
+// allowed applies f to a tool known by its raw and exposed names (§11.6).
+func allowed(f *config.ToolFilter, raw, exposed string) bool {
+	if f == nil {
+		return true
+	}
+	matches := func(patterns []string) bool {
+		for _, p := range patterns {
+			if p = strings.TrimSpace(p); p == "" {
+				continue
+			}
+			if globMatch(p, raw) || globMatch(p, exposed) {
+				return true
+			}
+		}
+		return false
+	}
+	if len(f.Include) > 0 && !matches(f.Include) {
+		return false
+	}
+	return !matches(f.Exclude)
+}
+
+// globMatch reports whether s matches pattern, in which `*` matches any run
+// of characters (none included) and every other character itself.
+func globMatch(pattern, s string) bool {
+	parts := strings.Split(pattern, "*")
+	if len(parts) == 1 {
+		return pattern == s
+	}
+	if !strings.HasPrefix(s, parts[0]) {
+		return false
+	}
+	s = s[len(parts[0]):]
+	last := parts[len(parts)-1]
+	for _, p := range parts[1 : len(parts)-1] {
+		i := strings.Index(s, p)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(p):]
+	}
+	return strings.HasSuffix(s, last)
+}

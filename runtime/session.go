@@ -1,0 +1,554 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/transport"
+)
+
+// Tool is one entry of a session's catalog.
+type Tool struct {
+	// Name is the exposed name chosen by the sanitize_tool_names hook
+	// (`server__tool`, ^[a-zA-Z0-9_-]{1,64}$): what the LLM calls.
+	Name string
+	// Server is the raw name of the server the tool comes from.
+	Server string
+	// Upstream is the server's definition (Upstream.Name is the raw tool
+	// name). It is shared: do not modify it.
+	Upstream *mcp.Tool
+}
+
+// catalog is one build of a session's tools, immutable once published.
+type catalog struct {
+	tools  []Tool
+	byName map[string]*Tool
+	count  map[string]int // exposed tools per raw server name
+	// retryAt is the earliest time a server whose listing failed may be
+	// listed again; zero when none failed.
+	retryAt time.Time
+}
+
+// Session is an embedded MCP client runtime: the servers of one agent
+// session, their catalog and the policy boundary every call passes. Its
+// methods are safe for concurrent use.
+type Session struct {
+	opts  Options
+	log   *slog.Logger
+	conns []*conn // declaration order
+	byKey map[string]*conn
+
+	// life ends when Close starts: calls in flight (policy, approval,
+	// upstream request) are cancelled, which sends notifications/cancelled.
+	life    context.Context
+	endLife context.CancelFunc
+
+	mu        sync.Mutex
+	connected bool
+	closed    bool
+	closeDone chan struct{}
+	cat       *catalog
+
+	buildMu sync.Mutex    // one catalog build at a time
+	dirty   atomic.Bool   // a server's tools changed since the last build
+	seq     atomic.Uint64 // progress tokens and approval ids
+
+	progressMu sync.Mutex
+	progress   map[string]progressEntry
+}
+
+type progressEntry struct {
+	tool string
+	fn   func(Progress)
+}
+
+// New returns a session over servers (declaration order: it decides the
+// safe server names, §11.6). It starts nothing: Connect does. It fails when a
+// server name is empty or repeated, or a required option is missing.
+func New(servers []Server, opts *Options) (*Session, error) {
+	if opts == nil || opts.Enforcer == nil {
+		return nil, errors.New("runtime: Options.Enforcer is nil: every call must pass a before_tool_call policy (hand in the policy engine or a policies.Chain)")
+	}
+	if opts.Sanitizer == nil {
+		return nil, errors.New("runtime: Options.Sanitizer is nil: the catalog must be named by a sanitize_tool_names policy")
+	}
+	s := &Session{
+		opts:      *opts,
+		byKey:     make(map[string]*conn, len(servers)),
+		closeDone: make(chan struct{}),
+		progress:  map[string]progressEntry{},
+	}
+	s.life, s.endLife = context.WithCancel(context.Background())
+	s.opts.Reserved = slices.Clone(opts.Reserved)
+	if s.opts.PauseAfter <= 0 {
+		s.opts.PauseAfter = DefaultPauseAfter
+	}
+	if s.opts.PauseDuration <= 0 {
+		s.opts.PauseDuration = DefaultPauseDuration
+	}
+	if s.opts.ClientInfo == nil {
+		s.opts.ClientInfo = &mcp.Implementation{Name: "openclaw-go", Version: "dev"}
+	}
+	s.log = s.opts.Logger
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	for i := range servers {
+		sv := servers[i]
+		if sv.Name == "" {
+			return nil, fmt.Errorf("runtime: server %d has an empty name", i)
+		}
+		if _, dup := s.byKey[sv.Name]; dup {
+			return nil, fmt.Errorf("runtime: server %q is declared twice", sv.Name)
+		}
+		c := &conn{s: s, cfg: sv}
+		if !sv.SupportsParallelToolCalls {
+			c.turn = make(chan struct{}, 1)
+		}
+		s.conns = append(s.conns, c)
+		s.byKey[sv.Name] = c
+	}
+	return s, nil
+}
+
+// Connect connects every enabled server concurrently, each bounded by its
+// connection timeout, then lists their tools and names the catalog. A server
+// that fails becomes a diagnostic (Diagnostics, EventFailed) and contributes
+// no tools: it never fails the session. Connect returns an error only when
+// the session is closed, Connect was already called, or the catalog cannot
+// be named (a failing sanitize_tool_names policy: no unsanitized name is
+// ever exposed).
+func (s *Session) Connect(ctx context.Context) error {
+	s.mu.Lock()
+	switch {
+	case s.closed:
+		s.mu.Unlock()
+		return ErrClosed
+	case s.connected:
+		s.mu.Unlock()
+		return errors.New("runtime: Connect called twice")
+	}
+	s.connected = true
+	s.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.life, cancel) // Close aborts connecting
+	defer func() {
+		stop()
+		cancel()
+	}()
+
+	var wg sync.WaitGroup
+	for _, c := range s.conns {
+		if c.cfg.Disabled {
+			continue
+		}
+		wg.Go(func() { c.connect(ctx) })
+	}
+	wg.Wait()
+	_, err := s.rebuild(ctx)
+	return err
+}
+
+// Tools returns the catalog in its deterministic order (by safe server name,
+// raw tool name, raw server name; OpenClaw §11.6), listing again the servers
+// whose tools changed since the last call.
+func (s *Session) Tools(ctx context.Context) ([]Tool, error) {
+	cat, err := s.catalog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(cat.tools), nil
+}
+
+// catalog returns the current catalog, rebuilding it when a server's tools
+// changed or a failed listing may be retried.
+func (s *Session) catalog(ctx context.Context) (*catalog, error) {
+	s.mu.Lock()
+	closed, connected, cat := s.closed, s.connected, s.cat
+	s.mu.Unlock()
+	switch {
+	case closed:
+		return nil, ErrClosed
+	case !connected:
+		return nil, fmt.Errorf("%w: Connect has not been called", ErrNotConnected)
+	}
+	if cat != nil && !s.dirty.Load() && (cat.retryAt.IsZero() || time.Now().Before(cat.retryAt)) {
+		return cat, nil
+	}
+	return s.rebuild(ctx)
+}
+
+// rebuild lists the servers that need it and names a new catalog.
+func (s *Session) rebuild(ctx context.Context) (*catalog, error) {
+	s.buildMu.Lock()
+	defer s.buildMu.Unlock()
+	s.mu.Lock()
+	cat := s.cat
+	s.mu.Unlock()
+	if cat != nil && !s.dirty.Load() && (cat.retryAt.IsZero() || time.Now().Before(cat.retryAt)) {
+		return cat, nil // built by the caller we waited for
+	}
+	s.dirty.Store(false)
+	now := time.Now()
+	var wg sync.WaitGroup
+	for _, c := range s.conns {
+		if c.needsList(now) {
+			wg.Go(func() { c.relist(ctx) })
+		}
+	}
+	wg.Wait()
+	if err := s.closedErr(); err != nil {
+		return nil, err
+	}
+
+	req := &policies.SanitizeRequest{Reserved: s.opts.Reserved, Servers: make([]policies.SanitizeServer, len(s.conns))}
+	upstream := make([][]*mcp.Tool, len(s.conns))
+	cat = &catalog{count: map[string]int{}}
+	for i, c := range s.conns {
+		tools, retryAt := c.listing()
+		upstream[i] = tools
+		names := make([]string, len(tools))
+		for j, t := range tools {
+			names[j] = t.Name
+		}
+		req.Servers[i] = policies.SanitizeServer{Name: c.cfg.Name, Tools: names}
+		if !retryAt.IsZero() && (cat.retryAt.IsZero() || retryAt.Before(cat.retryAt)) {
+			cat.retryAt = retryAt
+		}
+	}
+	res, err := s.opts.Sanitizer.SanitizeToolNames(ctx, req)
+	if err == nil {
+		err = policies.ValidateSanitized("sanitize_tool_names", req, res)
+	}
+	if err != nil {
+		s.mu.Lock()
+		s.cat = nil
+		s.mu.Unlock()
+		return nil, fmt.Errorf("runtime: naming the catalog: %w", err)
+	}
+
+	type keyed struct {
+		Tool
+		safe string
+	}
+	var all []keyed
+	for i, c := range s.conns {
+		for j, t := range upstream[i] {
+			name := res.Servers[i].Tools[j].Name
+			if name == "" || !allowed(c.cfg.ToolFilter, t.Name, name) {
+				continue
+			}
+			all = append(all, keyed{Tool{Name: name, Server: c.cfg.Name, Upstream: t}, res.Servers[i].Safe})
+		}
+	}
+	slices.SortStableFunc(all, func(a, b keyed) int {
+		if c := config.LocaleCompare(a.safe, b.safe); c != 0 {
+			return c
+		}
+		if c := config.LocaleCompare(a.Upstream.Name, b.Upstream.Name); c != 0 {
+			return c
+		}
+		return config.LocaleCompare(a.Server, b.Server)
+	})
+	cat.tools = make([]Tool, len(all))
+	cat.byName = make(map[string]*Tool, len(all))
+	for i, k := range all {
+		cat.tools[i] = k.Tool
+		cat.byName[k.Name] = &cat.tools[i]
+		cat.count[k.Server]++
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	s.cat = cat
+	s.mu.Unlock()
+	return cat, nil
+}
+
+// CallTool calls the tool exposed as name with args (a JSON object; nil
+// means {}). Every call first passes before_tool_call (surface "embedded",
+// Options.Caller and SessionKey): a block returns a *PolicyError with the
+// module's reason; require_approval goes to Options.Approvals
+// (decide_approval), then, for "ask", to Options.Approve. The call then runs
+// under the server's request timeout (requestTimeoutMs, 60 s by default);
+// when ctx ends or the timeout passes, notifications/cancelled is sent
+// upstream. Calls to a server without supportsParallelToolCalls wait for
+// their turn. Progress notifications go to the handler of WithProgress.
+//
+// The result is the server's, tool errors (isError) included. Errors:
+// ErrClosed, ErrUnknownTool (wrapped), *PolicyError, *PausedError, and a
+// *ServerError for a server that is not connected or failed the request;
+// three consecutive failures pause the server (EventPaused).
+func (s *Session) CallTool(ctx context.Context, name string, args []byte) (*mcp.CallToolResult, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.life, cancel)
+	defer func() {
+		stop()
+		cancel()
+	}()
+	res, err := s.callTool(ctx, name, args)
+	if err != nil && s.life.Err() != nil {
+		return nil, ErrClosed
+	}
+	return res, err
+}
+
+func (s *Session) callTool(ctx context.Context, name string, args []byte) (*mcp.CallToolResult, error) {
+	cat, err := s.catalog(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t := cat.byName[name]
+	if t == nil {
+		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
+	}
+	c := s.byKey[t.Server]
+	call := &policies.ToolCall{
+		Surface:    policies.SurfaceEmbedded,
+		SessionKey: s.opts.SessionKey,
+		Caller:     s.opts.Caller,
+		Tool:       policies.ToolRef{Name: t.Name, Server: t.Server, Original: t.Upstream.Name},
+		Arguments:  args,
+	}
+	d := s.opts.Enforcer.BeforeToolCall(ctx, call)
+	if d.Arguments != nil {
+		args = d.Arguments
+	}
+	switch d.Outcome {
+	case policies.Allow:
+	case policies.RequireApproval:
+		if err := c.checkPaused(); err != nil {
+			return nil, err // do not ask a human for a call that cannot run
+		}
+		if err := s.approve(ctx, t, d, args); err != nil {
+			return nil, err
+		}
+	default: // Block, or an outcome no chain should produce: fail closed.
+		return nil, &PolicyError{Tool: t.Name, Server: t.Server, Outcome: policies.Block, Module: d.Module, Reason: d.Reason}
+	}
+	return c.call(ctx, t, args)
+}
+
+// approve settles a require_approval decision: decide_approval first, then
+// the embedder's callback for "ask".
+func (s *Session) approve(ctx context.Context, t *Tool, d policies.Decision, args []byte) error {
+	refuse := func(module, reason string) error {
+		return &PolicyError{Tool: t.Name, Server: t.Server, Outcome: policies.RequireApproval, Module: module, Reason: reason}
+	}
+	timeout := time.Duration(d.TimeoutMs) * time.Millisecond
+	if s.opts.Approvals != nil {
+		payload, _ := json.Marshal(map[string]string{ // cannot fail: strings only
+			"reason": d.Reason, "title": d.Title, "description": d.Description, "module": d.Module,
+		})
+		out := s.opts.Approvals.DecideApproval(ctx, &policies.ApprovalRequest{
+			Kind:       policies.ApprovalTool,
+			ID:         "embedded-" + strconv.FormatUint(s.seq.Add(1), 10),
+			Surface:    policies.SurfaceEmbedded,
+			SessionKey: s.opts.SessionKey,
+			Requester:  s.opts.Caller,
+			Tool:       policies.ToolRef{Name: t.Name, Server: t.Server, Original: t.Upstream.Name},
+			Request:    payload,
+		})
+		switch out.Decision {
+		case policies.AllowOnce, policies.AllowAlways:
+			return nil
+		case policies.Ask:
+			if out.TTL > 0 {
+				timeout = out.TTL
+			}
+		default: // Deny, or anything else: fail closed.
+			return refuse(out.Module, out.Reason)
+		}
+	}
+	if s.opts.Approve == nil {
+		return refuse("", "nobody to ask: Options.Approve is nil")
+	}
+	actx, cancel := ctx, context.CancelFunc(func() {})
+	if timeout > 0 {
+		actx, cancel = context.WithTimeout(ctx, timeout)
+	}
+	defer cancel()
+	ok, err := s.opts.Approve(actx, &ApprovalRequest{
+		Tool: *t, Arguments: args, Module: d.Module, Title: d.Title, Description: d.Description,
+		Reason: d.Reason, Timeout: timeout, SessionKey: s.opts.SessionKey, Caller: s.opts.Caller,
+	})
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case actx.Err() != nil && (err != nil || !ok):
+		return refuse("", fmt.Sprintf("not answered within %v", timeout))
+	case err != nil:
+		return refuse("", err.Error())
+	case !ok:
+		return refuse("", "")
+	}
+	return nil
+}
+
+// Progress is one notifications/progress of a running call.
+type Progress struct {
+	// Tool is the exposed name of the call.
+	Tool string
+	// Progress and Total are the server's figures (Total 0 when unknown).
+	Progress, Total float64
+	Message         string
+}
+
+type progressKey struct{}
+
+// WithProgress returns a context whose CallTool asks the server for
+// progress notifications and passes each to fn, from the goroutine that
+// reads the server's messages (fn must not block long).
+func WithProgress(ctx context.Context, fn func(Progress)) context.Context {
+	return context.WithValue(ctx, progressKey{}, fn)
+}
+
+func (s *Session) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	tok, ok := req.Params.ProgressToken.(string)
+	if !ok {
+		return
+	}
+	s.progressMu.Lock()
+	e, ok := s.progress[tok]
+	s.progressMu.Unlock()
+	if ok {
+		e.fn(Progress{Tool: e.tool, Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message})
+	}
+}
+
+// ServerStatus is a server's state, for status output.
+type ServerStatus struct {
+	// Name is the raw server name.
+	Name string
+	// Kind is the resolved transport; empty for a Server.Transport of the
+	// embedder's, or when resolution failed.
+	Kind transport.Kind
+	// Launch is the redacted command line or URL (`mcp status`).
+	Launch string
+	// Enabled is false for a disabled server.
+	Enabled bool
+	// Connected reports an open MCP session.
+	Connected bool
+	// Tools is the count of the server's tools in the current catalog.
+	Tools int
+	// PausedUntil is the end of the current pause, zero when not paused.
+	PausedUntil time.Time
+	// Err is the latest diagnostic (a *ServerError), nil when healthy.
+	Err error
+}
+
+// Status returns every declared server's state, in declaration order.
+func (s *Session) Status() []ServerStatus {
+	s.mu.Lock()
+	cat := s.cat
+	s.mu.Unlock()
+	out := make([]ServerStatus, len(s.conns))
+	now := time.Now()
+	for i, c := range s.conns {
+		c.mu.Lock()
+		st := ServerStatus{
+			Name: c.cfg.Name, Kind: c.kind, Launch: c.launch, Enabled: !c.cfg.Disabled,
+			Connected: c.cs != nil,
+		}
+		if c.err != nil {
+			st.Err = c.err
+		}
+		if now.Before(c.pausedUntil) {
+			st.PausedUntil = c.pausedUntil
+		}
+		c.mu.Unlock()
+		if cat != nil {
+			st.Tools = cat.count[c.cfg.Name]
+		}
+		out[i] = st
+	}
+	return out
+}
+
+// Diagnostics returns the servers' current failures, in declaration order:
+// each a *ServerError naming the server and the step that failed.
+func (s *Session) Diagnostics() []error {
+	var out []error
+	for _, c := range s.conns {
+		c.mu.Lock()
+		if c.err != nil {
+			out = append(out, c.err)
+		}
+		c.mu.Unlock()
+	}
+	return out
+}
+
+// Close disconnects every server (a stdio server and everything it started
+// is killed by the transport's supervisor) and makes every later call fail
+// with ErrClosed. Calls in flight fail with ErrClosed. It is idempotent and
+// safe for concurrent use; when ctx ends first, Close returns ctx.Err()
+// while the disconnections finish in the background, each bounded by the
+// transport's terminate duration.
+func (s *Session) Close(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		select {
+		case <-s.closeDone:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	s.closed = true
+	s.cat = nil
+	s.mu.Unlock()
+	s.endLife()
+
+	errc := make(chan error, 1)
+	go func() {
+		defer close(s.closeDone)
+		errs := make([]error, len(s.conns))
+		var wg sync.WaitGroup
+		for i, c := range s.conns {
+			wg.Go(func() { errs[i] = c.close() })
+		}
+		wg.Wait()
+		errc <- errors.Join(errs...)
+	}()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Session) closedErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+func (s *Session) emit(ev Event) {
+	if s.opts.OnEvent == nil {
+		return
+	}
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	s.opts.OnEvent(ev)
+}
