@@ -76,6 +76,7 @@ type routing struct {
 	mu      sync.Mutex
 	elicits map[string]*pendingElicit // requestState → form awaiting its answer
 	raised  map[string]raisedApproval // Gateway approval id → the call waiting on it
+	raising map[string]raisedApproval // toolCallId we sent → the call waiting on it
 }
 
 // raisedApproval is a Gateway approval the bridge raised and waits on.
@@ -97,7 +98,8 @@ type pendingElicit struct {
 
 func newRouting(o *Options) *routing {
 	r := &routing{decider: o.Approvals, raiser: o.ApprovalRaiser, memory: o.ApprovalMemory, audit: o.Audit,
-		now: o.Now, elicits: map[string]*pendingElicit{}, raised: map[string]raisedApproval{}}
+		now: o.Now, elicits: map[string]*pendingElicit{}, raised: map[string]raisedApproval{},
+		raising: map[string]raisedApproval{}}
 	if r.memory == nil {
 		r.memory = policies.NewApprovalMemory(&policies.ApprovalMemoryOptions{Now: o.Now})
 	}
@@ -264,7 +266,7 @@ func (b *Bridge) elicit(req *mcp.CallToolRequest, call *policies.ToolCall, d *po
 		return errorResult(d.Message() + "; too many approval forms are open, try again later")
 	}
 	msg := approvalTitle(areq, d) + "\n" + approvalDescription(areq, d, call.Arguments) +
-		fmt.Sprintf("\nAnswer within %s.", ttl.Round(time.Second))
+		fmt.Sprintf("\nAnswer within %s.", roundTTL(ttl))
 	return &mcp.CallToolResult{
 		InputRequests: mcp.InputRequestMap{ElicitationInputID: &mcp.ElicitParams{Mode: "form", Message: msg, RequestedSchema: elicitSchema}},
 		RequestState:  state,
@@ -325,6 +327,7 @@ func pluginApprovalParams(areq *policies.ApprovalRequest, d *policies.Decision, 
 	o.str("title", approvalTitle(areq, d))
 	o.str("description", approvalDescription(areq, d, args))
 	o.str("toolName", areq.Tool.Name)
+	o.str("toolCallId", areq.ID)
 	o.bool("twoPhase", true)
 	o.int("timeoutMs", max(ttl.Milliseconds(), 1))
 	return o.close()
@@ -338,6 +341,19 @@ func (b *Bridge) raiseOnGateway(ctx context.Context, req *mcp.CallToolRequest, c
 	start := r.now()
 	params := pluginApprovalParams(areq, d, call.Arguments, ttl)
 
+	// The Gateway may deliver plugin.approval.requested to the bridge's
+	// connection before the accepted response reaches the raiser: the call
+	// is known by its toolCallId from the start, so that a self-approval
+	// in that window is recognised too.
+	mine := raisedApproval{session: req.Session, sessionKey: areq.SessionKey, tool: areq.Tool.Name}
+	r.mu.Lock()
+	r.raising[areq.ID] = mine
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		delete(r.raising, areq.ID)
+		r.mu.Unlock()
+	}()
 	var (
 		idMu sync.Mutex
 		id   string
@@ -354,7 +370,7 @@ func (b *Bridge) raiseOnGateway(ctx context.Context, req *mcp.CallToolRequest, c
 		id = aid
 		idMu.Unlock()
 		r.mu.Lock()
-		r.raised[aid] = raisedApproval{session: req.Session, sessionKey: areq.SessionKey, tool: areq.Tool.Name}
+		r.raised[aid] = mine
 		r.mu.Unlock()
 	}
 	wctx, cancel := context.WithTimeout(ctx, ttl+raiseGrace)
@@ -379,7 +395,7 @@ func (b *Bridge) raiseOnGateway(ctx context.Context, req *mcp.CallToolRequest, c
 			return deny(fmt.Sprintf("the call was cancelled; approval %s withdrawn", aid))
 		case aid != "" && wctx.Err() != nil:
 			b.withdraw(ctx, aid)
-			return deny(fmt.Sprintf("approval %s expired after %s without a decision", aid, ttl.Round(time.Second)))
+			return deny(fmt.Sprintf("approval %s expired after %s without a decision", aid, roundTTL(ttl)))
 		case ctx.Err() != nil:
 			return deny("the call was cancelled before the approval reached the gateway")
 		}
@@ -401,7 +417,7 @@ func (b *Bridge) raiseOnGateway(ctx context.Context, req *mcp.CallToolRequest, c
 		return deny(fmt.Sprintf("no approver can see approval %s, so the gateway expired it at once "+
 			"(connect an approval client of this device, or the control UI)", aid))
 	case final.Decision == nil:
-		return deny(fmt.Sprintf("approval %s expired after %s without a decision", aid, ttl.Round(time.Second)))
+		return deny(fmt.Sprintf("approval %s expired after %s without a decision", aid, roundTTL(ttl)))
 	}
 	switch policies.ApprovalDecision(*final.Decision) {
 	case policies.AllowOnce:
@@ -445,8 +461,12 @@ func (b *Bridge) checkSelfApproval(ctx context.Context, req *mcp.CallToolRequest
 	r := b.routing
 	id, _ := a.str("id")
 	id = normalizeApprovalID(id)
+	toolCallID := b.approvals.toolCallID(id)
 	r.mu.Lock()
 	raised, ok := r.raised[id]
+	if !ok && toolCallID != "" {
+		raised, ok = r.raising[toolCallID]
+	}
 	r.mu.Unlock()
 	if !ok || raised.session != req.Session {
 		return nil
@@ -472,4 +492,13 @@ func (b *Bridge) checkSelfApproval(ctx context.Context, req *mcp.CallToolRequest
 	r.record(areq, AuditRouteSelf, policies.Deny, reason, start)
 	return errorResult("refused: " + reason + "; a human must answer it in OpenClaw, or a decide_approval " +
 		"policy must allow permissions_respond self-approval")
+}
+
+// roundTTL shortens a TTL for messages: whole seconds from 10 s up,
+// tenths of a second below.
+func roundTTL(d time.Duration) time.Duration {
+	if d >= 10*time.Second {
+		return d.Round(time.Second)
+	}
+	return d.Round(100 * time.Millisecond)
 }

@@ -529,3 +529,54 @@ func TestElicitationStateIsBound(t *testing.T) {
 		t.Errorf("forged state = %q, want a refusal", resultText(res))
 	}
 }
+
+// earlyEventRaiser plays the real Gateway's order (testdata/approvals-real
+// conn 3 and 4): the bridge's connection gets plugin.approval.requested
+// before the raiser's accepted response, which here never comes; the
+// decision arrives on release.
+type earlyEventRaiser struct {
+	b       **Bridge
+	release chan string
+}
+
+func (r earlyEventRaiser) RaiseApproval(ctx context.Context, _ string, params any, _ func(json.RawMessage)) (json.RawMessage, error) {
+	var p struct {
+		ToolName   string `json:"toolName"`
+		ToolCallID string `json:"toolCallId"`
+	}
+	raw, _ := json.Marshal(params)
+	_ = json.Unmarshal(raw, &p)
+	ev, _ := json.Marshal(map[string]any{"approvalKind": "plugin", "id": "plugin:early",
+		"request": map[string]any{"pluginId": ApprovalPluginID, "toolName": p.ToolName, "toolCallId": p.ToolCallID}})
+	(*r.b).HandleGatewayEvent("plugin.approval.requested", ev)
+	select {
+	case d := <-r.release:
+		return json.RawMessage(`{"id":"plugin:early","decision":"` + d + `"}`), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// A self-approval sent before the accepted response reached the raiser is
+// refused too: the bridge knows its request by the toolCallId it sent.
+func TestSelfApprovalBeforeAccepted(t *testing.T) {
+	t.Parallel()
+	var b *Bridge
+	raiser := earlyEventRaiser{b: &b, release: make(chan string, 1)}
+	gw := &fixtureGateway{t: t}
+	b = New(gw, &Options{Policy: approvalPolicy{tool: ToolEventsPoll}, ApprovalRaiser: raiser})
+	cs := connectClient(t, b, "")
+	waiting := callAsync(tctx(t), cs, ToolEventsPoll)
+	id := openApprovalID(t, cs, ToolEventsPoll)
+	res := call(t, cs, tctx(t), ToolPermissionsRespond, map[string]any{"kind": "plugin", "id": id, "decision": "allow-once"})
+	if !res.IsError || !strings.Contains(resultText(res), "cannot approve its own call") {
+		t.Errorf("early self-approval = %q, want a refusal", resultText(res))
+	}
+	if calls := gw.recorded(); len(calls) != 0 {
+		t.Errorf("the refused self-approval reached the gateway: %v", calls)
+	}
+	raiser.release <- "deny"
+	if r := <-waiting; r.err != nil || !r.res.IsError || !strings.Contains(resultText(r.res), "denied on the gateway") {
+		t.Errorf("denied call: %v %q", r.err, resultText(r.res))
+	}
+}

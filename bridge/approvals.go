@@ -193,6 +193,21 @@ func (t *approvalTracker) tick() {
 	t.scheduleLocked()
 }
 
+// toolCallID returns request.toolCallId of the open approval id, or "".
+func (t *approvalTracker) toolCallID(id string) string {
+	t.mu.Lock()
+	a := t.entries[normalizeApprovalID(id)]
+	t.mu.Unlock()
+	if a == nil || a.request == nil {
+		return ""
+	}
+	var r struct {
+		ToolCallID string `json:"toolCallId"`
+	}
+	_ = json.Unmarshal(a.request, &r)
+	return r.ToolCallID
+}
+
 // sweeperActive reports whether the sweeper timer is armed (for tests).
 func (t *approvalTracker) sweeperActive() bool {
 	t.mu.Lock()

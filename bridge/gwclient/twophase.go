@@ -81,9 +81,13 @@ func (h debugHandler) Handle(ctx context.Context, r slog.Record) error {
 	return h.Handler.Handle(ctx, r)
 }
 
-func (h debugHandler) WithAttrs(as []slog.Attr) slog.Handler { return debugHandler{h.Handler.WithAttrs(as)} }
+func (h debugHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return debugHandler{h.Handler.WithAttrs(as)}
+}
 
-func (h debugHandler) WithGroup(name string) slog.Handler { return debugHandler{h.Handler.WithGroup(name)} }
+func (h debugHandler) WithGroup(name string) slog.Handler {
+	return debugHandler{h.Handler.WithGroup(name)}
+}
 
 // ErrNoApprovalRoute is wrapped by [ApprovalRaiser.RaiseApproval] when the
 // side connection could not be established, so no approval was raised.
