@@ -29,5 +29,39 @@
 // writes and reads the custom claude/channel notifications and gives
 // tools/list OpenClaw's order and `execution` member.
 //
+// # Approval routing
+//
+// When before_tool_call answers require_approval, the bridge first asks
+// decide_approval ([Options].Approvals; kind "tool", the tool, a summary of
+// the arguments, the session key, the MCP client as requester):
+// allow-once and allow-always run the call, deny fails it with the policy's
+// reason, ask hands it to a human, for the TTL the policy gave (else the
+// verdict's timeout_ms, else [DefaultToolApprovalTTL]):
+//
+//   - MCP elicitation when the client advertised the elicitation
+//     capability: the call answers input-required with an approve/deny form
+//     (go-sdk turns it into elicitation/create for clients before protocol
+//     2026-07-28, whose tools/call cannot carry it); the retried call runs
+//     when the form came back accepted with "approve".
+//   - Otherwise a Gateway plugin approval ([Options].ApprovalRaiser):
+//     plugin.approval.request {pluginId "openclaw-go", title, description,
+//     toolName, toolCallId, twoPhase, timeoutMs} raised on a short-lived
+//     second connection of the same device, so that the bridge's own
+//     connection (permissions_list_open), OpenClaw's approval clients of
+//     this device and operator.admin clients (the control UI) see it. The
+//     call waits for the decision; expiry, a request nobody may see
+//     (decision null at once) and MCP cancellation fail it, and a cancelled
+//     or timed-out request is withdrawn with a deny.
+//   - With neither, the call fails closed: "no approval route is
+//     configured".
+//
+// An agent cannot approve its own call: permissions_respond from the MCP
+// session whose call raised the approval is refused, unless decide_approval
+// answers allow-once or allow-always for kind "tool", tool
+// "permissions_respond" and a request carrying "self_approval":true. A
+// human's allow-always is remembered per session key and tool
+// ([Options].ApprovalMemory). Each routing decision is audited
+// ([Options].Audit, hook decide_approval, modules bridge:*).
+//
 // Reference: shared/reference/openclaw-protocol.md §3–§10.
 package bridge

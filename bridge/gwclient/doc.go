@@ -17,7 +17,14 @@
 //     after it, drops are retried forever with a 1 s doubling backoff capped
 //     at 30 s;
 //   - keep-alive: the socket is closed with 4000 "tick timeout" when nothing
-//     arrived for more than 2 × tickIntervalMs and no request is pending.
+//     arrived for more than 2 × tickIntervalMs and no request is pending;
+//   - two-phase requests ([Client.RequestTwoPhase]): an approval request
+//     with twoPhase:true is answered first {"status":"accepted",…}, then
+//     with the final {"id","decision"} under the same id.
+//
+// [ApprovalRaiser] raises an approval on a short-lived connection of its
+// own, because the Gateway never shows a request to the connection that
+// raised it (§5).
 //
 // A [Client] satisfies bridge.GatewayConn without importing package bridge.
 //
