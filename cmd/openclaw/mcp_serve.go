@@ -140,6 +140,7 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 		ServerVersion:     version,
 		Approvals:         pol,
 		ApprovalRaiser:    gwclient.NewApprovalRaiser(gwOpts),
+		Audit:             pol.AuditSink(),
 	})
 
 	// The MCP transport starts first so initialize is answered before the

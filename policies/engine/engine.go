@@ -713,6 +713,11 @@ func (e *Engine) Modules() []ModuleInfo {
 // "stderr", or "(embedder's sink)".
 func (e *Engine) AuditDestination() string { return e.auditDst }
 
+// AuditSink is the sink every chain of the engine audits to, for surfaces
+// that record decisions of their own (the bridge's approval routing) in
+// the same log. It stays valid across reloads and until Close.
+func (e *Engine) AuditSink() policies.AuditSink { return e.audit }
+
 // Reload reads the policy file and every module source again and, if
 // everything loads, swaps the policy set atomically; modules whose bytes,
 // config, pin, limits and hooks are unchanged keep their instances. Calls
