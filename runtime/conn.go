@@ -62,13 +62,14 @@ func (c *conn) red() *transport.Redactor {
 }
 
 // connect resolves and connects the server, bounded by its connection
-// timeout. Failures are recorded, never returned.
-func (c *conn) connect(ctx context.Context) {
+// timeout, and reports whether it is connected. Failures are recorded,
+// never returned.
+func (c *conn) connect(ctx context.Context) bool {
 	if len(c.cfg.BlockedEnv) > 0 {
 		keys := slices.Clone(c.cfg.BlockedEnv)
 		slices.Sort(keys)
 		c.fail("resolve", &transport.BlockedEnvError{Server: c.cfg.Name, Keys: keys})
-		return
+		return false
 	}
 	tr := c.cfg.Transport
 	if tr == nil {
@@ -82,7 +83,7 @@ func (c *conn) connect(ctx context.Context) {
 		r, err := transport.Resolve(c.cfg.Name, c.cfg.Entry, &topts)
 		if err != nil {
 			c.fail("resolve", err)
-			return
+			return false
 		}
 		tr = r.Transport
 		c.mu.Lock()
@@ -103,7 +104,7 @@ func (c *conn) connect(ctx context.Context) {
 			err = fmt.Errorf("no answer within the connection timeout (%v): %w", timeout, err)
 		}
 		c.fail("connect", err)
-		return
+		return false
 	}
 	c.s.mu.Lock()
 	closed := c.s.closed
@@ -118,9 +119,10 @@ func (c *conn) connect(ctx context.Context) {
 	c.s.mu.Unlock()
 	if closed {
 		_ = cs.Close()
-		return
+		return false
 	}
 	c.s.emit(Event{Kind: EventConnected, Server: c.cfg.Name})
+	return true
 }
 
 // toolsChanged handles notifications/tools/list_changed. It only marks the

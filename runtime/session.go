@@ -154,7 +154,11 @@ func (s *Session) Connect(ctx context.Context) error {
 		if c.cfg.Disabled {
 			continue
 		}
-		wg.Go(func() { c.connect(ctx) })
+		wg.Go(func() {
+			if c.connect(ctx) {
+				c.relist(ctx) // no barrier: each server lists as soon as it is up
+			}
+		})
 	}
 	wg.Wait()
 	_, err := s.rebuild(ctx)

@@ -1,0 +1,162 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	goruntime "runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/policies"
+)
+
+// allowFast is the cheapest native before_tool_call: it allows without
+// recording. The Wasm built-in modules cannot be loaded here (runtime must not
+// import the engine); their own cost is measured in policies/builtin.
+type allowFast struct{}
+
+func (allowFast) BeforeToolCall(_ context.Context, call *policies.ToolCall) policies.Decision {
+	return policies.Decision{Outcome: policies.Allow, Arguments: call.Arguments}
+}
+
+// BenchmarkCallTool compares tools/call through the runtime (native allow
+// policy, sequential server) with a direct go-sdk client to the same
+// in-process server, interleaved in one run; it reports both medians and
+// their ratio (DESIGN.md §6 target: ≤ 1.10× with the built-in hooks).
+func BenchmarkCallTool(b *testing.B) {
+	ctx := context.Background()
+	srv := newServer("bench", nil)
+	echoTool(srv, "echo")
+
+	// Direct: a go-sdk client on its own in-memory connection.
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "direct"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+
+	s := open(b, []Server{inProcess(b, "bench", srv)}, &Options{Enforcer: allowFast{}})
+	args := []byte(`{"message":"hi"}`)
+	direct := &mcp.CallToolParams{Name: "echo", Arguments: json.RawMessage(args)}
+
+	dd := make([]time.Duration, 0, b.N)
+	rd := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		if _, err := cs.CallTool(ctx, direct); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if _, err := s.CallTool(ctx, "bench__echo", args); err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		dd = append(dd, t1.Sub(t0))
+		rd = append(rd, t2.Sub(t1))
+	}
+	b.StopTimer()
+	dm, rm := median(dd), median(rd)
+	b.ReportMetric(float64(dm.Nanoseconds()), "direct-median-ns")
+	b.ReportMetric(float64(rm.Nanoseconds()), "runtime-median-ns")
+	b.ReportMetric(float64(rm)/float64(dm), "ratio")
+}
+
+func median(d []time.Duration) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	slices.Sort(d)
+	return d[len(d)/2]
+}
+
+// BenchmarkCatalog50x100 connects 50 in-process servers of 100 tools each,
+// lists them and names the catalog with a native sanitizer double (DESIGN.md
+// §6 target: ≤ 50 ms).
+func BenchmarkCatalog50x100(b *testing.B) {
+	const nServers, nTools = 50, 100
+	ctx := context.Background()
+	for range b.N {
+		b.StopTimer()
+		servers := make([]Server, nServers)
+		var stops []func()
+		for i := range servers {
+			srv := newServer("s", nil)
+			for j := range nTools {
+				srv.AddTool(&mcp.Tool{
+					Name:        fmt.Sprintf("tool_%03d", j),
+					Description: "A tool of the benchmark catalog.",
+					InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`),
+				}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return textResult("ok"), nil })
+			}
+			ct, st := mcp.NewInMemoryTransports()
+			sctx, cancel := context.WithCancel(ctx)
+			done := make(chan struct{})
+			go func() { defer close(done); _ = srv.Run(sctx, st) }()
+			stops = append(stops, func() { cancel(); <-done })
+			servers[i] = Server{Name: fmt.Sprintf("server-%02d", i), Transport: ct}
+		}
+		goruntime.GC() // the setup's garbage (server-side AddTool) is not ours to collect
+		b.StartTimer()
+		s, err := New(servers, &Options{Enforcer: allowFast{}, Sanitizer: nativeNamer{}, Logger: quietLogger()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Connect(ctx); err != nil {
+			b.Fatal(err)
+		}
+		tools, err := s.Tools(ctx)
+		b.StopTimer()
+		if err != nil || len(tools) != nServers*nTools {
+			b.Fatalf("catalog of %d tools (%v), want %d", len(tools), err, nServers*nTools)
+		}
+		_ = s.Close(ctx)
+		for _, stop := range stops {
+			stop()
+		}
+		b.StartTimer()
+	}
+}
+
+// BenchmarkListTools100Direct is the floor of the catalog figure: one go-sdk
+// ListTools of 100 tools from an in-process server, without the runtime.
+func BenchmarkListTools100Direct(b *testing.B) {
+	ctx := context.Background()
+	srv := newServer("s", nil)
+	for j := range 100 {
+		srv.AddTool(&mcp.Tool{
+			Name:        fmt.Sprintf("tool_%03d", j),
+			Description: "A tool of the benchmark catalog.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`),
+		}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return textResult("ok"), nil })
+	}
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "direct"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := cs.ListTools(ctx, nil)
+		if err != nil || len(res.Tools) != 100 {
+			b.Fatal(len(res.Tools), err)
+		}
+	}
+}
