@@ -110,7 +110,7 @@ func (c *conn) connect(ctx context.Context) bool {
 	closed := c.s.closed
 	if !closed {
 		c.mu.Lock()
-		c.cs = cs
+		c.cs, c.err = cs, nil
 		if ir := cs.InitializeResult(); ir != nil {
 			c.caps = ir.Capabilities
 		}
@@ -381,6 +381,23 @@ func (c *conn) resume(gen uint64) {
 	c.pausedUntil, c.pauseTimer = time.Time{}, nil
 	c.mu.Unlock()
 	c.s.emit(Event{Kind: EventResumed, Server: c.cfg.Name})
+}
+
+// reap closes an idle server's session and forgets its listing, so that
+// the next use connects and lists it again. It reports whether a session
+// was open.
+func (c *conn) reap() bool {
+	c.mu.Lock()
+	cs := c.cs
+	c.cs, c.caps, c.listed, c.tools, c.listFailedAt = nil, nil, false, nil, time.Time{}
+	c.mu.Unlock()
+	if cs == nil {
+		return false
+	}
+	if err := cs.Close(); err != nil {
+		c.s.log.Warn("closing an idle MCP server", "server", c.cfg.Name, "err", redact(c.red(), err).Error())
+	}
+	return true
 }
 
 // close ends the server's session and its pause timer.

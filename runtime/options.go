@@ -83,6 +83,9 @@ const (
 	EventPaused EventKind = "paused"
 	// EventResumed: the pause ended; calls reach the server again.
 	EventResumed EventKind = "resumed"
+	// EventIdle: the session was idle for Options.IdleTTL and the server
+	// was disconnected (a stdio server stopped); the next use reconnects.
+	EventIdle EventKind = "idle"
 )
 
 // Event reports a change of a server's state to Options.OnEvent.
@@ -138,4 +141,11 @@ type Options struct {
 	// PauseDuration is how long a pause lasts; 0 means
 	// DefaultPauseDuration (60 s).
 	PauseDuration time.Duration
+	// IdleTTL disconnects every server when the session was not used
+	// (Tools, CallTool) for that long and no call is in flight, checking
+	// every min(IdleTTL, 60 s); the next use connects and lists them again.
+	// It is OpenClaw's mcp.sessionIdleTtlMs; 0 (the default) never reaps.
+	// A Server.Transport that cannot connect twice (mcp.InMemoryTransport)
+	// becomes a diagnostic after a reap.
+	IdleTTL time.Duration
 }

@@ -701,3 +701,82 @@ func TestCallBeforeConnect(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// redialer is a reconnectable in-process transport: each Connect starts a
+// fresh session of srv.
+type redialer struct {
+	srv   *mcp.Server
+	dials atomic.Int32
+	mu    sync.Mutex
+	stops []func()
+}
+
+func (r *redialer) Connect(ctx context.Context) (mcp.Connection, error) {
+	r.dials.Add(1)
+	ct, st := mcp.NewInMemoryTransports()
+	sctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = r.srv.Run(sctx, st) }()
+	r.mu.Lock()
+	r.stops = append(r.stops, func() { cancel(); <-done })
+	r.mu.Unlock()
+	return ct.Connect(ctx)
+}
+
+func (r *redialer) stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, f := range r.stops {
+		f()
+	}
+}
+
+func TestIdleReaping(t *testing.T) {
+	t.Parallel()
+	srv := newServer("srv", nil)
+	echoTool(srv, "ping")
+	rd := &redialer{srv: srv}
+	t.Cleanup(rd.stop)
+	evs := newEvents()
+	s := open(t, []Server{{Name: "srv", Transport: rd}}, &Options{IdleTTL: 20 * time.Millisecond, OnEvent: evs.on})
+	evs.wait(t, EventIdle, "srv")
+	if st := s.Status()[0]; st.Connected {
+		t.Errorf("status after reaping = %+v, want disconnected", st)
+	}
+	dials := rd.dials.Load()
+	res, err := s.CallTool(context.Background(), "srv__ping", []byte(`{}`))
+	if err != nil || resultText(t, res) != "ping: {}" {
+		t.Fatalf("call after reaping: %v %v", res, err)
+	}
+	if got := rd.dials.Load(); got <= dials {
+		t.Errorf("dials = %d after the call, want a new connection (> %d)", got, dials)
+	}
+}
+
+func TestNoReapingWhileInUse(t *testing.T) {
+	t.Parallel()
+	srv := newServer("srv", nil)
+	var inside, peak atomic.Int32
+	entered := make(chan struct{}, 1)
+	release := make(chan struct{})
+	gate(srv, &inside, &peak, entered, release)
+	rd := &redialer{srv: srv}
+	t.Cleanup(rd.stop)
+	evs := newEvents()
+	s := open(t, []Server{{Name: "srv", Transport: rd}}, &Options{IdleTTL: time.Millisecond, OnEvent: evs.on})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s.CallTool(context.Background(), "srv__slow", nil)
+		errc <- err
+	}()
+	<-entered
+	// The call is in flight: the reaper, ticking every millisecond, must
+	// leave it alone (a reap would cancel the call and fail it).
+	for range 20 {
+		s.reapIfIdle(time.Nanosecond)
+	}
+	close(release)
+	if err := <-errc; err != nil {
+		t.Fatalf("call in flight during reaping: %v", err)
+	}
+}

@@ -55,9 +55,16 @@ type Session struct {
 	life    context.Context
 	endLife context.CancelFunc
 
+	// use is held shared by every Tools and CallTool; the idle reaper
+	// only takes it with TryLock, so it never disconnects a session in use.
+	use     sync.RWMutex
+	lastUse atomic.Int64 // UnixNano of the latest use
+	bg      sync.WaitGroup
+
 	mu        sync.Mutex
 	connected bool
 	closed    bool
+	idle      bool // reaped: reconnected on next use
 	closeDone chan struct{}
 	cat       *catalog
 
@@ -149,6 +156,17 @@ func (s *Session) Connect(ctx context.Context) error {
 		cancel()
 	}()
 
+	s.connectAll(ctx)
+	s.lastUse.Store(time.Now().UnixNano())
+	if ttl := s.opts.IdleTTL; ttl > 0 {
+		s.bg.Go(func() { s.reapLoop(ttl) })
+	}
+	_, err := s.rebuild(ctx)
+	return err
+}
+
+// connectAll connects and lists every enabled server concurrently.
+func (s *Session) connectAll(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, c := range s.conns {
 		if c.cfg.Disabled {
@@ -161,14 +179,65 @@ func (s *Session) Connect(ctx context.Context) error {
 		})
 	}
 	wg.Wait()
-	_, err := s.rebuild(ctx)
-	return err
+}
+
+// reapLoop disconnects the servers after ttl without use (OpenClaw's
+// mcp.sessionIdleTtlMs), checking every min(ttl, 60 s), until Close.
+func (s *Session) reapLoop(ttl time.Duration) {
+	tick := time.NewTicker(min(ttl, time.Minute))
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.life.Done():
+			return
+		case <-tick.C:
+			s.reapIfIdle(ttl)
+		}
+	}
+}
+
+// reapIfIdle disconnects every server when nothing used the session for
+// ttl and nothing is in flight; the next use reconnects them.
+func (s *Session) reapIfIdle(ttl time.Duration) {
+	if time.Since(time.Unix(0, s.lastUse.Load())) < ttl || !s.use.TryLock() {
+		return
+	}
+	s.mu.Lock()
+	if s.closed || s.idle {
+		s.mu.Unlock()
+		s.use.Unlock()
+		return
+	}
+	s.idle, s.cat = true, nil
+	s.mu.Unlock()
+	var reaped []string
+	for _, c := range s.conns {
+		if c.reap() {
+			reaped = append(reaped, c.cfg.Name)
+		}
+	}
+	s.use.Unlock()
+	for _, name := range reaped { // no lock held: OnEvent may use the session
+		s.emit(Event{Kind: EventIdle, Server: name})
+	}
+}
+
+// touch records a use of the session and holds off the reaper until done
+// is called.
+func (s *Session) touch() (done func()) {
+	s.use.RLock()
+	s.lastUse.Store(time.Now().UnixNano())
+	return func() {
+		s.lastUse.Store(time.Now().UnixNano())
+		s.use.RUnlock()
+	}
 }
 
 // Tools returns the catalog in its deterministic order (by safe server name,
 // raw tool name, raw server name; OpenClaw §11.6), listing again the servers
 // whose tools changed since the last call.
 func (s *Session) Tools(ctx context.Context) ([]Tool, error) {
+	defer s.touch()()
 	cat, err := s.catalog(ctx)
 	if err != nil {
 		return nil, err
@@ -180,18 +249,37 @@ func (s *Session) Tools(ctx context.Context) ([]Tool, error) {
 // changed or a failed listing may be retried.
 func (s *Session) catalog(ctx context.Context) (*catalog, error) {
 	s.mu.Lock()
-	closed, connected, cat := s.closed, s.connected, s.cat
+	closed, connected, idle, cat := s.closed, s.connected, s.idle, s.cat
 	s.mu.Unlock()
 	switch {
 	case closed:
 		return nil, ErrClosed
 	case !connected:
 		return nil, fmt.Errorf("%w: Connect has not been called", ErrNotConnected)
+	case idle:
+		s.revive(ctx)
+		return s.rebuild(ctx)
 	}
 	if cat != nil && !s.dirty.Load() && (cat.retryAt.IsZero() || time.Now().Before(cat.retryAt)) {
 		return cat, nil
 	}
 	return s.rebuild(ctx)
+}
+
+// revive reconnects the servers of a reaped session.
+func (s *Session) revive(ctx context.Context) {
+	s.buildMu.Lock()
+	defer s.buildMu.Unlock()
+	s.mu.Lock()
+	idle := s.idle
+	s.mu.Unlock()
+	if !idle {
+		return // revived by the caller we waited for
+	}
+	s.connectAll(ctx)
+	s.mu.Lock()
+	s.idle = false
+	s.mu.Unlock()
 }
 
 // rebuild lists the servers that need it and names a new catalog.
@@ -304,6 +392,7 @@ func (s *Session) CallTool(ctx context.Context, name string, args []byte) (*mcp.
 		stop()
 		cancel()
 	}()
+	defer s.touch()()
 	res, err := s.callTool(ctx, name, args)
 	if err != nil && s.life.Err() != nil {
 		return nil, ErrClosed
@@ -528,6 +617,7 @@ func (s *Session) Close(ctx context.Context) error {
 			wg.Go(func() { errs[i] = c.close() })
 		}
 		wg.Wait()
+		s.bg.Wait() // the idle reaper
 		errc <- errors.Join(errs...)
 	}()
 	select {
