@@ -24,6 +24,8 @@ type conn struct {
 	cfg  Server
 	turn chan struct{} // one call at a time; nil with SupportsParallelToolCalls
 
+	dialMu sync.Mutex // one reconnection at a time
+
 	dirty atomic.Bool // notifications/tools/list_changed since the last listing
 
 	mu           sync.Mutex
@@ -40,6 +42,7 @@ type conn struct {
 	pausedUntil  time.Time
 	pauseGen     uint64
 	pauseTimer   *time.Timer
+	recycle      bool // the session was dropped after timeouts: redial on next call
 }
 
 // fail records a diagnostic and reports it.
@@ -260,16 +263,46 @@ func truncate(s string, n int) string {
 
 // session returns the open MCP session, or the diagnostic that explains why
 // there is none.
-func (c *conn) session() (*mcp.ClientSession, error) {
+func (c *conn) session(ctx context.Context) (*mcp.ClientSession, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cs != nil {
-		return c.cs, nil
-	}
-	if c.err != nil {
-		return nil, c.err
+	cs, recycle, err := c.cs, c.recycle, c.err
+	c.mu.Unlock()
+	switch {
+	case cs != nil:
+		return cs, nil
+	case recycle:
+		return c.redial(ctx)
+	case err != nil:
+		return nil, err
 	}
 	return nil, &ServerError{Server: c.cfg.Name, Op: "tools/call", Err: ErrNotConnected}
+}
+
+// redial connects a server whose session was recycled. Its tools are
+// listed again on the next catalog use, in case they changed meanwhile.
+func (c *conn) redial(ctx context.Context) (*mcp.ClientSession, error) {
+	c.dialMu.Lock()
+	defer c.dialMu.Unlock()
+	c.mu.Lock()
+	cs := c.cs
+	c.mu.Unlock()
+	if cs != nil {
+		return cs, nil // redialed by the call we waited for
+	}
+	if !c.connect(ctx) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.err != nil {
+			return nil, c.err
+		}
+		return nil, ErrClosed
+	}
+	c.mu.Lock()
+	c.recycle, cs = false, c.cs
+	c.mu.Unlock()
+	c.dirty.Store(true)
+	c.s.dirty.Store(true)
+	return cs, nil
 }
 
 // checkPaused returns a *PausedError while the server is paused.
@@ -288,7 +321,7 @@ func (c *conn) call(ctx context.Context, t *Tool, args []byte) (*mcp.CallToolRes
 	if err := c.checkPaused(); err != nil {
 		return nil, err
 	}
-	cs, err := c.session()
+	cs, err := c.session(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -340,12 +373,12 @@ func (c *conn) call(ctx context.Context, t *Tool, args []byte) (*mcp.CallToolRes
 		err = fmt.Errorf("no answer within the request timeout (%v): %w", timeout, err)
 	}
 	se := &ServerError{Server: c.cfg.Name, Op: "tools/call", Err: redact(c.red(), err)}
-	c.failed(se)
+	c.failed(se, timedOut)
 	return nil, se
 }
 
 // failed counts a failed call and pauses the server at the limit.
-func (c *conn) failed(cause error) {
+func (c *conn) failed(cause error, timedOut bool) {
 	c.mu.Lock()
 	if !c.pausedUntil.IsZero() {
 		c.mu.Unlock()
@@ -361,11 +394,37 @@ func (c *conn) failed(cause error) {
 	c.pausedUntil, c.failures = until, 0
 	c.pauseGen++
 	gen := c.pauseGen
-	c.pauseTimer = time.AfterFunc(d, func() { c.resume(gen) })
+	var drop *mcp.ClientSession
+	if timedOut {
+		// Repeated timeouts: the connection itself may be stuck; drop it and
+		// redial on the first call after the pause (OpenClaw §11.5).
+		drop, c.cs, c.recycle = c.cs, nil, true
+	}
 	c.mu.Unlock()
+	if drop != nil {
+		// Closing may take the transport's terminate duration: the session
+		// owns it, and Close waits for it (bg.Go before closed is set).
+		c.s.mu.Lock()
+		if !c.s.closed {
+			cs := drop
+			c.s.bg.Go(func() { _ = cs.Close() })
+			drop = nil
+		}
+		c.s.mu.Unlock()
+		if drop != nil {
+			_ = drop.Close()
+		}
+	}
 	perr := &PausedError{Server: c.cfg.Name, Failures: c.s.opts.PauseAfter, Until: until}
 	c.s.log.Warn("MCP server paused", "server", c.cfg.Name, "until", until, "err", cause.Error())
 	c.s.emit(Event{Kind: EventPaused, Server: c.cfg.Name, Until: until, Err: perr})
+	// The timer starts after EventPaused so that EventResumed never
+	// precedes it; its callback ignores a pause that is no longer current.
+	c.mu.Lock()
+	if c.pauseGen == gen && c.s.life.Err() == nil {
+		c.pauseTimer = time.AfterFunc(time.Until(until), func() { c.resume(gen) })
+	}
+	c.mu.Unlock()
 }
 
 // resume ends pause number gen (the timer's callback).
@@ -389,7 +448,7 @@ func (c *conn) resume(gen uint64) {
 func (c *conn) reap() bool {
 	c.mu.Lock()
 	cs := c.cs
-	c.cs, c.caps, c.listed, c.tools, c.listFailedAt = nil, nil, false, nil, time.Time{}
+	c.cs, c.caps, c.listed, c.tools, c.listFailedAt, c.recycle = nil, nil, false, nil, time.Time{}, false
 	c.mu.Unlock()
 	if cs == nil {
 		return false

@@ -780,3 +780,40 @@ func TestNoReapingWhileInUse(t *testing.T) {
 		t.Fatalf("call in flight during reaping: %v", err)
 	}
 }
+
+func TestTimeoutsRecycleTheConnection(t *testing.T) {
+	t.Parallel()
+	srv := newServer("srv", nil)
+	echoTool(srv, "ping")
+	srv.AddTool(&mcp.Tool{Name: "hang", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+	rd := &redialer{srv: srv}
+	t.Cleanup(rd.stop)
+	evs := newEvents()
+	sv := Server{Name: "srv", Transport: rd}
+	sv.Entry.RequestTimeoutMs = 20
+	s := open(t, []Server{sv}, &Options{OnEvent: evs.on, PauseDuration: time.Millisecond})
+	for range 3 {
+		if _, err := s.CallTool(context.Background(), "srv__hang", nil); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("hang: %v, want a timeout", err)
+		}
+	}
+	evs.wait(t, EventPaused, "srv")
+	evs.wait(t, EventResumed, "srv")
+	if st := s.Status()[0]; st.Connected {
+		t.Errorf("after 3 timeouts the connection is still open: %+v", st)
+	}
+	if n := rd.dials.Load(); n != 1 {
+		t.Fatalf("dials before the next call = %d, want 1", n)
+	}
+	res, err := s.CallTool(context.Background(), "srv__ping", []byte(`{}`))
+	if err != nil || resultText(t, res) != "ping: {}" {
+		t.Fatalf("call after recycling: %v %v", res, err)
+	}
+	if n := rd.dials.Load(); n != 2 {
+		t.Errorf("dials = %d, want 2 (one redial)", n)
+	}
+}
