@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/transport"
 )
 
 // allowFast is the cheapest native before_tool_call: it allows without
@@ -159,4 +160,55 @@ func BenchmarkListTools100Direct(b *testing.B) {
 			b.Fatal(len(res.Tools), err)
 		}
 	}
+}
+
+// BenchmarkCallToolStdio is BenchmarkCallTool over a real transport:
+// server-everything's echo over stdio (two children under the transport's
+// supervisor), the runtime's calls interleaved with a direct go-sdk
+// client's, medians and ratio reported.
+func BenchmarkCallToolStdio(b *testing.B) {
+	script := everythingScript(b)
+	ctx := context.Background()
+	entry := transport.ServerEntry{Command: "node", Args: []string{script, "stdio"}, RequestTimeoutMs: 30000}
+	r, err := transport.Resolve("direct", entry, &transport.Options{Logger: quietLogger()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "direct"}, nil).Connect(ctx, r.Transport, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cs.Close()
+	s := open(b, []Server{{Name: "everything", Entry: entry}}, &Options{Enforcer: allowFast{}})
+	args := []byte(`{"message":"hi"}`)
+	direct := &mcp.CallToolParams{Name: "echo", Arguments: json.RawMessage(args)}
+	for range 20 { // warm both paths (JIT of the node server)
+		if _, err := cs.CallTool(ctx, direct); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.CallTool(ctx, "everything__echo", args); err != nil {
+			b.Fatal(err)
+		}
+	}
+	dd := make([]time.Duration, 0, b.N)
+	rd := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		if _, err := cs.CallTool(ctx, direct); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if _, err := s.CallTool(ctx, "everything__echo", args); err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		dd = append(dd, t1.Sub(t0))
+		rd = append(rd, t2.Sub(t1))
+	}
+	b.StopTimer()
+	dm, rm := median(dd), median(rd)
+	b.ReportMetric(float64(dm.Nanoseconds()), "direct-median-ns")
+	b.ReportMetric(float64(rm.Nanoseconds()), "runtime-median-ns")
+	b.ReportMetric(float64(rm)/float64(dm), "ratio")
 }

@@ -20,7 +20,7 @@ import (
 
 // everythingScript returns server-everything's entry point under PEERS_DIR
 // (default ../.peers), or skips when it is absent and CI is unset.
-func everythingScript(t *testing.T) string {
+func everythingScript(t testing.TB) string {
 	t.Helper()
 	dir := os.Getenv("PEERS_DIR")
 	if dir == "" {
