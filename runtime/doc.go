@@ -22,9 +22,15 @@
 // progress reaches the handler given by [WithProgress]; servers without
 // supportsParallelToolCalls get one call at a time. Three consecutive failed
 // calls pause a server for 60 s ([*PausedError], [EventPaused],
-// [EventResumed]). [Session.Close] disposes everything: no child process
-// survives (the transport package supervises stdio process trees) and later
-// calls fail with [ErrClosed].
+// [EventResumed]); when the third was a request timeout, the connection is
+// dropped and redialed on the first call after the pause. With
+// [Options.IdleTTL] (mcp.sessionIdleTtlMs) an unused session disconnects its
+// servers ([EventIdle]) and reconnects them on next use. [Session.Close]
+// disposes everything: no child process survives (the transport package
+// supervises stdio process trees) and later calls fail with [ErrClosed].
+//
+// Not yet here (issue 4): the resources_* and prompts_* utility tools, tool
+// profiles, tools.deny and the sandbox alsoAllow gate, OAuth.
 //
 // The package never loads Wasm itself: it is handed the policy interfaces,
 // which cmd/openclaw fills with the policy engine.

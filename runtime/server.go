@@ -37,7 +37,10 @@ type Server struct {
 	Entry transport.ServerEntry
 	// Transport, when set, is used instead of resolving Entry: an in-process
 	// server (mcp.NewInMemoryTransports) or a transport of the embedder's
-	// own. It is connected once per session.
+	// own. It is connected by Connect, and again after idle reaping or
+	// after repeated timeouts recycled the connection; a transport that
+	// connects only once (mcp.InMemoryTransport) then fails with a
+	// diagnostic.
 	Transport mcp.Transport
 	// Disabled servers are declared (they take part in naming, as in
 	// OpenClaw, §11.6) but never connected: `enabled: false`.
