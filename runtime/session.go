@@ -97,7 +97,6 @@ func New(servers []Server, opts *Options) (*Session, error) {
 		closeDone: make(chan struct{}),
 		progress:  map[string]progressEntry{},
 	}
-	s.life, s.endLife = context.WithCancel(context.Background())
 	s.opts.Reserved = slices.Clone(opts.Reserved)
 	if s.opts.PauseAfter <= 0 {
 		s.opts.PauseAfter = DefaultPauseAfter
@@ -127,6 +126,7 @@ func New(servers []Server, opts *Options) (*Session, error) {
 		s.conns = append(s.conns, c)
 		s.byKey[sv.Name] = c
 	}
+	s.life, s.endLife = context.WithCancel(context.Background())
 	return s, nil
 }
 
@@ -159,7 +159,11 @@ func (s *Session) Connect(ctx context.Context) error {
 	s.connectAll(ctx)
 	s.lastUse.Store(time.Now().UnixNano())
 	if ttl := s.opts.IdleTTL; ttl > 0 {
-		s.bg.Go(func() { s.reapLoop(ttl) })
+		s.mu.Lock()
+		if !s.closed { // Close waits for bg only after setting closed
+			s.bg.Go(func() { s.reapLoop(ttl) })
+		}
+		s.mu.Unlock()
 	}
 	_, err := s.rebuild(ctx)
 	return err
