@@ -1,6 +1,8 @@
 package e2e_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -13,7 +15,17 @@ import (
 func TestContainmentThroughServe(t *testing.T) {
 	t.Parallel()
 	ctx, gw, tokenFile := setup(t)
-	s := serve(t, ctx, gw, tokenFile, "--policy", "../../guests/testdata/hostile.wasm")
+	// A 2 s deadline: on a loaded machine, growing memory to the cap must
+	// be reported as the memory limit, not as a deadline.
+	policy, err := filepath.Abs("../../guests/testdata/hostile.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "policy.json")
+	if err := os.WriteFile(cfg, []byte(`{"modules":[{"name":"hostile","source":"`+policy+`","timeout_ms":2000}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := serve(t, ctx, gw, tokenFile, "--policy-config", cfg)
 	for _, tc := range []struct{ marker, reason string }{
 		{"hostile_loop", "deadline"},
 		{"hostile_trap", "unreachable"},
