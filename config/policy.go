@@ -28,7 +28,10 @@ import (
 // weakens a policy.
 type PolicyFile struct {
 	// AuditLog is the decision audit log (JSON Lines); "-" means stderr;
-	// empty means the default file under the state folder.
+	// empty means the default file under the state folder. A relative path
+	// is resolved against the policy file's folder by [LoadPolicyFile], as
+	// module sources are, so the log does not move with the current
+	// directory.
 	AuditLog string `json:"audit_log,omitempty"`
 	// Modules run in order for before_tool_call.
 	Modules []PolicyModule `json:"modules"`
@@ -70,7 +73,9 @@ var HookNames = []string{"before_tool_call", "sanitize_tool_names", "decide_appr
 // BuiltinPrefix marks a module embedded in the binary.
 const BuiltinPrefix = "builtin:"
 
-// LoadPolicyFile reads and validates a policy file.
+// LoadPolicyFile reads and validates a policy file. Relative paths in it,
+// the module sources that are not builtin and audit_log unless it is "-",
+// are resolved against the folder of path.
 func LoadPolicyFile(path string) (*PolicyFile, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -81,6 +86,9 @@ func LoadPolicyFile(path string) (*PolicyFile, error) {
 		return nil, err
 	}
 	dir := filepath.Dir(path)
+	if pf.AuditLog != "" && pf.AuditLog != "-" && !filepath.IsAbs(pf.AuditLog) {
+		pf.AuditLog = filepath.Join(dir, pf.AuditLog)
+	}
 	for i := range pf.Modules {
 		m := &pf.Modules[i]
 		if !strings.HasPrefix(m.Source, BuiltinPrefix) && !filepath.IsAbs(m.Source) {

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -36,5 +37,47 @@ func TestPolicyFile(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v, want error containing %q", in, err, want)
 		}
+	}
+}
+
+// TestPolicyFileAuditLogPath checks that a relative audit_log lands next to
+// the policy file, like a relative module source, whatever the current
+// directory; "-", absolute paths and the empty default are kept.
+func TestPolicyFileAuditLogPath(t *testing.T) {
+	t.Parallel()
+	abs := filepath.Join(t.TempDir(), "abs.jsonl")
+	for _, tc := range []struct {
+		name, auditLog, want string
+	}{
+		{"relative file", "audit.jsonl", "DIR/audit.jsonl"},
+		{"relative subfolder", "logs/../logs/audit.jsonl", "DIR/logs/audit.jsonl"},
+		{"dot prefix", "./audit.jsonl", "DIR/audit.jsonl"},
+		{"stderr", "-", "-"},
+		{"absolute", abs, abs},
+		{"default", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			path := filepath.Join(dir, "policy.json")
+			data := `{"audit_log":` + strconv.Quote(tc.auditLog) + `,"modules":[{"source":"mine.wasm"}]}`
+			if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			pf, err := LoadPolicyFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := strings.Replace(tc.want, "DIR", dir, 1)
+			if want != "" && want != "-" {
+				want = filepath.FromSlash(want)
+			}
+			if pf.AuditLog != want {
+				t.Errorf("audit_log %q: got %q, want %q", tc.auditLog, pf.AuditLog, want)
+			}
+			if src := filepath.Join(dir, "mine.wasm"); pf.Modules[0].Source != src {
+				t.Errorf("source: got %q, want %q", pf.Modules[0].Source, src)
+			}
+		})
 	}
 }
