@@ -33,13 +33,32 @@ type AuditSink interface {
 
 // AuditLog writes records as JSON Lines to a writer, one Write per record.
 type AuditLog struct {
-	mu  sync.Mutex
-	w   io.Writer
-	err error
+	mu      sync.Mutex
+	w       io.Writer
+	err     error
+	onError func(error)
 }
 
 // NewAuditLog returns an AuditLog writing to w.
 func NewAuditLog(w io.Writer) *AuditLog { return &AuditLog{w: w} }
+
+// AuditLogOptions configure [NewAuditLogWith]. The zero value is
+// [NewAuditLog]'s behaviour.
+type AuditLogOptions struct {
+	// OnError is called once, with the first write error, so that a
+	// process can say loudly that decisions are no longer being recorded
+	// (a full disk, a revoked file). It must not call back into the log.
+	OnError func(error)
+}
+
+// NewAuditLogWith returns an AuditLog writing to w with options.
+func NewAuditLogWith(w io.Writer, opts *AuditLogOptions) *AuditLog {
+	l := &AuditLog{w: w}
+	if opts != nil {
+		l.onError = opts.OnError
+	}
+	return l
+}
 
 // Record writes r. A write error is kept (see Err) and later records are
 // still attempted.
@@ -53,6 +72,9 @@ func (l *AuditLog) Record(r AuditRecord) {
 	defer l.mu.Unlock()
 	if _, err := l.w.Write(line); err != nil && l.err == nil {
 		l.err = err
+		if l.onError != nil {
+			l.onError(err)
+		}
 	}
 }
 

@@ -70,6 +70,16 @@ func (c *Chain) BeforeToolCall(ctx context.Context, call *ToolCall) Decision {
 		name := e.Hook.Name()
 		start := c.now()
 		v, err := e.Hook.BeforeToolCall(ctx, &cur)
+		if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+			// The caller gave up (MCP cancellation): the call will not
+			// run, and the module did not fail. Audit it as a
+			// cancellation, not as a module failure. (A caller's deadline
+			// that expires while the module runs stays a timeout of the
+			// module.)
+			v = Verdict{Decision: Block, Reason: "the call was cancelled before the policy decided"}
+			c.recordDecision(&cur, name, e.Mode, DecisionCancelled, v.Reason, ctx.Err(), start)
+			return Decision{Outcome: Block, Reason: v.Reason, Module: name, Arguments: d.Arguments}
+		}
 		if err == nil && !v.Decision.Valid() {
 			err = fmt.Errorf("%w: unknown decision %q", ErrInvalidVerdict, v.Decision)
 		}
@@ -99,13 +109,24 @@ func (c *Chain) BeforeToolCall(ctx context.Context, call *ToolCall) Decision {
 	return d
 }
 
+// DecisionCancelled is the audit decision of a call whose caller gave up
+// while a module was deciding.
+const DecisionCancelled = "cancelled"
+
 func (c *Chain) record(call *ToolCall, module string, mode Mode, v Verdict, err error, start time.Time) {
+	c.recordDecision(call, module, mode, string(v.Decision), v.Reason, err, start)
+}
+
+func (c *Chain) recordDecision(call *ToolCall, module string, mode Mode, decision, reason string, err error, start time.Time) {
 	if c.audit == nil {
 		return
 	}
+	if mode == "" {
+		mode = Enforce
+	}
 	r := AuditRecord{Time: start.UTC(), Hook: HookBeforeToolCall, Surface: call.Surface,
 		SessionKey: call.SessionKey, Caller: call.Caller.Name, Tool: call.Tool.Name, Server: call.Tool.Server,
-		Module: module, Mode: mode, Decision: string(v.Decision), Reason: v.Reason,
+		Module: module, Mode: mode, Decision: decision, Reason: reason,
 		DurationUs: c.now().Sub(start).Microseconds()}
 	if err != nil {
 		r.Error = err.Error()

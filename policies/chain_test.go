@@ -83,3 +83,31 @@ func TestChainStopsAtFirstBlockAndPassesRewrites(t *testing.T) {
 		t.Fatalf("Message() = %q", got)
 	}
 }
+
+type ctxHook struct{}
+
+func (ctxHook) Name() string { return "slow" }
+func (ctxHook) BeforeToolCall(ctx context.Context, _ *ToolCall) (Verdict, error) {
+	<-ctx.Done()
+	return Verdict{}, ctx.Err()
+}
+
+// A caller that gives up while a module decides is audited as a
+// cancellation, not as a failure of the module.
+func TestChainCancelledIsNotAModuleFailure(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	d := NewChain([]ChainEntry{{Hook: ctxHook{}}}, &ChainOptions{Audit: NewAuditLog(&buf)}).BeforeToolCall(ctx, &ToolCall{Tool: ToolRef{Name: "t"}})
+	if d.Outcome != Block || strings.Contains(d.Reason, "failed") {
+		t.Fatalf("decision %+v", d)
+	}
+	var rec AuditRecord
+	if err := json.Unmarshal(buf.Bytes(), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Decision != DecisionCancelled || rec.Error == "" {
+		t.Fatalf("audit record %+v", rec)
+	}
+}

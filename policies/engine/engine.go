@@ -308,7 +308,11 @@ func Load(ctx context.Context, opts *Options) (_ *Engine, err error) {
 		if err != nil {
 			return nil, err
 		}
-		e.audit, e.auditCloser, e.auditDst = policies.NewAuditLog(w), closer, where
+		logger := e.logger
+		e.audit = policies.NewAuditLogWith(w, &policies.AuditLogOptions{OnError: func(err error) {
+			logger.Error("openclaw: the decision audit log cannot be written: decisions are NOT being recorded", "audit_log", where, "err", err)
+		}})
+		e.auditCloser, e.auditDst = closer, where
 	}
 	e.memory = policies.NewApprovalMemory(nil)
 	e.chains(s, nil)

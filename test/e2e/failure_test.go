@@ -180,3 +180,23 @@ func TestSignalsExitCleanly(t *testing.T) {
 		in.Close()
 	}
 }
+
+// An audit log that cannot be written is reported on stderr, loudly.
+func TestAuditLogWriteFailureIsReported(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full")
+	}
+	ctx, gw, tokenFile := setup(t)
+	s := serve(t, ctx, gw, tokenFile, "--audit-log", "/dev/full")
+	if r := mustCall(t, ctx, s, "events_poll", nil); r.IsError {
+		t.Fatalf("events_poll: %+v", r)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(s.Stderr(), "decisions are NOT being recorded") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no audit failure on stderr:\n%s", s.Stderr())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
