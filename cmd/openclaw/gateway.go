@@ -256,13 +256,14 @@ func newGatewayInjectCmd() *cobra.Command {
 
 func newGatewayApprovalCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "approval", Short: "Raise an exec or plugin approval request on a running Gateway"}
-	for _, kind := range []string{"exec", "plugin"} {
+	for _, k := range []struct{ kind, named string }{{"exec", "an exec"}, {"plugin", "a plugin"}} {
+		kind := k.kind
 		var g gatewayClientFlags
 		var req gateway.ApprovalRequest
 		var timeout time.Duration
 		sub := &cobra.Command{
 			Use:   kind,
-			Short: "Raise a " + kind + " approval request and print the Gateway's answer",
+			Short: "Raise " + k.named + " approval request and print the Gateway's answer",
 			Args:  cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				req.Kind = kind
