@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/openclaw-go/openclaw/transport"
 	"net"
 	"net/http"
 	"net/url"
@@ -163,7 +164,7 @@ func (c *Client) run(ctx context.Context) error {
 			everReady = true
 			backoff = c.opts.InitialBackoff
 			c.setReady(s)
-			log.Info("gateway connected", "url", c.opts.URL)
+			log.Info("gateway connected", "url", transport.RedactURL(c.opts.URL))
 			c.notify(StateChange{State: StateConnected})
 			select {
 			case <-s.done:
@@ -177,7 +178,7 @@ func (c *Client) run(ctx context.Context) error {
 				return nil
 			}
 		} else {
-			log.Warn("gateway connect failed", "url", c.opts.URL, "err", err)
+			log.Warn("gateway connect failed", "url", transport.RedactURL(c.opts.URL), "err", err)
 			if !everReady && !retryableInitial(err) {
 				return err
 			}
@@ -203,13 +204,13 @@ func (c *Client) run(ctx context.Context) error {
 func (c *Client) httpClient() (*http.Client, *http.Transport, error) {
 	u, err := url.Parse(c.opts.URL)
 	if err != nil {
-		return nil, nil, fmt.Errorf("gwclient: gateway URL: %w", err)
+		return nil, nil, fmt.Errorf("gwclient: gateway URL: %s", transport.RedactText(err.Error()))
 	}
 	if u.Scheme != "ws" && u.Scheme != "wss" {
-		return nil, nil, fmt.Errorf("gwclient: gateway URL %q: scheme must be ws:// or wss://", c.opts.URL)
+		return nil, nil, fmt.Errorf("gwclient: gateway URL %q: scheme must be ws:// or wss://", transport.RedactURL(c.opts.URL))
 	}
 	if u.Host == "" {
-		return nil, nil, fmt.Errorf("gwclient: gateway URL %q has no host", c.opts.URL)
+		return nil, nil, fmt.Errorf("gwclient: gateway URL %q has no host", transport.RedactURL(c.opts.URL))
 	}
 	tr := &http.Transport{
 		DialContext:         (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext,

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/openclaw-go/openclaw/transport"
 	"net"
 	"strings"
 	"time"
@@ -41,23 +42,26 @@ type DialError struct {
 	Err error
 }
 
-// Error names the URL and the most specific cause.
-func (e *DialError) Error() string {
+// Error names the URL (secrets redacted: userinfo, token query values)
+// and the most specific cause.
+func (e *DialError) Error() string { return transport.RedactText(e.message()) }
+
+func (e *DialError) message() string {
 	var op *net.OpError
 	var cv *tls.CertificateVerificationError
 	switch {
 	case errors.As(e.Err, &cv):
-		return "connecting to " + e.URL + ": " + cv.Error()
+		return "connecting to " + transport.RedactURL(e.URL) + ": " + cv.Error()
 	case errors.Is(e.Err, ErrFingerprintMismatch):
 		// The TLS error wraps ours; print it without the HTTP layers.
 		var fp *fingerprintError
 		if errors.As(e.Err, &fp) {
-			return "connecting to " + e.URL + ": " + fp.Error()
+			return "connecting to " + transport.RedactURL(e.URL) + ": " + fp.Error()
 		}
 	case errors.As(e.Err, &op):
-		return "connecting to " + e.URL + ": " + op.Error()
+		return "connecting to " + transport.RedactURL(e.URL) + ": " + op.Error()
 	}
-	return "connecting to " + e.URL + ": " + strings.TrimPrefix(e.Err.Error(), "failed to WebSocket dial: ")
+	return "connecting to " + transport.RedactURL(e.URL) + ": " + strings.TrimPrefix(e.Err.Error(), "failed to WebSocket dial: ")
 }
 
 // Unwrap returns the dial error with all its layers.

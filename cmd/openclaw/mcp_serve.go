@@ -19,6 +19,7 @@ import (
 	"github.com/openclaw-go/openclaw/bridge/gwclient"
 	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/gateway/protocol"
+	"github.com/openclaw-go/openclaw/transport"
 )
 
 // envDeviceIdentity names a device identity file ({deviceId, publicKeyPem,
@@ -123,7 +124,7 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 		OnStateChange: func(s gwclient.StateChange) {
 			switch s.State {
 			case gwclient.StateConnected:
-				logger.Debug("gateway connected", "url", target.URL)
+				logger.Debug("gateway connected", "url", transport.RedactURL(target.URL))
 			case gwclient.StateDisconnected:
 				logger.Warn("gateway connection lost; reconnecting", "err", s.Err)
 			case gwclient.StateReconnecting:

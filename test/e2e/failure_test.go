@@ -200,3 +200,12 @@ func TestAuditLogWriteFailureIsReported(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Secrets in the Gateway URL never reach stderr.
+func TestGatewayURLSecretsRedacted(t *testing.T) {
+	t.Parallel()
+	_, stderr, code := serveUntilExit(t, "-v", "--url", "ws://user:SECRETP@127.0.0.1:1/?token=SECRETQ", "--password", "x", "--audit-log", "-")
+	if code != 1 || strings.Contains(stderr, "SECRETP") || strings.Contains(stderr, "SECRETQ") || !strings.Contains(stderr, "***") {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+}
