@@ -228,22 +228,43 @@ func listTools(ctx context.Context, cs *mcp.ClientSession, caps *mcp.ServerCapab
 	}
 }
 
-// toolSize approximates a tool's share of the listing bytes: its name,
-// description and title, plus its schemas re-encoded.
+// toolSize approximates a tool's share of the listing bytes (the 10 MiB
+// cap): its name, description and title plus the JSON size of its schemas,
+// estimated by walking them without encoding.
 func toolSize(t *mcp.Tool) int {
-	n := len(t.Name) + len(t.Description) + len(t.Title)
-	for _, v := range []any{t.InputSchema, t.OutputSchema} {
-		if v == nil {
-			continue
+	return len(t.Name) + len(t.Description) + len(t.Title) + jsonSize(t.InputSchema) + jsonSize(t.OutputSchema)
+}
+
+// jsonSize estimates the encoded size of a decoded JSON value (escapes and
+// number formatting aside).
+func jsonSize(v any) int {
+	switch v := v.(type) {
+	case nil:
+		return 4
+	case string:
+		return len(v) + 2
+	case bool:
+		return 5
+	case float64, json.Number:
+		return 8
+	case json.RawMessage:
+		return len(v)
+	case map[string]any:
+		n := 2
+		for k, e := range v {
+			n += len(k) + 4 + jsonSize(e)
 		}
-		if raw, ok := v.(json.RawMessage); ok {
-			n += len(raw)
-			continue
+		return n
+	case []any:
+		n := 2
+		for _, e := range v {
+			n += 1 + jsonSize(e)
 		}
+		return n
+	default: // a typed schema (e.g. *jsonschema.Schema) from an in-process peer
 		b, _ := json.Marshal(v)
-		n += len(b)
+		return len(b)
 	}
-	return n
 }
 
 func methodNotFound(err error) bool {

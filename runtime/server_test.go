@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"encoding/json"
 	"reflect"
 	"testing"
 
@@ -80,6 +81,23 @@ func TestServersFromConfig(t *testing.T) {
 		}
 		if r.Kind != wantKind {
 			t.Errorf("%s resolves to %s, want %s", got[i].Name, r.Kind, wantKind)
+		}
+	}
+}
+
+func TestJSONSizeEstimate(t *testing.T) {
+	t.Parallel()
+	for _, doc := range []string{
+		`{"type":"object","properties":{"path":{"type":"string","description":"where"},"n":{"type":"integer"}},"required":["path"]}`,
+		`{"a":[1,true,null,"x"],"b":{}}`,
+	} {
+		var v any
+		if err := json.Unmarshal([]byte(doc), &v); err != nil {
+			t.Fatal(err)
+		}
+		got := jsonSize(v)
+		if got < len(doc)*8/10 || got > len(doc)*15/10 { // over is the safe side of a cap
+			t.Errorf("jsonSize(%s) = %d, want between 0.8× and 1.5× of %d", doc, got, len(doc))
 		}
 	}
 }
