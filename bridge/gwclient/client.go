@@ -256,8 +256,10 @@ func (c *Client) connect(ctx context.Context, hc *http.Client) (*session, error)
 
 // Request sends one Gateway RPC and returns its payload (JSON null when the
 // response carried none). It first waits until the client is ready (the
-// handshake done and sessions.subscribe answered), bounded by ctx only;
-// then the response is awaited for at most Options.RequestTimeout. params
+// handshake done and sessions.subscribe answered) for at most
+// Options.RequestTimeout (OpenClaw waits without bound: a Gateway that stays
+// down would hang the caller forever), then awaits the response for at
+// most Options.RequestTimeout again. params
 // is encoded with encoding/json; nil becomes {}.
 //
 // Errors: a Gateway error response is a *[protocol.RequestError] whose
@@ -266,7 +268,13 @@ func (c *Client) connect(ctx context.Context, hc *http.Client) (*session, error)
 // before the response wraps [ErrConnectionLost]; after Close, [ErrClosed];
 // after a fatal first connection, that error, wrapped.
 func (c *Client) Request(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	s, err := c.waitReady(ctx, method)
+	wctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
+	s, err := c.waitReady(wctx, method)
+	expired := errors.Is(wctx.Err(), context.DeadlineExceeded)
+	cancel()
+	if err != nil && ctx.Err() == nil && expired {
+		return nil, fmt.Errorf("%w: no Gateway connection for %s within %v", ErrRequestTimeout, method, c.opts.RequestTimeout)
+	}
 	if err != nil {
 		return nil, err
 	}
