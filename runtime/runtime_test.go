@@ -288,6 +288,13 @@ func TestListCaps(t *testing.T) {
 			}
 			return names, c + "x"
 		}, "more than 16384 tools"},
+		{"too many bytes", func(c string) ([]string, string) {
+			names := make([]string, 10)
+			for i := range names {
+				names[i] = fmt.Sprintf("%s%d-%s", c, i, strings.Repeat("x", 100<<10))
+			}
+			return names, c + "x"
+		}, "more than 10485760 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
