@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 
+	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/engine"
 )
 
@@ -51,8 +53,16 @@ func startPolicies(ctx context.Context, fl policyFlags, what string, stderr io.W
 		return nil, err
 	}
 	lp.Engine = eng
+	enforced := false
 	for _, m := range eng.Modules() {
 		fmt.Fprintf(stderr, "openclaw mcp: policy active: %s\n", m)
+		if m.Mode != policies.AuditOnly && slices.Contains(m.Hooks, policies.HookBeforeToolCall) {
+			enforced = true
+		}
+	}
+	if !enforced {
+		// The absence of a before_tool_call policy is said, never silent.
+		fmt.Fprintln(stderr, "openclaw mcp: WARNING: no module enforces before_tool_call: every tool call is allowed")
 	}
 	fmt.Fprintf(stderr, "openclaw mcp: decision audit log: %s\n", eng.AuditDestination())
 
