@@ -154,9 +154,11 @@ func TestServerEverythingStdio(t *testing.T) {
 	if pids := processesWithEnv(marker); len(pids) == 0 {
 		t.Fatal("found no server process to watch (the marker env did not reach the child)")
 	}
+	closeStart := time.Now()
 	if err := s.Close(ctx); err != nil {
 		t.Errorf("Close: %v", err)
 	}
+	t.Logf("Close took %v", time.Since(closeStart)) // information, not a pass/fail figure
 	deadline := time.Now().Add(30 * time.Second) // a hang guard, not a timing assertion
 	for pids := processesWithEnv(marker); len(pids) > 0; pids = processesWithEnv(marker) {
 		if time.Now().After(deadline) {
