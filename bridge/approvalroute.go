@@ -111,8 +111,12 @@ func (r *routing) record(req *policies.ApprovalRequest, module string, decision 
 	if r.audit == nil {
 		return
 	}
+	tool := req.Tool.Name
+	if tool == "" {
+		tool = string(req.Kind) // an exec approval, as policies.ApprovalChain records it
+	}
 	r.audit.Record(policies.AuditRecord{Time: start.UTC(), Hook: policies.HookDecideApproval, Surface: req.Surface,
-		SessionKey: req.SessionKey, Caller: req.Requester.Name, Tool: req.Tool.Name, Server: req.Tool.Server,
+		SessionKey: req.SessionKey, Caller: req.Requester.Name, Tool: tool, Server: req.Tool.Server,
 		Module: module, Mode: policies.Enforce, Decision: string(decision), Reason: reason,
 		DurationUs: r.now().Sub(start).Microseconds()})
 }

@@ -78,7 +78,11 @@ type Options struct {
 
 	// Approvals decides what a before_tool_call require_approval becomes
 	// (decide_approval): allow-once or allow-always run the call, deny
-	// fails it, ask routes it to a human. nil asks a human every time.
+	// fails it, ask routes it to a human. It also decides every exec and
+	// plugin approval the Gateway announces (except those this bridge
+	// raised): allow-once, allow-always and deny are resolved on the
+	// Gateway (exec.approval.resolve, plugin.approval.resolve), ask leaves
+	// the request open for a human. nil asks a human every time.
 	Approvals ApprovalDecider
 	// ApprovalRaiser raises the Gateway plugin approval of an ask when the
 	// MCP client did not advertise elicitation. nil: no Gateway route; such
@@ -91,8 +95,8 @@ type Options struct {
 	ApprovalMemory *policies.ApprovalMemory
 	// Audit receives one decide_approval record per decision the routing
 	// makes (modules bridge:elicitation, bridge:gateway, bridge:no-route,
-	// bridge:self-approval); the Approvals chain audits its own. nil
-	// discards them.
+	// bridge:self-approval, bridge:gateway-policy); the Approvals chain
+	// audits its own. nil discards them.
 	Audit policies.AuditSink
 }
 
@@ -119,6 +123,7 @@ type Bridge struct {
 	approvals *approvalTracker
 	claude    *claudePermissions
 	routing   *routing
+	gwDecide  gatewayDecider // decide_approval for Gateway approvals
 
 	conn    atomic.Pointer[bridgeConn] // the MCP connection of the running Serve
 	outbox  chan notification
@@ -292,8 +297,10 @@ func (b *Bridge) notify(method string, params []byte, sent func()) {
 }
 
 // Close shuts the bridge down: every pending events_wait returns
-// `event:null` at once (and later ones too), the approval sweeper stops, and
-// later Serve calls fail with [ErrClosed]. It does not end a running Serve
+// `event:null` at once (and later ones too), the approval sweeper stops,
+// the worker that puts Gateway approvals to decide_approval ends (Close
+// waits for it; the approvals it had not resolved stay open for a human),
+// and later Serve calls fail with [ErrClosed]. It does not end a running Serve
 // (cancel its ctx) and does not close the GatewayConn. Close is idempotent,
 // safe concurrently, and always returns nil.
 func (b *Bridge) Close() error {
@@ -301,6 +308,7 @@ func (b *Bridge) Close() error {
 		close(b.closed)
 		b.queue.close()
 		b.approvals.close()
+		b.gwDecide.close()
 	})
 	return nil
 }
@@ -309,7 +317,9 @@ func (b *Bridge) Close() error {
 // field, payload its raw "payload". The bridge uses session.message and the
 // four *.approval.* events (openclaw-protocol.md §4) and ignores the rest.
 // The Gateway client calls it from its read loop, one event at a time; it
-// never blocks on the MCP client. A malformed payload is logged as
+// never blocks on the MCP client nor waits on the Gateway: an
+// *.approval.requested event is handed to a bounded worker that asks
+// Options.Approvals and resolves the approval. A malformed payload is logged as
 // "openclaw mcp: gateway event <name> failed" and dropped.
 func (b *Bridge) HandleGatewayEvent(name string, payload json.RawMessage) {
 	var err error

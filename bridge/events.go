@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/openclaw-go/openclaw/gateway/protocol"
+	"github.com/openclaw-go/openclaw/policies"
 )
 
 // Claude channel notification methods (openclaw-protocol.md §9).
@@ -197,9 +198,11 @@ func (b *Bridge) onApproval(name string, payload json.RawMessage) error {
 	case protocol.EventExecApprovalRequested:
 		typ = "exec_approval_requested"
 		b.approvals.track("exec", payload)
+		defer b.onGatewayApprovalRequested(policies.ApprovalExec, payload)
 	case protocol.EventPluginApprovalRequested:
 		typ = "plugin_approval_requested"
 		b.approvals.track("plugin", payload)
+		defer b.onGatewayApprovalRequested(policies.ApprovalPlugin, payload)
 	case protocol.EventExecApprovalResolved:
 		typ = "exec_approval_resolved"
 		b.approvals.resolve(payload)
