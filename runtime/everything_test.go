@@ -159,7 +159,7 @@ func TestServerEverythingStdio(t *testing.T) {
 		t.Errorf("Close: %v", err)
 	}
 	t.Logf("Close took %v", time.Since(closeStart)) // information, not a pass/fail figure
-	deadline := time.Now().Add(30 * time.Second) // a hang guard, not a timing assertion
+	deadline := time.Now().Add(30 * time.Second)    // a hang guard, not a timing assertion
 	for pids := processesWithEnv(marker); len(pids) > 0; pids = processesWithEnv(marker) {
 		if time.Now().After(deadline) {
 			t.Fatalf("processes survived Close: %v", pids)
