@@ -1,0 +1,279 @@
+package transport
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// serveLog collects the transport's log lines safely across goroutines.
+type serveLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *serveLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *serveLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// serveHarness runs a go-sdk server over a ServeStdioTransport on pipes,
+// with a tool "hold" that answers only after release is closed.
+type serveHarness struct {
+	in      *io.PipeWriter
+	lines   chan map[string]any
+	release chan struct{}
+	log     *serveLog
+	done    chan error
+}
+
+func startServeHarness(t *testing.T, maxLine int) *serveHarness {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	h := &serveHarness{lines: make(chan map[string]any, 64), release: make(chan struct{}), log: &serveLog{}, done: make(chan error, 1)}
+	server := mcp.NewServer(&mcp.Implementation{Name: "serve-stdio-test", Version: "1"}, nil)
+	mcp.AddTool(server, &mcp.Tool{Name: "hold"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		select {
+		case <-h.release:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "released"}}}, nil, nil
+	})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	h.in = inW
+	tr := NewServeStdioTransport(inR, outW, &ServeStdioOptions{
+		MaxLineLength: maxLine,
+		Logger:        slog.New(slog.NewTextHandler(h.log, nil)),
+	})
+	go func() { h.done <- server.Run(ctx, tr) }()
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		defer close(h.lines)
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			var m map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				m = map[string]any{"unparsable stdout line": sc.Text()}
+			}
+			h.lines <- m
+		}
+	}()
+	t.Cleanup(func() {
+		_ = inW.Close()
+		_ = outR.Close()
+		<-readerDone
+	})
+	h.send(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	h.expectID(t, 1)
+	h.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return h
+}
+
+func (h *serveHarness) send(t *testing.T, line string) {
+	t.Helper()
+	if _, err := io.WriteString(h.in, line+"\n"); err != nil {
+		t.Fatalf("writing %.40q: %v", line, err)
+	}
+}
+
+// next returns the next stdout message.
+func (h *serveHarness) next(t *testing.T) map[string]any {
+	t.Helper()
+	select {
+	case m, ok := <-h.lines:
+		if !ok {
+			t.Fatalf("stdout closed; server ended with %v; log:\n%s", <-h.done, h.log.String())
+		}
+		if _, bad := m["unparsable stdout line"]; bad {
+			t.Fatalf("stdout carries a non-JSON line: %v", m)
+		}
+		return m
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no answer; log:\n%s", h.log.String())
+	}
+	return nil
+}
+
+// expectID reads until the response to id and returns it.
+func (h *serveHarness) expectID(t *testing.T, id float64) map[string]any {
+	t.Helper()
+	for {
+		m := h.next(t)
+		if got, ok := m["id"].(float64); ok && got == id {
+			return m
+		}
+	}
+}
+
+func TestServeStdioBadLinesKeepServing(t *testing.T) {
+	t.Parallel()
+	const maxLine = 256 << 10
+	deep := strings.Repeat("[", 100000)
+	for _, tc := range []struct {
+		name, line string
+		code       float64
+		reason     string // in the reply and the log
+	}{
+		{"invalid JSON", `{bad json`, -32700, "invalid character 'b'"},
+		{"truncated object", `{"jsonrpc":"2.0","id":9,`, -32700, "unexpected end of JSON input"},
+		{"two values on a line", `{"jsonrpc":"2.0","id":9,"method":"ping"} {}`, -32700, "invalid character '{' after top-level value"},
+		{"two messages on a line", `{"jsonrpc":"2.0","id":9,"method":"ping"}{"jsonrpc":"2.0","id":10,"method":"ping"}`, -32700, "invalid character '{' after top-level value"},
+		{"100k nested arrays", deep, -32700, "exceeded max depth"},
+		{"line over the cap", `{"jsonrpc":"2.0","id":9,"method":"ping","params":{"x":"` + strings.Repeat("a", maxLine) + `"}}`, -32700, "line longer than 262144 bytes"},
+		{"empty array", `[]`, -32600, "batches are not supported"},
+		{"batch", `[{"jsonrpc":"2.0","id":9,"method":"ping"}]`, -32600, "batches are not supported"},
+		{"string", `"str"`, -32600, "not a JSON-RPC message object"},
+		{"number", `123`, -32600, "not a JSON-RPC message object"},
+		{"null", `null`, -32600, "not a JSON-RPC message object"},
+		{"jsonrpc 1.0", `{"jsonrpc":"1.0","id":9,"method":"ping"}`, -32600, `invalid message version tag "1.0"`},
+		{"missing jsonrpc", `{"id":9,"method":"ping"}`, -32600, `invalid message version tag ""`},
+		{"object id", `{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, -32600, "invalid ID type"},
+		{"non-string method", `{"jsonrpc":"2.0","id":9,"method":42}`, -32600, `cannot unmarshal "42" into Go value of type string`},
+		{"neither request nor response", `{"jsonrpc":"2.0"}`, -32600, "invalid request"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := startServeHarness(t, maxLine)
+			// A call in flight across the bad line is answered after it.
+			h.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hold","arguments":{}}}`)
+			h.send(t, tc.line)
+			m := h.next(t)
+			id, hasID := m["id"]
+			e, _ := m["error"].(map[string]any)
+			if !hasID || id != nil || e == nil {
+				t.Fatalf("bad line answered with %v, want an error with id null", m)
+			}
+			if e["code"] != tc.code || !strings.Contains(fmt.Sprint(e["message"]), tc.reason) {
+				t.Errorf("error = %v, want code %v and a message containing %q", e, tc.code, tc.reason)
+			}
+			h.send(t, `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+			if r := h.expectID(t, 3); r["result"] == nil {
+				t.Errorf("ping after the bad line: %v", r)
+			}
+			close(h.release)
+			r := h.expectID(t, 2)
+			if !strings.Contains(fmt.Sprint(r["result"]), "released") {
+				t.Errorf("call in flight across the bad line: %v", r)
+			}
+			_ = h.in.Close()
+			if err := <-h.done; err != nil {
+				t.Errorf("server ended with %v after EOF, want nil", err)
+			}
+			if log := h.log.String(); !strings.Contains(log, "line=4 ") || !strings.Contains(log, strings.ReplaceAll(tc.reason, `"`, `\"`)) {
+				t.Errorf("log does not name line 4 and the reason %q:\n%s", tc.reason, log)
+			}
+		})
+	}
+}
+
+// TestServeStdioQuietLines: blank lines and CRLF endings are served like
+// go-sdk serves them; a rejected response is logged but never answered.
+func TestServeStdioQuietLines(t *testing.T) {
+	t.Parallel()
+	h := startServeHarness(t, 0)
+	h.send(t, "")
+	h.send(t, "   \t")
+	h.send(t, `{"jsonrpc":"2.0","id":{"x":1},"result":{}}`) // a response: no reply
+	h.send(t, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}}`)
+	h.send(t, " {\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"ping\"} \r")
+	if m := h.next(t); m["id"] != float64(4) || m["result"] == nil {
+		t.Fatalf("first answer after quiet lines is %v, want the ping result for id 4", m)
+	}
+	_ = h.in.Close()
+	if err := <-h.done; err != nil {
+		t.Errorf("server ended with %v after EOF, want nil", err)
+	}
+	if n := strings.Count(h.log.String(), "answered=false"); n != 2 {
+		t.Errorf("logged %d unanswered responses, want 2:\n%s", n, h.log.String())
+	}
+}
+
+// TestServeStdioFilterStream reads the filtered stream itself: what go-sdk's
+// decoder is given, including a last line without a newline before EOF.
+func TestServeStdioFilterStream(t *testing.T) {
+	t.Parallel()
+	const ping = `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	for _, tc := range []struct{ name, in, want string }{
+		{"empty", "", ""},
+		{"last line without newline", ping, ping + "\n"},
+		{"CRLF and blanks", "\r\n \n" + ping + "\r\n\t" + ping + " \r\n", ping + "\n" + ping + "\n"},
+		{"bad lines dropped", "x\n" + ping + "\n[1]\n{}", ping + "\n"},
+		{"over-long line dropped to its newline", strings.Repeat("y", 300) + "\n" + ping, ping + "\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var out bytes.Buffer
+			f := &lineFilter{
+				src: io.NopCloser(strings.NewReader(tc.in)),
+				br:  bufio.NewReaderSize(strings.NewReader(tc.in), 16),
+				max: 100,
+				out: &lockedWriter{w: nopWriteCloser{&out}},
+				log: slog.New(slog.DiscardHandler),
+			}
+			got, err := io.ReadAll(f)
+			if err != nil || string(got) != tc.want {
+				t.Errorf("read %q, %v; want %q", got, err, tc.want)
+			}
+		})
+	}
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// TestServeStdioDefaultCap sends a line just over 16 MiB (go-sdk's
+// default frame cap) and then a ping.
+func TestServeStdioDefaultCap(t *testing.T) {
+	t.Parallel()
+	h := startServeHarness(t, 0)
+	big := `{"jsonrpc":"2.0","id":9,"method":"ping","params":{"x":"` + strings.Repeat("a", mcp.DefaultMaxLineLength) + `"}}`
+	h.send(t, big)
+	h.send(t, `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+	m := h.next(t)
+	if e, _ := m["error"].(map[string]any); m["id"] != nil || e == nil || e["code"] != float64(-32700) {
+		t.Fatalf("over-long line answered with %v, want a -32700 error with id null", m)
+	}
+	if r := h.next(t); r["id"] != float64(3) {
+		t.Fatalf("after the over-long line: %v, want the ping result for id 3", r)
+	}
+}
+
+func TestServeStdioConnectOnce(t *testing.T) {
+	t.Parallel()
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	_, outW := io.Pipe()
+	tr := NewServeStdioTransport(inR, outW, nil)
+	c, err := tr.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := tr.Connect(context.Background()); !errors.Is(err, ErrConnected) {
+		t.Fatalf("second Connect: %v, want ErrConnected", err)
+	}
+}
