@@ -108,7 +108,9 @@ func (i *Instance) Input(ctx context.Context, data []byte) (uint32, error) {
 func (i *Instance) input(ctx, callerCtx context.Context, export string, data []byte) (uint32, error) {
 	n := uint32(len(data))
 	if uint64(len(data)) > uint64(i.m.opts.MemoryLimitPages)*pageSize {
-		return 0, i.fail(errorf(i.m.name, export, KindABI, "input of %d bytes is larger than the memory cap", len(data)))
+		return 0, i.fail(errorf(i.m.name, export, KindMemoryLimit,
+			"an input of %d bytes is larger than the module's memory cap (%d pages = %d MiB: raise memory_limit_pages)",
+			len(data), i.m.opts.MemoryLimitPages, uint64(i.m.opts.MemoryLimitPages)*pageSize>>20))
 	}
 	if n > i.inCap || i.in == 0 {
 		if err := i.grow(ctx, callerCtx, export, n); err != nil {
@@ -147,7 +149,9 @@ func (i *Instance) grow(ctx, callerCtx context.Context, export string, n uint32)
 	}
 	p := uint32(i.stack[0])
 	if p == 0 {
-		return i.fail(errorf(i.m.name, export, KindABI, "alloc(%d) returned 0", c))
+		return i.fail(errorf(i.m.name, export, KindMemoryLimit,
+			"an input of %d bytes does not fit the module's memory (alloc(%d) returned 0; limit %d pages = %d MiB: raise memory_limit_pages)",
+			n, c, i.m.opts.MemoryLimitPages, uint64(i.m.opts.MemoryLimitPages)*pageSize>>20))
 	}
 	if _, ok := i.mem.Read(p, uint32(c)); !ok {
 		return i.fail(errorf(i.m.name, export, KindABI, "alloc(%d) returned %d: outside memory of %d bytes", c, p, i.mem.Size()))

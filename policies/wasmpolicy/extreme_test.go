@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/builtin"
 	"github.com/openclaw-go/openclaw/wasmhost"
 )
 
@@ -64,4 +65,25 @@ func kindOf(err error) wasmhost.Kind {
 		return we.Kind
 	}
 	return 0
+}
+
+// An input larger than the module's memory is refused naming the limit
+// and how to raise it; a normal call is served afterwards.
+func TestInputOverMemoryLimit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m, err := Load(ctx, "rules", builtin.Rules(), nil, &Options{Host: wasmhost.Options{NoCache: true, MemoryLimitPages: 32, PoolSize: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(ctx)
+	big, _ := json.Marshal(map[string]string{"text": strings.Repeat("x", 3<<20)})
+	v, err := m.BeforeToolCall(ctx, &policies.ToolCall{Tool: policies.ToolRef{Name: "messages_send"}, Arguments: big})
+	var we *wasmhost.Error
+	if !errors.As(err, &we) || we.Kind != wasmhost.KindMemoryLimit || !strings.Contains(err.Error(), "memory_limit_pages") || v.Decision != policies.Block {
+		t.Fatalf("got %+v, %v", v, err)
+	}
+	if v, err := m.BeforeToolCall(ctx, &policies.ToolCall{Tool: policies.ToolRef{Name: "t"}}); err != nil || v.Decision != policies.Allow {
+		t.Fatalf("after the refusal: %+v %v", v, err)
+	}
 }
