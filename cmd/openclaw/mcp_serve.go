@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw-go/openclaw/bridge"
@@ -149,7 +148,9 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	served := make(chan error, 1)
-	go func() { served <- b.Serve(ctx, &mcp.IOTransport{Reader: stdin, Writer: out}) }()
+	// A malformed stdin line is answered and logged; it does not end the session.
+	stdio := transport.NewServeStdioTransport(stdin, out, &transport.ServeStdioOptions{Logger: logger})
+	go func() { served <- b.Serve(ctx, stdio) }()
 	gwDone := make(chan error, 1)
 	go func() { gwDone <- client.Run(ctx) }()
 
