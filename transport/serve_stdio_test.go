@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -275,5 +276,74 @@ func TestServeStdioConnectOnce(t *testing.T) {
 	defer c.Close()
 	if _, err := tr.Connect(context.Background()); !errors.Is(err, ErrConnected) {
 		t.Fatalf("second Connect: %v, want ErrConnected", err)
+	}
+}
+
+// FuzzServeStdioFilter: whatever the input, every line the filter passes on
+// is one JSON-RPC message go-sdk decodes, and every other non-blank line is
+// answered with one error reply or logged as a response.
+func FuzzServeStdioFilter(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n{bad\n[]\n",
+		"\"str\"\r\n123\n{\"jsonrpc\":\"2.0\",\"id\":{},\"method\":\"x\"}",
+		`{"jsonrpc":"2.0","id":1,"result":{}} {}` + "\n" + strings.Repeat("[", 300),
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var out bytes.Buffer
+		fl := &lineFilter{
+			src: io.NopCloser(bytes.NewReader(in)),
+			br:  bufio.NewReaderSize(bytes.NewReader(in), 16),
+			max: 200,
+			out: &lockedWriter{w: nopWriteCloser{&out}},
+			log: slog.New(slog.DiscardHandler),
+		}
+		got, err := io.ReadAll(fl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.SplitAfter(string(got), "\n") {
+			if line == "" {
+				continue
+			}
+			if !strings.HasSuffix(line, "\n") || strings.Count(line, "\n") != 1 {
+				t.Fatalf("passed on %q, not one line", line)
+			}
+			if _, err := jsonrpc.DecodeMessage([]byte(line)); err != nil || !json.Valid([]byte(line)) {
+				t.Fatalf("passed on %q: %v", line, err)
+			}
+		}
+		for _, reply := range strings.SplitAfter(out.String(), "\n") {
+			if reply == "" {
+				continue
+			}
+			var r struct {
+				ID    *json.RawMessage
+				Error struct{ Code int }
+			}
+			if err := json.Unmarshal([]byte(reply), &r); err != nil || r.ID != nil || (r.Error.Code != -32700 && r.Error.Code != -32600) {
+				t.Fatalf("error reply %q", reply)
+			}
+		}
+	})
+}
+
+// BenchmarkServeStdioFilter measures the filter's cost per valid 1 KiB
+// line (go-sdk decodes the line again after it).
+func BenchmarkServeStdioFilter(b *testing.B) {
+	line := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"t":"` + strings.Repeat("a", 960) + `"}}}` + "\n"
+	in := strings.Repeat(line, b.N)
+	fl := &lineFilter{
+		src: io.NopCloser(strings.NewReader(in)),
+		br:  bufio.NewReaderSize(strings.NewReader(in), 64<<10),
+		max: mcp.DefaultMaxLineLength,
+		out: &lockedWriter{w: nopWriteCloser{io.Discard}},
+		log: slog.New(slog.DiscardHandler),
+	}
+	b.SetBytes(int64(len(line)))
+	b.ResetTimer()
+	if n, err := io.Copy(io.Discard, fl); err != nil || n != int64(len(in)) {
+		b.Fatalf("copied %d bytes, %v; want %d", n, err, len(in))
 	}
 }
