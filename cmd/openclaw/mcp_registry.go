@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/spf13/cobra"
@@ -46,6 +48,33 @@ func newMCPRegistryCmds() []*cobra.Command {
 func regFail(cmd *cobra.Command, msg string) error {
 	fmt.Fprintln(cmd.ErrOrStderr(), msg)
 	return errRegReported
+}
+
+// regLockWait bounds how long set and unset wait for another writer's lock
+// on openclaw.json: a writer holds it for one read, change and write, so a
+// longer wait means a stuck process.
+const regLockWait = 30 * time.Second
+
+// lockRegistry takes the exclusive advisory lock on openclaw.json (see
+// [config.Lock]) for a command's whole read-modify-write, so that concurrent
+// `mcp set` and `mcp unset` runs serialize instead of losing entries and
+// backups. The caller releases it with the returned function.
+func lockRegistry(cmd *cobra.Command) (unlock func(), err error) {
+	path, err := config.Path()
+	if err != nil {
+		return nil, regFail(cmd, err.Error())
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), regLockWait)
+	defer cancel()
+	l, err := config.Lock(ctx, path)
+	if err != nil {
+		return nil, regFail(cmd, err.Error())
+	}
+	return func() {
+		if err := l.Unlock(); err != nil {
+			fmt.Fprintln(cmd.ErrOrStderr(), err)
+		}
+	}, nil
 }
 
 // loadRegistry reads openclaw.json and checks its mcp section, as every
@@ -183,7 +212,10 @@ func newMCPSetCmd() *cobra.Command {
 		Long: `Set stores <json> as mcp.servers.<name> in openclaw.json. The entry is normalized as
 OpenClaw does (type → transport, workingDirectory → cwd, snake_case aliases → camelCase) and the
 whole mcp section is validated before anything is written. The file is rewritten as indented JSON
-with rotating backups (openclaw.json.bak, .bak.1 … .bak.4) and openclaw.json.last-good.`,
+with rotating backups (openclaw.json.bak, .bak.1 … .bak.4) and openclaw.json.last-good.
+Concurrent set and unset runs take turns on an advisory lock (openclaw.json.lock); a file
+changed meanwhile by a writer that does not lock (OpenClaw, an editor) is not overwritten:
+the command fails and can be run again.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := strings.TrimSpace(args[0])
@@ -195,6 +227,11 @@ with rotating backups (openclaw.json.bak, .bak.1 … .bak.4) and openclaw.json.l
 			if err != nil || !ok {
 				return regFail(cmd, "MCP server config must be a JSON object.")
 			}
+			unlock, err := lockRegistry(cmd)
+			if err != nil {
+				return err
+			}
+			defer unlock()
 			doc, err := loadRegistry(cmd)
 			if err != nil {
 				return err
@@ -225,6 +262,11 @@ func newMCPUnsetCmd() *cobra.Command {
 			if name == "" {
 				return regFail(cmd, "MCP server name is required.")
 			}
+			unlock, err := lockRegistry(cmd)
+			if err != nil {
+				return err
+			}
+			defer unlock()
 			doc, err := loadRegistry(cmd)
 			if err != nil {
 				return err
