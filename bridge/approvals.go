@@ -193,6 +193,18 @@ func (t *approvalTracker) tick() {
 	t.scheduleLocked()
 }
 
+// deadline returns when the open approval id expires; open is false when
+// it is not open (never seen, resolved or expired).
+func (t *approvalTracker) deadline(id string) (deadline time.Time, open bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	a := t.entries[normalizeApprovalID(id)]
+	if a == nil || !t.now().Before(a.deadline) {
+		return time.Time{}, false
+	}
+	return a.deadline, true
+}
+
 // toolCallID returns request.toolCallId of the open approval id, or "".
 func (t *approvalTracker) toolCallID(id string) string {
 	t.mu.Lock()

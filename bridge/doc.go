@@ -63,5 +63,18 @@
 // ([Options].ApprovalMemory). Each routing decision is audited
 // ([Options].Audit, hook decide_approval, modules bridge:*).
 //
+// # Gateway approvals
+//
+// Every exec.approval.requested and plugin.approval.requested event is
+// also put to decide_approval (kind "exec" or "plugin", built by
+// policies.GatewayApprovalRequest) on a bounded worker off the Gateway
+// read loop, except the plugin approvals this bridge raised itself.
+// allow-once, allow-always and deny are resolved on the Gateway
+// (exec.approval.resolve / plugin.approval.resolve); ask leaves the request
+// open for a human, and its ttl_ms, when shorter than the request's own
+// expiry, denies it if nobody answered in time. Each is audited as module
+// [AuditGatewayPolicy]; a failed resolve is logged and audited, never
+// fatal.
+//
 // Reference: shared/reference/openclaw-protocol.md §3–§10.
 package bridge

@@ -206,9 +206,11 @@ func (b *Bridge) onApproval(name string, payload json.RawMessage) error {
 	case protocol.EventExecApprovalResolved:
 		typ = "exec_approval_resolved"
 		b.approvals.resolve(payload)
+		b.forgetGatewayApproval(payload)
 	case protocol.EventPluginApprovalResolved:
 		typ = "plugin_approval_resolved"
 		b.approvals.resolve(payload)
+		b.forgetGatewayApproval(payload)
 	}
 	o := newObject(make([]byte, 0, len(payload)+48))
 	o.str("type", typ)

@@ -32,18 +32,23 @@ type gatewayApprovalJob struct {
 	kind    policies.ApprovalKind
 	id      string
 	request json.RawMessage // the event's request object
+	// expired marks the job a timer queues when the ttl_ms of an ask has
+	// passed: deny the approval if it is still open.
+	expired time.Duration
 }
 
 // gatewayDecider runs decide_approval for the Gateway's exec and plugin
 // approval requests on one worker goroutine, off the Gateway client's read
 // loop (which must not wait on a Gateway request). The worker starts with
-// the first request and ends on close.
+// the first request and ends on close, which also stops the timers that
+// deny an ask whose ttl_ms has passed.
 type gatewayDecider struct {
 	mu      sync.Mutex
 	jobs    chan gatewayApprovalJob
 	cancel  context.CancelFunc
 	started bool
 	closed  bool
+	timers  map[string]*time.Timer // approval id → deny of an expired ask
 	wg      sync.WaitGroup
 }
 
@@ -89,8 +94,53 @@ func (d *gatewayDecider) close() {
 	if d.cancel != nil {
 		d.cancel()
 	}
+	for id, t := range d.timers {
+		t.Stop()
+		delete(d.timers, id)
+	}
 	d.mu.Unlock()
 	d.wg.Wait()
+}
+
+// denyAfter queues a deny of job's approval once ttl has passed, unless
+// the approval is resolved first ([gatewayDecider.forget]).
+func (d *gatewayDecider) denyAfter(b *Bridge, job gatewayApprovalJob, ttl time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return
+	}
+	if d.timers == nil {
+		d.timers = map[string]*time.Timer{}
+	}
+	if old := d.timers[job.id]; old != nil {
+		old.Stop()
+	}
+	job.expired = ttl
+	var t *time.Timer
+	t = time.AfterFunc(ttl, func() {
+		d.mu.Lock()
+		mine := d.timers[job.id] == t
+		if mine {
+			delete(d.timers, job.id)
+		}
+		d.mu.Unlock()
+		if mine && !d.submit(b, job) {
+			b.log.Warn("openclaw mcp: "+string(job.kind)+" approval "+job.id+" not denied after its ask ttl",
+				"error", "the approval policy queue is full or the bridge is closed")
+		}
+	})
+	d.timers[job.id] = t
+}
+
+// forget stops the pending deny of approval id, which was resolved.
+func (d *gatewayDecider) forget(id string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if t := d.timers[id]; t != nil {
+		t.Stop()
+		delete(d.timers, id)
+	}
 }
 
 // onGatewayApprovalRequested queues an exec or plugin approval the Gateway
@@ -155,7 +205,9 @@ func (b *Bridge) raisedHere(id string, request json.RawMessage) bool {
 // decideGatewayApproval asks decide_approval about one Gateway approval
 // and resolves it on the Gateway unless the answer is ask. An ask is
 // answered from the bridge's memory of a human's allow-always, as for tool
-// approvals. A resolve error is logged and audited, never fatal.
+// approvals; an ask with a ttl_ms shorter than the request's own expiry is
+// denied when that TTL passes without an answer (docs/policy-abi.md §6.2).
+// A resolve error is logged and audited, never fatal.
 func (b *Bridge) decideGatewayApproval(ctx context.Context, job gatewayApprovalJob) {
 	r := b.routing
 	start := r.now()
@@ -164,17 +216,31 @@ func (b *Bridge) decideGatewayApproval(ctx context.Context, job gatewayApprovalJ
 		b.log.Warn("openclaw mcp: "+string(job.kind)+" approval "+job.id+" left to a human", "error", err)
 		return
 	}
-	out := r.decider.DecideApproval(ctx, areq)
-	if ctx.Err() != nil {
-		return // closing: the request stays open for a human
+	var out policies.ApprovalOutcome
+	var by string
+	if job.expired > 0 {
+		if _, open := b.approvals.deadline(job.id); !open {
+			return // answered, or expired on the Gateway, in the meantime
+		}
+		out.Decision = policies.Deny
+		by = fmt.Sprintf("the approval policy's ask ttl of %s passing without a human's answer", roundTTL(job.expired))
+	} else {
+		out = r.decider.DecideApproval(ctx, areq)
+		if ctx.Err() != nil {
+			return // closing: the request stays open for a human
+		}
+		if out.Decision == policies.Ask && r.memory.Recall(areq) {
+			out = policies.ApprovalOutcome{Decision: policies.AllowAlways, Module: policies.MemoryModule,
+				Reason: "a human allowed it always earlier in this session"}
+		}
+		by = fmt.Sprintf("approval policy %q%s", out.Module, colon(out.Reason))
 	}
-	if out.Decision == policies.Ask && r.memory.Recall(areq) {
-		out = policies.ApprovalOutcome{Decision: policies.AllowAlways, Module: policies.MemoryModule,
-			Reason: "a human allowed it always earlier in this session"}
-	}
-	by := fmt.Sprintf("approval policy %q%s", out.Module, colon(out.Reason))
 	switch out.Decision {
 	case policies.Ask:
+		if deadline, open := b.approvals.deadline(job.id); open && out.TTL > 0 && r.now().Add(out.TTL).Before(deadline) {
+			b.gwDecide.denyAfter(b, job, out.TTL)
+			by += fmt.Sprintf(", denied unless answered within %s", roundTTL(out.TTL))
+		}
 		r.record(areq, AuditGatewayPolicy, policies.Ask, fmt.Sprintf("%s approval %s left to a human by %s", job.kind, job.id, by), start)
 		return
 	case policies.AllowOnce, policies.AllowAlways, policies.Deny:
@@ -196,4 +262,18 @@ func (b *Bridge) decideGatewayApproval(ctx context.Context, job gatewayApprovalJ
 		b.log.Warn("openclaw mcp: resolving "+string(job.kind)+" approval "+job.id+" failed", "error", err)
 	}
 	r.record(areq, AuditGatewayPolicy, out.Decision, reason, start)
+}
+
+// forgetGatewayApproval stops the pending ask-TTL deny of the approval a
+// *.approval.resolved payload names.
+func (b *Bridge) forgetGatewayApproval(payload json.RawMessage) {
+	var p struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(payload, &p) != nil {
+		return
+	}
+	if id, ok := rawString(p.ID); ok {
+		b.gwDecide.forget(normalizeApprovalID(id))
+	}
 }

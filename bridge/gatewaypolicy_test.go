@@ -98,6 +98,26 @@ func waitAudit(t *testing.T, a *auditBuffer, module, id string) policies.AuditRe
 	return policies.AuditRecord{}
 }
 
+// waitAuditDecision waits for a bridge:gateway-policy record of decision
+// whose reason mentions id.
+func waitAuditDecision(t *testing.T, a *auditBuffer, id, decision string) policies.AuditRecord {
+	t.Helper()
+	ctx := tctx(t)
+	for ctx.Err() == nil {
+		a.mu.Lock()
+		for _, r := range a.records {
+			if r.Module == AuditGatewayPolicy && r.Decision == decision && strings.Contains(r.Reason, id) {
+				a.mu.Unlock()
+				return r
+			}
+		}
+		a.mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("no %s audit record for %s", decision, id)
+	return policies.AuditRecord{}
+}
+
 func awaitDecision(t *testing.T, final <-chan string) string {
 	t.Helper()
 	select {
@@ -292,5 +312,48 @@ func TestGatewayApprovalsWithoutPolicy(t *testing.T) {
 	}
 	if r := agent.audit.find(AuditGatewayPolicy); r != nil {
 		t.Errorf("audit without a policy: %+v", r)
+	}
+}
+
+// An ask with a ttl_ms shorter than the request's own expiry is denied on
+// the Gateway when no human answered within it; one a human answers in
+// time keeps the human's decision.
+func TestGatewayApprovalAskTTL(t *testing.T) {
+	t.Parallel()
+	gw := gatewaytest.StartSeeded(t)
+	id := newIdentity(t)
+	dec := &deciderDouble{decide: func(r *policies.ApprovalRequest) policies.ApprovalVerdict {
+		if strings.HasPrefix(r.Command, "deploy") {
+			return policies.ApprovalVerdict{Decision: policies.Ask, Reason: "deploys need a human", TTLMs: 200}
+		}
+		return policies.ApprovalVerdict{Decision: policies.Ask, Reason: "a human decides", TTLMs: 3_600_000}
+	}}
+	chain := policies.NewApprovalChain([]policies.ApprovalEntry{{Decider: dec}}, nil)
+	agent := startGatewayBridge(t, gw, id, nil, Options{Policy: allowAll(), Approvals: chain}, nil)
+	req := dialRequester(t, gw, id)
+
+	deployID, deploy := req.raise("exec", execParams("deploy prod"))
+	if d := awaitDecision(t, deploy); d != "deny" {
+		t.Errorf("unanswered deploy decided %q, want deny", d)
+	}
+	ask := waitAudit(t, agent.audit, AuditGatewayPolicy, deployID)
+	if ask.Decision != "ask" || !strings.Contains(ask.Reason, "denied unless answered within 200ms") {
+		t.Errorf("ask audit = %+v", ask)
+	}
+	if r := waitAuditDecision(t, agent.audit, deployID, "deny"); !strings.Contains(r.Reason, "ask ttl of 200ms passing without a human's answer") {
+		t.Errorf("deny audit = %+v", r)
+	}
+
+	// A TTL longer than the request's own expiry (60 s) is not applied:
+	// the Gateway's expiry comes first. A human answers.
+	longID, long := req.raise("exec", execParams("make"))
+	if r := waitAudit(t, agent.audit, AuditGatewayPolicy, longID); r.Decision != "ask" || strings.Contains(r.Reason, "denied unless") {
+		t.Errorf("long ask audit = %+v", r)
+	}
+	if _, err := req.c.Request(tctx(t), "exec.approval.resolve", map[string]any{"id": longID, "decision": "allow-once"}); err != nil {
+		t.Fatal(err)
+	}
+	if d := awaitDecision(t, long); d != "allow-once" {
+		t.Errorf("human's answer = %q", d)
 	}
 }
