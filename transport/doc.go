@@ -51,9 +51,17 @@
 // caller never sees the expiry (protocol revisions up to 2025-11-25; the
 // 2026-07-28 revision has no sessions).
 //
+// # Serving
+//
+// ServeStdioTransport is the server side of stdio for `openclaw mcp serve`:
+// it passes go-sdk only lines that decode as one JSON-RPC 2.0 message and
+// answers every other line with a JSON-RPC error whose id is null (-32700
+// for invalid JSON, -32600 for JSON that is not a message), so one bad line
+// never ends the session.
+//
 // # Not here
 //
 // OAuth (auth:"oauth") is not implemented: Resolve removes any
 // Authorization header of such an entry, as OpenClaw does, and nothing
-// else. The serving transports of DESIGN.md §2 live with their users.
+// else. The streamable HTTP serving transport comes with `mcp proxy`.
 package transport
