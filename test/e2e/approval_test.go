@@ -26,6 +26,12 @@ func TestApprovalThroughGateway(t *testing.T) {
 	}
 	agent := serve(t, ctx, gw, tokenFile, "--policy-config", policy, "--audit-log", audit)
 	human := serve(t, ctx, gw, tokenFile)
+	// Approval events are delivered to the connections subscribed when the
+	// request is raised, never replayed: wait until the human's bridge is
+	// connected (a Gateway-backed call waits for readiness).
+	if r := mustCall(t, ctx, human, "conversations_list", nil); r.IsError {
+		t.Fatalf("human bridge: %+v", r)
+	}
 
 	sent := make(chan error, 1)
 	var result string
