@@ -19,6 +19,7 @@ type policyFlags struct {
 	files    []string // --policy FILE.wasm, repeatable
 	config   string   // --policy-config FILE
 	auditLog string   // --audit-log FILE, "-" for stderr
+	defaults []string // modules loaded when no flag names one; nil: builtin:rules
 }
 
 // livePolicies is a running process's policy engine with what keeps it
@@ -43,6 +44,8 @@ func startPolicies(ctx context.Context, fl policyFlags, what string, stderr io.W
 		Files:      fl.files,
 		AuditLog:   fl.auditLog,
 		Logger:     logger,
+		// DefaultModules: serve's nil is builtin:rules alone.
+		DefaultModules: fl.defaults,
 		OnReload: func(res engine.ReloadResult, err error) {
 			if lp.reg != nil {
 				lp.reg.reloaded(lp.Engine.Modules(), res, err)

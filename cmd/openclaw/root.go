@@ -17,7 +17,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.SetVersionTemplate("openclaw-go {{.Version}}\n")
 	mcp := &cobra.Command{Use: "mcp", Short: "MCP server and client commands"}
-	mcp.AddCommand(newMCPServeCmd())
+	mcp.AddCommand(newMCPServeCmd(), newMCPProxyCmd())
 	mcp.AddCommand(newMCPRegistryCmds()...)
 	root.AddCommand(mcp, newGatewayCmd(), newPolicyCmd())
 	// Cobra adds its completion group at Execute; add it now so that it is

@@ -56,6 +56,9 @@ func TestImportRules(t *testing.T) {
 		{"bridge", false, func(d string) bool { return strings.HasPrefix(d, module+"/wasmhost") || strings.Contains(d, "wazero") }, "surfaces depend on the policy contract, not the Wasm host"},
 		{"bridge/gwclient", false, func(d string) bool { return d == module+"/bridge" }, "the Gateway client must not import the bridge"},
 		{"runtime", false, func(d string) bool { return strings.HasPrefix(d, module+"/wasmhost") || strings.Contains(d, "wazero") }, "surfaces depend on the policy contract, not the Wasm host"},
+		{"proxy", false, func(d string) bool {
+			return strings.HasPrefix(d, module+"/wasmhost") || strings.HasPrefix(d, module+"/policies/engine") || strings.Contains(d, "wazero")
+		}, "the proxy is a surface: it is handed the policy interfaces, never the engine or the Wasm host"},
 		{"transport", false, func(d string) bool {
 			return strings.HasPrefix(d, module+"/policies") || strings.HasPrefix(d, module+"/wasmhost")
 		}, "transports are policy-unaware"},

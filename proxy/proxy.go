@@ -1,0 +1,284 @@
+// Package proxy serves the embedded runtime's imported catalog as one MCP
+// server: `openclaw mcp proxy` (issue 5). Every tools/call is routed to
+// runtime.Session.CallTool, so it passes before_tool_call like any other
+// call; wrapping the session's policy interfaces with [Enforcer] and
+// [ApprovalDecider] makes those calls carry surface "proxy" and the identity
+// of the MCP client that made them (clientInfo of its initialize request).
+//
+// A policy block is answered as an MCP tool error (isError) whose text is the
+// module's reason. The catalog is compared with the served tools before every
+// tools/list and after every tools/call; added and removed tools are applied
+// with Server.AddTool and Server.RemoveTools, which sends
+// notifications/tools/list_changed to connected clients.
+//
+// Not yet here: resources, prompts and the server-to-client requests
+// (sampling, elicitation, roots); elicitation for require_approval;
+// streamable HTTP; metrics.
+//
+// The package never loads Wasm: the policy engine is handed in through the
+// runtime session's Options.
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/runtime"
+)
+
+// Options configure a proxy server. A nil *Options means the defaults.
+type Options struct {
+	// Name and Version are the serverInfo of the initialize answer;
+	// empty means "openclaw-go-proxy" and "dev".
+	Name, Version string
+	// Logger receives the diagnostics (tools skipped or patched, catalog
+	// errors). nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Proxy is an MCP server whose tools are a runtime session's catalog.
+// Its methods are safe for concurrent use.
+type Proxy struct {
+	sess   *runtime.Session
+	server *mcp.Server
+	logger *slog.Logger
+
+	mu     sync.Mutex            // serializes Sync, guards served
+	served map[string]servedTool // exposed name → what is served
+}
+
+type callerKey struct{}
+
+// withCaller returns ctx carrying the MCP client identity c.
+func withCaller(ctx context.Context, c policies.Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// CallerFrom returns the MCP client identity of the proxy call ctx belongs
+// to, and false outside a proxy call.
+func CallerFrom(ctx context.Context) (policies.Caller, bool) {
+	c, ok := ctx.Value(callerKey{}).(policies.Caller)
+	return c, ok
+}
+
+// servedTool is one served tool: the definition and the upstream
+// definition's JSON it was made from (compared to spot changes).
+type servedTool struct {
+	def      *mcp.Tool
+	upstream []byte
+}
+
+// New builds the MCP server for sess and serves its current catalog:
+// sess.Tools is called once (connect sess first). The error is the
+// catalog's. The server is run by the caller (Server().Run or Connect).
+func New(ctx context.Context, sess *runtime.Session, opts *Options) (*Proxy, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Name == "" {
+		o.Name = "openclaw-go-proxy"
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	p := &Proxy{sess: sess, logger: o.Logger, served: map[string]servedTool{}}
+	p.server = mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, &mcp.ServerOptions{
+		// tools is announced even while the catalog is empty, so that a
+		// client listens for list_changed.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+	})
+	p.server.AddReceivingMiddleware(p.syncBeforeList)
+	if err := p.Sync(ctx); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Server returns the MCP server to run on a transport.
+func (p *Proxy) Server() *mcp.Server { return p.server }
+
+// Tools returns the exposed names currently served, sorted.
+func (p *Proxy) Tools() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Sorted(maps.Keys(p.served))
+}
+
+// syncBeforeList brings the served tools up to date before a tools/list is
+// answered, so a listing never shows a catalog the runtime knows is stale.
+func (p *Proxy) syncBeforeList(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "tools/list" {
+			if err := p.Sync(ctx); err != nil {
+				p.logger.Warn("proxy: catalog not refreshed; serving the previous one", "err", err)
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// Sync compares the runtime's catalog with the served tools and adds,
+// replaces and removes tools so they match; connected clients receive
+// notifications/tools/list_changed when anything changed. A tool whose
+// input schema is not a JSON object schema is served with its schema
+// patched to {"type":"object"} (logged); one whose schema cannot be read is
+// skipped (logged). The error is the runtime's (session closed, catalog
+// unnamed).
+func (p *Proxy) Sync(ctx context.Context) error {
+	tools, err := p.sess.Tools(ctx)
+	if err != nil {
+		return fmt.Errorf("proxy: list the runtime catalog: %w", err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	want := make(map[string]runtime.Tool, len(tools))
+	for _, t := range tools {
+		want[t.Name] = t
+	}
+	var gone []string
+	for name := range p.served {
+		if _, ok := want[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		slices.Sort(gone)
+		p.server.RemoveTools(gone...)
+		for _, n := range gone {
+			delete(p.served, n)
+		}
+	}
+	for _, t := range tools {
+		raw, err := json.Marshal(t.Upstream)
+		if err != nil {
+			p.logger.Warn("proxy: tool skipped: its definition does not encode", "tool", t.Name, "server", t.Server, "err", err)
+			continue
+		}
+		if prev, ok := p.served[t.Name]; ok && string(prev.upstream) == string(raw) {
+			continue
+		}
+		def, err := p.definition(t)
+		if err != nil {
+			p.logger.Warn("proxy: tool skipped", "tool", t.Name, "server", t.Server, "err", err)
+			if _, ok := p.served[t.Name]; ok {
+				p.server.RemoveTools(t.Name)
+				delete(p.served, t.Name)
+			}
+			continue
+		}
+		p.server.AddTool(def, p.handler(t.Name))
+		p.served[t.Name] = servedTool{def: def, upstream: raw}
+	}
+	return nil
+}
+
+// definition is the tool served for catalog entry t: the upstream
+// definition under the exposed name, with a raw input schema that is a JSON
+// object schema (go-sdk refuses any other).
+func (p *Proxy) definition(t runtime.Tool) (*mcp.Tool, error) {
+	if t.Upstream == nil {
+		return nil, errors.New("no upstream definition")
+	}
+	def := *t.Upstream // shallow: the shared upstream is never modified
+	def.Name = t.Name
+	var schema json.RawMessage
+	if t.Upstream.InputSchema != nil {
+		raw, err := json.Marshal(t.Upstream.InputSchema)
+		if err != nil {
+			return nil, fmt.Errorf("input schema does not encode: %w", err)
+		}
+		schema = raw
+	}
+	var probe struct {
+		Type any `json:"type"`
+	}
+	if len(schema) == 0 || string(schema) == "null" || json.Unmarshal(schema, &probe) != nil || probe.Type != "object" {
+		p.logger.Warn("proxy: input schema is not an object schema; served as {\"type\":\"object\"}",
+			"tool", t.Name, "server", t.Server, "schema", string(schema))
+		schema = json.RawMessage(`{"type":"object"}`)
+	}
+	def.InputSchema = schema
+	if def.OutputSchema != nil {
+		raw, err := json.Marshal(def.OutputSchema)
+		if err != nil {
+			return nil, fmt.Errorf("output schema does not encode: %w", err)
+		}
+		def.OutputSchema = json.RawMessage(raw)
+	}
+	return &def, nil
+}
+
+// handler routes a tools/call of the exposed name to the runtime session,
+// with the caller's identity in ctx and progress relayed when the client
+// asked for it.
+func (p *Proxy) handler(name string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var caller policies.Caller
+		if req.Session != nil {
+			if ip := req.Session.InitializeParams(); ip != nil && ip.ClientInfo != nil {
+				caller = policies.Caller{Name: ip.ClientInfo.Name, Version: ip.ClientInfo.Version}
+			}
+		}
+		ctx = withCaller(ctx, caller)
+		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
+			ss := req.Session
+			ctx = runtime.WithProgress(ctx, func(pr runtime.Progress) {
+				// Best effort: a client that went away misses progress.
+				_ = ss.NotifyProgress(context.WithoutCancel(ctx), &mcp.ProgressNotificationParams{
+					ProgressToken: tok, Progress: pr.Progress, Total: pr.Total, Message: pr.Message,
+				})
+			})
+		}
+		res, err := p.sess.CallTool(ctx, name, req.Params.Arguments)
+		defer func() {
+			// A call is a use of the catalog: a list_changed the server
+			// sent meanwhile is relayed now.
+			if err := p.Sync(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, runtime.ErrClosed) {
+				p.logger.Warn("proxy: catalog not refreshed after a call", "err", err)
+			}
+		}()
+		if err == nil {
+			return res, nil
+		}
+		if errors.Is(err, runtime.ErrUnknownTool) || errors.Is(err, runtime.ErrClosed) {
+			return nil, err // a protocol error: the tool is not there
+		}
+		var pe *runtime.PolicyError
+		if errors.As(err, &pe) {
+			return toolError(policyMessage(pe)), nil
+		}
+		// Paused, not connected, failed upstream: the model may retry or
+		// choose another tool, so it is told as a tool error.
+		return toolError(err.Error()), nil
+	}
+}
+
+// policyMessage is the text of a refused call: the module's reason, with
+// the module named.
+func policyMessage(pe *runtime.PolicyError) string {
+	reason := pe.Reason
+	if reason == "" {
+		reason = "blocked by policy"
+	}
+	if pe.Module != "" {
+		return fmt.Sprintf("%s (policy %s)", reason, pe.Module)
+	}
+	return reason
+}
+
+func toolError(msg string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+}
