@@ -19,6 +19,7 @@ func newRootCmd() *cobra.Command {
 	mcp := &cobra.Command{Use: "mcp", Short: "MCP server and client commands"}
 	mcp.AddCommand(newMCPServeCmd(), newMCPProxyCmd())
 	mcp.AddCommand(newMCPRegistryCmds()...)
+	mcp.AddCommand(newMCPToolsCmd(), newMCPCallCmd())
 	root.AddCommand(mcp, newGatewayCmd(), newPolicyCmd())
 	// Cobra adds its completion group at Execute; add it now so that it is
 	// made strict too.

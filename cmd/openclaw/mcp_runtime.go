@@ -1,0 +1,417 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/engine"
+	"github.com/openclaw-go/openclaw/runtime"
+)
+
+// The runtime commands: `openclaw mcp tools` and `openclaw mcp call`
+// connect the servers of mcp.servers through the embedded client runtime
+// (package runtime), with the policy engine behind every hook point, as an
+// agent harness would. Results go to stdout; per-server diagnostics, policy
+// refusals and failures go to stderr.
+
+// runtimeDefaultModules are the modules loaded when neither --policy nor
+// --policy-config names one: the default ruleset (allow and audit every
+// call), OpenClaw's tool names, and decide_approval's "ask a human".
+var runtimeDefaultModules = []string{"builtin:rules", "builtin:sanitizer", "builtin:approvals"}
+
+// runtimeFlags are the inputs shared by `mcp tools` and `mcp call`.
+type runtimeFlags struct {
+	policy  policyFlags
+	verbose bool
+}
+
+func (f *runtimeFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringArrayVar(&f.policy.files, "policy", nil, "policy module FILE.wasm or builtin:NAME (repeatable, runs in order; replaces the default modules)")
+	fl.StringVar(&f.policy.config, "policy-config", "", "policy file (JSON) listing modules, their config and mode (replaces the default modules)")
+	fl.StringVar(&f.policy.auditLog, "audit-log", "", `decision audit log (JSON Lines); "-" for stderr (default: <state dir>/openclaw-go/policy-audit.jsonl)`)
+	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log the servers' stderr and the runtime's progress on stderr")
+}
+
+// runtimeSession is a connected runtime session with its policy engine.
+type runtimeSession struct {
+	*runtime.Session
+	eng     *engine.Engine
+	servers []runtime.Server
+}
+
+// close disconnects every server (no child process survives) and closes
+// the policy engine.
+func (rs *runtimeSession) close(ctx context.Context, stderr io.Writer) {
+	if err := rs.Session.Close(ctx); err != nil {
+		fmt.Fprintf(stderr, "openclaw mcp: closing the MCP servers: %v\n", err)
+	}
+	if err := rs.eng.Close(ctx); err != nil {
+		fmt.Fprintf(stderr, "openclaw mcp: closing the policy engine: %v\n", err)
+	}
+}
+
+// openRuntime reads openclaw.json, loads the policy engine, connects the
+// servers through the runtime and prints each server's diagnostic on
+// stderr. When only is not empty, every other server is declared disabled:
+// it still takes part in naming (so exposed names do not change) but is not
+// started. approve asks a human for require_approval outcomes (nil refuses).
+// A returned error has already been printed.
+func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve runtime.ApprovalFunc) (*runtimeSession, error) {
+	ctx := cmd.Context()
+	stderr := cmd.ErrOrStderr()
+	doc, err := loadRegistry(cmd)
+	if err != nil {
+		return nil, err
+	}
+	resolved, diags := doc.ResolveServers()
+	for _, d := range diags {
+		fmt.Fprintf(stderr, "openclaw mcp: %s\n", regSanitize(d.Error()))
+	}
+	servers := runtime.ServersFromConfig(resolved)
+	if only != "" {
+		i := slices.IndexFunc(servers, func(s runtime.Server) bool { return s.Name == only })
+		if i < 0 {
+			return nil, regFail(cmd, fmt.Sprintf("No usable MCP server named %q in %s. %s", regSanitize(only), doc.Path, hintListServers))
+		}
+		for j := range servers {
+			if j != i {
+				servers[j].Disabled = true
+			}
+		}
+	}
+	level := slog.LevelError
+	if f.verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: dropTime}))
+	eng, err := engine.Load(ctx, &engine.Options{
+		ConfigFile:     f.policy.config,
+		Files:          f.policy.files,
+		AuditLog:       f.policy.auditLog,
+		Logger:         logger,
+		DefaultModules: runtimeDefaultModules,
+	})
+	if err != nil {
+		return nil, regFail(cmd, "openclaw mcp: policies: "+err.Error())
+	}
+	if f.verbose {
+		for _, m := range eng.Modules() {
+			fmt.Fprintf(stderr, "openclaw mcp: policy active: %s\n", m)
+		}
+	}
+	s, err := runtime.New(servers, &runtime.Options{
+		Enforcer:  eng,
+		Sanitizer: eng,
+		Approvals: eng,
+		Approve:   approve,
+		Caller:    policies.Caller{Name: "openclaw-go-cli", Version: version},
+		Logger:    logger,
+		ClientInfo: &mcp.Implementation{
+			Name: "openclaw-go", Version: version,
+		},
+	})
+	if err != nil {
+		eng.Close(context.WithoutCancel(ctx))
+		return nil, regFail(cmd, "openclaw mcp: "+err.Error())
+	}
+	rs := &runtimeSession{Session: s, eng: eng, servers: servers}
+	if err := s.Connect(ctx); err != nil {
+		printServerDiagnostics(stderr, s)
+		rs.close(context.WithoutCancel(ctx), stderr)
+		return nil, regFail(cmd, "openclaw mcp: the tool catalog could not be built: "+err.Error())
+	}
+	printServerDiagnostics(stderr, s)
+	return rs, nil
+}
+
+// printServerDiagnostics prints one line per server that failed (to
+// resolve, to start, to connect or to list), was refused for a blocked env
+// key, or is paused.
+func printServerDiagnostics(w io.Writer, s *runtime.Session) {
+	for _, st := range s.Status() {
+		switch {
+		case st.Err != nil:
+			fmt.Fprintf(w, "openclaw mcp: server %q failed: %s\n", regSanitize(st.Name), regSanitize(st.Err.Error()))
+		case !st.PausedUntil.IsZero():
+			fmt.Fprintf(w, "openclaw mcp: server %q is paused until %s\n", regSanitize(st.Name), st.PausedUntil.UTC().Format("2006-01-02T15:04:05Z"))
+		}
+	}
+}
+
+// catalogEntry is one tool of `openclaw mcp tools --json`. The field set
+// and order are stable.
+type catalogEntry struct {
+	// Name is the exposed name (what an agent calls, and `mcp call` takes).
+	Name string `json:"name"`
+	// Server is the raw mcp.servers name.
+	Server string `json:"server"`
+	// Tool is the server's own name for the tool.
+	Tool string `json:"tool"`
+	// Description is the server's description, whole.
+	Description string `json:"description"`
+	// InputSchema is the server's input schema.
+	InputSchema any `json:"inputSchema"`
+}
+
+func newMCPToolsCmd() *cobra.Command {
+	var (
+		f      runtimeFlags
+		asJSON bool
+		server string
+	)
+	cmd := &cobra.Command{
+		Use:   "tools",
+		Short: "Connect the MCP servers of openclaw.json and print the tool catalog an agent would see",
+		Long: `Tools connects every enabled server of mcp.servers through the embedded runtime, names
+the catalog with the sanitize_tool_names policies and prints each tool: exposed name, server,
+the server's own name and the first line of its description. A server that fails is reported on
+stderr and contributes no tools; the exit code is 0 whenever the catalog was built, 1 when it
+could not be named or openclaw.json is invalid.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rs, err := openRuntime(cmd, &f, server, nil)
+			if err != nil {
+				return err
+			}
+			defer rs.close(context.WithoutCancel(cmd.Context()), cmd.ErrOrStderr())
+			tools, err := rs.Tools(cmd.Context())
+			if err != nil {
+				return regFail(cmd, "openclaw mcp: "+err.Error())
+			}
+			if server != "" {
+				tools = slices.DeleteFunc(tools, func(t runtime.Tool) bool { return t.Server != server })
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				entries := make([]catalogEntry, 0, len(tools))
+				for _, t := range tools {
+					entries = append(entries, catalogEntry{
+						Name: t.Name, Server: t.Server, Tool: t.Upstream.Name,
+						Description: t.Upstream.Description, InputSchema: t.Upstream.InputSchema,
+					})
+				}
+				b, err := json.MarshalIndent(entries, "", "  ")
+				if err != nil {
+					return regFail(cmd, "openclaw mcp: encoding the catalog: "+err.Error())
+				}
+				out.Write(append(b, '\n'))
+				return nil
+			}
+			if len(tools) == 0 {
+				fmt.Fprintln(out, "No MCP tools.")
+				return nil
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TOOL\tSERVER\tUPSTREAM\tDESCRIPTION")
+			for _, t := range tools {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, regSanitize(t.Server), regSanitize(t.Upstream.Name), firstLine(t.Upstream.Description))
+			}
+			return tw.Flush()
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the catalog as a JSON array of {name, server, tool, description, inputSchema}")
+	cmd.Flags().StringVar(&server, "server", "", "start only this server and list its tools (names stay those of the full catalog)")
+	return cmd
+}
+
+// firstLine is the first non-empty line of a description, without control
+// characters.
+func firstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(regSanitize(l)); l != "" {
+			return l
+		}
+	}
+	return ""
+}
+
+func newMCPCallCmd() *cobra.Command {
+	var (
+		f      runtimeFlags
+		asJSON bool
+		args   string
+	)
+	cmd := &cobra.Command{
+		Use:   "call EXPOSED_NAME",
+		Short: "Call one tool of the catalog through the runtime, with every policy applied",
+		Long: `Call connects the MCP servers of openclaw.json like "openclaw mcp tools" and calls the tool
+with that exposed name. The call passes before_tool_call first: a block prints the module's reason
+and exits 1. A call that needs approval is asked on the terminal when stdin is one, and refused
+otherwise. The result's text content is printed on stdout (on stderr, with exit 1, when the tool
+reports an error). With --json, stdout is the result's structuredContent as indented JSON when the
+result has one.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, pos []string) error {
+			callArgs, err := readCallArgs(args)
+			if err != nil {
+				return regFail(cmd, "openclaw mcp call: --args: "+err.Error())
+			}
+			approve := refuseApproval
+			if isTerminal(os.Stdin) {
+				approve = terminalApproval(os.Stdin, cmd.ErrOrStderr())
+			}
+			rs, err := openRuntime(cmd, &f, "", approve)
+			if err != nil {
+				return err
+			}
+			defer rs.close(context.WithoutCancel(cmd.Context()), cmd.ErrOrStderr())
+			return printCallResult(cmd, pos[0], asJSON, rs, callArgs)
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result's structuredContent as indented JSON")
+	cmd.Flags().StringVar(&args, "args", "", "the tool's arguments: a JSON object, or @FILE to read it from FILE (default {})")
+	return cmd
+}
+
+// printCallResult calls the tool and prints what a user needs to see.
+func printCallResult(cmd *cobra.Command, name string, asJSON bool, rs *runtimeSession, args []byte) error {
+	stderr := cmd.ErrOrStderr()
+	res, err := rs.CallTool(cmd.Context(), name, args)
+	if err != nil {
+		var pe *runtime.PolicyError
+		switch {
+		case errors.Is(err, runtime.ErrUnknownTool):
+			return regFail(cmd, fmt.Sprintf("openclaw mcp call: unknown tool %q. See the catalog with: openclaw mcp tools", regSanitize(name)))
+		case errors.As(err, &pe) && pe.Outcome == policies.Block:
+			return regFail(cmd, fmt.Sprintf("openclaw mcp call: %s: blocked by policy %q: %s", pe.Tool, pe.Module, regSanitize(pe.Reason)))
+		case errors.As(err, &pe):
+			who := "approval refused"
+			if pe.Module != "" {
+				who = fmt.Sprintf("approval denied by policy %q", pe.Module)
+			}
+			return regFail(cmd, fmt.Sprintf("openclaw mcp call: %s: %s: %s", pe.Tool, who, regSanitize(pe.Reason)))
+		default:
+			return regFail(cmd, "openclaw mcp call: "+regSanitize(err.Error()))
+		}
+	}
+	out := cmd.OutOrStdout()
+	if res.IsError {
+		out = stderr
+	}
+	if asJSON && res.StructuredContent != nil && !res.IsError {
+		b, err := json.MarshalIndent(res.StructuredContent, "", "  ")
+		if err != nil {
+			return regFail(cmd, "openclaw mcp call: encoding structuredContent: "+err.Error())
+		}
+		out.Write(append(b, '\n'))
+	} else {
+		printContent(out, res.Content)
+	}
+	if res.IsError {
+		return errRegReported
+	}
+	return nil
+}
+
+// printContent prints text content as is, one block per line, and a
+// one-line summary for every other kind of content.
+func printContent(w io.Writer, content []mcp.Content) {
+	for _, c := range content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			fmt.Fprintln(w, strings.TrimSuffix(c.Text, "\n"))
+		case *mcp.ImageContent:
+			fmt.Fprintf(w, "[image %s, %d bytes]\n", c.MIMEType, len(c.Data))
+		case *mcp.AudioContent:
+			fmt.Fprintf(w, "[audio %s, %d bytes]\n", c.MIMEType, len(c.Data))
+		case *mcp.ResourceLink:
+			fmt.Fprintf(w, "[resource link %s]\n", c.URI)
+		case *mcp.EmbeddedResource:
+			if c.Resource != nil && c.Resource.Text != "" {
+				fmt.Fprintln(w, strings.TrimSuffix(c.Resource.Text, "\n"))
+			} else if c.Resource != nil {
+				fmt.Fprintf(w, "[resource %s, %d bytes]\n", c.Resource.URI, len(c.Resource.Blob))
+			}
+		default:
+			fmt.Fprintf(w, "[%T content]\n", c)
+		}
+	}
+}
+
+// readCallArgs returns the --args value as a JSON object: the value itself,
+// the contents of FILE for @FILE, or {} when empty.
+func readCallArgs(v string) ([]byte, error) {
+	data := []byte(v)
+	if name, ok := strings.CutPrefix(v, "@"); ok {
+		var err error
+		if data, err = os.ReadFile(name); err != nil {
+			return nil, err
+		}
+	}
+	if strings.TrimSpace(string(data)) == "" {
+		return []byte("{}"), nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(data, &obj); err != nil || obj == nil {
+		if err == nil {
+			err = errors.New("null")
+		}
+		return nil, fmt.Errorf("want a JSON object: %v", err)
+	}
+	return data, nil
+}
+
+// isTerminal reports whether f is a character device other than the null
+// device: a terminal, for the stdin of an interactive shell (a process
+// started with stdin closed to /dev/null, as by a script or a test, is not
+// asked).
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	null, err := os.Stat(os.DevNull)
+	return err != nil || !os.SameFile(fi, null)
+}
+
+// refuseApproval is the approval callback when nobody can be asked.
+func refuseApproval(_ context.Context, req *runtime.ApprovalRequest) (bool, error) {
+	return false, fmt.Errorf("module %q asks for approval (%s), and stdin is not a terminal to ask on; run the command in a terminal or change the policy", req.Module, req.Reason)
+}
+
+// terminalApproval asks on w and reads the answer from in: "y" or "yes"
+// approves, anything else (or the end of ctx) refuses. The reading
+// goroutine ends with the next line on in or with the process; the command
+// exits right after its one call.
+func terminalApproval(in io.Reader, w io.Writer) runtime.ApprovalFunc {
+	lines := bufio.NewReader(in)
+	return func(ctx context.Context, req *runtime.ApprovalRequest) (bool, error) {
+		title := req.Title
+		if title == "" {
+			title = "Run tool " + req.Tool.Name
+		}
+		fmt.Fprintf(w, "%s\n  module %q: %s\n  arguments: %s\nApprove? [y/N] ", regSanitize(title), req.Module, regSanitize(req.Reason), regSanitize(string(req.Arguments)))
+		answer := make(chan string, 1)
+		go func() {
+			l, _ := lines.ReadString('\n')
+			answer <- l
+		}()
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(w)
+			return false, fmt.Errorf("no answer in time: %w", ctx.Err())
+		case l := <-answer:
+			switch strings.ToLower(strings.TrimSpace(l)) {
+			case "y", "yes":
+				return true, nil
+			}
+			return false, errors.New("refused on the terminal")
+		}
+	}
+}
