@@ -6,8 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -54,7 +56,22 @@ func TestMCPProxyStdio(t *testing.T) {
 	cmd.Env = append(os.Environ(), "OPENCLAW_HOME="+home, "OPENCLAW_STATE_DIR="+filepath.Join(dir, "state"))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	client := mcp.NewClient(&mcp.Implementation{Name: "proxy-test-client", Version: "9.9"}, nil)
+	var progMu sync.Mutex
+	var progress []float64
+	gotProgress := make(chan struct{}, 1)
+	client := mcp.NewClient(&mcp.Implementation{Name: "proxy-test-client", Version: "9.9"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			if req.Params.ProgressToken == "tok-1" {
+				progMu.Lock()
+				progress = append(progress, req.Params.Progress)
+				progMu.Unlock()
+				select {
+				case gotProgress <- struct{}{}:
+				default:
+				}
+			}
+		},
+	})
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatalf("connect: %v\nstderr:\n%s", err, stderr.String())
@@ -86,6 +103,26 @@ func TestMCPProxyStdio(t *testing.T) {
 	}
 	if !res.IsError || len(res.Content) == 0 || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "sums are off limits") {
 		t.Fatalf("blocked get-sum = %+v, want isError with the module's reason", res)
+	}
+
+	// Progress of the upstream call reaches the client under its token.
+	params := &mcp.CallToolParams{Name: "everything__trigger-long-running-operation", Arguments: map[string]any{"duration": 0.2, "steps": 2}}
+	params.SetProgressToken("tok-1")
+	res, err = cs.CallTool(ctx, params)
+	if err != nil || res.IsError {
+		t.Fatalf("long-running operation = %+v, %v", res, err)
+	}
+	// The client may handle notifications after the result: wait for one.
+	select {
+	case <-gotProgress:
+	case <-ctx.Done():
+		t.Fatal("no progress notification relayed for token tok-1")
+	}
+	progMu.Lock()
+	got := slices.Clone(progress)
+	progMu.Unlock()
+	if got[0] != 1 {
+		t.Fatalf("progress relayed = %v, want it to start at 1", got)
 	}
 
 	// The server children of the proxy, found before it exits.
