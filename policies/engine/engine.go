@@ -169,7 +169,16 @@ func (m ModuleInfo) String() string {
 	}
 	s := fmt.Sprintf("%s (%s, sha256 %.12s…, %s, hooks %s)", m.Name, m.Source, m.SHA256, m.Mode, strings.Join(hooks, " "))
 	if m.Default {
-		s += ": default ruleset, allows every call and audits it"
+		switch m.Source {
+		case "builtin:rules":
+			s += ": default ruleset, allows every call and audits it"
+		case "builtin:sanitizer":
+			s += ": OpenClaw's tool names"
+		case "builtin:approvals":
+			s += ": default policy, asks a human"
+		default:
+			s += ": loaded by default"
+		}
 	}
 	return s
 }
