@@ -36,6 +36,9 @@ var runtimeDefaultModules = []string{"builtin:rules", "builtin:sanitizer", "buil
 type runtimeFlags struct {
 	policy  policyFlags
 	verbose bool
+	// calls is set by the commands that call tools: they warn when no
+	// module enforces before_tool_call.
+	calls bool
 }
 
 func (f *runtimeFlags) register(cmd *cobra.Command) {
@@ -108,10 +111,19 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve runti
 	if err != nil {
 		return nil, regFail(cmd, "openclaw mcp: policies: "+err.Error())
 	}
-	if f.verbose {
-		for _, m := range eng.Modules() {
+	enforced := false
+	for _, m := range eng.Modules() {
+		if f.verbose {
 			fmt.Fprintf(stderr, "openclaw mcp: policy active: %s\n", m)
 		}
+		if m.Mode != policies.AuditOnly && slices.Contains(m.Hooks, policies.HookBeforeToolCall) {
+			enforced = true
+		}
+	}
+	if f.calls && !enforced {
+		// As in `mcp serve`: the absence of a before_tool_call policy is
+		// said, never silent.
+		fmt.Fprintln(stderr, "openclaw mcp: WARNING: no module enforces before_tool_call: every tool call is allowed")
 	}
 	s, err := runtime.New(servers, &runtime.Options{
 		Enforcer:  eng,
@@ -132,7 +144,11 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve runti
 	if err := s.Connect(ctx); err != nil {
 		printServerDiagnostics(stderr, s)
 		rs.close(context.WithoutCancel(ctx), stderr)
-		return nil, regFail(cmd, "openclaw mcp: the tool catalog could not be built: "+err.Error())
+		msg := "openclaw mcp: the tool catalog could not be built: " + err.Error()
+		if errors.Is(err, policies.ErrNoSanitizer) {
+			msg += "\nAdd builtin:sanitizer to the policies (--policy builtin:sanitizer, or a module in the policy file): a catalog is never exposed unnamed."
+		}
+		return nil, regFail(cmd, msg)
 	}
 	printServerDiagnostics(stderr, s)
 	return rs, nil
@@ -242,7 +258,7 @@ func firstLine(s string) string {
 
 func newMCPCallCmd() *cobra.Command {
 	var (
-		f      runtimeFlags
+		f      = runtimeFlags{calls: true}
 		asJSON bool
 		args   string
 	)

@@ -129,6 +129,7 @@ const (
 		{"tool": "tiny__echo", "decision": "block", "reason": "echo is off limits"}]}}]}`
 	approveEchoPolicy = `{"modules": [` + sanitizerModule + `, {"name": "rules", "source": "builtin:rules", "config": {"default": "allow", "rules": [
 		{"tool": "tiny__echo", "decision": "require_approval", "reason": "echo needs a human", "title": "Echo?"}]}}]}`
+	auditOnlyPolicy = `{"modules": [` + sanitizerModule + `, {"name": "rules", "source": "builtin:rules", "mode": "audit", "config": {"default": "block"}}]}`
 	rulesOnlyPolicy = `{"modules": [{"name": "rules", "source": "builtin:rules"}]}`
 )
 
@@ -205,7 +206,7 @@ func TestMCPToolsAndCall(t *testing.T) {
 			files:   map[string]string{"policy.json": rulesOnlyPolicy},
 			args:    []string{"mcp", "tools", "--policy-config", "policy.json"},
 			code:    1,
-			stderr:  []string{"the tool catalog could not be built", "sanitize"},
+			stderr:  []string{"the tool catalog could not be built", "no sanitize_tool_names module", "Add builtin:sanitizer"},
 		},
 		{
 			name:    "call prints the text content",
@@ -256,6 +257,21 @@ func TestMCPToolsAndCall(t *testing.T) {
 			code:    1,
 			stderr:  []string{`blocked by policy "rules": echo is off limits`},
 			noOut:   []string{"tiny says"},
+		},
+		{
+			name:    "an audit-only policy warns that nothing is enforced, and does not block",
+			servers: map[string]any{"tiny": tiny},
+			files:   map[string]string{"policy.json": auditOnlyPolicy},
+			args:    []string{"mcp", "call", "tiny__echo", "--args", `{"message":"x"}`, "--policy-config", "policy.json"},
+			stdout:  []string{"tiny says x"},
+			stderr:  []string{"WARNING: no module enforces before_tool_call"},
+		},
+		{
+			name:    "the default modules enforce before_tool_call",
+			servers: map[string]any{"tiny": tiny},
+			args:    []string{"mcp", "call", "tiny__echo", "--args", `{"message":"x"}`},
+			stdout:  []string{"tiny says x"},
+			noErr:   []string{"WARNING"},
 		},
 		{
 			name:    "require_approval without a terminal is refused",
