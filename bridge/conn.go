@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -49,6 +50,7 @@ type bridgeConn struct {
 	mu      sync.Mutex
 	listIDs map[jsonrpc.ID]struct{} // tools/list requests awaiting their response
 	legacy  bool                    // the client used initialize (protocol ≤ 2025-11-25)
+	initID  jsonrpc.ID              // the initialize request awaiting its response
 }
 
 func (c *bridgeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -70,6 +72,7 @@ func (c *bridgeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		case req.Method == "initialize":
 			c.mu.Lock()
 			c.legacy = true
+			c.initID = req.ID
 			c.mu.Unlock()
 		case req.Method == "tools/list" && req.ID.IsValid():
 			c.mu.Lock()
@@ -96,10 +99,19 @@ func (c *bridgeConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		_, isList := c.listIDs[res.ID]
 		delete(c.listIDs, res.ID)
 		legacy := c.legacy
+		isInit := c.initID.IsValid() && c.initID == res.ID
+		if isInit {
+			c.initID = jsonrpc.ID{}
+		}
 		c.mu.Unlock()
-		if isList {
+		switch {
+		case isList:
 			rewritten := *res
 			rewritten.Result = rewriteToolsList(res.Result, legacy)
+			msg = &rewritten
+		case isInit:
+			rewritten := *res
+			rewritten.Result = reorderInitialize(res.Result)
 			msg = &rewritten
 		}
 	}
@@ -158,4 +170,56 @@ func rewriteToolsList(result json.RawMessage, legacy bool) json.RawMessage {
 		buf = append(buf, res[k]...)
 	}
 	return append(buf, '}')
+}
+
+// initializeOrder is the key order of OpenClaw's initialize result (its
+// SDK's): protocolVersion, capabilities, serverInfo; other members follow
+// in go-sdk's order.
+var initializeOrder = []string{"protocolVersion", "capabilities", "serverInfo"}
+
+// reorderInitialize writes an initialize result with OpenClaw's key order.
+// A result it cannot read is returned unchanged.
+func reorderInitialize(result json.RawMessage) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(result))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return result
+	}
+	var keys []string
+	vals := map[string]json.RawMessage{}
+	for dec.More() {
+		t, err := dec.Token()
+		k, ok := t.(string)
+		if err != nil || !ok {
+			return result
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return result
+		}
+		if _, dup := vals[k]; dup {
+			return result
+		}
+		keys = append(keys, k)
+		vals[k] = v
+	}
+	out := []byte{'{'}
+	add := func(k string) {
+		v, ok := vals[k]
+		if !ok {
+			return
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		kb, _ := json.Marshal(k)
+		out = append(append(append(out, kb...), ':'), v...)
+		delete(vals, k)
+	}
+	for _, k := range initializeOrder {
+		add(k)
+	}
+	for _, k := range keys {
+		add(k)
+	}
+	return append(out, '}')
 }

@@ -209,3 +209,14 @@ func TestGatewayURLSecretsRedacted(t *testing.T) {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 	}
 }
+
+// The initialize result keeps OpenClaw's key order (empty-gateway/
+// initialize.json): protocolVersion, capabilities, serverInfo.
+func TestInitializeKeyOrder(t *testing.T) {
+	t.Parallel()
+	stdout, _, _ := serveUntilExit(t, "--url", "ws://127.0.0.1:1", "--password", "x", "--audit-log", "-")
+	if !strings.Contains(stdout, `"result":{"protocolVersion":"2025-06-18","capabilities":{"experimental":`) ||
+		!strings.Contains(stdout, `},"serverInfo":{"name":"openclaw"`) {
+		t.Fatalf("initialize result order:\n%s", stdout)
+	}
+}
