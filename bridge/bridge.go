@@ -131,7 +131,22 @@ type Bridge struct {
 
 	closeOnce sync.Once
 	closed    chan struct{}
+
+	initReadOnce sync.Once     // closes initRead
+	initRead     chan struct{} // closed once an initialize request is read
+	initOnce     sync.Once     // closes initAnswered
+	initAnswered chan struct{} // closed once the initialize response is written
 }
+
+// InitializeRead is closed once an initialize request has been read, and
+// InitializeAnswered once its response has been written. `mcp serve` waits
+// on them before it stops writing on a fatal Gateway failure, so that, as
+// in OpenClaw, initialize is answered even when the Gateway turns out to be
+// unreachable (openclaw-protocol.md §10).
+func (b *Bridge) InitializeRead() <-chan struct{} { return b.initRead }
+
+// InitializeAnswered: see [Bridge.InitializeRead].
+func (b *Bridge) InitializeAnswered() <-chan struct{} { return b.initAnswered }
 
 // notification is one server→client notification waiting to be written;
 // sent runs after a successful write.
@@ -175,6 +190,9 @@ func New(gw GatewayConn, opts *Options) *Bridge {
 		routing:   newRouting(&o),
 		outbox:    make(chan notification, notifyQueueSize),
 		closed:    make(chan struct{}),
+
+		initRead:     make(chan struct{}),
+		initAnswered: make(chan struct{}),
 	}
 	b.server = b.newServer(o.ServerVersion)
 	return b

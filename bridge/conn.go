@@ -74,6 +74,7 @@ func (c *bridgeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			c.legacy = true
 			c.initID = req.ID
 			c.mu.Unlock()
+			c.b.initReadOnce.Do(func() { close(c.b.initRead) })
 		case req.Method == "tools/list" && req.ID.IsValid():
 			c.mu.Lock()
 			c.listIDs[req.ID] = struct{}{}
@@ -112,7 +113,9 @@ func (c *bridgeConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		case isInit:
 			rewritten := *res
 			rewritten.Result = reorderInitialize(res.Result)
-			msg = &rewritten
+			err := c.Connection.Write(ctx, &rewritten)
+			c.b.initOnce.Do(func() { close(c.b.initAnswered) })
+			return err
 		}
 	}
 	return c.Connection.Write(ctx, msg)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -119,7 +120,20 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 		OnEvent:        func(name string, payload json.RawMessage) { b.HandleGatewayEvent(name, payload) },
 		// A fatal first connect ends the process without answering the
 		// calls that wait for the Gateway, as OpenClaw does (§10).
-		OnFatal: func(error) { out.seal() },
+		// (initialize itself is still answered first, as in OpenClaw.)
+		OnFatal: func(error) {
+			// A client writes initialize right after spawning us: give it a
+			// moment to arrive, then let its answer out before sealing.
+			select {
+			case <-b.InitializeRead():
+				select {
+				case <-b.InitializeAnswered():
+				case <-time.After(2 * time.Second):
+				}
+			case <-time.After(250 * time.Millisecond):
+			}
+			out.seal()
+		},
 		OnStateChange: func(s gwclient.StateChange) {
 			switch s.State {
 			case gwclient.StateConnected:

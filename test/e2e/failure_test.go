@@ -80,6 +80,9 @@ func TestUnreachableGatewayExits1(t *testing.T) {
 		if strings.Contains(stdout, `"id":2`) {
 			t.Fatalf("conversations_list was answered before the fatal exit:\n%s", stdout)
 		}
+		if !strings.Contains(stdout, `"protocolVersion":"2025-06-18"`) {
+			t.Fatalf("initialize was not answered before the fatal exit (OpenClaw answers it):\n%s", stdout)
+		}
 		if strings.Contains(stderr, `"decision":"block"`) {
 			t.Fatalf("a false block was audited:\n%s", stderr)
 		}
@@ -214,9 +217,21 @@ func TestGatewayURLSecretsRedacted(t *testing.T) {
 // initialize.json): protocolVersion, capabilities, serverInfo.
 func TestInitializeKeyOrder(t *testing.T) {
 	t.Parallel()
-	stdout, _, _ := serveUntilExit(t, "--url", "ws://127.0.0.1:1", "--password", "x", "--audit-log", "-")
-	if !strings.Contains(stdout, `"result":{"protocolVersion":"2025-06-18","capabilities":{"experimental":`) ||
-		!strings.Contains(stdout, `},"serverInfo":{"name":"openclaw"`) {
-		t.Fatalf("initialize result order:\n%s", stdout)
+	ctx, gw, tokenFile := setup(t)
+	cmd := exec.CommandContext(ctx, bin, "mcp", "serve", "--url", gw.URL, "--token-file", tokenFile)
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { in.Close(); _ = cmd.Wait() }()
+	_, _ = in.Write([]byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}` + "\n"))
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(line, `"result":{"protocolVersion":"2025-06-18","capabilities":{"experimental":`) ||
+		!strings.Contains(line, `},"serverInfo":{"name":"openclaw"`) {
+		t.Fatalf("initialize result order:\n%s", line)
 	}
 }
