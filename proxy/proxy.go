@@ -1,9 +1,9 @@
 // Package proxy serves the embedded runtime's imported catalog as one MCP
 // server: `openclaw mcp proxy` (issue 5). Every tools/call is routed to
 // runtime.Session.CallTool, so it passes before_tool_call like any other
-// call; wrapping the session's policy interfaces with [Enforcer] and
-// [ApprovalDecider] makes those calls carry surface "proxy" and the identity
-// of the MCP client that made them (clientInfo of its initialize request).
+// call. Create the session with runtime.Options.Surface set to
+// policies.SurfaceProxy; each call carries the identity of the MCP client
+// that made it (clientInfo of its initialize request) via runtime.WithCaller.
 //
 // A policy block is answered as an MCP tool error (isError) whose text is the
 // module's reason. The catalog is compared with the served tools before every
@@ -54,20 +54,6 @@ type Proxy struct {
 
 	mu     sync.Mutex            // serializes Sync, guards served
 	served map[string]servedTool // exposed name → what is served
-}
-
-type callerKey struct{}
-
-// withCaller returns ctx carrying the MCP client identity c.
-func withCaller(ctx context.Context, c policies.Caller) context.Context {
-	return context.WithValue(ctx, callerKey{}, c)
-}
-
-// CallerFrom returns the MCP client identity of the proxy call ctx belongs
-// to, and false outside a proxy call.
-func CallerFrom(ctx context.Context) (policies.Caller, bool) {
-	c, ok := ctx.Value(callerKey{}).(policies.Caller)
-	return c, ok
 }
 
 // servedTool is one served tool: the definition and the upstream
@@ -232,7 +218,7 @@ func (p *Proxy) handler(name string) mcp.ToolHandler {
 				caller = policies.Caller{Name: ip.ClientInfo.Name, Version: ip.ClientInfo.Version}
 			}
 		}
-		ctx = withCaller(ctx, caller)
+		ctx = runtime.WithCaller(ctx, caller)
 		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 			ss := req.Session
 			ctx = runtime.WithProgress(ctx, func(pr runtime.Progress) {

@@ -83,7 +83,8 @@ func TestProxyEndToEnd(t *testing.T) {
 	rec := &recorder{}
 	changed := make(chan struct{}, 8)
 	sess, err := runtime.New([]runtime.Server{{Name: "up", Transport: upClient}}, &runtime.Options{
-		Enforcer:  Enforcer(policies.NewChain([]policies.ChainEntry{{Hook: rec}}, nil)),
+		Enforcer:  policies.NewChain([]policies.ChainEntry{{Hook: rec}}, nil),
+		Surface:   policies.SurfaceProxy,
 		Sanitizer: joinNamer{},
 		Caller:    policies.Caller{Name: "session-caller"},
 		OnEvent: func(ev runtime.Event) {

@@ -114,9 +114,13 @@ type Options struct {
 	// needs approval and that Approvals did not allow.
 	Approve ApprovalFunc
 	// Caller and SessionKey identify the embedder's agent in hook inputs
-	// and audit records.
+	// and audit records; [WithCaller] overrides Caller for one call.
 	Caller     policies.Caller
 	SessionKey string
+	// Surface is the surface hook inputs and approval requests name: ""
+	// means policies.SurfaceEmbedded; `openclaw mcp proxy` sets
+	// policies.SurfaceProxy.
+	Surface policies.Surface
 	// Reserved names no imported tool may take: the embedder's own tools
 	// (compared ignoring ASCII case).
 	Reserved []string

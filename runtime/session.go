@@ -415,9 +415,9 @@ func (s *Session) callTool(ctx context.Context, name string, args []byte) (*mcp.
 	}
 	c := s.byKey[t.Server]
 	call := &policies.ToolCall{
-		Surface:    policies.SurfaceEmbedded,
+		Surface:    s.surface(),
 		SessionKey: s.opts.SessionKey,
-		Caller:     s.opts.Caller,
+		Caller:     s.caller(ctx),
 		Tool:       policies.ToolRef{Name: t.Name, Server: t.Server, Original: t.Upstream.Name},
 		Arguments:  args,
 	}
@@ -453,10 +453,10 @@ func (s *Session) approve(ctx context.Context, t *Tool, d policies.Decision, arg
 		})
 		out := s.opts.Approvals.DecideApproval(ctx, &policies.ApprovalRequest{
 			Kind:       policies.ApprovalTool,
-			ID:         "embedded-" + strconv.FormatUint(s.seq.Add(1), 10),
-			Surface:    policies.SurfaceEmbedded,
+			ID:         string(s.surface()) + "-" + strconv.FormatUint(s.seq.Add(1), 10),
+			Surface:    s.surface(),
 			SessionKey: s.opts.SessionKey,
-			Requester:  s.opts.Caller,
+			Requester:  s.caller(ctx),
 			Tool:       policies.ToolRef{Name: t.Name, Server: t.Server, Original: t.Upstream.Name},
 			Request:    payload,
 		})
@@ -481,7 +481,7 @@ func (s *Session) approve(ctx context.Context, t *Tool, d policies.Decision, arg
 	defer cancel()
 	ok, err := s.opts.Approve(actx, &ApprovalRequest{
 		Tool: *t, Arguments: args, Module: d.Module, Title: d.Title, Description: d.Description,
-		Reason: d.Reason, Timeout: timeout, SessionKey: s.opts.SessionKey, Caller: s.opts.Caller,
+		Reason: d.Reason, Timeout: timeout, SessionKey: s.opts.SessionKey, Caller: s.caller(ctx),
 	})
 	switch {
 	case ctx.Err() != nil:
@@ -506,6 +506,30 @@ type Progress struct {
 }
 
 type progressKey struct{}
+
+type callerKey struct{}
+
+// WithCaller returns a context whose CallTool names caller, instead of
+// Options.Caller, in hook inputs, approval requests and audit records: a
+// surface serving several clients (the proxy) passes each client's
+// identity this way.
+func WithCaller(ctx context.Context, caller policies.Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, caller)
+}
+
+func (s *Session) caller(ctx context.Context) policies.Caller {
+	if c, ok := ctx.Value(callerKey{}).(policies.Caller); ok {
+		return c
+	}
+	return s.opts.Caller
+}
+
+func (s *Session) surface() policies.Surface {
+	if s.opts.Surface != "" {
+		return s.opts.Surface
+	}
+	return policies.SurfaceEmbedded
+}
 
 // WithProgress returns a context whose CallTool asks the server for
 // progress notifications and passes each to fn, from the goroutine that

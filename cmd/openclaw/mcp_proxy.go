@@ -80,9 +80,10 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	defer func() { _ = pol.Close(context.WithoutCancel(ctx)) }()
 
 	sess, err := runtime.New(runtime.ServersFromConfig(resolved), &runtime.Options{
-		Enforcer:  proxy.Enforcer(pol),
+		Enforcer:  pol,
 		Sanitizer: pol,
-		Approvals: proxy.ApprovalDecider(pol),
+		Approvals: pol,
+		Surface:   policies.SurfaceProxy,
 		Caller:    policies.Caller{Name: "openclaw-mcp-proxy", Version: version},
 		Logger:    logger,
 		OnEvent: func(ev runtime.Event) {
