@@ -268,14 +268,14 @@ func (i *Instance) classify(ctx, callerCtx context.Context, export string, err e
 		e.Kind, e.Err = KindABI, i.abiErr
 	case errors.As(err, &exit) && (exit.ExitCode() == sys.ExitCodeDeadlineExceeded || exit.ExitCode() == sys.ExitCodeContextCanceled):
 		if cerr := callerCtx.Err(); cerr != nil {
-			return i.m.ctxError(export, cerr, "")
+			return i.m.pool.CtxError(export, cerr, "")
 		}
-		if i.m.closing.Load() {
+		if i.m.pool.Closing() {
 			e.Kind, e.Err = KindClosed, wrapMsg(err, "module closed during the call")
 			break
 		}
 		e.Kind, e.Err = KindTimeout, wrapMsg(err, "deadline of %v exceeded", i.m.opts.CallTimeout)
-	case errors.As(err, &exit) && i.m.closing.Load():
+	case errors.As(err, &exit) && i.m.pool.Closing():
 		e.Kind, e.Err = KindClosed, wrapMsg(err, "module closed during the call")
 	case errors.As(err, &exit):
 		e.Kind, e.Err = KindExit, wrapMsg(err, "guest exited with code %d", exit.ExitCode())

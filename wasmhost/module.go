@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -109,13 +108,10 @@ type Module struct {
 	funcs    map[string]FuncType
 	wasi     bool
 
-	sem  chan struct{}  // one token per instance in use
-	idle chan *Instance // instances ready for a call
-	done chan struct{}  // closed when Close starts
+	pool *Pool[*Instance]
 
 	byMod sync.Map // api.Module -> *Instance, for host functions
 
-	closing   atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -203,9 +199,7 @@ func Load(ctx context.Context, name string, wasm []byte, opts *Options) (*Module
 		WithCloseOnContextDone(true).
 		WithMemoryLimitPages(maxMemoryPages)
 	m.rt, m.cache = NewRuntime(ctx, rc, o.CacheDir, o.NoCache)
-	m.sem = make(chan struct{}, o.PoolSize)
-	m.idle = make(chan *Instance, o.PoolSize)
-	m.done = make(chan struct{})
+	m.pool = NewPool(name, o.PoolSize, m.newInstance, m.discard)
 
 	if err := m.link(ctx, wasm); err != nil {
 		return nil, errors.Join(err, m.closeRuntime(ctx))
@@ -214,7 +208,7 @@ func Load(ctx context.Context, name string, wasm []byte, opts *Options) (*Module
 	if err != nil {
 		return nil, errors.Join(err, m.closeRuntime(ctx))
 	}
-	m.idle <- inst
+	m.pool.Put(inst)
 	return m, nil
 }
 
@@ -370,7 +364,7 @@ func (m *Module) CallBytes(ctx context.Context, export string, input []byte) ([]
 // is returned, as a KindABI *Error naming the module and export unless it
 // already is an *Error. check may be nil.
 func (m *Module) CallBytesChecked(ctx context.Context, export string, input []byte, check func(out []byte) error) ([]byte, error) {
-	inst, err := m.acquire(ctx, export)
+	inst, err := m.pool.Acquire(ctx, export)
 	if err != nil {
 		return nil, err
 	}
@@ -399,7 +393,7 @@ func (m *Module) CallBytesChecked(ctx context.Context, export string, input []by
 // waits for a free instance until ctx is done, and discards an instance
 // that failed.
 func (m *Module) Call(ctx context.Context, export string, params ...uint64) ([]uint64, error) {
-	inst, err := m.acquire(ctx, export)
+	inst, err := m.pool.Acquire(ctx, export)
 	if err != nil {
 		return nil, err
 	}
@@ -410,61 +404,15 @@ func (m *Module) Call(ctx context.Context, export string, params ...uint64) ([]u
 	return res, err
 }
 
-// acquire takes a pool slot and an instance, creating one if none is idle.
-func (m *Module) acquire(ctx context.Context, export string) (*Instance, error) {
-	if m.closing.Load() {
-		return nil, m.closedError(export)
-	}
-	select {
-	case m.sem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, m.ctxError(export, ctx.Err(), "waiting for an instance: ")
-	case <-m.done:
-		return nil, m.closedError(export)
-	}
-	if m.closing.Load() {
-		<-m.sem
-		return nil, m.closedError(export)
-	}
-	select {
-	case inst := <-m.idle:
-		return inst, nil
-	default:
-	}
-	inst, err := m.newInstance(ctx)
-	if err != nil {
-		<-m.sem
-		return nil, err
-	}
-	return inst, nil
-}
-
-// release returns inst to the pool, or discards it after an error or once
-// the module is closing, and frees the pool slot.
+// release returns inst to the pool, or discards it after an error or when
+// it is broken, and frees the pool slot.
 func (m *Module) release(inst *Instance, err error) {
-	if err != nil || inst.broken || m.closing.Load() {
-		m.discard(inst)
-	} else {
-		m.idle <- inst
-	}
-	<-m.sem
+	m.pool.Release(inst, err != nil || inst.broken)
 }
 
 func (m *Module) discard(inst *Instance) {
 	m.byMod.Delete(inst.mod)
 	_ = inst.mod.Close(context.Background())
-}
-
-func (m *Module) closedError(export string) *Error {
-	return &Error{Module: m.name, Export: export, Kind: KindClosed, Err: errors.New("module is closed")}
-}
-
-// ctxError classifies a done caller context.
-func (m *Module) ctxError(export string, err error, prefix string) *Error {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return &Error{Module: m.name, Export: export, Kind: KindTimeout, Err: fmt.Errorf("%scaller's deadline exceeded: %w", prefix, err)}
-	}
-	return &Error{Module: m.name, Export: export, Kind: KindCanceled, Err: fmt.Errorf("%s%w", prefix, err)}
 }
 
 // newInstance instantiates the compiled module with no capabilities, runs
@@ -480,8 +428,8 @@ func (m *Module) newInstance(ctx context.Context) (*Instance, error) {
 	}
 	mod, err := m.rt.InstantiateModule(experimental.WithMemoryAllocator(ictx, inst.allocator()), m.compiled, cfg)
 	if err != nil {
-		if m.closing.Load() {
-			return nil, m.closedError("")
+		if m.pool.Closing() {
+			return nil, m.pool.ClosedError("")
 		}
 		return nil, &Error{Module: m.name, Kind: KindLoad, Err: fmt.Errorf("instantiating: %w", err)}
 	}
@@ -526,16 +474,7 @@ func asLoad(err error) error {
 // call's result.
 func (m *Module) Close(ctx context.Context) error {
 	m.closeOnce.Do(func() {
-		m.closing.Store(true)
-		close(m.done)
-	drain:
-		for range cap(m.sem) {
-			select {
-			case m.sem <- struct{}{}:
-			case <-ctx.Done():
-				break drain
-			}
-		}
+		m.pool.Shutdown(ctx)
 		m.closeErr = m.closeRuntime(ctx)
 	})
 	return m.closeErr

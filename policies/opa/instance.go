@@ -58,8 +58,8 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 	err := inst.init(ictx, ctx)
 	if err != nil {
 		m.discard(inst)
-		if m.closing.Load() {
-			return nil, m.closedError("")
+		if m.pool.Closing() {
+			return nil, m.pool.ClosedError("")
 		}
 		var e *wasmhost.Error
 		if errors.As(err, &e) && e.Kind == wasmhost.KindTimeout && ctx.Err() == nil {
@@ -275,14 +275,14 @@ func (i *instance) classify(_, callerCtx context.Context, export string, err err
 	switch {
 	case errors.As(err, &exit) && (exit.ExitCode() == sys.ExitCodeDeadlineExceeded || exit.ExitCode() == sys.ExitCodeContextCanceled):
 		if cerr := callerCtx.Err(); cerr != nil {
-			return m.ctxError(export, cerr, "")
+			return m.pool.CtxError(export, cerr, "")
 		}
-		if m.closing.Load() {
+		if m.pool.Closing() {
 			e.Kind, e.Err = wasmhost.KindClosed, &causeError{"module closed during the call", err}
 			break
 		}
 		e.Kind, e.Err = wasmhost.KindTimeout, &causeError{fmt.Sprintf("deadline of %v exceeded", i.limit), err}
-	case errors.As(err, &exit) && m.closing.Load():
+	case errors.As(err, &exit) && m.pool.Closing():
 		e.Kind, e.Err = wasmhost.KindClosed, &causeError{"module closed during the call", err}
 	case i.refusedGrow != 0:
 		limit := m.opts.MemoryLimitPages

@@ -56,7 +56,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -150,11 +149,8 @@ type Module struct {
 	entrypoints map[string]int32
 	hooks       map[policies.Hook]hookEntry
 
-	sem  chan struct{}
-	idle chan *instance
-	done chan struct{}
+	pool *wasmhost.Pool[*instance]
 
-	closing   atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -199,9 +195,7 @@ func Load(ctx context.Context, name string, wasm []byte, config json.RawMessage,
 		WithCloseOnContextDone(!o.noInterrupt).
 		WithMemoryLimitPages(maxMemoryPages)
 	m.rt, m.cache = wasmhost.NewRuntime(ctx, rc, m.opts.CacheDir, m.opts.NoCache)
-	m.sem = make(chan struct{}, m.opts.PoolSize)
-	m.idle = make(chan *instance, m.opts.PoolSize)
-	m.done = make(chan struct{})
+	m.pool = wasmhost.NewPool(m.name, m.opts.PoolSize, m.newInstance, m.discard)
 	if err := m.link(ctx, wasm); err != nil {
 		return nil, errors.Join(err, m.closeRuntime(ctx))
 	}
@@ -213,7 +207,7 @@ func Load(ctx context.Context, name string, wasm []byte, config json.RawMessage,
 		m.discard(inst)
 		return nil, errors.Join(err, m.closeRuntime(ctx))
 	}
-	m.idle <- inst
+	m.pool.Put(inst)
 	return m, nil
 }
 
@@ -557,7 +551,7 @@ func (m *Module) eval(ctx context.Context, h policies.Hook, input []byte, check 
 		return nil, &wasmhost.Error{Module: m.name, Export: string(h), Kind: wasmhost.KindABI,
 			Err: fmt.Errorf("no entrypoint serves %s (the module has %s)", h, quoteList(m.entrypointNames()))}
 	}
-	inst, err := m.acquire(ctx, string(h))
+	inst, err := m.pool.Acquire(ctx, string(h))
 	if err != nil {
 		return nil, err
 	}
@@ -573,51 +567,11 @@ func (m *Module) eval(ctx context.Context, h policies.Hook, input []byte, check 
 			err = cerr
 		}
 	}
-	m.release(inst, err)
+	m.pool.Release(inst, err != nil)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
-}
-
-// acquire takes a pool slot and an instance, creating one if none is idle.
-func (m *Module) acquire(ctx context.Context, export string) (*instance, error) {
-	if m.closing.Load() {
-		return nil, m.closedError(export)
-	}
-	select {
-	case m.sem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, m.ctxError(export, ctx.Err(), "waiting for an instance: ")
-	case <-m.done:
-		return nil, m.closedError(export)
-	}
-	if m.closing.Load() {
-		<-m.sem
-		return nil, m.closedError(export)
-	}
-	select {
-	case inst := <-m.idle:
-		return inst, nil
-	default:
-	}
-	inst, err := m.newInstance(ctx)
-	if err != nil {
-		<-m.sem
-		return nil, err
-	}
-	return inst, nil
-}
-
-// release returns inst to the pool, or discards it after an error or once
-// the module is closing, and frees the pool slot.
-func (m *Module) release(inst *instance, err error) {
-	if err != nil || m.closing.Load() {
-		m.discard(inst)
-	} else {
-		m.idle <- inst
-	}
-	<-m.sem
 }
 
 func (m *Module) discard(inst *instance) {
@@ -630,18 +584,6 @@ func (m *Module) discard(inst *instance) {
 	}
 }
 
-func (m *Module) closedError(export string) *wasmhost.Error {
-	return &wasmhost.Error{Module: m.name, Export: export, Kind: wasmhost.KindClosed, Err: errors.New("module is closed")}
-}
-
-// ctxError classifies a done caller context.
-func (m *Module) ctxError(export string, err error, prefix string) *wasmhost.Error {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return &wasmhost.Error{Module: m.name, Export: export, Kind: wasmhost.KindTimeout, Err: fmt.Errorf("%scaller's deadline exceeded: %w", prefix, err)}
-	}
-	return &wasmhost.Error{Module: m.name, Export: export, Kind: wasmhost.KindCanceled, Err: fmt.Errorf("%s%w", prefix, err)}
-}
-
 // Close stops the module: new evaluations fail with wasmhost.ErrClosed at
 // once, evaluations in flight may finish until ctx is done (then they are
 // interrupted), and the Runtime and its instances are released. It is
@@ -649,16 +591,7 @@ func (m *Module) ctxError(export string, err error, prefix string) *wasmhost.Err
 // call's result.
 func (m *Module) Close(ctx context.Context) error {
 	m.closeOnce.Do(func() {
-		m.closing.Store(true)
-		close(m.done)
-	drain:
-		for range cap(m.sem) {
-			select {
-			case m.sem <- struct{}{}:
-			case <-ctx.Done():
-				break drain
-			}
-		}
+		m.pool.Shutdown(ctx)
 		m.closeErr = m.closeRuntime(ctx)
 	})
 	return m.closeErr
