@@ -25,6 +25,11 @@
 //! {"servers":[{"safe":"files","tools":[{"name":"files__read_file"},{"name":"files__write-file"}]}]}
 //! ```
 //!
+//! Config (optional): `{"prefix":"always"}` (the default, as above),
+//! `"never"` (raw-name mode: the tool part alone, same charset, length,
+//! uniqueness and hash rules) or `"auto"` (raw names when the catalog
+//! declares exactly one server); docs/tool-names.md §6.
+//!
 //! A tool whose trimmed name is empty is answered `{"reject":"…"}`
 //! (OpenClaw skips it). Build: guests/sanitizer/build.sh (reproducible;
 //! output policies/builtin/sanitizer.wasm).
@@ -57,18 +62,53 @@ const HASH_SFX: usize = 9;
 /// Output of the last call; the guest owns it until its next call.
 static mut OUT: Vec<u8> = Vec::new();
 
-/// Accepts an empty config or `{}`: the sanitizer has no options.
+/// Whether exposed names carry the `server__` prefix (config `prefix`).
+#[derive(Clone, Copy, PartialEq)]
+enum Prefix {
+    /// OpenClaw's `server__tool` (the default).
+    Always,
+    /// The tool part alone, for every catalog.
+    Never,
+    /// The tool part alone when the catalog declares exactly one server,
+    /// `server__tool` otherwise.
+    Auto,
+}
+
+/// The configured prefix mode; set by configure, read by every call.
+static mut PREFIX: Prefix = Prefix::Always;
+
+/// Accepts an empty config, `{}`, or `{"prefix":"always"|"never"|"auto"}`
+/// (docs/tool-names.md §6).
 #[no_mangle]
 pub extern "C" fn configure(p: u32, n: u32) -> i32 {
-    if n == 0 {
-        return 0;
-    }
-    let res = P::new(input(p, n)).and_then(|mut r| {
-        r.object(|_, k| Err(format!("unknown key {:?} (the sanitizer takes no options)", k.as_ref())))?;
-        r.end()
-    });
+    let mut mode = Prefix::Always;
+    let res = if n == 0 {
+        Ok(())
+    } else {
+        P::new(input(p, n)).and_then(|mut r| {
+            r.object(|r, k| match k.as_ref() {
+                "prefix" => {
+                    let v = r.string().map_err(|e| format!("prefix: {}", e))?;
+                    mode = match v.as_ref() {
+                        "always" => Prefix::Always,
+                        "never" => Prefix::Never,
+                        "auto" => Prefix::Auto,
+                        other => {
+                            return Err(format!("prefix: unknown value {:?} (want \"always\", \"never\" or \"auto\")", other))
+                        }
+                    };
+                    Ok(())
+                }
+                other => Err(format!("unknown key {:?} (the sanitizer's only option is \"prefix\")", other)),
+            })?;
+            r.end()
+        })
+    };
     match res {
-        Ok(()) => 0,
+        Ok(()) => {
+            unsafe { PREFIX = mode };
+            0
+        }
         Err(msg) => {
             set_error(format!("sanitizer: config: {}", msg));
             1
@@ -598,14 +638,22 @@ impl Names {
 fn sanitize(req: &Input, out: &mut Vec<u8>) {
     let safe = server_names(&req.servers);
     let count: usize = req.servers.iter().map(|s| s.tools.len()).sum();
-    // Each safe name with "__" and 16 bytes of slack, for put.
-    let safe_len: Vec<usize> = safe.iter().map(|s| s.len() + 2).collect();
-    let safe_pad: Vec<Vec<u8>> = safe
+    // The prefix of every exposed name: "<safe>__", or nothing in raw-name
+    // mode (docs/tool-names.md §6).
+    let bare = match unsafe { PREFIX } {
+        Prefix::Always => false,
+        Prefix::Never => true,
+        Prefix::Auto => req.servers.len() == 1,
+    };
+    let pre: Vec<String> = safe.iter().map(|s| if bare { String::new() } else { format!("{}__", s) }).collect();
+    // Each prefix with 16 bytes of slack, for put.
+    let safe_len: Vec<usize> = pre.iter().map(|s| s.len()).collect();
+    let safe_pad: Vec<Vec<u8>> = pre
         .iter()
         .map(|s| {
-            let mut v = Vec::with_capacity(s.len() + 18);
+            let mut v = Vec::with_capacity(s.len() + 16);
             v.extend_from_slice(s.as_bytes());
-            v.extend_from_slice(&[b'_', b'_', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+            v.extend_from_slice(&[0u8; 16]);
             v
         })
         .collect();
@@ -625,7 +673,7 @@ fn sanitize(req: &Input, out: &mut Vec<u8>) {
     // (one loop per tool less); a collision rewrites it.
     out.extend_from_slice(b"{\"servers\":[");
     for (si, s) in req.servers.iter().enumerate() {
-        let max = MAX_NAME.saturating_sub(safe[si].len() + 2).max(1);
+        let max = MAX_NAME.saturating_sub(pre[si].len()).max(1);
         if si > 0 {
             out.push(b',');
         }
@@ -677,7 +725,7 @@ fn sanitize(req: &Input, out: &mut Vec<u8>) {
         return;
     }
 
-    let finals = assign(req, &safe, &tools, &mut names, reserved_entries);
+    let finals = assign(req, &safe, &pre, &tools, &mut names, reserved_entries);
     let arena = names.padded();
     out.clear();
     out.extend_from_slice(b"{\"servers\":[");
@@ -740,7 +788,14 @@ fn suffix_shaped(name: &[u8]) -> bool {
 /// of a suffix. Any other tool keeps its candidate whatever the order, and
 /// no suffixed name can equal it, so it is simply taken from the start:
 /// the same result as OpenClaw's full pass, with a much smaller sort.
-fn assign(req: &Input, safe: &[String], tools: &[Tool], names: &mut Names, reserved_entries: usize) -> Vec<Option<String>> {
+fn assign(
+    req: &Input,
+    safe: &[String],
+    pre: &[String],
+    tools: &[Tool],
+    names: &mut Names,
+    reserved_entries: usize,
+) -> Vec<Option<String>> {
     let mut finals: Vec<Option<String>> = vec![None; tools.len()];
     let mut involved: Vec<usize> = Vec::new();
     // fixed[e] is set when the name of entry e is taken from the start:
@@ -779,7 +834,7 @@ fn assign(req: &Input, safe: &[String], tools: &[Tool], names: &mut Names, reser
     for &o in &order {
         let i = involved[o];
         let t = &tools[i];
-        let s = &safe[t.server];
+        let s = &pre[t.server];
         let mut name = String::from_utf8_lossy(names.name(t.off, t.len)).into_owned();
         let mut k = 2;
         loop {
@@ -790,7 +845,7 @@ fn assign(req: &Input, safe: &[String], tools: &[Tool], names: &mut Names, reser
                 break;
             }
             let sfx = format!("-{}", k);
-            name = format!("{}__{}{}", s, cut(&t.part, t.max.saturating_sub(sfx.len()).max(1)), sfx);
+            name = format!("{}{}{}", s, cut(&t.part, t.max.saturating_sub(sfx.len()).max(1)), sfx);
             k += 1;
         }
         finals[i] = Some(name);
@@ -802,8 +857,8 @@ fn assign(req: &Input, safe: &[String], tools: &[Tool], names: &mut Names, reser
         if t.truncated && names.counts[t.entry as usize] > 1 {
             let raw_server: &str = &req.servers[t.server].raw;
             finals[i] = Some(format!(
-                "{}__{}-{}",
-                safe[t.server],
+                "{}{}-{}",
+                pre[t.server],
                 cut(&t.part, t.max.saturating_sub(HASH_SFX).max(1)),
                 hash8(&[raw_server, t.raw])
             ));

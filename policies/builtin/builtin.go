@@ -71,7 +71,9 @@ func Rules() []byte { return append([]byte(nil), rulesWasm...) }
 // Sanitizer returns a copy of the tool-name sanitizer module
 // (guests/sanitizer): OpenClaw's `server__tool` names, with a stable hash
 // where OpenClaw would cut a long name into a collision
-// (docs/tool-names.md). It takes no config.
+// (docs/tool-names.md). Its optional config {"prefix":"always"|"never"|"auto"}
+// drops the server part of every name ("never"), or only when the catalog
+// declares one server ("auto"); "always" is the default (tool-names.md §6).
 func Sanitizer() []byte { return append([]byte(nil), sanitizerWasm...) }
 
 // Approvals returns a copy of the approval policy module

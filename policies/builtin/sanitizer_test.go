@@ -276,3 +276,113 @@ func FuzzSanitizer(f *testing.F) {
 		}
 	})
 }
+
+// loadSanitizerConfig loads the embedded sanitizer with a config, closed
+// at the end of the test.
+func loadSanitizerConfig(t testing.TB, config string) *wasmpolicy.Module {
+	t.Helper()
+	m, err := wasmpolicy.Load(context.Background(), "sanitizer", builtin.Sanitizer(), json.RawMessage(config), nil)
+	if err != nil {
+		t.Fatalf("config %s: %v", config, err)
+	}
+	t.Cleanup(func() { m.Close(context.Background()) })
+	return m
+}
+
+// TestSanitizerPrefixModes checks the "prefix" option (docs/tool-names.md
+// §6): "never" drops the server part, "auto" drops it only for a catalog
+// of one server, "always" (and no config) is OpenClaw's naming. Every
+// guarantee holds without the prefix: charset, a letter first, 64
+// characters, case-insensitive uniqueness against each other and the
+// reserved names, stable hashes for names cut into a collision.
+func TestSanitizerPrefixModes(t *testing.T) {
+	t.Parallel()
+	x70 := strings.Repeat("x", 70)
+	one := []policies.SanitizeServer{srv("everything", "test_simple_text", "test_image_content", "echo")}
+	two := []policies.SanitizeServer{srv("a", "echo", "only_a"), srv("b", "ECHO", "only_b", "echo")}
+	for _, tc := range []struct {
+		title, config string
+		reserved      []string
+		servers       []policies.SanitizeServer
+		want          []string
+	}{
+		{"no config: OpenClaw's prefix", "", nil, one,
+			[]string{"everything: everything__test_simple_text everything__test_image_content everything__echo"}},
+		{"always", `{"prefix":"always"}`, nil, one,
+			[]string{"everything: everything__test_simple_text everything__test_image_content everything__echo"}},
+		{"never: raw names", `{"prefix":"never"}`, nil, one,
+			[]string{"everything: test_simple_text test_image_content echo"}},
+		{"auto with one server: raw names", `{"prefix":"auto"}`, nil, one,
+			[]string{"everything: test_simple_text test_image_content echo"}},
+		{"auto with two servers: prefixed", `{"prefix":"auto"}`, nil, two,
+			[]string{"a: a__echo a__only_a", "b: b__ECHO-2 b__only_b b__echo"}},
+		{"never: collisions across servers get suffixes in catalog order", `{"prefix":"never"}`, nil, two,
+			// Catalog order: server a before b; in b, "echo" before "ECHO".
+			[]string{"a: echo only_a", "b: ECHO-3 only_b echo-2"}},
+		{"never: sanitized, a letter first, empty rejected", `{"prefix":"never"}`, nil,
+			[]policies.SanitizeServer{srv("s", "fs/read", "123", "", "😀")},
+			[]string{"s: fs-read tool-123 ! tool---"}},
+		{"never: reserved names, ignoring case", `{"prefix":"never"}`, []string{"Conversations_List"},
+			[]policies.SanitizeServer{srv("s", "conversations_list", "events_poll")},
+			[]string{"s: conversations_list-2 events_poll"}},
+		{"never: 64 characters", `{"prefix":"never"}`, nil,
+			[]policies.SanitizeServer{srv("s", strings.Repeat("t", 200))},
+			[]string{"s: " + strings.Repeat("t", 64)}},
+		{"never: names cut into a collision keep a stable hash", `{"prefix":"never"}`, nil,
+			[]policies.SanitizeServer{srv("srv", x70+"a", x70+"b")},
+			[]string{"srv: " + strings.Repeat("x", 55) + "-" + hash8("srv", x70+"a") +
+				" " + strings.Repeat("x", 55) + "-" + hash8("srv", x70+"b")}},
+	} {
+		t.Run(tc.title, func(t *testing.T) {
+			t.Parallel()
+			m := loadSanitizerConfig(t, tc.config)
+			res := sanitize(t, m, tc.reserved, tc.servers...)
+			got := names(res)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("got\n  %q\nwant\n  %q", got, tc.want)
+			}
+			seen := map[string]bool{}
+			for _, r := range tc.reserved {
+				seen[strings.ToLower(r)] = true
+			}
+			for _, s := range res.Servers {
+				for _, tn := range s.Tools {
+					if tn.Reject != "" {
+						continue
+					}
+					if !policies.ValidToolName(tn.Name) || len(tn.Name) > 64 {
+						t.Errorf("invalid name %q", tn.Name)
+					}
+					if seen[strings.ToLower(tn.Name)] {
+						t.Errorf("name %q taken twice (ignoring case) or reserved", tn.Name)
+					}
+					seen[strings.ToLower(tn.Name)] = true
+				}
+			}
+		})
+	}
+}
+
+// TestSanitizerConfigErrors: a config the sanitizer does not understand
+// refuses the module at load, naming the key or value.
+func TestSanitizerConfigErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ config, want string }{
+		{`{"prefix":"sometimes"}`, `prefix: unknown value "sometimes"`},
+		{`{"prefx":"never"}`, `unknown key "prefx"`},
+		{`{"prefix":1}`, `prefix`},
+		{`[]`, `config`},
+	} {
+		t.Run(tc.config, func(t *testing.T) {
+			t.Parallel()
+			m, err := wasmpolicy.Load(context.Background(), "sanitizer", builtin.Sanitizer(), json.RawMessage(tc.config), nil)
+			if err == nil {
+				m.Close(context.Background())
+				t.Fatalf("config %s accepted", tc.config)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not contain %q", err, tc.want)
+			}
+		})
+	}
+}
