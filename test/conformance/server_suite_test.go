@@ -1,0 +1,273 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// serverPeers locates the peers the server-mode suite needs under
+// $PEERS_DIR, skipping the test when one is missing: node, the conformance
+// CLI (@modelcontextprotocol/conformance) and the go-sdk fixture
+// everything-server.
+type serverPeers struct {
+	node        string // node executable
+	suite       string // the conformance CLI's dist/index.js
+	everything  string // go-sdk conformance everything-server
+	nodeImports []string
+}
+
+func findServerPeers(t *testing.T) serverPeers {
+	t.Helper()
+	dir := os.Getenv("PEERS_DIR")
+	if dir == "" {
+		t.Skip("PEERS_DIR not set (the conformance suite and the go-sdk everything-server are needed)")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node not found")
+	}
+	p := serverPeers{
+		node:       node,
+		suite:      filepath.Join(dir, "npm/node_modules/@modelcontextprotocol/conformance/dist/index.js"),
+		everything: filepath.Join(dir, "bin/everything-server"),
+	}
+	for _, f := range []string{p.suite, p.everything} {
+		if _, err := os.Stat(f); err != nil {
+			t.Skipf("peer missing: %v", err)
+		}
+	}
+	// The suite imports fs.globSync (node >= 22) though only its tier-check
+	// command calls it: on older node, give it one that says so.
+	hook := filepath.Join(t.TempDir(), "globsync-hook.mjs")
+	if err := os.WriteFile(hook, []byte(serverGlobSyncHook), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.nodeImports = []string{"--import", hook}
+	return p
+}
+
+// serverGlobSyncHook is a Node ESM loader hook: when node:fs lacks
+// globSync (node 20), modules of the conformance CLI that import "fs" get
+// node:fs plus a globSync that throws; on newer node it does nothing.
+const serverGlobSyncHook = `import { register } from "node:module";
+import fs from "node:fs";
+if (!fs.globSync) {
+  const shim = 'export * from "node:fs"; export { default } from "node:fs";' +
+    ' export function globSync() { throw new Error("fs.globSync needs node >= 22"); }';
+  const url = "data:text/javascript," + encodeURIComponent(shim);
+  const hooks = "export async function resolve(spec, ctx, next) {" +
+    " if ((spec === 'fs' || spec === 'node:fs') && (ctx.parentURL || '').includes('/conformance/dist/'))" +
+    " return { url: " + JSON.stringify(url) + ", shortCircuit: true };" +
+    " return next(spec, ctx); }";
+  register("data:text/javascript," + encodeURIComponent(hooks));
+}
+`
+
+// serverCheck is one check of a scenario's checks.json, as the suite
+// writes it.
+type serverCheck struct {
+	ID           string `json:"id"`
+	Name         string `json:"name"`
+	Status       string `json:"status"` // SUCCESS, FAILURE, WARNING or INFO
+	ErrorMessage string `json:"errorMessage"`
+}
+
+// serverResults maps "scenario/check-id" to the check.
+type serverResults map[string]serverCheck
+
+// scenarios returns the distinct scenario names, sorted.
+func (r serverResults) scenarios() []string {
+	var out []string
+	for k := range r {
+		s, _, _ := strings.Cut(k, "/")
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// keys returns every "scenario/check-id", sorted.
+func (r serverResults) keys() []string {
+	out := make([]string, 0, len(r))
+	for k := range r {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// serverResultDir matches the suite's per-scenario output folder,
+// server-<scenario>-<ISO time with dashes>.
+var serverResultDir = regexp.MustCompile(`^server-(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$`)
+
+// parseServerResults reads every <dir>/server-<scenario>-<time>/checks.json.
+func parseServerResults(dir string) (serverResults, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	res := serverResults{}
+	for _, e := range entries {
+		m := serverResultDir.FindStringSubmatch(e.Name())
+		if !e.IsDir() || m == nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join(dir, e.Name(), "checks.json"))
+		if err != nil {
+			return nil, err
+		}
+		var checks []serverCheck
+		if err := json.Unmarshal(raw, &checks); err != nil {
+			return nil, fmt.Errorf("%s/checks.json: %w", e.Name(), err)
+		}
+		for _, c := range checks {
+			key := m[1] + "/" + c.ID
+			if _, dup := res[key]; dup {
+				return nil, fmt.Errorf("check %s reported twice", key)
+			}
+			res[key] = c
+		}
+	}
+	if len(res) == 0 {
+		return nil, fmt.Errorf("no checks.json under %s", dir)
+	}
+	return res, nil
+}
+
+// runServerSuite runs the suite's active server scenarios against url
+// (a streamable HTTP endpoint, path included) and returns its checks and
+// its console output. The suite exits 1 when a check fails; only a run
+// that leaves no results is an error.
+func runServerSuite(ctx context.Context, t *testing.T, p serverPeers, url string) (serverResults, string) {
+	t.Helper()
+	out := t.TempDir()
+	args := append(slices.Clone(p.nodeImports), p.suite, "server", "--url", url, "-o", out)
+	cmd := exec.CommandContext(ctx, p.node, args...)
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("conformance suite: %v\n%s", err, buf.String())
+	}
+	res, perr := parseServerResults(out)
+	if perr != nil {
+		t.Fatalf("conformance suite against %s (%v): %v\n%s", url, err, perr, buf.String())
+	}
+	return res, buf.String()
+}
+
+// freeServerPort returns a loopback port that was free a moment ago.
+func freeServerPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startServerProcess starts cmd and waits until addr accepts TCP
+// connections; the process is killed and reaped at the end of the test.
+// It fails the test with the process's output if the process exits first
+// or addr is not up within a minute.
+func startServerProcess(t *testing.T, cmd *exec.Cmd, addr string) *serverLog {
+	t.Helper()
+	logs := &serverLog{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", cmd.Path, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	deadline := time.Now().Add(time.Minute)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return logs
+		}
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("%s exited before listening on %s: %v\n%s", cmd.Path, addr, err, logs.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: nothing listening on %s after a minute\n%s", cmd.Path, addr, logs.String())
+		}
+	}
+}
+
+// serverLog collects a process's output; safe for concurrent use.
+type serverLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *serverLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *serverLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// serverTable renders checks as an aligned table: scenario, check, and
+// one status column per run, with the first failure message of the last
+// run that failed.
+func serverTable(keys []string, cols []string, runs ...serverResults) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-68s", "scenario/check")
+	for _, c := range cols {
+		fmt.Fprintf(&b, " %-8s", c)
+	}
+	b.WriteString("\n")
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%-68s", k)
+		msg := ""
+		for _, r := range runs {
+			c, ok := r[k]
+			st := "-"
+			if ok {
+				st = c.Status
+				if c.Status != "SUCCESS" && c.ErrorMessage != "" {
+					msg = c.ErrorMessage
+				}
+			}
+			fmt.Fprintf(&b, " %-8s", st)
+		}
+		if msg != "" {
+			if len(msg) > 120 {
+				msg = msg[:120] + "…"
+			}
+			b.WriteString("  " + msg)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
