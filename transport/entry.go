@@ -52,9 +52,9 @@ type ServerEntry struct {
 	// certificate (mTLS). Both or neither must be set.
 	ClientCert string `json:"clientCert,omitempty"`
 	ClientKey  string `json:"clientKey,omitempty"`
-	// Auth is "oauth" for OAuth-protected HTTP servers. This package does not
-	// implement OAuth yet; it removes any Authorization header, as OpenClaw
-	// does, and leaves authorization to the caller.
+	// Auth is "oauth" for OAuth-protected HTTP servers: any Authorization
+	// header is removed, as OpenClaw does, and requests carry the token
+	// `openclaw mcp login` stored ([Login], [Options.OAuth]).
 	Auth string `json:"auth,omitempty"`
 }
 
@@ -95,6 +95,11 @@ type Options struct {
 	// MaxMessageBytes caps one JSON-RPC message read from a stdio child;
 	// a longer line is logged and skipped. 0 means 64 MiB.
 	MaxMessageBytes int
+	// OAuth configures the token store and the optional authorization flow
+	// of entries with auth "oauth". nil means tokens from [DefaultTokenDir]
+	// and no flow: a server without a usable token fails with an
+	// *AuthRequiredError.
+	OAuth *OAuthOptions
 }
 
 // Resolved is an entry resolved into a go-sdk transport. Resolve has no side
@@ -252,7 +257,7 @@ func Resolve(name string, e ServerEntry, opts *Options) (*Resolved, error) {
 		}
 	}
 	r.Redactor = NewRedactor(secrets...)
-	client, err := newHTTPClient(name, e, headers, r, log)
+	client, err := newHTTPClient(name, e, headers, r, log, &o)
 	if err != nil {
 		return nil, err
 	}

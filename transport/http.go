@@ -25,9 +25,35 @@ const (
 // newHTTPClient builds the HTTP client of one SSE or streamable server: dial
 // and TLS handshake bounded by the connection timeout, response headers by
 // the request timeout, certificate verification per sslVerify, an optional
-// client certificate, the entry's headers on every request and, for
-// streamable HTTP, renewal of a session the server forgot (HTTP 404).
-func newHTTPClient(name string, e ServerEntry, headers map[string]string, r *Resolved, log *slog.Logger) (*http.Client, error) {
+// client certificate, the entry's headers on every request, for
+// streamable HTTP renewal of a session the server forgot (HTTP 404) and,
+// for auth "oauth", the OAuth access token (oauth.go).
+func newHTTPClient(name string, e ServerEntry, headers map[string]string, r *Resolved, log *slog.Logger, o *Options) (*http.Client, error) {
+	base, err := newBaseTransport(name, e, r)
+	if err != nil {
+		return nil, err
+	}
+	var wire http.RoundTripper = base
+	if e.Auth == "oauth" {
+		st, err := newOAuthState(name, e.URL, base, o.OAuth, o.LookupEnv, log)
+		if err != nil {
+			return nil, err
+		}
+		wire = &oauthRoundTripper{base: base, state: st}
+	}
+	rt := &headerRoundTripper{
+		base:    wire,
+		headers: headers,
+		renew:   r.Kind == KindStreamableHTTP,
+		log:     log,
+		aliases: map[string]string{},
+	}
+	return &http.Client{Transport: rt}, nil
+}
+
+// newBaseTransport is the HTTP transport of one server: timeouts, TLS
+// verification and the client certificate of its entry.
+func newBaseTransport(name string, e ServerEntry, r *Resolved) (*http.Transport, error) {
 	tlsConf := &tls.Config{MinVersion: tls.VersionTLS12}
 	if e.SSLVerify != nil && !*e.SSLVerify {
 		tlsConf.InsecureSkipVerify = true // the operator's explicit sslVerify:false
@@ -43,7 +69,7 @@ func newHTTPClient(name string, e ServerEntry, headers map[string]string, r *Res
 		tlsConf.Certificates = []tls.Certificate{cert}
 	}
 	dialer := &net.Dialer{Timeout: r.ConnectTimeout}
-	base := &http.Transport{
+	return &http.Transport{
 		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           dialer.DialContext,
 		TLSClientConfig:       tlsConf,
@@ -51,15 +77,7 @@ func newHTTPClient(name string, e ServerEntry, headers map[string]string, r *Res
 		ResponseHeaderTimeout: r.RequestTimeout,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConnsPerHost:   8,
-	}
-	rt := &headerRoundTripper{
-		base:    base,
-		headers: headers,
-		renew:   r.Kind == KindStreamableHTTP,
-		log:     log,
-		aliases: map[string]string{},
-	}
-	return &http.Client{Transport: rt}, nil
+	}, nil
 }
 
 // headerRoundTripper adds the configured headers and renews stale
