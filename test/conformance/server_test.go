@@ -1,12 +1,9 @@
-// Package conformance runs the official MCP conformance suite
-// (@modelcontextprotocol/conformance, under $PEERS_DIR) against openclaw-go.
-// It has tests only.
-//
-// Server mode (server_test.go): the suite acts as the MCP client of the
-// go-sdk conformance fixture everything-server, once directly over
-// streamable HTTP and once through `openclaw mcp proxy --listen`, which
-// fronts the same fixture over stdio; every check that passes directly
-// must pass through the proxy.
+// Server mode (the package doc is client_test.go's): the suite acts as the
+// MCP client of the go-sdk conformance fixture everything-server, once
+// directly over streamable HTTP and once through `openclaw mcp proxy
+// --listen`, which fronts the same fixture over stdio; every check that
+// passes directly must pass through the proxy.
+
 package conformance
 
 import (
