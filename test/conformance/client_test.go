@@ -1,10 +1,10 @@
-// Package conformance runs the official MCP conformance suite
-// (@modelcontextprotocol/conformance, installed by `make peers` under
-// PEERS_DIR) in client mode against openclaw-go's client: the program in
-// ./client, built on the embedded runtime and the transport package
-// (streamable HTTP and OAuth). The tests skip when the suite or node is
-// missing; results are recorded in docs/conformance.md.
 package conformance
+
+// Client mode (this file): the suite acts as the MCP server (and OAuth
+// authorization server) for openclaw-go's client, the program in ./client,
+// built on the embedded runtime and the transport package (streamable HTTP
+// and OAuth). The tests skip when the suite or node is missing; results are
+// recorded in docs/conformance.md.
 
 import (
 	"bufio"
