@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# tools/call latency and load of `openclaw mcp proxy` (streamable HTTP) beside supergateway and
+# mcp-proxy (npm), in ONE run against the same backend: server-everything over stdio (node).
+# Issue 5, "Figures" and "Load". By hand, not in CI; see docs/benchmarks.md for a recorded run.
+#
+#   1. latency: one go-sdk client (bench/mcpbench), one session per path, N sequential echo
+#      calls after WARMUP, cut into ROUNDS rounds in which the paths take turns:
+#        direct       mcpbench → node server-everything (stdio)
+#        ours         mcpbench → openclaw mcp proxy --listen (streamable HTTP, bearer token,
+#                     default policies) → node server-everything (stdio)
+#        supergateway mcpbench → supergateway --stateful (streamable HTTP) → node (stdio)
+#        mcp-proxy    mcpbench → mcp-proxy /mcp (streamable HTTP) → node (stdio)
+#   2. load: LOAD_C sessions × LOAD_N calls against each bridge in turn (errors must be 0) while
+#      /proc/PID/status of the bridge and of its descendants is sampled every 100 ms.
+#      supergateway --stateful starts one server child per session, so it gets SG_LOAD_C sessions
+#      (default 20: 200 would be 200 node servers, ~13 GB, on a shared machine).
+#   3. a Markdown table (bench/mcpbench -table) on stdout and in $OUT.
+#
+# Every process runs in a fresh loopback-only network namespace when run as root (supergateway
+# binds all interfaces and has no host flag); ports are picked at random. Only the processes this
+# script starts are stopped, by process group.
+#
+# Env: PEERS_DIR (.peers), N (2000), WARMUP (200), ROUNDS (10), LOAD_C (200), LOAD_N (100),
+# SG_LOAD_C (20), ONLY (space-separated subset of: ours supergateway mcp-proxy), NO_LOAD=1,
+# OURS_BIN (default: built from this checkout), OUT (report, default $WORK/proxy-bench.md),
+# WORK (default a new /tmp/proxy-bench.XXXXXX), NETNS=0 (do not enter a network namespace).
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+log() { printf '== %s\n' "$*" >&2; }
+
+if [ "${1:-}" != --inner ]; then
+  export PEERS_DIR=${PEERS_DIR:-$REPO/.peers}
+  export WORK=${WORK:-$(mktemp -d /tmp/proxy-bench.XXXXXX)}
+  mkdir -p "$WORK"
+  E=$PEERS_DIR/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js
+  for f in "$E" "$PEERS_DIR/npm/node_modules/.bin/supergateway" "$PEERS_DIR/npm/node_modules/.bin/mcp-proxy"; do
+    [ -e "$f" ] || { echo "PEERS_DIR=$PEERS_DIR: $f missing (see shared/reference/mcp-peers.md)" >&2; exit 2; }
+  done
+  command -v node >/dev/null || { echo "node is not on PATH" >&2; exit 2; }
+  log "building mcpbench and openclaw into $WORK"
+  (cd "$REPO" && go build -o "$WORK/mcpbench" ./bench/mcpbench)
+  if [ -z "${OURS_BIN:-}" ]; then
+    (cd "$REPO" && go build -o "$WORK/openclaw" ./cmd/openclaw)
+    export OURS_BIN=$WORK/openclaw
+  fi
+  export OURS_COMMIT=$(cd "$REPO" && git rev-parse --short HEAD)
+  if [ "${NETNS:-1}" != 0 ] && [ "$(id -u)" = 0 ]; then
+    exec unshare --net -- bash -c 'ip link set lo up && exec bash "$0" --inner' "${BASH_SOURCE[0]}"
+  fi
+  [ "${NETNS:-1}" = 0 ] || log "not root: no network namespace; supergateway listens on every interface"
+  exec bash "${BASH_SOURCE[0]}" --inner
+fi
+
+# ---- inner: in the namespace (or not), binaries built ----
+E=$PEERS_DIR/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js
+SG=$PEERS_DIR/npm/node_modules/.bin/supergateway
+MP=$PEERS_DIR/npm/node_modules/.bin/mcp-proxy
+BENCH=$WORK/mcpbench
+N=${N:-2000} WARMUP=${WARMUP:-200} ROUNDS=${ROUNDS:-10}
+LOAD_C=${LOAD_C:-200} LOAD_N=${LOAD_N:-100} SG_LOAD_C=${SG_LOAD_C:-20}
+ONLY=${ONLY:-ours supergateway mcp-proxy}
+OUT=${OUT:-$WORK/proxy-bench.md}
+RESULTS=$WORK/results.jsonl
+: >"$RESULTS"
+
+declare -A PID PORT URL TOOL
+STARTED=()
+
+# stop_all: TERM then KILL the process group of every bridge this script started.
+stop_all() {
+  local p i
+  for p in "${STARTED[@]}"; do kill -TERM -- "-$p" 2>/dev/null || true; done
+  for i in $(seq 30); do
+    local alive=0
+    for p in "${STARTED[@]}"; do kill -0 -- "-$p" 2>/dev/null && alive=1; done
+    [ $alive = 0 ] && return
+    sleep 0.1
+  done
+  for p in "${STARTED[@]}"; do kill -KILL -- "-$p" 2>/dev/null || true; done
+}
+trap stop_all EXIT
+
+# free_port: a random port nothing listens on.
+free_port() {
+  local p
+  while :; do
+    p=$(shuf -i 20000-59999 -n 1)
+    ss -Htln "sport = :$p" | grep -q . || { echo "$p"; return; }
+  done
+}
+
+# wait_port PORT SECONDS NAME: poll until PORT accepts a connection.
+wait_port() {
+  local i
+  for i in $(seq $(($2 * 10))); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+    kill -0 "${PID[$3]}" 2>/dev/null || { echo "$3 exited; log:" >&2; cat "$WORK/$3.log" >&2; return 1; }
+    sleep 0.1
+  done
+  echo "$3 did not listen on $1 within $2 s; log:" >&2
+  cat "$WORK/$3.log" >&2
+  return 1
+}
+
+# start NAME CMD…: run CMD in a session (process group) of its own, output to $WORK/NAME.log.
+start() {
+  local name=$1
+  shift
+  setsid "$@" >"$WORK/$name.log" 2>&1 </dev/null &
+  PID[$name]=$!
+  STARTED+=("$!")
+}
+
+want() { [[ " $ONLY " == *" $1 "* ]]; }
+
+log "uptime before: $(uptime)"
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+
+if want ours; then
+  if "$OURS_BIN" mcp proxy --help 2>/dev/null | grep -q -- '--listen'; then
+    mkdir -p "$WORK/home/.openclaw" "$WORK/state"
+    printf '{"mcp":{"servers":{"everything":{"command":"%s","args":["%s","stdio"]}}}}\n' "$(command -v node)" "$E" \
+      >"$WORK/home/.openclaw/openclaw.json"
+    PORT[ours]=$(free_port)
+    export OPENCLAW_MCP_TOKEN=bench-$RANDOM$RANDOM$RANDOM
+    start ours env OPENCLAW_HOME="$WORK/home" OPENCLAW_STATE_DIR="$WORK/state" \
+      "$OURS_BIN" mcp proxy --listen "127.0.0.1:${PORT[ours]}"
+    URL[ours]=http://127.0.0.1:${PORT[ours]}/mcp
+    TOOL[ours]=everything__echo
+  else
+    log "skipping ours: $OURS_BIN mcp proxy has no --listen yet"
+    ONLY=${ONLY//ours/}
+  fi
+fi
+if want supergateway; then
+  PORT[supergateway]=$(free_port)
+  start supergateway "$SG" --stdio "node $E stdio" --outputTransport streamableHttp --stateful \
+    --port "${PORT[supergateway]}" --logLevel none
+  URL[supergateway]=http://127.0.0.1:${PORT[supergateway]}/mcp
+fi
+if want mcp-proxy; then
+  PORT[mcp-proxy]=$(free_port)
+  # Never --tunnel: it opens a public tunnel.
+  start mcp-proxy "$MP" --host 127.0.0.1 --port "${PORT[mcp-proxy]}" -- node "$E" stdio
+  URL[mcp-proxy]=http://127.0.0.1:${PORT[mcp-proxy]}/mcp
+fi
+BRIDGES=()
+for b in ours supergateway mcp-proxy; do
+  want "$b" || continue
+  wait_port "${PORT[$b]}" 20 "$b"
+  BRIDGES+=("$b")
+done
+log "bridges up: ${BRIDGES[*]:-none}"
+
+# 1. Latency, interleaved.
+args=(-target "direct=stdio:node $E stdio" -n "$N" -warmup "$WARMUP" -rounds "$ROUNDS")
+for b in "${BRIDGES[@]}"; do
+  args+=(-target "$b=${URL[$b]}")
+  [ -n "${TOOL[$b]:-}" ] && args+=(-target-tool "$b=${TOOL[$b]}")
+done
+[ -n "${OPENCLAW_MCP_TOKEN:-}" ] && args+=(-bearer-env OPENCLAW_MCP_TOKEN)
+log "latency: ${#BRIDGES[@]} bridges + direct, $N calls each after $WARMUP, $ROUNDS rounds"
+"$BENCH" "${args[@]}" | tee -a "$RESULTS" >&2
+
+# 2. Load, one bridge at a time, memory sampled.
+if [ "${NO_LOAD:-0}" != 1 ]; then
+  for b in "${BRIDGES[@]}"; do
+    c=$LOAD_C
+    [ "$b" = supergateway ] && c=$SG_LOAD_C
+    largs=(-target "$b=${URL[$b]}" -c "$c" -n "$LOAD_N" -warmup 1 -phase load -rss "$b=${PID[$b]}")
+    [ -n "${TOOL[$b]:-}" ] && largs+=(-target-tool "$b=${TOOL[$b]}")
+    [ -n "${OPENCLAW_MCP_TOKEN:-}" ] && largs+=(-bearer-env OPENCLAW_MCP_TOKEN)
+    log "load: $b, $c sessions × $LOAD_N calls"
+    "$BENCH" "${largs[@]}" | tee -a "$RESULTS" >&2 || log "load on $b had errors (see the line above)"
+  done
+fi
+
+LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
+log "uptime after: $(uptime)"
+{
+  echo "Commit $OURS_COMMIT, $(date -u '+%Y-%m-%d %H:%M') UTC, $(nproc) cores, load average $LOAD_BEFORE before, $LOAD_AFTER after;"
+  echo "node $(node --version), N=$N after WARMUP=$WARMUP in $ROUNDS rounds; load ${LOAD_C}×${LOAD_N} (supergateway ${SG_LOAD_C}×${LOAD_N})."
+  echo
+  "$BENCH" -table -direct direct -ours ours "$RESULTS"
+} | tee "$OUT"
+log "report: $OUT; raw results: $RESULTS"
