@@ -28,6 +28,8 @@ type conn struct {
 
 	dirty atomic.Bool // notifications/tools/list_changed since the last listing
 
+	px passState // resources, prompts, calls in flight (passthrough.go)
+
 	mu           sync.Mutex
 	cs           *mcp.ClientSession
 	caps         *mcp.ServerCapabilities
@@ -93,11 +95,10 @@ func (c *conn) connect(ctx context.Context) bool {
 		c.kind, c.launch, c.redactor = r.Kind, r.Launch, r.Redactor
 		c.mu.Unlock()
 	}
-	client := mcp.NewClient(c.s.opts.ClientInfo, &mcp.ClientOptions{
-		Capabilities:                &mcp.ClientCapabilities{},
-		ToolListChangedHandler:      c.toolsChanged,
-		ProgressNotificationHandler: c.s.onProgress,
-	})
+	client := mcp.NewClient(c.s.opts.ClientInfo, c.clientOptions())
+	if c.s.opts.ListRoots != nil {
+		client.AddReceivingMiddleware(c.rootsMiddleware)
+	}
 	timeout := c.cfg.connectTimeout()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	cs, err := client.Connect(cctx, tr, nil)
@@ -124,6 +125,10 @@ func (c *conn) connect(ctx context.Context) bool {
 		_ = cs.Close()
 		return false
 	}
+	c.px.resDirty.Store(true) // a new session may list other resources and prompts
+	c.px.promptDirty.Store(true)
+	_, caps := c.open()
+	c.afterConnect(ctx, cs, caps)
 	c.s.emit(Event{Kind: EventConnected, Server: c.cfg.Name})
 	return true
 }
@@ -357,6 +362,8 @@ func (c *conn) call(ctx context.Context, t *Tool, args []byte) (*mcp.CallToolRes
 			return nil, err
 		}
 	}
+	// Server-to-client requests that arrive meanwhile belong to this call.
+	defer c.px.enter(context.WithValue(ctx, callInfoKey{}, CallInfo{Tool: t.Name, Server: c.cfg.Name}))()
 	params := &mcp.CallToolParams{Name: t.Upstream.Name}
 	if len(args) > 0 {
 		params.Arguments = json.RawMessage(args)
@@ -471,6 +478,7 @@ func (c *conn) reap() bool {
 	cs := c.cs
 	c.cs, c.caps, c.listed, c.tools, c.listFailedAt, c.recycle = nil, nil, false, nil, time.Time{}, false
 	c.mu.Unlock()
+	c.px.reset()
 	if cs == nil {
 		return false
 	}

@@ -97,6 +97,8 @@ type Event struct {
 	Until time.Time
 	// Err is the cause (EventFailed, EventPaused).
 	Err error
+	// URI is the updated resource (EventResourceUpdated).
+	URI string
 }
 
 // Options configure a Session. Enforcer and Sanitizer are required: the
@@ -139,6 +141,19 @@ type Options struct {
 	// ClientInfo is sent in the MCP handshake; nil means
 	// {Name: "openclaw-go", Version: "dev"}.
 	ClientInfo *mcp.Implementation
+	// CreateMessage, Elicit and ListRoots answer the servers' sampling,
+	// elicitation and roots requests (runtime/passthrough.go); each
+	// capability is advertised to the servers only when its handler is set.
+	// A request that arrives while a tool call is in flight on its server
+	// is handled with a ctx carrying that call's values (the most recent
+	// call when the server supports parallel calls; CallFromContext names
+	// it), so an embedder serving several clients finds the right one;
+	// otherwise ctx carries no call. OnLog receives the servers' log
+	// messages (see Session.SetLoggingLevel), attributed the same way.
+	CreateMessage CreateMessageFunc
+	Elicit        ElicitFunc
+	ListRoots     ListRootsFunc
+	OnLog         LogFunc
 	// PauseAfter is the count of consecutive failed calls that pauses a
 	// server; 0 means DefaultPauseAfter (3).
 	PauseAfter int
