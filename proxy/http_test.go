@@ -1,0 +1,566 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/runtime"
+)
+
+// blocker is a before_tool_call module that blocks tools whose original
+// name is "reset".
+type blocker struct{}
+
+func (blocker) Name() string { return "blocker" }
+
+func (blocker) BeforeToolCall(_ context.Context, call *policies.ToolCall) (policies.Verdict, error) {
+	if call.Tool.Original == "reset" {
+		return policies.Verdict{Decision: policies.Block, Reason: "resets are disabled"}, nil
+	}
+	return policies.Verdict{Decision: policies.Allow}, nil
+}
+
+// httpFixture is a proxy over one in-process upstream server (tools echo,
+// reset, slow) served over HTTP on 127.0.0.1.
+type httpFixture struct {
+	p       *Proxy
+	h       *HTTPHandler
+	metrics *Metrics
+	url     string // http://127.0.0.1:PORT
+	// slowStarted receives when the upstream slow tool starts; it returns
+	// when release is closed.
+	slowStarted chan struct{}
+	release     chan struct{}
+	cancel      context.CancelFunc // starts the graceful shutdown
+	served      chan error         // Serve's result
+	// protocols are the MCP-Protocol-Version headers the server saw.
+	mu        sync.Mutex
+	protocols map[string]bool
+}
+
+func newHTTPFixture(t *testing.T, opts HTTPOptions) *httpFixture {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	f := &httpFixture{slowStarted: make(chan struct{}, 4), release: make(chan struct{}), protocols: map[string]bool{}}
+
+	up := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
+	obj := json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}}}`)
+	up.AddTool(&mcp.Tool{Name: "echo", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a struct{ Message string }
+		_ = json.Unmarshal(req.Params.Arguments, &a)
+		return text("echo: " + a.Message), nil
+	})
+	up.AddTool(&mcp.Tool{Name: "reset", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return text("reset done"), nil
+	})
+	up.AddTool(&mcp.Tool{Name: "fail", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "it failed"}}}, nil
+	})
+	up.AddTool(&mcp.Tool{Name: "slow", InputSchema: obj}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		f.slowStarted <- struct{}{}
+		select {
+		case <-f.release:
+			return text("slow done"), nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	})
+	upClient, upServer := mcp.NewInMemoryTransports()
+	upDone := make(chan error, 1)
+	go func() { upDone <- up.Run(ctx, upServer) }()
+
+	f.metrics = NewMetrics()
+	sess, err := runtime.New([]runtime.Server{{Name: "up", Transport: upClient}}, &runtime.Options{
+		Enforcer:  f.metrics.Enforcer(policies.NewChain([]policies.ChainEntry{{Hook: blocker{}}}, nil)),
+		Surface:   policies.SurfaceProxy,
+		Sanitizer: joinNamer{},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = sess.Close(context.Background())
+		<-upDone
+	})
+	if err := sess.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if f.p, err = New(ctx, sess, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.metrics.Instrument(f.p)
+	opts.Metrics = f.metrics
+	opts.Servers = sess.Status
+	if f.h, err = NewHTTPHandler(f.p, &opts); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.url = "http://" + ln.Addr().String()
+	sctx, scancel := context.WithCancel(context.Background())
+	f.cancel = scancel
+	f.served = make(chan error, 1)
+	srv := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if v := r.Header.Get("Mcp-Protocol-Version"); v != "" {
+			f.mu.Lock()
+			f.protocols[v] = true
+			f.mu.Unlock()
+		}
+		f.h.ServeHTTP(w, r)
+	}))
+	go func() { f.served <- serveWith(sctx, f.h, srv, ln) }()
+	t.Cleanup(func() {
+		select {
+		case <-f.release:
+		default:
+			close(f.release)
+		}
+		scancel()
+		<-f.served
+	})
+	return f
+}
+
+// serveWith runs h.Serve with a recording handler in front: the handler
+// is swapped through a copy that keeps h's drain state.
+func serveWith(ctx context.Context, h *HTTPHandler, front http.Handler, ln net.Listener) error {
+	return h.serve(ctx, ln, front)
+}
+
+// bearer adds an Authorization header to every request.
+type bearer struct {
+	token string
+	base  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.base.RoundTrip(r)
+}
+
+func (f *httpFixture) connect(t *testing.T, ctx context.Context, tr mcp.Transport, version string) *mcp.ClientSession {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "http-client", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatalf("connect (%s): %v", version, err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+func callText(t *testing.T, ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any) (string, bool) {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("tools/call %s: %v", name, err)
+	}
+	if len(res.Content) == 0 {
+		t.Fatalf("tools/call %s: no content", name)
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		t.Fatalf("tools/call %s: content %T", name, res.Content[0])
+	}
+	return tc.Text, res.IsError
+}
+
+func TestHTTPTransportsAndRevisions(t *testing.T) {
+	t.Parallel()
+	const token = "s3cret-token"
+	f := newHTTPFixture(t, HTTPOptions{Token: token, ListenHost: "127.0.0.1"})
+	hc := &http.Client{Transport: bearer{token: token, base: http.DefaultTransport}}
+	tests := []struct {
+		name, version string
+		transport     func() mcp.Transport
+	}{
+		{"streamable 2025-11-25", "2025-11-25", func() mcp.Transport {
+			return &mcp.StreamableClientTransport{Endpoint: f.url + PathMCP, HTTPClient: hc}
+		}},
+		{"streamable 2026-07-28", "2026-07-28", func() mcp.Transport {
+			return &mcp.StreamableClientTransport{Endpoint: f.url + PathMCP, HTTPClient: hc}
+		}},
+		{"legacy SSE", "2024-11-05", func() mcp.Transport {
+			return &mcp.SSEClientTransport{Endpoint: f.url + PathSSE, HTTPClient: hc}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cs := f.connect(t, ctx, tc.transport(), tc.version)
+			list, err := cs.ListTools(ctx, nil)
+			if err != nil {
+				t.Fatalf("tools/list: %v", err)
+			}
+			var names []string
+			for _, tl := range list.Tools {
+				names = append(names, tl.Name)
+			}
+			if strings.Join(names, ",") != "up__echo,up__fail,up__reset,up__slow" {
+				t.Fatalf("tools = %v", names)
+			}
+			if got, isErr := callText(t, ctx, cs, "up__echo", map[string]any{"message": tc.name}); isErr || got != "echo: "+tc.name {
+				t.Fatalf("echo = %q (isError %v)", got, isErr)
+			}
+			if got, isErr := callText(t, ctx, cs, "up__reset", nil); !isErr || !strings.Contains(got, "resets are disabled") {
+				t.Fatalf("reset = %q (isError %v), want the block reason", got, isErr)
+			}
+		})
+	}
+	t.Cleanup(func() {
+		// Both streamable revisions were spoken (headers after the handshake).
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, v := range []string{"2025-11-25", "2026-07-28"} {
+			if !f.protocols[v] {
+				t.Errorf("no request with MCP-Protocol-Version %s; saw %v", v, f.protocols)
+			}
+		}
+	})
+}
+
+// do sends one request to the fixture and returns the status, the
+// WWW-Authenticate header and the body.
+func do(t *testing.T, method, url string, header map[string]string, body string) (int, string, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, res.Header.Get("WWW-Authenticate"), string(b)
+}
+
+const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+
+func TestHTTPAuthAndOrigin(t *testing.T) {
+	t.Parallel()
+	const token = "right-token"
+	f := newHTTPFixture(t, HTTPOptions{Token: token, ListenHost: "127.0.0.1", AllowOrigins: []string{"https://App.Example.com/"}})
+	mcpHdr := func(kv ...string) map[string]string {
+		h := map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+		for i := 0; i+1 < len(kv); i += 2 {
+			h[kv[i]] = kv[i+1]
+		}
+		return h
+	}
+	tests := []struct {
+		name, method, path string
+		header             map[string]string
+		body               string
+		want               int
+		wantAuth           string // WWW-Authenticate prefix
+		wantBody           string
+	}{
+		{"mcp without token", "POST", PathMCP, mcpHdr(), initBody, 401, "Bearer", "missing bearer token"},
+		{"mcp wrong token", "POST", PathMCP, mcpHdr("Authorization", "Bearer wrong-token"), initBody, 401, "Bearer", "invalid bearer token"},
+		{"mcp other scheme", "POST", PathMCP, mcpHdr("Authorization", "Basic "+token), initBody, 401, "Bearer", "missing bearer token"},
+		{"mcp right token", "POST", PathMCP, mcpHdr("Authorization", "Bearer "+token), initBody, 200, "", `"protocolVersion"`},
+		{"sse without token", "GET", PathSSE, nil, "", 401, "Bearer", ""},
+		{"sse message without token", "POST", PathSSE + "?sessionid=x", mcpHdr(), initBody, 401, "Bearer", ""},
+		{"metrics without token", "GET", PathMetrics, nil, "", 401, "Bearer", ""},
+		{"metrics with token", "GET", PathMetrics, mcpHdr("Authorization", "Bearer "+token), "", 200, "", "openclaw_proxy_tool_calls_in_flight"},
+		{"healthz without token", "GET", PathHealth, nil, "", 200, "", `"ok":true`},
+		{"foreign origin", "POST", PathMCP, mcpHdr("Authorization", "Bearer "+token, "Origin", "http://evil.example.com"), initBody, 403, "", "not allowed"},
+		{"foreign origin on healthz", "GET", PathHealth, map[string]string{"Origin": "http://evil.example.com:8765"}, "", 403, "", "not allowed"},
+		{"null origin", "POST", PathMCP, mcpHdr("Authorization", "Bearer "+token, "Origin", "null"), initBody, 403, "", "not allowed"},
+		{"loopback origin", "POST", PathMCP, mcpHdr("Authorization", "Bearer "+token, "Origin", "http://localhost:3000"), initBody, 200, "", `"protocolVersion"`},
+		{"allowed origin", "POST", PathMCP, mcpHdr("Authorization", "Bearer "+token, "Origin", "https://app.example.com"), initBody, 200, "", `"protocolVersion"`},
+		{"allowed origin other port", "POST", PathMCP, mcpHdr("Authorization", "Bearer "+token, "Origin", "https://app.example.com:444"), initBody, 403, "", "not allowed"},
+		// go-sdk's DNS rebinding guard: loopback listener, foreign Host.
+		{"foreign host", "POST", PathMCP, mcpHdr("Authorization", "Bearer "+token, "Host", "evil.example.com"), initBody, 403, "", "invalid Host"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			req, err := http.NewRequest(tc.method, f.url+tc.path, strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for k, v := range tc.header {
+				req.Header.Set(k, v)
+			}
+			if h := tc.header["Host"]; h != "" {
+				req.Host = h
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			b, _ := io.ReadAll(res.Body)
+			if res.StatusCode != tc.want {
+				t.Fatalf("status = %d, want %d; body %s", res.StatusCode, tc.want, b)
+			}
+			if got := res.Header.Get("WWW-Authenticate"); !strings.HasPrefix(got, tc.wantAuth) || (tc.wantAuth == "" && got != "") {
+				t.Errorf("WWW-Authenticate = %q, want %q…", got, tc.wantAuth)
+			}
+			if !strings.Contains(string(b), tc.wantBody) {
+				t.Errorf("body = %s, want it to contain %q", b, tc.wantBody)
+			}
+		})
+	}
+}
+
+func TestHTTPNoAuthAndOptions(t *testing.T) {
+	t.Parallel()
+	f := newHTTPFixture(t, HTTPOptions{NoAuth: true})
+	code, _, body := do(t, "POST", f.url+PathMCP, map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}, initBody)
+	if code != 200 || !strings.Contains(body, `"protocolVersion"`) {
+		t.Fatalf("NoAuth initialize = %d %s", code, body)
+	}
+	for _, tc := range []struct {
+		name string
+		opts *HTTPOptions
+		want string
+	}{
+		{"nil", nil, "options are required"},
+		{"no token", &HTTPOptions{}, "needs a bearer token"},
+		{"both", &HTTPOptions{Token: "x", NoAuth: true}, "both"},
+		{"bad origin", &HTTPOptions{Token: "x", AllowOrigins: []string{"app.example.com"}}, `allowed origin "app.example.com"`},
+	} {
+		if _, err := NewHTTPHandler(f.p, tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want it to contain %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestHealthz(t *testing.T) {
+	t.Parallel()
+	f := newHTTPFixture(t, HTTPOptions{Token: "t"})
+	code, _, body := do(t, "GET", f.url+PathHealth, nil, "")
+	var got struct {
+		OK      bool `json:"ok"`
+		Tools   int  `json:"tools"`
+		Servers struct {
+			Connected, Total int
+		} `json:"servers"`
+	}
+	if err := json.Unmarshal([]byte(body), &got); err != nil || code != 200 {
+		t.Fatalf("healthz = %d %s (%v)", code, body, err)
+	}
+	if !got.OK || got.Tools != 4 || got.Servers.Connected != 1 || got.Servers.Total != 1 {
+		t.Fatalf("healthz = %s, want ok, 4 tools, 1/1 server connected", body)
+	}
+	if strings.Contains(body, "\"t\"") {
+		t.Fatalf("healthz leaks the token: %s", body)
+	}
+}
+
+func TestMetricsCountCallsAndBlocks(t *testing.T) {
+	t.Parallel()
+	const token = "m"
+	f := newHTTPFixture(t, HTTPOptions{Token: token})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	hc := &http.Client{Transport: bearer{token: token, base: http.DefaultTransport}}
+	cs := f.connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: f.url + PathMCP, HTTPClient: hc}, "2025-11-25")
+	callText(t, ctx, cs, "up__echo", map[string]any{"message": "a"})
+	callText(t, ctx, cs, "up__echo", map[string]any{"message": "b"})
+	callText(t, ctx, cs, "up__reset", nil)
+	callText(t, ctx, cs, "up__fail", nil)
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "no_such_tool"}); err == nil {
+		t.Fatal("unknown tool: no error")
+	}
+	code, _, body := do(t, "GET", f.url+PathMetrics, map[string]string{"Authorization": "Bearer " + token}, "")
+	if code != 200 {
+		t.Fatalf("metrics = %d %s", code, body)
+	}
+	for _, want := range []string{
+		`openclaw_proxy_tool_calls_total{outcome="ok",tool="up__echo"} 2`,
+		`openclaw_proxy_tool_calls_total{outcome="blocked",tool="up__reset"} 1`,
+		`openclaw_proxy_tool_calls_total{outcome="tool_error",tool="up__fail"} 1`,
+		`openclaw_proxy_tool_calls_total{outcome="error",tool="(unrouted)"} 1`,
+		`openclaw_proxy_tool_call_duration_seconds_count{tool="up__echo"} 2`,
+		`openclaw_policy_decisions_total{decision="allow",hook="before_tool_call"} 3`,
+		`openclaw_policy_decisions_total{decision="block",hook="before_tool_call"} 1`,
+		`openclaw_proxy_tool_calls_in_flight 0`,
+		`process_resident_memory_bytes`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	if strings.Contains(body, "no_such_tool") {
+		t.Error("an unknown tool name became a label")
+	}
+}
+
+func TestAuditSinkCountsModules(t *testing.T) {
+	t.Parallel()
+	m := NewMetrics()
+	var next recordSink
+	sink := m.AuditSink(&next)
+	sink.Record(policies.AuditRecord{Hook: policies.HookBeforeToolCall, Module: "rules", Decision: "block"})
+	sink.Record(policies.AuditRecord{Hook: policies.HookBeforeToolCall, Module: "rules", Decision: "block"})
+	sink.Record(policies.AuditRecord{Hook: policies.HookDecideApproval, Module: "approvals", Error: "trap"})
+	if len(next.recs) != 3 {
+		t.Fatalf("passed on %d records, want 3", len(next.recs))
+	}
+	mfs, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "openclaw_policy_module_decisions_total" {
+			continue
+		}
+		for _, mt := range mf.GetMetric() {
+			var key []string
+			for _, l := range mt.GetLabel() {
+				key = append(key, l.GetValue())
+			}
+			got[strings.Join(key, "/")] = mt.GetCounter().GetValue()
+		}
+	}
+	if got["block/before_tool_call/rules"] != 2 || got["error/decide_approval/approvals"] != 1 {
+		t.Fatalf("module decisions = %v", got)
+	}
+}
+
+type recordSink struct {
+	mu   sync.Mutex
+	recs []policies.AuditRecord
+}
+
+func (r *recordSink) Record(rec policies.AuditRecord) {
+	r.mu.Lock()
+	r.recs = append(r.recs, rec)
+	r.mu.Unlock()
+}
+
+// TestGracefulShutdown: a slow call in flight when shutdown starts still
+// gets its result; new calls are refused; Serve returns nil.
+func TestGracefulShutdown(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		version string
+		sse     bool
+	}{{"streamable 2025-11-25", "2025-11-25", false}, {"streamable 2026-07-28", "2026-07-28", false}, {"legacy SSE", "2024-11-05", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			const token = "g"
+			f := newHTTPFixture(t, HTTPOptions{Token: token})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			hc := &http.Client{Transport: bearer{token: token, base: http.DefaultTransport}}
+			var tr mcp.Transport = &mcp.StreamableClientTransport{Endpoint: f.url + PathMCP, HTTPClient: hc}
+			if tc.sse {
+				tr = &mcp.SSEClientTransport{Endpoint: f.url + PathSSE, HTTPClient: hc}
+			}
+			cs := f.connect(t, ctx, tr, tc.version)
+			type result struct {
+				text string
+				err  error
+			}
+			done := make(chan result, 1)
+			go func() {
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__slow"})
+				if err != nil {
+					done <- result{err: err}
+					return
+				}
+				done <- result{text: res.Content[0].(*mcp.TextContent).Text}
+			}()
+			<-f.slowStarted
+			f.cancel() // shutdown begins with the call in flight
+			// Serve is draining once /healthz says so (or the listener is gone).
+			for {
+				code, _, _ := tryGet(f.url + PathHealth)
+				if code == http.StatusServiceUnavailable || code == 0 {
+					break
+				}
+				time.Sleep(5 * time.Millisecond) // polling, not a pass/fail timing
+			}
+			select {
+			case err := <-f.served:
+				t.Fatalf("Serve returned %v with a call in flight", err)
+			default:
+			}
+			close(f.release)
+			r := <-done
+			if r.err != nil || r.text != "slow done" {
+				t.Fatalf("in-flight call = %q, %v; want its result", r.text, r.err)
+			}
+			if err := <-f.served; err != nil {
+				t.Fatalf("Serve = %v, want nil after a graceful shutdown", err)
+			}
+			f.served <- nil // for the cleanup
+		})
+	}
+}
+
+// tryGet is a GET that reports a refused connection as status 0.
+func tryGet(url string) (int, string, error) {
+	res, err := http.Get(url)
+	if err != nil {
+		return 0, "", err
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b), nil
+}
+
+func TestShutdownTimeoutCutsOff(t *testing.T) {
+	t.Parallel()
+	const token = "c"
+	f := newHTTPFixture(t, HTTPOptions{Token: token, ShutdownTimeout: time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	hc := &http.Client{Transport: bearer{token: token, base: http.DefaultTransport}}
+	cs := f.connect(t, ctx, &mcp.StreamableClientTransport{Endpoint: f.url + PathMCP, HTTPClient: hc, MaxRetries: -1}, "2025-11-25")
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__slow"})
+		done <- err
+	}()
+	<-f.slowStarted
+	f.cancel()
+	err := <-f.served
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Serve = %v, want the shutdown deadline", err)
+	}
+	f.served <- nil
+	if err := <-done; err == nil {
+		t.Fatal("a call cut off by the shutdown timeout got a result")
+	}
+}
+
+func TestIsLoopbackHost(t *testing.T) {
+	t.Parallel()
+	for host, want := range map[string]bool{
+		"127.0.0.1": true, "127.8.9.10": true, "::1": true, "[::1]": true, "localhost": true, "LOCALHOST": true,
+		"0.0.0.0": false, "::": false, "": false, "10.0.0.1": false, "example.com": false, "localhost.evil.com": false,
+	} {
+		if got := IsLoopbackHost(host); got != want {
+			t.Errorf("IsLoopbackHost(%q) = %v, want %v", host, got, want)
+		}
+	}
+}

@@ -1,0 +1,251 @@
+package proxy
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/runtime"
+)
+
+// Call outcomes, the values of the "outcome" label of
+// openclaw_proxy_tool_calls_total.
+const (
+	// OutcomeOK is a call whose tool answered without isError.
+	OutcomeOK = "ok"
+	// OutcomeToolError is a call answered with isError by the tool, or by
+	// the runtime for a server that is paused or not connected.
+	OutcomeToolError = "tool_error"
+	// OutcomeError is a call answered with a JSON-RPC error (unknown tool,
+	// session closed, proxy shutting down).
+	OutcomeError = "error"
+	// OutcomeBlocked is a call the policies refused: a before_tool_call
+	// block, or a require_approval that was not approved.
+	OutcomeBlocked = "blocked"
+)
+
+// UnroutedTool is the "tool" label of a call that never reached the policy
+// boundary (a name that is not in the catalog, a closed session): clients
+// choose names freely, so they are not used as labels.
+const UnroutedTool = "(unrouted)"
+
+// Metrics records what the proxy does, for Prometheus: per-tool call counts
+// by outcome, per-tool latency, policy decisions and the calls in flight.
+// Its own registry also holds the Go runtime and process collectors (RSS,
+// open files). It is safe for concurrent use.
+//
+// Wiring, in this order: wrap the runtime's policy interfaces with
+// [Metrics.Enforcer] and [Metrics.Approvals] (so a block is told apart from
+// a tool error), build the runtime session and the [Proxy], then call
+// [Metrics.Instrument]. Serve [Metrics.Handler] on /metrics.
+//
+// The series, all with the prefix openclaw_:
+//
+//	proxy_tool_calls_total{tool,outcome}           counter; outcome is ok, tool_error, error or blocked
+//	proxy_tool_call_duration_seconds{tool}         histogram of the whole tools/call, policies included
+//	proxy_tool_calls_in_flight                     gauge
+//	policy_decisions_total{hook,decision}          counter; before_tool_call: allow, block, require_approval;
+//	                                               decide_approval: allow-once, allow-always, deny, ask
+//	policy_module_decisions_total{hook,module,decision}  counter, fed by [Metrics.AuditSink]
+type Metrics struct {
+	reg       *prometheus.Registry
+	calls     *prometheus.CounterVec
+	latency   *prometheus.HistogramVec
+	inFlight  prometheus.Gauge
+	decisions *prometheus.CounterVec
+	modules   *prometheus.CounterVec
+}
+
+// NewMetrics returns metrics with their own registry (never the global
+// one, so two proxies in one process do not collide).
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "openclaw_proxy_tool_calls_total",
+			Help: "tools/call requests answered by openclaw mcp proxy, by exposed tool name and outcome (ok, tool_error, error, blocked).",
+		}, []string{"tool", "outcome"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "openclaw_proxy_tool_call_duration_seconds",
+			Help:    "Time to answer a tools/call, policies and the upstream call included, by exposed tool name.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"tool"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "openclaw_proxy_tool_calls_in_flight",
+			Help: "tools/call requests being answered now.",
+		}),
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "openclaw_policy_decisions_total",
+			Help: "Combined policy decisions, by hook (before_tool_call, decide_approval) and decision.",
+		}, []string{"hook", "decision"}),
+		modules: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "openclaw_policy_module_decisions_total",
+			Help: "Decisions of each policy module, from the decision audit records, by hook, module and decision.",
+		}, []string{"hook", "module", "decision"}),
+	}
+	m.reg.MustRegister(m.calls, m.latency, m.inFlight, m.decisions, m.modules,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Registry returns the registry the metrics are in, to add collectors of
+// one's own or to gather in tests.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the metrics in the Prometheus text exposition format (or
+// OpenMetrics when the scraper asks for it).
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{EnableOpenMetrics: true})
+}
+
+// Instrument adds the receiving middleware that measures every tools/call
+// of p's server. Call it once per proxy.
+func (m *Metrics) Instrument(p *Proxy) {
+	p.Server().AddReceivingMiddleware(m.middleware)
+}
+
+// callMark travels in a call's context from the middleware to the policy
+// wrappers, which note what the policies said.
+type callMark struct {
+	mu       sync.Mutex
+	routed   bool // before_tool_call ran: the name is in the catalog
+	refused  bool // blocked, or an approval denied
+	approval bool // require_approval, not yet allowed by decide_approval
+}
+
+type callMarkKey struct{}
+
+func markOf(ctx context.Context) *callMark {
+	cm, _ := ctx.Value(callMarkKey{}).(*callMark)
+	return cm
+}
+
+func (m *Metrics) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "tools/call" {
+			return next(ctx, method, req)
+		}
+		cm := &callMark{}
+		m.inFlight.Inc()
+		start := time.Now()
+		res, err := next(context.WithValue(ctx, callMarkKey{}, cm), method, req)
+		elapsed := time.Since(start).Seconds()
+		m.inFlight.Dec()
+
+		cm.mu.Lock()
+		routed, refused, approval := cm.routed, cm.refused, cm.approval
+		cm.mu.Unlock()
+		tool := UnroutedTool
+		if ctr, ok := req.(*mcp.CallToolRequest); ok && routed && ctr.Params != nil {
+			tool = ctr.Params.Name
+		}
+		outcome := OutcomeOK
+		switch r, _ := res.(*mcp.CallToolResult); {
+		case err != nil:
+			outcome = OutcomeError
+		case r != nil && r.IsError && (refused || approval):
+			// A require_approval that decide_approval did not allow went
+			// to a human (or nobody): an error result here is their no.
+			outcome = OutcomeBlocked
+		case r != nil && r.IsError:
+			outcome = OutcomeToolError
+		}
+		m.calls.WithLabelValues(tool, outcome).Inc()
+		m.latency.WithLabelValues(tool).Observe(elapsed)
+		return res, err
+	}
+}
+
+// Enforcer returns e counting its decisions (hook before_tool_call) and
+// marking the calls the proxy measures. Hand the result to
+// runtime.Options.Enforcer.
+func (m *Metrics) Enforcer(e policies.Enforcer) policies.Enforcer {
+	return &countingEnforcer{m: m, next: e}
+}
+
+type countingEnforcer struct {
+	m    *Metrics
+	next policies.Enforcer
+}
+
+func (c *countingEnforcer) BeforeToolCall(ctx context.Context, call *policies.ToolCall) policies.Decision {
+	d := c.next.BeforeToolCall(ctx, call)
+	c.m.decisions.WithLabelValues(string(policies.HookBeforeToolCall), string(d.Outcome)).Inc()
+	if cm := markOf(ctx); cm != nil {
+		cm.mu.Lock()
+		cm.routed = true
+		switch d.Outcome {
+		case policies.Allow:
+		case policies.RequireApproval:
+			cm.approval = true
+		default:
+			cm.refused = true
+		}
+		cm.mu.Unlock()
+	}
+	return d
+}
+
+// Approvals returns d counting its decisions (hook decide_approval) and
+// marking the calls the proxy measures. Hand the result to
+// runtime.Options.Approvals; a nil d gives nil.
+func (m *Metrics) Approvals(d runtime.ApprovalDecider) runtime.ApprovalDecider {
+	if d == nil {
+		return nil
+	}
+	return &countingApprovals{m: m, next: d}
+}
+
+type countingApprovals struct {
+	m    *Metrics
+	next runtime.ApprovalDecider
+}
+
+func (c *countingApprovals) DecideApproval(ctx context.Context, req *policies.ApprovalRequest) policies.ApprovalOutcome {
+	out := c.next.DecideApproval(ctx, req)
+	c.m.decisions.WithLabelValues(string(policies.HookDecideApproval), string(out.Decision)).Inc()
+	if cm := markOf(ctx); cm != nil {
+		cm.mu.Lock()
+		switch out.Decision {
+		case policies.AllowOnce, policies.AllowAlways:
+			cm.approval = false
+		case policies.Ask:
+		default:
+			cm.refused = true
+		}
+		cm.mu.Unlock()
+	}
+	return out
+}
+
+// AuditSink returns a sink that counts every audit record in
+// openclaw_policy_module_decisions_total and passes it on to next (nil:
+// to nobody). It is the seam for the policy engine's audit records
+// (engine.Options.Audit).
+func (m *Metrics) AuditSink(next policies.AuditSink) policies.AuditSink {
+	return auditTee{m: m, next: next}
+}
+
+type auditTee struct {
+	m    *Metrics
+	next policies.AuditSink
+}
+
+func (a auditTee) Record(rec policies.AuditRecord) {
+	decision := rec.Decision
+	if decision == "" && rec.Error != "" {
+		decision = "error"
+	}
+	a.m.modules.WithLabelValues(string(rec.Hook), rec.Module, decision).Inc()
+	if a.next != nil {
+		a.next.Record(rec)
+	}
+}
