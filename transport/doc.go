@@ -51,6 +51,20 @@
 // caller never sees the expiry (protocol revisions up to 2025-11-25; the
 // 2026-07-28 revision has no sessions).
 //
+// # OAuth
+//
+// An entry with auth "oauth" loses any Authorization header of its config
+// (as in OpenClaw) and sends the access token that [Login] (`openclaw mcp
+// login`) saved in a [TokenStore] instead: files of mode 0600 under
+// [DefaultTokenDir], one per server name and URL origin, replaced
+// atomically. The token is refreshed with its refresh token when it is
+// within [TokenExpirySkew] of its expiry or when the server answers 401,
+// and the refreshed token is saved. Without a usable token the connection
+// fails with an *[AuthRequiredError]: `MCP server "x" requires OAuth
+// authorization. Run openclaw mcp login x.` Discovery, client registration
+// and the authorization code flow with PKCE are go-sdk's (packages auth and
+// oauthex); [OAuthOptions.Flow] lets a connection run that flow itself.
+//
 // # Serving
 //
 // ServeStdioTransport is the server side of stdio for `openclaw mcp serve`:
@@ -61,7 +75,7 @@
 //
 // # Not here
 //
-// OAuth (auth:"oauth") is not implemented: Resolve removes any
-// Authorization header of such an entry, as OpenClaw does, and nothing
-// else. The streamable HTTP serving transport comes with `mcp proxy`.
+// OAuth's per-requester identity (oauth.identity "per-requester") and auth
+// profiles (oauth.authProfileId): every principal shares the operator's
+// token. The streamable HTTP serving transport comes with `mcp proxy`.
 package transport
