@@ -20,7 +20,7 @@ func newRootCmd() *cobra.Command {
 	mcp.AddCommand(newMCPServeCmd(), newMCPProxyCmd())
 	mcp.AddCommand(newMCPRegistryCmds()...)
 	mcp.AddCommand(newMCPToolsCmd(), newMCPCallCmd())
-	mcp.AddCommand(newMCPProbeCmd(), newMCPAddCmd())
+	mcp.AddCommand(newMCPProbeCmd(), newMCPAddCmd(), newMCPConfigureCmd())
 	root.AddCommand(mcp, newGatewayCmd(), newPolicyCmd())
 	// Cobra adds its completion group at Execute; add it now so that it is
 	// made strict too.
