@@ -22,8 +22,9 @@
 #
 # Env: PEERS_DIR (.peers), N (2000), WARMUP (200), ROUNDS (10), LOAD_C (200), LOAD_N (100),
 # SG_LOAD_C (20), ONLY (space-separated subset of: ours supergateway mcp-proxy), NO_LOAD=1,
-# OURS_BIN (default: built from this checkout), OUT (report, default $WORK/proxy-bench.md),
-# WORK (default a new /tmp/proxy-bench.XXXXXX), NETNS=0 (do not enter a network namespace).
+# OURS_REV (commit to build ours from, default HEAD), OURS_BIN (a prebuilt binary instead), OUT (report, default $WORK/proxy-bench.md),
+# WORK (default a new /tmp/proxy-bench.XXXXXX), NETNS=0 (do not enter a network namespace),
+# PERF=1 (record a perf CPU profile of ours during its load test: $WORK/ours.perf.{data,txt}).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -38,13 +39,18 @@ if [ "${1:-}" != --inner ]; then
     [ -e "$f" ] || { echo "PEERS_DIR=$PEERS_DIR: $f missing (see shared/reference/mcp-peers.md)" >&2; exit 2; }
   done
   command -v node >/dev/null || { echo "node is not on PATH" >&2; exit 2; }
-  log "building mcpbench and openclaw into $WORK"
+  log "building mcpbench (working tree) and openclaw (git archive ${OURS_REV:-HEAD}) into $WORK"
   (cd "$REPO" && go build -o "$WORK/mcpbench" ./bench/mcpbench)
   if [ -z "${OURS_BIN:-}" ]; then
-    (cd "$REPO" && go build -o "$WORK/openclaw" ./cmd/openclaw)
+    # A clean tree of the commit: others' edits in progress do not leak into the figures.
+    rm -rf "$WORK/src" && mkdir -p "$WORK/src"
+    (cd "$REPO" && git archive "${OURS_REV:-HEAD}") | tar -x -C "$WORK/src"
+    (cd "$WORK/src" && go build -o "$WORK/openclaw" ./cmd/openclaw)
     export OURS_BIN=$WORK/openclaw
+    export OURS_COMMIT=$(cd "$REPO" && git rev-parse --short "${OURS_REV:-HEAD}")
+  else
+    export OURS_COMMIT="$OURS_BIN"
   fi
-  export OURS_COMMIT=$(cd "$REPO" && git rev-parse --short HEAD)
   if [ "${NETNS:-1}" != 0 ] && [ "$(id -u)" = 0 ]; then
     exec unshare --net -- bash -c 'ip link set lo up && exec bash "$0" --inner' "${BASH_SOURCE[0]}"
   fi
@@ -171,8 +177,19 @@ if [ "${NO_LOAD:-0}" != 1 ]; then
     largs=(-target "$b=${URL[$b]}" -c "$c" -n "$LOAD_N" -warmup 1 -phase load -rss "$b=${PID[$b]}")
     [ -n "${TOOL[$b]:-}" ] && largs+=(-target-tool "$b=${TOOL[$b]}")
     [ -n "${OPENCLAW_MCP_TOKEN:-}" ] && largs+=(-bearer-env OPENCLAW_MCP_TOKEN)
+    perfpid=
+    if [ "${PERF:-0}" = 1 ] && [ "$b" = ours ]; then
+      perf record -F 999 -g -p "${PID[$b]}" -o "$WORK/$b.perf.data" 2>"$WORK/$b.perf.log" &
+      perfpid=$!
+    fi
     log "load: $b, $c sessions × $LOAD_N calls"
     "$BENCH" "${largs[@]}" | tee -a "$RESULTS" >&2 || log "load on $b had errors (see the line above)"
+    if [ -n "$perfpid" ]; then
+      kill -INT "$perfpid" && wait "$perfpid" || true
+      perf report -i "$WORK/$b.perf.data" --stdio --no-children --sort symbol -g none --percent-limit 0.7 \
+        >"$WORK/$b.perf.txt" 2>/dev/null || true
+      log "CPU profile of $b under load: $WORK/$b.perf.txt (perf report -i $WORK/$b.perf.data)"
+    fi
   done
 fi
 

@@ -1,0 +1,335 @@
+package proxyperf
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/engine"
+	"github.com/openclaw-go/openclaw/proxy"
+	"github.com/openclaw-go/openclaw/runtime"
+)
+
+// defaultModules are `openclaw mcp proxy`'s default policy modules.
+var defaultModules = []string{"builtin:rules", "builtin:sanitizer", "builtin:approvals"}
+
+// echoArgs are the arguments of every call; the answer is "Echo: bench".
+var echoArgs = json.RawMessage(`{"message":"bench"}`)
+
+// everything returns node and server-everything's script, or skips.
+func everything(tb testing.TB) (node, script string) {
+	tb.Helper()
+	peers := os.Getenv("PEERS_DIR")
+	if peers == "" {
+		peers = filepath.Join("..", "..", ".peers")
+	}
+	script = filepath.Join(peers, "npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	if _, err := os.Stat(script); err != nil {
+		tb.Skipf("server-everything not installed (PEERS_DIR=%s): %v", peers, err)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		tb.Skip("node is not on PATH")
+	}
+	abs, err := filepath.Abs(script)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return node, abs
+}
+
+// quiet is a logger that drops everything.
+var quiet = slog.New(slog.DiscardHandler)
+
+// client is the one go-sdk client of every path, asking for MCP 2025-11-25
+// (no discovery probe), as bench/mcpbench does.
+var client = mcp.NewClient(&mcp.Implementation{Name: "proxyperf", Version: "1"}, nil)
+
+// connect opens a session on tr, closed with tb.
+func connect(tb testing.TB, tr mcp.Transport) *mcp.ClientSession {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		tb.Fatalf("connect: %v", err)
+	}
+	tb.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// stdio is a transport to a fresh server-everything child.
+func stdio(tb testing.TB) mcp.Transport {
+	node, script := everything(tb)
+	cmd := exec.Command(node, script, "stdio")
+	cmd.Stderr = io.Discard
+	return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+}
+
+// serve serves h on 127.0.0.1 until tb ends and returns the listener's address.
+func serve(tb testing.TB, h http.Handler) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ln)
+	}()
+	tb.Cleanup(func() {
+		_ = srv.Close()
+		<-done
+	})
+	return ln.Addr().String()
+}
+
+// streamable is a client transport to url with its own connection pool
+// sending header.
+func streamable(url string, header http.Header) mcp.Transport {
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	return &mcp.StreamableClientTransport{
+		Endpoint:   url,
+		HTTPClient: &http.Client{Transport: withHeader{base, header}},
+		MaxRetries: -1,
+	}
+}
+
+// withHeader adds header to every request.
+type withHeader struct {
+	base   http.RoundTripper
+	header http.Header
+}
+
+// RoundTrip sends a copy of req with the header added.
+func (w withHeader) RoundTrip(req *http.Request) (*http.Response, error) {
+	if len(w.header) > 0 {
+		req = req.Clone(req.Context())
+		for k, v := range w.header {
+			req.Header[k] = v
+		}
+	}
+	return w.base.RoundTrip(req)
+}
+
+// goHop is the path through a bare go-sdk streamable HTTP server whose echo
+// forwards to server-everything through a go-sdk client: what any Go bridge
+// pays at least.
+func goHop(tb testing.TB, jsonResponse bool) (*mcp.ClientSession, string) {
+	up := connect(tb, stdio(tb))
+	srv := mcp.NewServer(&mcp.Implementation{Name: "gohop", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return up.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: req.Params.Arguments})
+		})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{JSONResponse: jsonResponse, Logger: quiet})
+	addr := serve(tb, h)
+	return connect(tb, streamable("http://"+addr+"/mcp", nil)), "echo"
+}
+
+// allowAll is a native before_tool_call that allows every call: the
+// proxy-http-native path, to tell the Wasm modules' share.
+type allowAll struct{}
+
+// BeforeToolCall allows.
+func (allowAll) BeforeToolCall(context.Context, *policies.ToolCall) policies.Decision {
+	return policies.Decision{Outcome: policies.Allow}
+}
+
+// proxied builds what `openclaw mcp proxy` builds from an openclaw.json
+// listing server-everything over stdio: the policy engine with the default
+// modules (the audit log in a temporary folder), the runtime session with
+// surface proxy, and the proxy. With native, before_tool_call is allowAll.
+func proxied(tb testing.TB, native bool) *proxy.Proxy {
+	tb.Helper()
+	node, script := everything(tb)
+	dir := tb.TempDir()
+	ctx := context.Background()
+	path := filepath.Join(dir, "openclaw.json")
+	raw, err := json.Marshal(map[string]any{"mcp": map[string]any{"servers": map[string]any{
+		"everything": map[string]any{"command": node, "args": []string{script, "stdio"}},
+	}}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	doc, err := config.ParseDocument(path, raw)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	resolved, diags := doc.ResolveServers()
+	if len(diags) > 0 {
+		tb.Fatalf("resolving the servers: %v", errors.Join(diags...))
+	}
+	eng, err := engine.Load(ctx, &engine.Options{
+		DefaultModules: defaultModules,
+		AuditLog:       filepath.Join(dir, "audit.jsonl"),
+		Logger:         quiet,
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = eng.Close(context.Background()) })
+	var enf policies.Enforcer = eng
+	if native {
+		enf = allowAll{}
+	}
+	sess, err := runtime.New(runtime.ServersFromConfig(resolved), &runtime.Options{
+		Enforcer:  enf,
+		Sanitizer: eng,
+		Approvals: eng,
+		Surface:   policies.SurfaceProxy,
+		Caller:    policies.Caller{Name: "openclaw-mcp-proxy", Version: "bench"},
+		Logger:    quiet,
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = sess.Close(context.Background()) })
+	if err := sess.Connect(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	p, err := proxy.New(ctx, sess, &proxy.Options{Logger: quiet})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// proxyInMem is the path through the proxy's MCP server over an in-memory
+// transport: no HTTP.
+func proxyInMem(tb testing.TB) (*mcp.ClientSession, string) {
+	p := proxied(tb, false)
+	ct, st := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	ss, err := p.Server().Connect(ctx, st, nil)
+	if err != nil {
+		cancel()
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		_ = ss.Close()
+		cancel()
+	})
+	return connect(tb, ct), "everything__echo"
+}
+
+// proxyHTTP is the path of `openclaw mcp proxy --listen`: proxy.HTTPHandler
+// with a bearer token on 127.0.0.1.
+func proxyHTTP(tb testing.TB, native bool) (*mcp.ClientSession, string) {
+	tb.Helper()
+	p := proxied(tb, native)
+	h, err := proxy.NewHTTPHandler(p, &proxy.HTTPOptions{Token: "bench-token", ListenHost: "127.0.0.1", Logger: quiet})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- h.Serve(ctx, ln) }()
+	// Cleanups run last-in first-out: the client session (registered by
+	// connect below) closes before the server stops.
+	tb.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			tb.Errorf("serve: %v", err)
+		}
+	})
+	header := http.Header{"Authorization": {"Bearer bench-token"}}
+	return connect(tb, streamable("http://"+ln.Addr().String()+proxy.PathMCP, header)), "everything__echo"
+}
+
+// echo makes one call and checks the answer.
+func echo(ctx context.Context, cs *mcp.ClientSession, tool string) error {
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: echoArgs})
+	if err != nil {
+		return err
+	}
+	if res.IsError || len(res.Content) != 1 {
+		return fmt.Errorf("%s: unexpected result %+v", tool, res)
+	}
+	if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != "Echo: bench" {
+		return fmt.Errorf("%s: unexpected content %+v", tool, res.Content[0])
+	}
+	return nil
+}
+
+// paths are the benchmarked paths, from the direct client to the full proxy.
+var paths = []struct {
+	name  string
+	setup func(testing.TB) (*mcp.ClientSession, string)
+}{
+	{"direct", func(tb testing.TB) (*mcp.ClientSession, string) { return connect(tb, stdio(tb)), "echo" }},
+	{"gohop", func(tb testing.TB) (*mcp.ClientSession, string) { return goHop(tb, false) }},
+	{"gohop-json", func(tb testing.TB) (*mcp.ClientSession, string) { return goHop(tb, true) }},
+	{"proxy-inmem", proxyInMem},
+	{"proxy-http", func(tb testing.TB) (*mcp.ClientSession, string) { return proxyHTTP(tb, false) }},
+	{"proxy-http-native", func(tb testing.TB) (*mcp.ClientSession, string) { return proxyHTTP(tb, true) }},
+}
+
+func BenchmarkEcho(b *testing.B) {
+	for _, p := range paths {
+		b.Run(p.name, func(b *testing.B) {
+			cs, tool := p.setup(b)
+			ctx := context.Background()
+			for range 100 { // warm up: JIT of node, connection pools
+				if err := echo(ctx, cs, tool); err != nil {
+					b.Fatal(err)
+				}
+			}
+			lat := make([]time.Duration, 0, b.N)
+			for b.Loop() {
+				start := time.Now()
+				if err := echo(ctx, cs, tool); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(start))
+			}
+			slices.Sort(lat)
+			if len(lat) > 0 {
+				b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "median-µs")
+				b.ReportMetric(float64(lat[min(len(lat)-1, len(lat)*99/100)].Microseconds()), "p99-µs")
+			}
+		})
+	}
+}
+
+// TestPaths checks that every benchmarked path answers the echo, so that
+// a benchmark never measures a broken path.
+func TestPaths(t *testing.T) {
+	t.Parallel()
+	everything(t)
+	for _, p := range paths {
+		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
+			cs, tool := p.setup(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			for i := range 3 {
+				if err := echo(ctx, cs, tool); err != nil {
+					t.Fatalf("call %d: %v", i, err)
+				}
+			}
+		})
+	}
+}
