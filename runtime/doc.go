@@ -29,8 +29,30 @@
 // disposes everything: no child process survives (the transport package
 // supervises stdio process trees) and later calls fail with [ErrClosed].
 //
-// Not yet here (issue 4): the resources_* and prompts_* utility tools, tool
-// profiles, tools.deny and the sandbox alsoAllow gate, OAuth.
+// A server whose connection failed is connected again on the first use of
+// the catalog at least 5 s later (OpenClaw's catalog failure retry,
+// [EventRetrying]), never in a loop.
+//
+// A server that advertises resources or prompts also gets OpenClaw's utility
+// tools, named like its tools: `<server>__resources_list`,
+// `<server>__resources_read` ({"uri"}), `<server>__prompts_list` and
+// `<server>__prompts_get` ({"name", "arguments"}) ([Tool.Utility]). Lists and
+// reads answer as one block of indented JSON, a prompt as its messages; they
+// pass before_tool_call like every call.
+//
+// [Options.ToolPolicy] applies openclaw.json's tool policy
+// (config.Document.ToolPolicy) to the named catalog, as OpenClaw's pipeline
+// does for the tools of its `bundle-mcp` plugin: tools.profile "minimal"
+// hides MCP tools unless tools.alsoAllow names them, "coding", "messaging"
+// and "full" show them; tools.allow and tools.deny entries match exposed
+// names ignoring case, with `*` globs (`docs__*`) and the group names
+// `bundle-mcp` and `group:plugins`; a sandboxed session sees an MCP tool only
+// when tools.sandbox.tools lets it through (an alsoAllow entry such as
+// `bundle-mcp` or `docs__*`). A hidden tool is neither listed nor callable:
+// calling it fails with a [*HiddenToolError] (wrapping [ErrUnknownTool])
+// naming the rule.
+//
+// Not yet here (issue 4): OAuth.
 //
 // The package never loads Wasm itself: it is handed the policy interfaces,
 // which cmd/openclaw fills with the policy engine.

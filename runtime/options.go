@@ -154,6 +154,12 @@ type Options struct {
 	Elicit        ElicitFunc
 	ListRoots     ListRootsFunc
 	OnLog         LogFunc
+	// ProtocolVersion is the MCP revision offered to every server in the
+	// handshake (the server may negotiate another); "" means the newest the
+	// go-sdk speaks. A server on 2026-07-28 may not send requests while it
+	// serves a call (it returns input requests, SEP-2322): "2025-11-25"
+	// keeps servers that only know the older way working.
+	ProtocolVersion string
 	// PauseAfter is the count of consecutive failed calls that pauses a
 	// server; 0 means DefaultPauseAfter (3).
 	PauseAfter int
@@ -167,4 +173,9 @@ type Options struct {
 	// A Server.Transport that cannot connect twice (mcp.InMemoryTransport)
 	// becomes a diagnostic after a reap.
 	IdleTTL time.Duration
+	// ToolPolicy is OpenClaw's tool policy from openclaw.json
+	// (config.Document.ToolPolicy): tools.profile, tools.allow/alsoAllow/
+	// deny and, when Sandboxed, tools.sandbox.tools. A tool it hides is
+	// neither listed nor callable (*HiddenToolError). nil hides nothing.
+	ToolPolicy *ToolPolicy
 }

@@ -29,13 +29,26 @@ type Tool struct {
 	// Upstream is the server's definition (Upstream.Name is the raw tool
 	// name). It is shared: do not modify it.
 	Upstream *mcp.Tool
+	// Utility is "" for a tool of the server, or the utility operation
+	// (UtilityResourcesList, UtilityResourcesRead, UtilityPromptsList,
+	// UtilityPromptsGet) the runtime serves from the server's resources or
+	// prompts; Upstream is then the runtime's definition of it.
+	Utility string
 }
+
+// EventRetrying is reported when a server whose connection failed is
+// connected again on the first use of the catalog at least ListRetryDelay
+// (5 s, OpenClaw's catalog failure retry) after the failure; EventConnected
+// or EventFailed follows.
+const EventRetrying EventKind = "retrying"
 
 // catalog is one build of a session's tools, immutable once published.
 type catalog struct {
 	tools  []Tool
 	byName map[string]*Tool
 	count  map[string]int // exposed tools per raw server name
+	// hidden holds the tools the tool policy hides, by exposed name.
+	hidden map[string]*HiddenToolError
 	// retryAt is the earliest time a server whose listing failed may be
 	// listed again; zero when none failed.
 	retryAt time.Time
@@ -74,6 +87,11 @@ type Session struct {
 
 	progressMu sync.Mutex
 	progress   map[string]progressEntry
+
+	policy *toolPolicy // nil: every tool visible
+
+	retryMu    sync.Mutex
+	connFailed map[*conn]time.Time // servers whose connection failed, and when
 }
 
 type progressEntry struct {
@@ -92,10 +110,16 @@ func New(servers []Server, opts *Options) (*Session, error) {
 		return nil, errors.New("runtime: Options.Sanitizer is nil: the catalog must be named by a sanitize_tool_names policy")
 	}
 	s := &Session{
-		opts:      *opts,
-		byKey:     make(map[string]*conn, len(servers)),
-		closeDone: make(chan struct{}),
-		progress:  map[string]progressEntry{},
+		opts:       *opts,
+		byKey:      make(map[string]*conn, len(servers)),
+		closeDone:  make(chan struct{}),
+		progress:   map[string]progressEntry{},
+		policy:     compileToolPolicy(opts.ToolPolicy),
+		connFailed: map[*conn]time.Time{},
+	}
+	if opts.ToolPolicy != nil {
+		tp := *opts.ToolPolicy
+		s.opts.ToolPolicy = &tp
 	}
 	s.opts.Reserved = slices.Clone(opts.Reserved)
 	if s.opts.PauseAfter <= 0 {
@@ -177,7 +201,9 @@ func (s *Session) connectAll(ctx context.Context) {
 			continue
 		}
 		wg.Go(func() {
-			if c.connect(ctx) {
+			ok := c.connect(ctx)
+			s.noteConnect(c, ok)
+			if ok {
 				c.relist(ctx) // no barrier: each server lists as soon as it is up
 			}
 		})
@@ -264,10 +290,82 @@ func (s *Session) catalog(ctx context.Context) (*catalog, error) {
 		s.revive(ctx)
 		return s.rebuild(ctx)
 	}
-	if cat != nil && !s.dirty.Load() && (cat.retryAt.IsZero() || time.Now().Before(cat.retryAt)) {
+	if !s.stale(cat, time.Now()) {
 		return cat, nil
 	}
 	return s.rebuild(ctx)
+}
+
+// noteConnect records the outcome of connecting c: a failed connection
+// (not a resolution failure, which a retry cannot mend) is retried on the
+// first catalog use ListRetryDelay after it.
+func (s *Session) noteConnect(c *conn, ok bool) {
+	op := ""
+	if !ok {
+		c.mu.Lock()
+		if c.err != nil {
+			op = c.err.Op
+		}
+		c.mu.Unlock()
+	}
+	s.retryMu.Lock()
+	defer s.retryMu.Unlock()
+	if op == "connect" && s.life.Err() == nil {
+		s.connFailed[c] = time.Now()
+	} else {
+		delete(s.connFailed, c)
+	}
+}
+
+// stale reports whether cat must be rebuilt at now: there is none, a
+// server's tools changed, a failed listing or a failed connection may be
+// retried.
+func (s *Session) stale(cat *catalog, now time.Time) bool {
+	if cat == nil || s.dirty.Load() || (!cat.retryAt.IsZero() && !now.Before(cat.retryAt)) {
+		return true
+	}
+	s.retryMu.Lock()
+	defer s.retryMu.Unlock()
+	for _, at := range s.connFailed {
+		if !now.Before(at.Add(ListRetryDelay)) {
+			return true
+		}
+	}
+	return false
+}
+
+// retryAt returns when c's failed connection may be retried; zero when it
+// did not fail.
+func (s *Session) retryAt(c *conn) time.Time {
+	s.retryMu.Lock()
+	defer s.retryMu.Unlock()
+	at, ok := s.connFailed[c]
+	if !ok {
+		return time.Time{}
+	}
+	return at.Add(ListRetryDelay)
+}
+
+// retryDue reports whether c's failed connection may be retried at now.
+func (s *Session) retryDue(c *conn, now time.Time) bool {
+	at := s.retryAt(c)
+	return !at.IsZero() && !now.Before(at)
+}
+
+// retryConnect connects c again after a failed connection (EventRetrying)
+// and reports whether it is connected.
+func (s *Session) retryConnect(ctx context.Context, c *conn) bool {
+	s.emit(Event{Kind: EventRetrying, Server: c.cfg.Name})
+	c.dialMu.Lock()
+	c.mu.Lock()
+	ok := c.cs != nil
+	c.mu.Unlock()
+	if !ok {
+		ok = c.connect(ctx)
+	}
+	c.dialMu.Unlock()
+	s.noteConnect(c, ok)
+	return ok
 }
 
 // revive reconnects the servers of a reaped session.
@@ -293,13 +391,21 @@ func (s *Session) rebuild(ctx context.Context) (*catalog, error) {
 	s.mu.Lock()
 	cat := s.cat
 	s.mu.Unlock()
-	if cat != nil && !s.dirty.Load() && (cat.retryAt.IsZero() || time.Now().Before(cat.retryAt)) {
+	if !s.stale(cat, time.Now()) {
 		return cat, nil // built by the caller we waited for
 	}
 	s.dirty.Store(false)
 	now := time.Now()
 	var wg sync.WaitGroup
 	for _, c := range s.conns {
+		if s.retryDue(c, now) {
+			wg.Go(func() {
+				if s.retryConnect(ctx, c) {
+					c.relist(ctx)
+				}
+			})
+			continue
+		}
 		if c.needsList(now) {
 			wg.Go(func() { c.relist(ctx) })
 		}
@@ -311,18 +417,25 @@ func (s *Session) rebuild(ctx context.Context) (*catalog, error) {
 
 	req := &policies.SanitizeRequest{Reserved: s.opts.Reserved, Servers: make([]policies.SanitizeServer, len(s.conns))}
 	upstream := make([][]*mcp.Tool, len(s.conns))
-	cat = &catalog{count: map[string]int{}}
+	utils := make([][]string, len(s.conns))
+	cat = &catalog{count: map[string]int{}, hidden: map[string]*HiddenToolError{}}
+	earliest := func(at time.Time) {
+		if !at.IsZero() && (cat.retryAt.IsZero() || at.Before(cat.retryAt)) {
+			cat.retryAt = at
+		}
+	}
 	for i, c := range s.conns {
 		tools, retryAt := c.listing()
-		upstream[i] = tools
-		names := make([]string, len(tools))
-		for j, t := range tools {
-			names[j] = t.Name
+		upstream[i], utils[i] = tools, c.utilities()
+		// The utility tools are named after the server's own, as in
+		// OpenClaw: a tool of the server keeps a name they would share.
+		names := make([]string, 0, len(tools)+len(utils[i]))
+		for _, t := range tools {
+			names = append(names, t.Name)
 		}
+		names = append(names, utils[i]...)
 		req.Servers[i] = policies.SanitizeServer{Name: c.cfg.Name, Tools: names}
-		if !retryAt.IsZero() && (cat.retryAt.IsZero() || retryAt.Before(cat.retryAt)) {
-			cat.retryAt = retryAt
-		}
+		earliest(retryAt)
 	}
 	res, err := s.opts.Sanitizer.SanitizeToolNames(ctx, req)
 	if err == nil {
@@ -341,12 +454,24 @@ func (s *Session) rebuild(ctx context.Context) (*catalog, error) {
 	}
 	var all []keyed
 	for i, c := range s.conns {
-		for j, t := range upstream[i] {
-			name := res.Servers[i].Tools[j].Name
+		n := len(upstream[i])
+		for j, tn := range res.Servers[i].Tools {
+			t, util := (*mcp.Tool)(nil), ""
+			if j < n {
+				t = upstream[i][j]
+			} else {
+				util = utils[i][j-n]
+				t = utilityTool(util, c.cfg.Name)
+			}
+			name := tn.Name
 			if name == "" || !allowed(c.cfg.ToolFilter, t.Name, name) {
 				continue
 			}
-			all = append(all, keyed{Tool{Name: name, Server: c.cfg.Name, Upstream: t}, res.Servers[i].Safe})
+			if rule := s.policy.hides(name); rule != "" {
+				cat.hidden[name] = &HiddenToolError{Tool: name, Server: c.cfg.Name, Rule: rule}
+				continue
+			}
+			all = append(all, keyed{Tool{Name: name, Server: c.cfg.Name, Upstream: t, Utility: util}, res.Servers[i].Safe})
 		}
 	}
 	slices.SortStableFunc(all, func(a, b keyed) int {
@@ -411,6 +536,10 @@ func (s *Session) callTool(ctx context.Context, name string, args []byte) (*mcp.
 	}
 	t := cat.byName[name]
 	if t == nil {
+		if h := cat.hidden[name]; h != nil {
+			e := *h
+			return nil, &e
+		}
 		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
 	}
 	c := s.byKey[t.Server]
@@ -436,6 +565,9 @@ func (s *Session) callTool(ctx context.Context, name string, args []byte) (*mcp.
 		}
 	default: // Block, or an outcome no chain should produce: fail closed.
 		return nil, &PolicyError{Tool: t.Name, Server: t.Server, Outcome: policies.Block, Module: d.Module, Reason: d.Reason}
+	}
+	if t.Utility != "" {
+		return c.utility(ctx, t, args)
 	}
 	return c.call(ctx, t, args)
 }

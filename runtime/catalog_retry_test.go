@@ -1,0 +1,130 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/transport"
+)
+
+// flakyTransport refuses its first fails connections, then connects to a
+// fresh in-process session of srv.
+type flakyTransport struct {
+	t   *testing.T
+	srv *mcp.Server
+
+	mu       sync.Mutex
+	fails    int
+	attempts int
+}
+
+func (f *flakyTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	f.mu.Lock()
+	f.attempts++
+	fail := f.fails > 0
+	if fail {
+		f.fails--
+	}
+	f.mu.Unlock()
+	if fail {
+		return nil, errors.New("connection refused (test)")
+	}
+	ct, st := mcp.NewInMemoryTransports()
+	sctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = f.srv.Run(sctx, st)
+	}()
+	f.t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return ct.Connect(ctx)
+}
+
+func (f *flakyTransport) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.attempts
+}
+
+// backdate makes the server's connection failure ListRetryDelay older, as
+// if that time had passed, without sleeping.
+func backdate(s *Session, server string) {
+	c := s.byKey[server]
+	s.retryMu.Lock()
+	defer s.retryMu.Unlock()
+	if at, ok := s.connFailed[c]; ok {
+		s.connFailed[c] = at.Add(-ListRetryDelay)
+	}
+}
+
+func TestCatalogRetryAfterConnectFailure(t *testing.T) {
+	t.Parallel()
+	srv := newServer("flaky", nil)
+	echoTool(srv, "ping")
+	ft := &flakyTransport{t: t, srv: srv, fails: 2}
+	ev := newEvents()
+	s := open(t, []Server{
+		{Name: "flaky", Transport: ft},
+		// A resolution failure is a config error: never retried.
+		{Name: "bad", Entry: transport.ServerEntry{URL: "ftp://example.invalid/mcp"}},
+	}, &Options{OnEvent: ev.on})
+	ev.wait(t, EventFailed, "flaky")
+	ctx := context.Background()
+
+	// Used again and again within the delay: no new attempt (no busy loop).
+	for range 3 {
+		if got := toolNames(t, s); len(got) != 0 {
+			t.Fatalf("catalog = %v, want empty", got)
+		}
+	}
+	if n := ft.count(); n != 1 {
+		t.Fatalf("%d connection attempts before the retry delay, want 1", n)
+	}
+	if _, err := s.CallTool(ctx, "flaky__ping", nil); !errors.Is(err, ErrUnknownTool) {
+		t.Fatalf("call before the retry: %v", err)
+	}
+
+	// The delay passes: the next use retries, and fails again.
+	backdate(s, "flaky")
+	if got := toolNames(t, s); len(got) != 0 {
+		t.Fatalf("catalog = %v, want empty", got)
+	}
+	ev.wait(t, EventRetrying, "flaky")
+	ev.wait(t, EventFailed, "flaky")
+	toolNames(t, s)
+	if n := ft.count(); n != 2 {
+		t.Fatalf("%d connection attempts, want 2 (one retry per delay)", n)
+	}
+
+	// The next retry connects: the tools appear and can be called.
+	backdate(s, "flaky")
+	if got, want := toolNames(t, s), []string{"flaky__ping"}; !slices.Equal(got, want) {
+		t.Fatalf("catalog = %v, want %v", got, want)
+	}
+	ev.wait(t, EventRetrying, "flaky")
+	ev.wait(t, EventConnected, "flaky")
+	res, err := s.CallTool(ctx, "flaky__ping", []byte(`{}`))
+	if err != nil || resultText(t, res) != "ping: {}" {
+		t.Fatalf("call after the retry: %v %v", res, err)
+	}
+	for _, d := range s.Diagnostics() {
+		var se *ServerError
+		if errors.As(d, &se) && se.Server == "flaky" {
+			t.Errorf("diagnostic left after the retry connected: %v", d)
+		}
+	}
+	if at := s.retryAt(s.byKey["bad"]); !at.IsZero() {
+		t.Errorf("a server that failed to resolve is scheduled for a retry at %v", at)
+	}
+	if n := ft.count(); n != 3 {
+		t.Errorf("%d connection attempts, want 3", n)
+	}
+}
