@@ -1,0 +1,254 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// loginFixture is an OAuth authorization server (discovery, dynamic
+// registration, an authorization endpoint that approves at once, a token
+// endpoint checking PKCE) and the MCP server it protects, on 127.0.0.1.
+type loginFixture struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	n      int
+	codes  map[string]string // code → PKCE challenge
+	tokens map[string]bool
+	scopes []string
+}
+
+func newLoginFixture(t *testing.T) *loginFixture {
+	t.Helper()
+	f := &loginFixture{codes: map[string]string{}, tokens: map[string]bool{}}
+	mux := http.NewServeMux()
+	js := func(w http.ResponseWriter, code int, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
+		js(w, 200, map[string]any{"resource": f.srv.URL + "/mcp", "authorization_servers": []string{f.srv.URL}})
+	})
+	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
+		js(w, 200, map[string]any{"issuer": f.srv.URL, "authorization_endpoint": f.srv.URL + "/authorize",
+			"token_endpoint": f.srv.URL + "/token", "registration_endpoint": f.srv.URL + "/register",
+			"response_types_supported": []string{"code"}, "code_challenge_methods_supported": []string{"S256"}})
+	})
+	mux.HandleFunc("POST /register", func(w http.ResponseWriter, r *http.Request) {
+		js(w, 201, map[string]any{"client_id": "cli-client", "token_endpoint_auth_method": "none"})
+	})
+	mux.HandleFunc("GET /authorize", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		f.mu.Lock()
+		f.n++
+		code := fmt.Sprintf("code-%d", f.n)
+		f.codes[code] = q.Get("code_challenge")
+		f.scopes = append(f.scopes, q.Get("scope"))
+		f.mu.Unlock()
+		to, _ := url.Parse(q.Get("redirect_uri"))
+		to.RawQuery = url.Values{"code": {code}, "state": {q.Get("state")}}.Encode()
+		http.Redirect(w, r, to.String(), http.StatusFound)
+	})
+	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		sum := sha256.Sum256([]byte(r.PostForm.Get("code_verifier")))
+		if ch, ok := f.codes[r.PostForm.Get("code")]; !ok || ch != base64.RawURLEncoding.EncodeToString(sum[:]) {
+			js(w, 400, map[string]any{"error": "invalid_grant"})
+			return
+		}
+		f.n++
+		tok := fmt.Sprintf("cli-access-%d", f.n)
+		f.tokens[tok] = true
+		js(w, 200, map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3600})
+	})
+	server := mcp.NewServer(&mcp.Implementation{Name: "protected", Version: "1"}, nil)
+	server.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "protected ok"}}}, nil
+		})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		ok := f.tokens[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
+		f.mu.Unlock()
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+f.srv.URL+`/.well-known/oauth-protected-resource/mcp"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	f.srv = httptest.NewServer(mux)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// writeOAuthConfig writes openclaw.json with servers "docs" (the fixture,
+// auth "oauth", oauth.scope "files:read" and a config Authorization header
+// that must never be sent) and "plain" (no OAuth).
+func writeOAuthConfig(t *testing.T, c *registryCLI, f *loginFixture) {
+	t.Helper()
+	cfg := map[string]any{"mcp": map[string]any{"servers": map[string]any{
+		"docs": map[string]any{"url": f.srv.URL + "/mcp", "transport": "streamable-http", "auth": "oauth",
+			"oauth": map[string]any{"scope": "files:read"}, "headers": map[string]any{"Authorization": "Bearer config-secret"}},
+		"plain": map[string]any{"url": f.srv.URL + "/mcp", "transport": "streamable-http"},
+	}}}
+	b, _ := json.Marshal(cfg)
+	if err := os.MkdirAll(filepath.Dir(c.configPath()), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(c.configPath(), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// login runs `openclaw mcp login docs`, opens the URL it prints on stderr
+// as a browser would, and returns its stdout, stderr and exit code.
+func login(t *testing.T, c *registryCLI, args ...string) (string, string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.bin, append([]string{"mcp", "login"}, args...)...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OPENCLAW_") && !strings.HasPrefix(kv, "HOME=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "HOME="+c.home, "OPENCLAW_HOME="+c.home)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	pr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		line := sc.Text()
+		stderr.WriteString(line + "\n")
+		if u := strings.TrimSpace(line); strings.HasPrefix(u, "http://") {
+			resp, err := http.Get(u) // follows the redirect to the loopback callback
+			if err != nil {
+				t.Errorf("browser: %v", err)
+				continue
+			}
+			page, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !strings.Contains(string(page), "Logged in") {
+				t.Errorf("callback page = %q", page)
+			}
+		}
+	}
+	err = cmd.Wait()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("mcp login: %v", err)
+	}
+	return stdout.String(), stderr.String(), code
+}
+
+func TestMCPLoginCallLogout(t *testing.T) {
+	t.Parallel()
+	c := newRegistryCLI(t)
+	f := newLoginFixture(t)
+	writeOAuthConfig(t, c, f)
+
+	// Before login: the runtime says what to do, and sends nothing secret.
+	_, stderr, code := c.run(t, "mcp", "call", "docs__echo")
+	if code != 1 || !strings.Contains(stderr, `MCP server "docs" requires OAuth authorization. Run openclaw mcp login docs.`) {
+		t.Errorf("call before login: exit %d, stderr:\n%s", code, stderr)
+	}
+
+	stdout, stderr, code := login(t, c, "docs", "--timeout", "30s")
+	if code != 0 || stdout != "Logged in to MCP server \"docs\".\n" {
+		t.Fatalf("mcp login: exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, `Open this URL in a browser to authorize MCP server "docs":`) {
+		t.Errorf("login stderr does not introduce the URL:\n%s", stderr)
+	}
+	f.mu.Lock()
+	scopes := append([]string(nil), f.scopes...)
+	f.mu.Unlock()
+	if len(scopes) != 1 || scopes[0] != "files:read" {
+		t.Errorf("scopes requested = %q, want oauth.scope [files:read]", scopes)
+	}
+	files, _ := filepath.Glob(filepath.Join(c.home, ".openclaw", "state", "mcp-oauth", "docs-*.json"))
+	if len(files) != 1 {
+		t.Fatalf("token files under the state dir: %q, want one for docs", files)
+	}
+	if fi, _ := os.Stat(files[0]); fi.Mode().Perm() != 0o600 {
+		t.Errorf("token file mode %v, want 0600", fi.Mode().Perm())
+	}
+
+	// The runtime finds the stored token: the call reaches the server.
+	stdout, stderr, code = c.run(t, "mcp", "call", "docs__echo")
+	if code != 0 || strings.TrimSpace(stdout) != "protected ok" {
+		t.Errorf("call after login: exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
+	}
+	for _, out := range []string{stdout, stderr} {
+		if strings.Contains(out, "cli-access-") || strings.Contains(out, "config-secret") {
+			t.Errorf("a token reached the output:\n%s", out)
+		}
+	}
+
+	stdout, _, code = c.run(t, "mcp", "logout", "docs")
+	if code != 0 || stdout != "Logged out of MCP server \"docs\".\n" {
+		t.Errorf("mcp logout: exit %d, stdout %q", code, stdout)
+	}
+	if _, err := os.Stat(files[0]); !os.IsNotExist(err) {
+		t.Errorf("token file after logout: %v", err)
+	}
+	stdout, _, code = c.run(t, "mcp", "logout", "docs")
+	if code != 0 || stdout != "No stored OAuth credentials for MCP server \"docs\".\n" {
+		t.Errorf("second mcp logout: exit %d, stdout %q", code, stdout)
+	}
+}
+
+func TestMCPLoginRefusals(t *testing.T) {
+	t.Parallel()
+	c := newRegistryCLI(t)
+	f := newLoginFixture(t)
+	writeOAuthConfig(t, c, f)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"mcp", "login", "nope"}, `No MCP server named "nope" in `},
+		{[]string{"mcp", "logout", "nope"}, `No MCP server named "nope" in `},
+		{[]string{"mcp", "login", "plain"}, `MCP server "plain" does not use OAuth: set "auth": "oauth"`},
+		// Nobody opens the URL: the login gives up when --timeout ends.
+		{[]string{"mcp", "login", "docs", "--timeout", "2s"}, `MCP login for "docs" failed: transport: server "docs": running the OAuth flow: waiting for the OAuth redirect to http://127.0.0.1:`},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			t.Parallel()
+			_, stderr, code := c.run(t, tc.args...)
+			if code != 1 || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stderr:\n%s\nwant exit 1 and %q", code, stderr, tc.want)
+			}
+		})
+	}
+}
