@@ -41,6 +41,7 @@ func newMCPRegistryCmds() []*cobra.Command {
 	return []*cobra.Command{
 		newMCPListCmd(), newMCPShowCmd(), newMCPSetCmd(), newMCPUnsetCmd(),
 		newMCPStatusCmd(), newMCPDoctorCmd(),
+		newMCPLoginCmd(), newMCPLogoutCmd(),
 	}
 }
 
