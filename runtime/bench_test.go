@@ -6,6 +6,7 @@ import (
 	"fmt"
 	goruntime "runtime"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -211,4 +212,108 @@ func BenchmarkCallToolStdio(b *testing.B) {
 	b.ReportMetric(float64(dm.Nanoseconds()), "direct-median-ns")
 	b.ReportMetric(float64(rm.Nanoseconds()), "runtime-median-ns")
 	b.ReportMetric(float64(rm)/float64(dm), "ratio")
+}
+
+// BenchmarkCatalogListFast measures the catalog fast path (list_fast.go)
+// against go-sdk's ListTools on the work of BenchmarkCatalog50x100 without
+// the Session: 50 in-process servers × 100 tools connected concurrently,
+// every page listed, the 5,000 names handed to the sanitizer double. The
+// difference between the two is what wiring withFastList and
+// listToolsPage into conn.go saves on the 50 × 100 figure.
+func BenchmarkCatalogListFast(b *testing.B) {
+	for _, fast := range []bool{false, true} {
+		name := "sdk"
+		if fast {
+			name = "fast"
+		}
+		b.Run(name, func(b *testing.B) {
+			const nServers, nTools = 50, 100
+			ctx := context.Background()
+			b.ReportAllocs()
+			for range b.N {
+				b.StopTimer()
+				transports := make([]mcp.Transport, nServers)
+				var stops []func()
+				for i := range transports {
+					srv := newServer("s", nil)
+					for j := range nTools {
+						srv.AddTool(&mcp.Tool{
+							Name:        fmt.Sprintf("tool_%03d", j),
+							Description: "A tool of the benchmark catalog.",
+							InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`),
+						}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return textResult("ok"), nil })
+					}
+					ct, st := mcp.NewInMemoryTransports()
+					sctx, cancel := context.WithCancel(ctx)
+					done := make(chan struct{})
+					go func() { defer close(done); _ = srv.Run(sctx, st) }()
+					stops = append(stops, func() { cancel(); <-done })
+					transports[i] = ct
+				}
+				goruntime.GC()
+				b.StartTimer()
+				lists := make([][]*mcp.Tool, nServers)
+				sessions := make([]*mcp.ClientSession, nServers)
+				errs := make([]error, nServers)
+				var wg sync.WaitGroup
+				for i, tr := range transports {
+					wg.Go(func() {
+						if fast {
+							tr = withFastList(tr)
+						}
+						cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(ctx, tr, nil)
+						if err != nil {
+							errs[i] = err
+							return
+						}
+						sessions[i] = cs
+						cursor := ""
+						for {
+							var res *mcp.ListToolsResult
+							if fast {
+								res, err = listToolsPage(ctx, cs, &mcp.ListToolsParams{Cursor: cursor})
+							} else {
+								res, err = cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
+							}
+							if err != nil {
+								errs[i] = err
+								return
+							}
+							lists[i] = append(lists[i], res.Tools...)
+							if cursor = res.NextCursor; cursor == "" {
+								return
+							}
+						}
+					})
+				}
+				wg.Wait()
+				req := &policies.SanitizeRequest{Servers: make([]policies.SanitizeServer, nServers)}
+				for i, tools := range lists {
+					req.Servers[i].Name = fmt.Sprintf("server-%02d", i)
+					for _, t := range tools {
+						req.Servers[i].Tools = append(req.Servers[i].Tools, t.Name)
+					}
+				}
+				res, err := nativeNamer{}.SanitizeToolNames(ctx, req)
+				b.StopTimer()
+				n := 0
+				for i := range lists {
+					if errs[i] != nil {
+						b.Fatal(errs[i])
+					}
+					n += len(lists[i])
+				}
+				if err != nil || n != nServers*nTools || len(res.Servers) != nServers {
+					b.Fatalf("%d tools named (%v), want %d", n, err, nServers*nTools)
+				}
+				for _, cs := range sessions {
+					_ = cs.Close()
+				}
+				for _, stop := range stops {
+					stop()
+				}
+				b.StartTimer()
+			}
+		})
+	}
 }

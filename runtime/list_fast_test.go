@@ -1,0 +1,204 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// fastListServer is an in-process server with tools of every shape a
+// listing must carry: annotations, _meta, title, output schema, a tool
+// without input properties, and (with header true) an x-mcp-header
+// annotation.
+func fastListServer(n, pageSize int, header bool) *mcp.Server {
+	srv := newServer("fast", &mcp.ServerOptions{PageSize: pageSize})
+	handler := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return textResult("ok"), nil }
+	for i := range n {
+		t := &mcp.Tool{
+			Name:        fmt.Sprintf("tool_%03d", i),
+			Description: "A tool with \"quotes\" and ünïcode.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string","description":"where"}},"required":["path"]}`),
+		}
+		switch i % 4 {
+		case 1:
+			t.Title = "Title " + t.Name
+			t.Annotations = &mcp.ToolAnnotations{ReadOnlyHint: true, Title: "ro"}
+		case 2:
+			t.OutputSchema = json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`)
+			t.Meta = mcp.Meta{"vendor/key": "v"}
+		case 3:
+			t.InputSchema = json.RawMessage(`{"type":"object"}`)
+		}
+		if header && i == 0 {
+			t.InputSchema = json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)
+		}
+		srv.AddTool(t, handler)
+	}
+	return srv
+}
+
+// connectFast connects a go-sdk client to srv in process, through
+// withFastList when fast is set, on the given protocol version ("" is
+// go-sdk's latest).
+func connectFast(t *testing.T, srv *mcp.Server, fast bool, version string) *mcp.ClientSession {
+	t.Helper()
+	s := inProcess(t, "fast", srv)
+	tr := s.Transport
+	if fast {
+		tr = withFastList(tr)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "fast-test"}, nil).Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// listAll lists every page with listToolsPage and returns the tools as
+// JSON (what the catalog passes on) and the number of pages.
+func listAll(t *testing.T, cs *mcp.ClientSession) ([]string, int) {
+	t.Helper()
+	var out []string
+	cursor := ""
+	for pages := 1; ; pages++ {
+		res, err := listToolsPage(context.Background(), cs, &mcp.ListToolsParams{Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tl := range res.Tools {
+			raw, err := json.Marshal(tl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, string(raw))
+		}
+		if res.NextCursor == "" {
+			return out, pages
+		}
+		cursor = res.NextCursor
+	}
+}
+
+// TestListFastMatchesSDK: tools listed through the fast path are the tools
+// go-sdk lists (same fields, same schemas once encoded), page by page,
+// on both protocol revisions, with and without x-mcp-header (left to
+// go-sdk), and a session keeps working after a fast listing.
+func TestListFastMatchesSDK(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		n, page   int
+		header    bool
+		version   string
+		wantPages int
+	}{
+		{"one page, 2026-07-28", 40, 0, false, "", 1},
+		{"one page, 2025-11-25", 40, 0, false, "2025-11-25", 1},
+		{"paginated", 25, 10, false, "", 3},
+		{"paginated, 2025-11-25", 25, 10, false, "2025-11-25", 3},
+		{"x-mcp-header left to go-sdk", 12, 0, true, "", 1},
+		{"empty server", 0, 0, false, "", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			want, wantPages := listAll(t, connectFast(t, fastListServer(tc.n, tc.page, tc.header), false, tc.version))
+			cs := connectFast(t, fastListServer(tc.n, tc.page, tc.header), true, tc.version)
+			got, pages := listAll(t, cs)
+			if len(got) != tc.n || pages != tc.wantPages || wantPages != tc.wantPages {
+				t.Fatalf("fast: %d tools in %d pages; go-sdk: %d pages; want %d tools in %d pages", len(got), pages, wantPages, tc.n, tc.wantPages)
+			}
+			for i := range want {
+				// Schemas compare as encoded JSON: go-sdk re-encodes its maps
+				// (sorted keys), the fast path keeps the server's bytes.
+				if canon(t, got[i]) != canon(t, want[i]) {
+					t.Errorf("tool %d:\n fast   %s\n go-sdk %s", i, got[i], want[i])
+				}
+			}
+			// Listing again gives the same (nothing was cached without tools),
+			// and a call still works on the session.
+			again, _ := listAll(t, cs)
+			if strings.Join(again, "\n") != strings.Join(got, "\n") {
+				t.Errorf("second listing differs:\n%s\n%s", again, got)
+			}
+			if tc.n > 0 {
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "tool_001", Arguments: map[string]any{"path": "x"}})
+				if err != nil || res.IsError {
+					t.Fatalf("call after a fast listing: %v %+v", err, res)
+				}
+			}
+		})
+	}
+}
+
+// canon re-encodes a JSON document with sorted object keys.
+func canon(t *testing.T, s string) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(raw)
+}
+
+// TestListFastSchemasStayRaw: the fast path hands the catalog the server's
+// schema bytes (no map round trip), and leaves absent schemas nil.
+func TestListFastSchemasStayRaw(t *testing.T) {
+	t.Parallel()
+	cs := connectFast(t, fastListServer(4, 0, false), true, "")
+	res, err := listToolsPage(context.Background(), cs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range res.Tools {
+		if _, ok := tl.InputSchema.(json.RawMessage); !ok {
+			t.Errorf("%s: inputSchema is %T, want json.RawMessage", tl.Name, tl.InputSchema)
+		}
+		if tl.Name == "tool_002" {
+			if _, ok := tl.OutputSchema.(json.RawMessage); !ok {
+				t.Errorf("%s: outputSchema is %T, want json.RawMessage", tl.Name, tl.OutputSchema)
+			}
+		} else if tl.OutputSchema != nil {
+			t.Errorf("%s: outputSchema %v, want nil", tl.Name, tl.OutputSchema)
+		}
+	}
+}
+
+// TestDecodeToolsErrors: a tools array that does not decode is an error
+// naming the entry (take then leaves the page to go-sdk), and null entries
+// are dropped as go-sdk drops them.
+func TestDecodeToolsErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		raw, wantErr string
+		want         int
+	}{
+		{`[{"name":"a","inputSchema":{"type":"object"}},null]`, "", 1},
+		{`[]`, "", 0},
+		{``, "", 0},
+		{`{"name":"a"}`, "tools:", 0},
+		{`[{"name":"a"},{"name":7}]`, "tools[1]", 0},
+	} {
+		t.Run(tc.raw, func(t *testing.T) {
+			t.Parallel()
+			tools, err := decodeTools(json.RawMessage(tc.raw))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || len(tools) != tc.want {
+				t.Fatalf("%d tools, %v; want %d", len(tools), err, tc.want)
+			}
+		})
+	}
+}
