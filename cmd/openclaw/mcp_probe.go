@@ -325,3 +325,29 @@ are probed concurrently, four at a time. The exit code is 1 when any server fail
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log the servers' stderr on stderr")
 	return cmd
 }
+
+// doctorProbeIssues is what `mcp doctor --probe` adds to the static issues
+// of one entry, as OpenClaw does: nothing for a disabled server or one
+// that already has an error; otherwise an "error" issue "probe failed:
+// <step>: <reason>" when it did not answer, and (ours) an "info" issue with
+// the probe's summary when it did.
+//
+// Wiring in newMCPDoctorCmd (cmd/openclaw/mcp_registry.go): a --probe flag
+// ("Also connect to each checked server") and, after regDoctorIssues,
+// `if probe { issues = append(issues, doctorProbeIssues(cmd, name, entry, issues)...) }`.
+func doctorProbeIssues(cmd *cobra.Command, name string, e *config.Object, issues []regDoctorIssue) []regDoctorIssue {
+	if v, _ := e.Get("enabled"); v == false {
+		return nil
+	}
+	if slices.ContainsFunc(issues, func(is regDoctorIssue) bool { return is.level == "error" }) {
+		return nil
+	}
+	r := probeServers(cmd.Context(), cmd.ErrOrStderr(), []probeEntry{{name, e}}, probeOptions{})[0]
+	switch {
+	case r.Err != nil:
+		return []regDoctorIssue{{"error", "probe failed: " + probeMessage(r.Err)}}
+	case r.Skipped:
+		return []regDoctorIssue{{"error", "probe did not connect to this server"}}
+	}
+	return []regDoctorIssue{{"info", "probe: " + probeSummary(&r)}}
+}

@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/spf13/cobra"
+
+	"github.com/openclaw-go/openclaw/config"
 )
 
 // httpMCPServer serves a go-sdk MCP server with one tool, "lookup", over
@@ -216,5 +219,48 @@ func TestMCPProbeJSON(t *testing.T) {
 	}
 	if len(got.Diagnostics) != 1 || got.Diagnostics[0].ServerName != "broken" || !strings.HasPrefix(got.Diagnostics[0].Message, "connect: ") {
 		t.Errorf("diagnostics = %+v", got.Diagnostics)
+	}
+}
+
+func TestDoctorProbeIssues(t *testing.T) {
+	t.Parallel()
+	c := newRuntimeCLI(t)
+	obj := func(t *testing.T, v string) *config.Object {
+		t.Helper()
+		o, err := config.ParseOrdered([]byte(v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return o.(*config.Object)
+	}
+	tests := []struct {
+		name, entry string
+		static      []regDoctorIssue
+		level, msg  string // "" level: no issue added
+	}{
+		{name: "answers", entry: `{"command":"` + c.tiny + `"}`, level: "info", msg: "probe: 3 tools (stdio, tiny 1, protocol "},
+		{name: "fails to start", entry: `{"command":"/nonexistent/mcp-server"}`, level: "error", msg: "probe failed: connect: "},
+		{name: "no usable transport", entry: `{"transport":"sse"}`, level: "error", msg: "probe failed: resolve: "},
+		{name: "disabled", entry: `{"command":"/nonexistent/mcp-server","enabled":false}`},
+		{name: "static error first", entry: `{"command":"/nonexistent/mcp-server"}`, static: []regDoctorIssue{{"error", "stdio command missing"}}},
+		{name: "static warning only", entry: `{"command":"` + c.tiny + `"}`, static: []regDoctorIssue{{"warning", "w"}}, level: "info", msg: "probe: 3 tools"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cmd := &cobra.Command{}
+			var stderr strings.Builder
+			cmd.SetErr(&stderr)
+			cmd.SetContext(context.Background())
+			got := doctorProbeIssues(cmd, "srv", obj(t, tc.entry), tc.static)
+			switch {
+			case tc.level == "" && len(got) != 0:
+				t.Fatalf("issues %+v, want none", got)
+			case tc.level == "":
+				return
+			case len(got) != 1 || got[0].level != tc.level || !strings.HasPrefix(got[0].message, tc.msg):
+				t.Fatalf("issues %+v, want one %s starting %q", got, tc.level, tc.msg)
+			}
+		})
 	}
 }
