@@ -11,9 +11,28 @@
 // with Server.AddTool and Server.RemoveTools, which sends
 // notifications/tools/list_changed to connected clients.
 //
-// Not yet here: resources, prompts and the server-to-client requests
-// (sampling, elicitation, roots); elicitation for require_approval;
-// streamable HTTP; metrics.
+// Beyond tools the proxy passes through resources and resource templates
+// (reads routed by the runtime to the server that owns the URI), prompts
+// (under exposed names from the same sanitizer as tools), completion,
+// logging (logging/setLevel fanned out; upstream log messages relayed to
+// the client whose call produced them, else to every client), resource
+// subscriptions and notifications/resources/updated, progress and
+// cancellation. It advertises tools always, and resources, prompts,
+// completions and logging only when a connected server has them (decided
+// once, in New).
+//
+// With a [Relay] (Options.Relay, installed in the runtime session's
+// Options before it connects), the servers' sampling, elicitation and roots
+// requests go to the client whose tools/call is in flight on that server
+// (else to the first connected client that declared the capability); list
+// changes of tools, resources and prompts are relayed to connected clients
+// as soon as a server notifies them, by a worker goroutine that Close ends;
+// and a require_approval that decide_approval leaves to a human is asked to
+// the calling client through MCP elicitation (form mode, one "approve"
+// boolean) when it declared elicitation, else refused. Clients on protocol
+// 2026-07-28 cannot receive server-to-client requests while a call is
+// served (SEP-2322 multi round-trip is not bridged yet): for them these
+// requests, and approvals, fail with the go-sdk's message.
 //
 // The package never loads Wasm: the policy engine is handed in through the
 // runtime session's Options.
@@ -43,6 +62,18 @@ type Options struct {
 	// Logger receives the diagnostics (tools skipped or patched, catalog
 	// errors). nil means slog.Default().
 	Logger *slog.Logger
+	// Relay, installed in the session's runtime.Options before the
+	// session connected, carries server-to-client requests, log messages,
+	// list changes and approval questions to the downstream clients. nil
+	// means none of these: list changes are then relayed on next use
+	// only, and require_approval goes to the session's own Options.Approve.
+	Relay *Relay
+	// ProtocolVersions, when set, narrows the MCP protocol revisions the
+	// proxy negotiates (mcp.ServerOptions.SupportedProtocolVersions), e.g.
+	// []string{"2025-11-25"} so that clients receive the servers'
+	// sampling, elicitation and roots requests during a call. nil means
+	// every revision the go-sdk supports.
+	ProtocolVersions []string
 }
 
 // Proxy is an MCP server whose tools are a runtime session's catalog.
@@ -54,6 +85,21 @@ type Proxy struct {
 
 	mu     sync.Mutex            // serializes Sync, guards served
 	served map[string]servedTool // exposed name → what is served
+
+	caps *mcp.ServerCapabilities // what upstream servers offer (at New)
+
+	passMu    sync.Mutex                              // serializes the resource and prompt syncs; guards below
+	resources map[string]servedItem                   // URI → served resource
+	templates map[string]servedItem                   // URI template → served template
+	prompts   map[string]servedItem                   // exposed name → served prompt
+	levels    map[*mcp.ServerSession]mcp.LoggingLevel // logging/setLevel of each client
+
+	subMu sync.Mutex
+	subs  map[string]map[*mcp.ServerSession]bool // URI → downstream subscribers
+
+	life     context.Context // ends at Close
+	end      context.CancelFunc
+	workDone chan struct{} // closed when the worker ends; nil without a Relay
 }
 
 // servedTool is one served tool: the definition and the upstream
@@ -80,15 +126,51 @@ func New(ctx context.Context, sess *runtime.Session, opts *Options) (*Proxy, err
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	p := &Proxy{sess: sess, logger: o.Logger, served: map[string]servedTool{}}
-	p.server = mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, &mcp.ServerOptions{
-		// tools is announced even while the catalog is empty, so that a
-		// client listens for list_changed.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
-	})
-	p.server.AddReceivingMiddleware(p.syncBeforeList)
+	p := &Proxy{
+		sess: sess, logger: o.Logger, served: map[string]servedTool{},
+		resources: map[string]servedItem{}, templates: map[string]servedItem{}, prompts: map[string]servedItem{},
+		levels: map[*mcp.ServerSession]mcp.LoggingLevel{}, subs: map[string]map[*mcp.ServerSession]bool{},
+	}
+	up := sess.Capabilities()
+	// tools is announced even while the catalog is empty, so that a client
+	// listens for list_changed.
+	p.caps = &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}
+	sopts := &mcp.ServerOptions{Capabilities: p.caps, SupportedProtocolVersions: o.ProtocolVersions}
+	if up.Resources != nil {
+		p.caps.Resources = &mcp.ResourceCapabilities{ListChanged: true, Subscribe: up.Resources.Subscribe}
+		if up.Resources.Subscribe {
+			sopts.SubscribeHandler, sopts.UnsubscribeHandler = p.subscribe, p.unsubscribe
+		}
+	}
+	if up.Prompts != nil {
+		p.caps.Prompts = &mcp.PromptCapabilities{ListChanged: true}
+	}
+	if up.Completions != nil {
+		p.caps.Completions = &mcp.CompletionCapabilities{}
+		sopts.CompletionHandler = p.complete
+	}
+	if up.Logging != nil {
+		p.caps.Logging = &mcp.LoggingCapabilities{}
+	}
+	p.server = mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, sopts)
+	p.server.AddReceivingMiddleware(p.syncBeforeList, p.passthroughMiddleware)
+	p.life, p.end = context.WithCancel(context.WithoutCancel(ctx))
 	if err := p.Sync(ctx); err != nil {
+		p.end()
 		return nil, err
+	}
+	for what, sync := range map[string]func(context.Context) error{"resources": p.syncResources, "prompts": p.syncPrompts} {
+		if err := sync(ctx); err != nil {
+			p.logger.Warn("proxy: "+what+" not served yet; listed again on next use", "err", err)
+		}
+	}
+	if o.Relay != nil {
+		if err := o.Relay.attach(p); err != nil {
+			p.end()
+			return nil, err
+		}
+		p.workDone = make(chan struct{})
+		go p.work(o.Relay)
 	}
 	return p, nil
 }
@@ -219,6 +301,8 @@ func (p *Proxy) handler(name string) mcp.ToolHandler {
 			}
 		}
 		ctx = runtime.WithCaller(ctx, caller)
+		// The Relay finds the client of this call here.
+		ctx = context.WithValue(ctx, downstreamKey{}, req.Session)
 		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 			ss := req.Session
 			ctx = runtime.WithProgress(ctx, func(pr runtime.Progress) {
@@ -253,8 +337,18 @@ func (p *Proxy) handler(name string) mcp.ToolHandler {
 }
 
 // policyMessage is the text of a refused call: the module's reason, with
-// the module named.
+// the module named; for an approval that was not granted, says so.
 func policyMessage(pe *runtime.PolicyError) string {
+	if pe.Outcome == policies.RequireApproval {
+		msg := "approval refused"
+		if pe.Reason != "" {
+			msg += ": " + pe.Reason
+		}
+		if pe.Module != "" {
+			msg += fmt.Sprintf(" (policy %s)", pe.Module)
+		}
+		return msg
+	}
 	reason := pe.Reason
 	if reason == "" {
 		reason = "blocked by policy"

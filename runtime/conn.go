@@ -101,7 +101,11 @@ func (c *conn) connect(ctx context.Context) bool {
 	}
 	timeout := c.cfg.connectTimeout()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
-	cs, err := client.Connect(cctx, tr, nil)
+	var sopts *mcp.ClientSessionOptions
+	if v := c.s.opts.ProtocolVersion; v != "" {
+		sopts = &mcp.ClientSessionOptions{ProtocolVersion: v}
+	}
+	cs, err := client.Connect(cctx, tr, sopts)
 	cancel()
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {

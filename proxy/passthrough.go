@@ -1,0 +1,585 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/yosida95/uritemplate/v3"
+
+	"github.com/openclaw-go/openclaw/runtime"
+)
+
+// Relay carries what the upstream servers send back to the downstream
+// clients of a Proxy: sampling, elicitation and roots requests, log
+// messages, list changes and resource updates, and the approval questions
+// of require_approval. Create it before the runtime session, Install it in
+// the session's Options, and hand it to New in Options.Relay:
+//
+//	relay := proxy.NewRelay()
+//	opts := runtime.Options{Enforcer: eng, Sanitizer: eng, Approvals: eng, Surface: policies.SurfaceProxy}
+//	relay.Install(&opts)
+//	sess, _ := runtime.New(servers, &opts)
+//	_ = sess.Connect(ctx)
+//	p, _ := proxy.New(ctx, sess, &proxy.Options{Relay: relay})
+//	defer p.Close()
+//
+// Until New attaches it, a Relay refuses server-to-client requests and drops
+// events (New serves the session's state as it is then). A Relay serves one
+// Proxy.
+type Relay struct {
+	next func(runtime.Event) // the OnEvent that Install found
+
+	mu      sync.Mutex
+	p       *Proxy
+	changed map[runtime.EventKind]bool
+	updated []string
+	wake    chan struct{} // capacity 1: the worker has something to do
+}
+
+// NewRelay returns a Relay to Install in a runtime session's Options.
+func NewRelay() *Relay {
+	return &Relay{changed: map[runtime.EventKind]bool{}, wake: make(chan struct{}, 1)}
+}
+
+// Install sets o's CreateMessage, Elicit, ListRoots, OnLog and Approve to
+// the Relay's, and wraps o.OnEvent (still called first) so that list
+// changes and resource updates reach the Proxy. The upstream servers are
+// then told the runtime supports sampling, elicitation and roots; a request
+// is refused when no downstream client can answer it.
+func (r *Relay) Install(o *runtime.Options) {
+	r.next = o.OnEvent
+	o.OnEvent = r.onEvent
+	o.CreateMessage = r.createMessage
+	o.Elicit = r.elicit
+	o.ListRoots = r.listRoots
+	o.OnLog = r.onLog
+	o.Approve = r.approve
+}
+
+func (r *Relay) attach(p *Proxy) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.p != nil {
+		return errors.New("proxy: the Relay already serves another Proxy")
+	}
+	r.p = p
+	return nil
+}
+
+func (r *Relay) proxy() *Proxy {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.p
+}
+
+// onEvent records what the worker must relay. It never blocks: the runtime
+// calls it from the goroutine that reads a server's messages.
+func (r *Relay) onEvent(ev runtime.Event) {
+	if r.next != nil {
+		r.next(ev)
+	}
+	switch ev.Kind {
+	case runtime.EventToolsChanged, runtime.EventResourcesChanged, runtime.EventPromptsChanged, runtime.EventConnected:
+	case runtime.EventResourceUpdated:
+	default:
+		return
+	}
+	r.mu.Lock()
+	if r.p == nil {
+		r.mu.Unlock()
+		return
+	}
+	if ev.Kind == runtime.EventResourceUpdated {
+		r.updated = append(r.updated, ev.URI)
+	} else {
+		r.changed[ev.Kind] = true
+	}
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default: // the worker is already due
+	}
+}
+
+// take returns and clears the pending work.
+func (r *Relay) take() (changed map[runtime.EventKind]bool, updated []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	changed, updated = r.changed, r.updated
+	r.changed, r.updated = map[runtime.EventKind]bool{}, nil
+	return changed, updated
+}
+
+// work relays list changes and resource updates as they happen, until
+// Close. It is the Proxy's only goroutine.
+func (p *Proxy) work(r *Relay) {
+	defer close(p.workDone)
+	for {
+		select {
+		case <-p.life.Done():
+			return
+		case <-r.wake:
+		}
+		changed, updated := r.take()
+		ctx := p.life
+		all := changed[runtime.EventConnected]
+		if all || changed[runtime.EventToolsChanged] {
+			p.warnSync("tools", p.Sync(ctx))
+		}
+		if all || changed[runtime.EventResourcesChanged] {
+			p.warnSync("resources", p.syncResources(ctx))
+		}
+		if all || changed[runtime.EventPromptsChanged] {
+			p.warnSync("prompts", p.syncPrompts(ctx))
+		}
+		for _, uri := range updated {
+			// Sent to the downstream sessions subscribed to uri.
+			_ = p.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: uri})
+		}
+	}
+}
+
+func (p *Proxy) warnSync(what string, err error) {
+	if err != nil && !errors.Is(err, runtime.ErrClosed) && p.life.Err() == nil {
+		p.logger.Warn("proxy: "+what+" not refreshed; serving the previous ones", "err", err)
+	}
+}
+
+// Close stops relaying list changes and resource updates (the worker
+// goroutine of a Proxy made with a Relay). It does not close the runtime
+// session or the MCP server's sessions. It is idempotent.
+func (p *Proxy) Close() error {
+	p.end()
+	if p.workDone != nil {
+		<-p.workDone
+	}
+	return nil
+}
+
+type downstreamKey struct{}
+
+// downstream returns the client session whose tools/call is in flight in
+// ctx (set by the tool handler before runtime.Session.CallTool; the runtime
+// hands the call's values to its server-to-client handlers), else the first
+// connected client whose capabilities satisfy has.
+func (r *Relay) downstream(ctx context.Context, what string, has func(*mcp.ClientCapabilities) bool) (*mcp.ServerSession, error) {
+	capsOf := func(ss *mcp.ServerSession) *mcp.ClientCapabilities {
+		if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil {
+			return ip.Capabilities
+		}
+		return &mcp.ClientCapabilities{}
+	}
+	if ss, ok := ctx.Value(downstreamKey{}).(*mcp.ServerSession); ok && ss != nil {
+		if !has(capsOf(ss)) {
+			return nil, fmt.Errorf("proxy: the MCP client that made this call does not support %s", what)
+		}
+		return ss, nil
+	}
+	p := r.proxy()
+	if p == nil {
+		return nil, fmt.Errorf("proxy: no MCP client is connected to answer %s", what)
+	}
+	for ss := range p.server.Sessions() {
+		if has(capsOf(ss)) {
+			return ss, nil
+		}
+	}
+	return nil, fmt.Errorf("proxy: no connected MCP client supports %s", what)
+}
+
+func (r *Relay) createMessage(ctx context.Context, server string, params *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	ss, err := r.downstream(ctx, "sampling", func(c *mcp.ClientCapabilities) bool { return c.Sampling != nil })
+	if err != nil {
+		return nil, err
+	}
+	return ss.CreateMessage(ctx, params)
+}
+
+func (r *Relay) elicit(ctx context.Context, server string, params *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	ss, err := r.downstream(ctx, "elicitation", func(c *mcp.ClientCapabilities) bool { return c.Elicitation != nil })
+	if err != nil {
+		return nil, err
+	}
+	return ss.Elicit(ctx, params)
+}
+
+func (r *Relay) listRoots(ctx context.Context, server string) (*mcp.ListRootsResult, error) {
+	ss, err := r.downstream(ctx, "roots", func(c *mcp.ClientCapabilities) bool {
+		return c.RootsV2 != nil || c.Roots.ListChanged
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ss.ListRoots(ctx, nil)
+}
+
+// onLog relays an upstream log message, its logger prefixed with the
+// server name, to the client whose call produced it, else to every client
+// (each client's logging/setLevel filters what it receives).
+func (r *Relay) onLog(ctx context.Context, server string, params *mcp.LoggingMessageParams) {
+	msg := *params
+	msg.Logger = server
+	if params.Logger != "" {
+		msg.Logger = server + "/" + params.Logger
+	}
+	if ss, ok := ctx.Value(downstreamKey{}).(*mcp.ServerSession); ok && ss != nil {
+		_ = ss.Log(ctx, &msg) // best effort: a client that went away misses it
+		return
+	}
+	p := r.proxy()
+	if p == nil {
+		return
+	}
+	for ss := range p.server.Sessions() {
+		_ = ss.Log(ctx, &msg)
+	}
+}
+
+// approve asks the client whose call needs approval, through MCP
+// elicitation (form mode, one boolean "approve"), when it declared the
+// elicitation capability. A client that cannot be asked refuses: the call
+// got here because decide_approval answered "ask" (or no decider is
+// configured), and nobody else can answer.
+func (r *Relay) approve(ctx context.Context, req *runtime.ApprovalRequest) (bool, error) {
+	ss, ok := ctx.Value(downstreamKey{}).(*mcp.ServerSession)
+	if !ok || ss == nil {
+		return false, errors.New("no MCP client to ask")
+	}
+	ip := ss.InitializeParams()
+	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil {
+		return false, errors.New("the MCP client cannot be asked (no elicitation capability) and decide_approval did not allow the call")
+	}
+	res, err := ss.Elicit(ctx, &mcp.ElicitParams{
+		Mode:    "form",
+		Message: approvalMessage(req),
+		RequestedSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"approve": map[string]any{
+					"type":        "boolean",
+					"title":       "Approve",
+					"description": fmt.Sprintf("Run %s on MCP server %s", req.Tool.Name, req.Tool.Server),
+					"default":     false,
+				},
+			},
+			"required": []string{"approve"},
+		},
+	})
+	if err != nil {
+		return false, fmt.Errorf("asking the MCP client: %w", err)
+	}
+	if res.Action != "accept" {
+		return false, fmt.Errorf("the MCP client answered %q", res.Action)
+	}
+	approved, _ := res.Content["approve"].(bool)
+	return approved, nil
+}
+
+// approvalMessage is the question shown to the user: the tool, its server,
+// and the policy's title, description and reason.
+func approvalMessage(req *runtime.ApprovalRequest) string {
+	msg := fmt.Sprintf("Approve the call of tool %q (%q on MCP server %q)?", req.Tool.Name, req.Tool.Upstream.Name, req.Tool.Server)
+	for _, part := range []string{req.Title, req.Description, req.Reason} {
+		if part != "" {
+			msg += "\n" + part
+		}
+	}
+	if req.Module != "" {
+		msg += fmt.Sprintf("\n(asked by policy %s)", req.Module)
+	}
+	if len(req.Arguments) > 0 {
+		msg += "\nArguments: " + string(req.Arguments)
+	}
+	return msg
+}
+
+// servedItem is one served resource, template or prompt: the upstream
+// definition's JSON it was made from (compared to spot changes).
+type servedItem struct {
+	upstream []byte
+}
+
+// syncResources makes the served resources and resource templates match
+// the runtime's; a URI listed by several servers is served once (the
+// runtime reads it from the first). Invalid URIs and templates are skipped
+// (logged).
+func (p *Proxy) syncResources(ctx context.Context) error {
+	if p.caps.Resources == nil {
+		return nil
+	}
+	res, err := p.sess.Resources(ctx)
+	if err != nil {
+		return fmt.Errorf("proxy: list the resources: %w", err)
+	}
+	tpl, err := p.sess.ResourceTemplates(ctx)
+	if err != nil {
+		return fmt.Errorf("proxy: list the resource templates: %w", err)
+	}
+	p.passMu.Lock()
+	defer p.passMu.Unlock()
+	want := map[string][]byte{}
+	var order []string
+	defs := map[string]*mcp.Resource{}
+	for _, r := range res {
+		if _, dup := want[r.Upstream.URI]; dup {
+			continue
+		}
+		if u, err := url.Parse(r.Upstream.URI); err != nil || u.Scheme == "" {
+			p.logger.Warn("proxy: resource skipped: its URI is not absolute", "uri", r.Upstream.URI, "server", r.Server)
+			continue
+		}
+		raw, _ := json.Marshal(r.Upstream)
+		want[r.Upstream.URI], defs[r.Upstream.URI] = raw, r.Upstream
+		order = append(order, r.Upstream.URI)
+	}
+	var gone []string
+	for uri := range p.resources {
+		if _, ok := want[uri]; !ok {
+			gone = append(gone, uri)
+		}
+	}
+	if len(gone) > 0 {
+		p.server.RemoveResources(gone...)
+		for _, uri := range gone {
+			delete(p.resources, uri)
+		}
+	}
+	for _, uri := range order {
+		if prev, ok := p.resources[uri]; ok && string(prev.upstream) == string(want[uri]) {
+			continue
+		}
+		def := *defs[uri]
+		p.server.AddResource(&def, p.readResource)
+		p.resources[uri] = servedItem{upstream: want[uri]}
+	}
+
+	wantT := map[string][]byte{}
+	var orderT []string
+	defsT := map[string]*mcp.ResourceTemplate{}
+	for _, t := range tpl {
+		key := t.Upstream.URITemplate
+		if _, dup := wantT[key]; dup {
+			continue
+		}
+		if _, err := uritemplate.New(key); err != nil {
+			p.logger.Warn("proxy: resource template skipped: invalid", "template", key, "server", t.Server, "err", err)
+			continue
+		}
+		raw, _ := json.Marshal(t.Upstream)
+		wantT[key], defsT[key] = raw, t.Upstream
+		orderT = append(orderT, key)
+	}
+	gone = gone[:0]
+	for key := range p.templates {
+		if _, ok := wantT[key]; !ok {
+			gone = append(gone, key)
+		}
+	}
+	if len(gone) > 0 {
+		p.server.RemoveResourceTemplates(gone...)
+		for _, key := range gone {
+			delete(p.templates, key)
+		}
+	}
+	for _, key := range orderT {
+		if prev, ok := p.templates[key]; ok && string(prev.upstream) == string(wantT[key]) {
+			continue
+		}
+		def := *defsT[key]
+		p.server.AddResourceTemplate(&def, p.readResource)
+		p.templates[key] = servedItem{upstream: wantT[key]}
+	}
+	return nil
+}
+
+// syncPrompts makes the served prompts match the runtime's, under their
+// exposed names.
+func (p *Proxy) syncPrompts(ctx context.Context) error {
+	if p.caps.Prompts == nil {
+		return nil
+	}
+	prompts, err := p.sess.Prompts(ctx)
+	if err != nil {
+		return fmt.Errorf("proxy: list the prompts: %w", err)
+	}
+	p.passMu.Lock()
+	defer p.passMu.Unlock()
+	want := map[string]bool{}
+	for _, pr := range prompts {
+		want[pr.Name] = true
+	}
+	var gone []string
+	for name := range p.prompts {
+		if !want[name] {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		slices.Sort(gone)
+		p.server.RemovePrompts(gone...)
+		for _, n := range gone {
+			delete(p.prompts, n)
+		}
+	}
+	for _, pr := range prompts {
+		raw, _ := json.Marshal(struct {
+			Server string
+			Def    *mcp.Prompt
+		}{pr.Server, pr.Upstream})
+		if prev, ok := p.prompts[pr.Name]; ok && string(prev.upstream) == string(raw) {
+			continue
+		}
+		def := *pr.Upstream
+		def.Name = pr.Name
+		name := pr.Name
+		p.server.AddPrompt(&def, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return p.sess.GetPrompt(ctx, name, req.Params.Arguments)
+		})
+		p.prompts[pr.Name] = servedItem{upstream: raw}
+	}
+	return nil
+}
+
+// readResource reads through the runtime, which routes the URI to its
+// owner.
+func (p *Proxy) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	res, err := p.sess.ReadResource(ctx, req.Params.URI)
+	if err != nil {
+		return nil, upstreamError(err, req.Params.URI)
+	}
+	return res, nil
+}
+
+// upstreamError is the error a client sees: "resource not found" for a URI
+// nobody owns, the server's own JSON-RPC error when it sent one, else the
+// runtime's message.
+func upstreamError(err error, uri string) error {
+	if errors.Is(err, runtime.ErrUnknownResource) {
+		return mcp.ResourceNotFoundError(uri)
+	}
+	var je *jsonrpc.Error
+	if errors.As(err, &je) {
+		return je
+	}
+	return err
+}
+
+// passthroughMiddleware serves what the go-sdk server would answer from its
+// own registry or refuse: resources/read for any URI (the runtime routes
+// even a URI no server listed), and logging/setLevel, which is also sent
+// upstream. It brings resources and prompts up to date before they are
+// listed.
+func (p *Proxy) passthroughMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "resources/list", "resources/templates/list":
+			p.warnSync("resources", p.syncResources(ctx))
+		case "prompts/list":
+			p.warnSync("prompts", p.syncPrompts(ctx))
+		case "resources/read":
+			if p.caps.Resources != nil {
+				if rr, ok := req.(*mcp.ReadResourceRequest); ok && rr.Params != nil {
+					return p.readResource(ctx, rr)
+				}
+			}
+		case "logging/setLevel":
+			res, err := next(ctx, method, req)
+			if err == nil && p.caps.Logging != nil {
+				if sr, ok := req.(*mcp.ServerRequest[*mcp.SetLoggingLevelParams]); ok && sr.Params != nil {
+					p.setLevel(ctx, sr.Session, sr.Params.Level)
+				}
+			}
+			return res, err
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// logLevels orders MCP log levels, most verbose first (RFC 5424).
+var logLevels = []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// setLevel records a client's level and sets the upstream servers to the
+// most verbose level any connected client asked for; each client still
+// receives only what its own level lets through.
+func (p *Proxy) setLevel(ctx context.Context, ss *mcp.ServerSession, level mcp.LoggingLevel) {
+	p.passMu.Lock()
+	p.levels[ss] = level
+	live := map[*mcp.ServerSession]bool{}
+	for s := range p.server.Sessions() {
+		live[s] = true
+	}
+	min := -1
+	for s, l := range p.levels {
+		if !live[s] {
+			delete(p.levels, s)
+			continue
+		}
+		if i := slices.Index(logLevels, l); i >= 0 && (min < 0 || i < min) {
+			min = i
+		}
+	}
+	p.passMu.Unlock()
+	if min < 0 {
+		return
+	}
+	if err := p.sess.SetLoggingLevel(ctx, logLevels[min]); err != nil {
+		p.logger.Warn("proxy: an MCP server refused logging/setLevel", "err", err)
+	}
+}
+
+// subscribe subscribes upstream on the first downstream subscription to a
+// URI.
+func (p *Proxy) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	uri := req.Params.URI
+	p.subMu.Lock()
+	defer p.subMu.Unlock()
+	if len(p.subs[uri]) == 0 {
+		if err := p.sess.Subscribe(ctx, uri); err != nil {
+			return upstreamError(err, uri)
+		}
+		p.subs[uri] = map[*mcp.ServerSession]bool{}
+	}
+	p.subs[uri][req.Session] = true
+	return nil
+}
+
+// unsubscribe unsubscribes upstream when the last downstream subscriber of
+// a URI leaves.
+func (p *Proxy) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+	uri := req.Params.URI
+	p.subMu.Lock()
+	defer p.subMu.Unlock()
+	subs := p.subs[uri]
+	if !subs[req.Session] {
+		return nil
+	}
+	delete(subs, req.Session)
+	if len(subs) > 0 {
+		return nil
+	}
+	delete(p.subs, uri)
+	if err := p.sess.Unsubscribe(ctx, uri); err != nil {
+		return upstreamError(err, uri)
+	}
+	return nil
+}
+
+// complete forwards completion/complete; a prompt reference names the
+// exposed prompt, a resource reference the template as listed.
+func (p *Proxy) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	res, err := p.sess.Complete(ctx, req.Params)
+	if err != nil {
+		if errors.Is(err, runtime.ErrUnknownPrompt) {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+		}
+		return nil, upstreamError(err, req.Params.Ref.URI)
+	}
+	return res, nil
+}

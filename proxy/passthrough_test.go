@@ -1,0 +1,577 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/runtime"
+	"github.com/openclaw-go/openclaw/transport"
+)
+
+// legacy is the protocol revision on which a server may send requests to
+// the client while serving a call (2026-07-28 uses SEP-2322 input requests).
+var legacy = []string{"2025-11-25"}
+
+// auditSink collects audit records.
+type auditSink struct {
+	mu  sync.Mutex
+	rec []policies.AuditRecord
+}
+
+func (a *auditSink) Record(r policies.AuditRecord) {
+	a.mu.Lock()
+	a.rec = append(a.rec, r)
+	a.mu.Unlock()
+}
+
+func (a *auditSink) all() []policies.AuditRecord {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.rec)
+}
+
+// asker is a before_tool_call module that wants approval for tools whose
+// original name starts with "danger".
+type asker struct{}
+
+func (asker) Name() string { return "asker" }
+
+func (asker) BeforeToolCall(_ context.Context, call *policies.ToolCall) (policies.Verdict, error) {
+	if strings.HasPrefix(call.Tool.Original, "danger") {
+		return policies.Verdict{Decision: policies.RequireApproval, Title: "Dangerous tool", Description: "It deletes things.", Reason: "destructive"}, nil
+	}
+	return policies.Verdict{Decision: policies.Allow}, nil
+}
+
+// askHuman is a decide_approval module that leaves every approval to a
+// human.
+type askHuman struct{}
+
+func (askHuman) Name() string { return "ask-human" }
+
+func (askHuman) DecideApproval(context.Context, *policies.ApprovalRequest) (policies.ApprovalVerdict, error) {
+	return policies.ApprovalVerdict{Decision: policies.Ask}, nil
+}
+
+// downstream records what a proxy client received.
+type downstream struct {
+	mu       sync.Mutex
+	logs     []*mcp.LoggingMessageParams
+	updated  []string
+	changed  []string
+	elicited []*mcp.ElicitParams
+	notify   chan string // "log", "updated", "tools", "resources", "prompts"
+}
+
+func (d *downstream) note(kind string) {
+	select {
+	case d.notify <- kind:
+	default:
+	}
+}
+
+// wait returns when a notification of kind arrived (a hang guard, not a
+// timing assertion).
+func (d *downstream) wait(t *testing.T, kind string) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case k := <-d.notify:
+			if k == kind {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("the client received no %s notification", kind)
+		}
+	}
+}
+
+// clientOptions declares sampling, elicitation (answering approve with
+// approve) and roots, when full; no server-to-client capability otherwise.
+func (d *downstream) clientOptions(full, approve bool) *mcp.ClientOptions {
+	o := &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{},
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			d.mu.Lock()
+			d.logs = append(d.logs, req.Params)
+			d.mu.Unlock()
+			d.note("log")
+		},
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			d.mu.Lock()
+			d.updated = append(d.updated, req.Params.URI)
+			d.mu.Unlock()
+			d.note("updated")
+		},
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { d.note("tools") },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { d.note("resources") },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { d.note("prompts") },
+	}
+	if !full {
+		return o
+	}
+	o.Capabilities.RootsV2 = &mcp.RootCapabilities{}
+	o.CreateMessageHandler = func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		return &mcp.CreateMessageResult{Role: "assistant", Model: "test-model", Content: &mcp.TextContent{Text: "sampled by the client"}}, nil
+	}
+	o.ElicitationHandler = func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		d.mu.Lock()
+		d.elicited = append(d.elicited, req.Params)
+		d.mu.Unlock()
+		if strings.HasPrefix(req.Params.Message, "Approve") {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": approve}}, nil
+		}
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada", "username": "Ada"}}, nil
+	}
+	return o
+}
+
+// stack is runtime → proxy → a go-sdk client over in-memory transports.
+type stack struct {
+	sess  *runtime.Session
+	p     *Proxy
+	audit *auditSink
+}
+
+func newStack(t *testing.T, servers []runtime.Server, hook policies.BeforeToolCallHook, upstreamVersion string) *stack {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	audit := &auditSink{}
+	relay := NewRelay()
+	opts := runtime.Options{
+		Enforcer:  policies.NewChain([]policies.ChainEntry{{Hook: hook}}, &policies.ChainOptions{Audit: audit}),
+		Approvals: policies.NewApprovalChain([]policies.ApprovalEntry{{Decider: askHuman{}}}, &policies.ApprovalChainOptions{Audit: audit}),
+		Sanitizer: joinNamer{},
+		Surface:   policies.SurfaceProxy,
+		Logger:    discard(),
+		// The go-sdk fixture sends sampling and elicitation requests only
+		// on 2025-11-25 (on 2026-07-28 it would have to use input requests).
+		ProtocolVersion: upstreamVersion,
+	}
+	relay.Install(&opts)
+	sess, err := runtime.New(servers, &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sess.Close(context.Background()) })
+	if err := sess.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := sess.Diagnostics(); len(d) > 0 {
+		t.Fatalf("diagnostics: %v", d)
+	}
+	p, err := New(ctx, sess, &Options{Relay: relay, ProtocolVersions: legacy, Logger: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return &stack{sess: sess, p: p, audit: audit}
+}
+
+// connect connects a client named name to the proxy.
+func (s *stack) connect(t *testing.T, name string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	ctx := context.Background()
+	cEnd, sEnd := mcp.NewInMemoryTransports()
+	ss, err := s.p.Server().Connect(ctx, sEnd, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, opts).Connect(ctx, cEnd, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// upstream is an in-process server (protocol 2025-11-25) whose tool "ask"
+// uses sampling, elicitation and roots and logs, and whose "danger" tool
+// needs approval.
+func upstream(t *testing.T) (*mcp.Server, runtime.Server) {
+	t.Helper()
+	up := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, &mcp.ServerOptions{
+		SupportedProtocolVersions: legacy,
+		SubscribeHandler:          func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler:        func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+		CompletionHandler: func(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{req.Params.Ref.Name + ":" + req.Params.Argument.Value + "x"}}}, nil
+		},
+	})
+	obj := json.RawMessage(`{"type":"object"}`)
+	up.AddTool(&mcp.Tool{Name: "ask", InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "asker", Data: "asking the client"})
+		cm, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 5,
+			Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}})
+		if err != nil {
+			return nil, fmt.Errorf("sampling: %w", err)
+		}
+		el, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "your name?", RequestedSchema: map[string]any{
+			"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
+		if err != nil {
+			return nil, fmt.Errorf("elicitation: %w", err)
+		}
+		roots, err := req.Session.ListRoots(ctx, nil)
+		if err != nil {
+			return nil, fmt.Errorf("roots: %w", err)
+		}
+		var uris []string
+		for _, r := range roots.Roots {
+			uris = append(uris, r.URI)
+		}
+		return text(fmt.Sprintf("%s | %s %v | roots %v", cm.Content.(*mcp.TextContent).Text, el.Action, el.Content["name"], uris)), nil
+	})
+	up.AddTool(&mcp.Tool{Name: "danger", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return text("deleted"), nil
+	})
+	up.AddResource(&mcp.Resource{URI: "mem://doc", Name: "doc", MIMEType: "text/plain"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "the doc"}}}, nil
+	})
+	up.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "mem://items/{id}", Name: "item"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "item " + strings.TrimPrefix(req.Params.URI, "mem://items/")}}}, nil
+	})
+	up.AddPrompt(&mcp.Prompt{Name: "greet", Arguments: []*mcp.PromptArgument{{Name: "who"}}}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello " + req.Params.Arguments["who"]}}}}, nil
+	})
+	ct, st := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = up.Run(ctx, st)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return up, runtime.Server{Name: "up", Transport: ct}
+}
+
+func toolText(t *testing.T, cs *mcp.ClientSession, name string, args any) (string, bool) {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("tools/call %s: %v", name, err)
+	}
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n"), res.IsError
+}
+
+func TestPassthroughInProcess(t *testing.T) {
+	t.Parallel()
+	up, srv := upstream(t)
+	st := newStack(t, []runtime.Server{srv}, asker{}, "")
+	d := &downstream{notify: make(chan string, 64)}
+	cs := st.connect(t, "full-client", d.clientOptions(true, true))
+	ctx := context.Background()
+
+	caps := cs.InitializeResult().Capabilities
+	if caps.Resources == nil || !caps.Resources.Subscribe || !caps.Resources.ListChanged || caps.Prompts == nil || caps.Completions == nil || caps.Logging == nil || caps.Tools == nil {
+		t.Fatalf("proxy capabilities = %+v", caps)
+	}
+
+	// Resources, templates, reads routed upstream.
+	rl, err := cs.ListResources(ctx, nil)
+	if err != nil || len(rl.Resources) != 1 || rl.Resources[0].URI != "mem://doc" || rl.Resources[0].MIMEType != "text/plain" {
+		t.Fatalf("resources/list = %+v, %v", rl, err)
+	}
+	tl, err := cs.ListResourceTemplates(ctx, nil)
+	if err != nil || len(tl.ResourceTemplates) != 1 || tl.ResourceTemplates[0].URITemplate != "mem://items/{id}" {
+		t.Fatalf("resources/templates/list = %+v, %v", tl, err)
+	}
+	for uri, want := range map[string]string{"mem://doc": "the doc", "mem://items/7": "item 7"} {
+		rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+		if err != nil || rr.Contents[0].Text != want {
+			t.Errorf("resources/read %s = %+v, %v; want %q", uri, rr, err, want)
+		}
+	}
+
+	// Prompts under exposed names; completion by exposed prompt name.
+	pl, err := cs.ListPrompts(ctx, nil)
+	if err != nil || len(pl.Prompts) != 1 || pl.Prompts[0].Name != "up__greet" || pl.Prompts[0].Arguments[0].Name != "who" {
+		t.Fatalf("prompts/list = %+v, %v", pl, err)
+	}
+	gp, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "up__greet", Arguments: map[string]string{"who": "Ada"}})
+	if err != nil || gp.Messages[0].Content.(*mcp.TextContent).Text != "hello Ada" {
+		t.Fatalf("prompts/get = %+v, %v", gp, err)
+	}
+	cr, err := cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "up__greet"}, Argument: mcp.CompleteParamsArgument{Name: "who", Value: "A"}})
+	if err != nil || !slices.Equal(cr.Completion.Values, []string{"greet:Ax"}) {
+		t.Fatalf("completion/complete = %+v, %v", cr, err)
+	}
+
+	// Sampling, elicitation, roots and a log message from inside a call go
+	// back to the client that made it.
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	got, isErr := toolText(t, cs, "up__ask", nil)
+	if isErr || got != "sampled by the client | accept Ada | roots []" {
+		t.Fatalf("up__ask = %q (isError %v)", got, isErr)
+	}
+	d.mu.Lock()
+	logs := slices.Clone(d.logs)
+	d.mu.Unlock()
+	if len(logs) == 0 || logs[0].Logger != "up/asker" || logs[0].Data != "asking the client" {
+		t.Errorf("log messages = %+v; want one from up/asker", logs)
+	}
+
+	// Subscriptions and updates.
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "mem://doc"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := up.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: "mem://doc"}); err != nil {
+		t.Fatal(err)
+	}
+	d.wait(t, "updated")
+	if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "mem://doc"}); err != nil {
+		t.Fatal(err)
+	}
+
+	// List changes are relayed as soon as the server sends them, with no
+	// request from the client.
+	up.AddPrompt(&mcp.Prompt{Name: "late"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "late"}}}}, nil
+	})
+	d.wait(t, "prompts")
+	up.AddResource(&mcp.Resource{URI: "mem://new", Name: "new"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "new"}}}, nil
+	})
+	d.wait(t, "resources")
+	up.AddTool(&mcp.Tool{Name: "late", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return text("late tool"), nil
+	})
+	d.wait(t, "tools")
+	if got, _ := toolText(t, cs, "up__late", nil); got != "late tool" {
+		t.Errorf("up__late = %q", got)
+	}
+	pl, err = cs.ListPrompts(ctx, nil)
+	if err != nil || len(pl.Prompts) != 2 {
+		t.Errorf("prompts/list after a change = %+v, %v", pl, err)
+	}
+}
+
+func TestPassthroughApprovalByElicitation(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		full      bool // the client declares elicitation
+		approve   bool
+		wantText  string
+		wantError bool
+	}{
+		{"approved", true, true, "deleted", false},
+		{"refused", true, false, "approval refused", true},
+		{"client cannot be asked", false, false, "no elicitation capability", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, srv := upstream(t)
+			st := newStack(t, []runtime.Server{srv}, asker{}, "")
+			d := &downstream{notify: make(chan string, 64)}
+			cs := st.connect(t, "approver", d.clientOptions(tc.full, tc.approve))
+			got, isErr := toolText(t, cs, "up__danger", nil)
+			if isErr != tc.wantError || !strings.Contains(got, tc.wantText) {
+				t.Fatalf("up__danger = %q (isError %v); want %q, isError %v", got, isErr, tc.wantText, tc.wantError)
+			}
+			d.mu.Lock()
+			elicited := slices.Clone(d.elicited)
+			d.mu.Unlock()
+			if tc.full {
+				if len(elicited) != 1 {
+					t.Fatalf("elicitations = %d, want 1", len(elicited))
+				}
+				msg := elicited[0].Message
+				for _, want := range []string{`"up__danger"`, `"up"`, "Dangerous tool", "It deletes things.", "asker"} {
+					if !strings.Contains(msg, want) {
+						t.Errorf("approval question %q lacks %q", msg, want)
+					}
+				}
+				if elicited[0].Mode != "form" {
+					t.Errorf("elicitation mode = %q, want form", elicited[0].Mode)
+				}
+			}
+			var hooks []string
+			for _, r := range st.audit.all() {
+				if r.Surface != policies.SurfaceProxy || r.Tool != "up__danger" || r.Caller == "" {
+					t.Errorf("audit record %+v: want surface proxy, tool up__danger, a caller", r)
+				}
+				hooks = append(hooks, string(r.Hook)+"="+r.Decision)
+			}
+			if len(hooks) != 2 {
+				t.Errorf("audit = %v; want before_tool_call and decide_approval", hooks)
+			}
+		})
+	}
+}
+
+// peersDir returns PEERS_DIR (default ../.peers) when it holds path, or
+// skips (fails in CI).
+func peersFile(t *testing.T, path string) string {
+	t.Helper()
+	dir := os.Getenv("PEERS_DIR")
+	if dir == "" {
+		dir = "../.peers"
+	}
+	p, _ := filepath.Abs(filepath.Join(dir, path))
+	if _, err := os.Stat(p); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("peer missing in CI (make peers): %v", err)
+		}
+		t.Skipf("peer missing (make peers, or set PEERS_DIR): %v", err)
+	}
+	return p
+}
+
+func TestPassthroughServerEverything(t *testing.T) {
+	t.Parallel()
+	script := peersFile(t, "npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node missing")
+	}
+	st := newStack(t, []runtime.Server{{Name: "everything", Entry: transport.ServerEntry{
+		Command: "node", Args: []string{script, "stdio"}, RequestTimeoutMs: 30000, ConnectionTimeoutMs: 30000,
+	}}}, asker{}, "")
+	d := &downstream{notify: make(chan string, 256)}
+	cs := st.connect(t, "everything-client", d.clientOptions(true, true))
+	ctx := context.Background()
+
+	caps := cs.InitializeResult().Capabilities
+	if caps.Resources == nil || !caps.Resources.Subscribe || caps.Prompts == nil || caps.Completions == nil || caps.Logging == nil {
+		t.Fatalf("proxy capabilities = %+v", caps)
+	}
+	rl, err := cs.ListResources(ctx, nil)
+	if err != nil || len(rl.Resources) == 0 || !strings.HasPrefix(rl.Resources[0].URI, "demo://resource/static/document/") {
+		t.Fatalf("resources/list = %+v, %v", rl, err)
+	}
+	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "demo://resource/dynamic/text/3"})
+	if err != nil || len(rr.Contents) != 1 || !strings.Contains(rr.Contents[0].Text, "3") {
+		t.Fatalf("resources/read of a templated URI = %+v, %v", rr, err)
+	}
+	gp, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "everything__args-prompt", Arguments: map[string]string{"city": "Lyon"}})
+	if err != nil || !strings.Contains(gp.Messages[0].Content.(*mcp.TextContent).Text, "Lyon") {
+		t.Fatalf("prompts/get args-prompt = %+v, %v", gp, err)
+	}
+	cr, err := cs.Complete(ctx, &mcp.CompleteParams{
+		Ref:      &mcp.CompleteReference{Type: "ref/prompt", Name: "everything__completable-prompt"},
+		Argument: mcp.CompleteParamsArgument{Name: "department", Value: "S"},
+	})
+	if err != nil || !slices.Equal(cr.Completion.Values, []string{"Sales", "Support"}) {
+		t.Fatalf("completion/complete = %+v, %v", cr, err)
+	}
+
+	// The sampling tool appears (list_changed) because the runtime
+	// advertised sampling; the request reaches this client.
+	waitTool := func(name string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second) // a hang guard
+		for {
+			res, err := cs.ListTools(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slices.ContainsFunc(res.Tools, func(tl *mcp.Tool) bool { return tl.Name == name }) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("tool %s never listed", name)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitTool("everything__trigger-sampling-request")
+	got, isErr := toolText(t, cs, "everything__trigger-sampling-request", map[string]any{"prompt": "hello"})
+	if isErr || !strings.Contains(got, "sampled by the client") {
+		t.Fatalf("trigger-sampling-request = %q (isError %v)", got, isErr)
+	}
+	waitTool("everything__trigger-elicitation-request")
+	got, isErr = toolText(t, cs, "everything__trigger-elicitation-request", nil)
+	if isErr || !strings.Contains(got, "Ada") {
+		t.Fatalf("trigger-elicitation-request = %q (isError %v)", got, isErr)
+	}
+
+	// Logging: setLevel reaches the server; its messages reach the client.
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: rl.Resources[0].URI}); err != nil {
+		t.Fatal(err)
+	}
+	d.wait(t, "log") // server-everything logs every subscribe request
+	d.mu.Lock()
+	lg := d.logs[len(d.logs)-1]
+	d.mu.Unlock()
+	if !strings.HasPrefix(lg.Logger, "everything") || !strings.Contains(fmt.Sprint(lg.Data), "Subscribe") {
+		t.Errorf("log message = %+v", lg)
+	}
+	got, isErr = toolText(t, cs, "everything__toggle-subscriber-updates", nil)
+	if isErr {
+		t.Fatalf("toggle-subscriber-updates = %q", got)
+	}
+	d.wait(t, "updated")
+	d.mu.Lock()
+	upd := d.updated[0]
+	d.mu.Unlock()
+	if upd != rl.Resources[0].URI {
+		t.Errorf("resources/updated for %q, want %q", upd, rl.Resources[0].URI)
+	}
+}
+
+func TestPassthroughConformanceServer(t *testing.T) {
+	t.Parallel()
+	bin := peersFile(t, "bin/everything-server")
+	st := newStack(t, []runtime.Server{{Name: "conf", Entry: transport.ServerEntry{
+		Command: bin, RequestTimeoutMs: 30000, ConnectionTimeoutMs: 30000,
+	}}}, asker{}, "2025-11-25")
+	d := &downstream{notify: make(chan string, 256)}
+	cs := st.connect(t, "conformance-client", d.clientOptions(true, true))
+	ctx := context.Background()
+
+	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://static-text"})
+	if err != nil || len(rr.Contents) != 1 || rr.Contents[0].Text == "" {
+		t.Fatalf("resources/read test://static-text = %+v, %v", rr, err)
+	}
+	rr, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://template/42/data"})
+	if err != nil || len(rr.Contents) != 1 || !strings.Contains(rr.Contents[0].Text, "42") {
+		t.Fatalf("resources/read of the template = %+v, %v", rr, err)
+	}
+	gp, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "conf__test_simple_prompt"})
+	if err != nil || len(gp.Messages) == 0 {
+		t.Fatalf("prompts/get test_simple_prompt = %+v, %v", gp, err)
+	}
+	got, isErr := toolText(t, cs, "conf__test_sampling", map[string]any{"prompt": "2+2?"})
+	if isErr || !strings.Contains(got, "sampled by the client") {
+		t.Fatalf("test_sampling = %q (isError %v)", got, isErr)
+	}
+	got, isErr = toolText(t, cs, "conf__test_elicitation", map[string]any{"message": "your name?"})
+	if isErr || !strings.Contains(got, "action=accept") || !strings.Contains(got, "Ada") {
+		t.Fatalf("test_elicitation = %q (isError %v)", got, isErr)
+	}
+	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "test://watched-resource"}); err != nil {
+		t.Fatalf("subscribe: %v", err)
+	}
+	if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "test://watched-resource"}); err != nil {
+		t.Fatalf("unsubscribe: %v", err)
+	}
+}
