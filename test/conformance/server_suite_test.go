@@ -111,6 +111,34 @@ func (r serverResults) keys() []string {
 	return out
 }
 
+// union returns the keys of r and other, sorted.
+func (r serverResults) union(other serverResults) []string {
+	out := r.keys()
+	for k := range other {
+		if _, ok := r[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// scenarioFailure describes the failed checks r has for the scenario of
+// key ("scenario/check-id"), or says there are none.
+func (r serverResults) scenarioFailure(key string) string {
+	scenario, _, _ := strings.Cut(key, "/")
+	var msgs []string
+	for _, k := range r.keys() {
+		if s, _, _ := strings.Cut(k, "/"); s == scenario && r[k].Status != "SUCCESS" {
+			msgs = append(msgs, k+": "+r[k].Status+": "+r[k].ErrorMessage)
+		}
+	}
+	if len(msgs) == 0 {
+		return "no failed check in the scenario"
+	}
+	return strings.Join(msgs, "; ")
+}
+
 // serverResultDir matches the suite's per-scenario output folder,
 // server-<scenario>-<ISO time with dashes>.
 var serverResultDir = regexp.MustCompile(`^server-(.+)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$`)

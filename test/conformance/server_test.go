@@ -22,7 +22,29 @@ import (
 // against the fixture directly but not yet through the proxy, each with
 // the reason. The test fails when one of them starts passing, so that a
 // fix also shrinks this list.
-var serverKnownFailures = map[string]string{}
+var serverKnownFailures = map[string]string{
+	// Server-to-client requests and notifications sent by the fixture while
+	// it runs a tool call (elicitation/create, sampling/createMessage,
+	// notifications/message) are not yet relayed by the proxy to the
+	// client whose call is in flight (issue 5, passthrough).
+	"tools-call-elicitation/tools-call-elicitation":   "elicitation during a tool call not relayed",
+	"tools-call-sampling/tools-call-sampling":         "sampling during a tool call not relayed",
+	"tools-call-with-logging/tools-call-with-logging": "log notifications during a tool call not relayed",
+	// Through the proxy these two scenarios end at their first step with
+	// one check "elicitation-sep1034-general" / "elicitation-sep1330-general"
+	// ("Server did not request elicitation from client"), so the
+	// per-field checks of the direct run are not reported.
+	"elicitation-sep1034-defaults/elicitation-sep1034-boolean-default": "elicitation not relayed",
+	"elicitation-sep1034-defaults/elicitation-sep1034-enum-default":    "elicitation not relayed",
+	"elicitation-sep1034-defaults/elicitation-sep1034-integer-default": "elicitation not relayed",
+	"elicitation-sep1034-defaults/elicitation-sep1034-number-default":  "elicitation not relayed",
+	"elicitation-sep1034-defaults/elicitation-sep1034-string-default":  "elicitation not relayed",
+	"elicitation-sep1330-enums/elicitation-sep1330-legacy-enumnames":   "elicitation not relayed",
+	"elicitation-sep1330-enums/elicitation-sep1330-titled-multi":       "elicitation not relayed",
+	"elicitation-sep1330-enums/elicitation-sep1330-titled-single":      "elicitation not relayed",
+	"elicitation-sep1330-enums/elicitation-sep1330-untitled-multi":     "elicitation not relayed",
+	"elicitation-sep1330-enums/elicitation-sep1330-untitled-single":    "elicitation not relayed",
+}
 
 // TestServerConformance runs the suite's active server scenarios against
 // the go-sdk everything-server directly and through `openclaw mcp proxy`
@@ -53,7 +75,7 @@ func TestServerConformance(t *testing.T) {
 		t.Logf("direct run only:\n%s", serverTable(direct.keys(), []string{"direct"}, direct))
 		return
 	}
-	t.Logf("conformance suite, server mode:\n%s", serverTable(direct.keys(), []string{"direct", "proxy"}, direct, proxied))
+	t.Logf("conformance suite, server mode:\n%s", serverTable(direct.union(proxied), []string{"direct", "proxy"}, direct, proxied))
 	var regressions, fixed []string
 	for _, k := range direct.keys() {
 		if direct[k].Status != "SUCCESS" {
@@ -64,7 +86,7 @@ func TestServerConformance(t *testing.T) {
 		why, known := serverKnownFailures[k]
 		switch {
 		case !pass && !known:
-			msg := "not reported"
+			msg := "not reported (" + proxied.scenarioFailure(k) + ")"
 			if ok {
 				msg = got.Status + ": " + got.ErrorMessage
 			}
