@@ -13,19 +13,21 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 )
 
-// scenarioResult is one `✓ name: N passed, M failed` line of the summary.
+// scenarioResult is one `✓ name: N passed, M failed[, W warnings]` line of
+// the summary.
 type scenarioResult struct {
-	ok             bool
-	passed, failed int
+	ok                       bool
+	passed, failed, warnings int
 }
 
-var summaryLine = regexp.MustCompile(`^([✓✗])\s+(\S+):\s+(\d+) passed, (\d+) failed`)
+var summaryLine = regexp.MustCompile(`^([✓✗])\s+(\S+):\s+(\d+) passed, (\d+) failed(?:, (\d+) warnings?)?`)
 
 // parseSummary reads the per-scenario lines after "=== SUITE SUMMARY ===".
 func parseSummary(out string) map[string]scenarioResult {
@@ -45,7 +47,8 @@ func parseSummary(out string) map[string]scenarioResult {
 		if m := summaryLine.FindStringSubmatch(line); m != nil {
 			p, _ := strconv.Atoi(m[3])
 			f, _ := strconv.Atoi(m[4])
-			res[m[2]] = scenarioResult{ok: m[1] == "✓", passed: p, failed: f}
+			w, _ := strconv.Atoi(m[5])
+			res[m[2]] = scenarioResult{ok: m[1] == "✓", passed: p, failed: f, warnings: w}
 		}
 	}
 	return res
@@ -99,8 +102,8 @@ func buildClient(t *testing.T) string {
 	return bin
 }
 
-// runSuite runs the suite in client mode and returns its output and exit error.
-func runSuite(t *testing.T, node []string, bin string, extra ...string) (string, error) {
+// runSuite runs the suite in client mode and returns its output.
+func runSuite(t *testing.T, node []string, bin string, extra ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -109,8 +112,19 @@ func runSuite(t *testing.T, node []string, bin string, extra ...string) (string,
 	cmd := exec.CommandContext(ctx, "node", args...)
 	cmd.Env = append(os.Environ(), "NO_COLOR=1", "FORCE_COLOR=0")
 	out, err := cmd.CombinedOutput()
-	return string(out), err
+	// The exit status is not the verdict: the suite also exits 1 for a
+	// warning, and its only client warning is a timing one (sse-retry
+	// reconnecting more than 200 ms late), which a loaded machine
+	// produces. The per-scenario failure counts are the verdict.
+	if err != nil && ctx.Err() != nil {
+		t.Fatalf("conformance suite: %v\n%s", ctx.Err(), out)
+	}
+	return string(out)
 }
+
+// coreScenarios are the scenarios of `--suite core` in conformance 0.1.16
+// besides the auth ones.
+var coreScenarios = []string{"initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"}
 
 // authScenarios are the scenarios of `--suite auth` in conformance 0.1.16.
 var authScenarios = []string{
@@ -121,46 +135,76 @@ var authScenarios = []string{
 	"auth/pre-registration",
 }
 
+// moreScenarios are the other scenarios of `--suite all` that pass.
+var moreScenarios = []string{
+	"auth/2025-03-26-oauth-endpoint-fallback", "auth/resource-mismatch",
+	"auth/offline-access-scope", "auth/offline-access-not-supported",
+}
+
+// knownClientFailures are the scenarios of `--suite all` the client does
+// not pass, with the reason (docs/conformance.md). The test fails when one
+// of them starts passing, so that the list shrinks with the fix.
+var knownClientFailures = map[string]string{
+	"auth/2025-03-26-oauth-metadata-backcompat": "go-sdk v1.8.0 rejects the metadata's issuer (…/oauth) against the server root; go-sdk's everything-client fails it too",
+	"auth/client-credentials-jwt":               "client credentials grant (extension): not in go-sdk's auth package",
+	"auth/client-credentials-basic":             "client credentials grant (extension): not in go-sdk's auth package",
+	"auth/cross-app-access-complete-flow":       "cross-app access (extension): not in go-sdk's auth package",
+}
+
+// TestClientConformance runs `--suite core`, `--suite auth` and `--suite
+// all` one after the other (in parallel they load the machine enough to
+// make sse-retry's timing check warn) and requires every scenario to run
+// with no failed check, except the known failures, which must still fail.
 func TestClientConformance(t *testing.T) {
 	t.Parallel()
 	node := suite(t)
 	bin := buildClient(t)
-	core := append([]string{"initialize", "tools_call", "elicitation-sep1034-client-defaults", "sse-retry"}, authScenarios...)
+	core := append(slices.Clone(coreScenarios), authScenarios...)
 	for _, tc := range []struct {
 		suite string
 		want  []string // every scenario that must run and pass
-		extra []string
+		known bool     // the known failures run too
 	}{
 		{suite: "core", want: core},
 		{suite: "auth", want: authScenarios},
-		// all: the known failures are in the baseline, so the run
-		// passes while they fail and fails when one of them starts to
-		// pass (the baseline must then shrink) or another one fails.
-		{suite: "all", want: append(core, "auth/2025-03-26-oauth-endpoint-fallback", "auth/resource-mismatch",
-			"auth/offline-access-scope", "auth/offline-access-not-supported"),
-			extra: []string{"--expected-failures", "testdata/client-baseline.yml"}},
+		{suite: "all", want: append(slices.Clone(core), moreScenarios...), known: true},
 	} {
 		t.Run(tc.suite, func(t *testing.T) {
-			t.Parallel()
-			out, err := runSuite(t, node, bin, append([]string{"--suite", tc.suite}, tc.extra...)...)
+			out := runSuite(t, node, bin, "--suite", tc.suite)
 			res := parseSummary(out)
-			if err != nil {
-				t.Errorf("conformance --suite %s failed: %v", tc.suite, err)
-			}
 			for _, s := range tc.want {
 				r, ok := res[s]
 				switch {
 				case !ok:
 					t.Errorf("scenario %s did not run", s)
-				case !r.ok || r.failed > 0 || r.passed == 0:
+				case r.failed > 0 || r.passed == 0:
 					t.Errorf("scenario %s: %d passed, %d failed", s, r.passed, r.failed)
+				case r.warnings > 0:
+					t.Logf("scenario %s: %d passed, %d warnings (timing on a loaded machine)", s, r.passed, r.warnings)
 				}
 			}
-			total := 0
-			for _, r := range res {
-				total += r.passed
+			for s, r := range res {
+				why, known := knownClientFailures[s]
+				switch {
+				case known && r.failed == 0:
+					t.Errorf("scenario %s passes now (%d checks): remove it from knownClientFailures (%s) and docs/conformance.md", s, r.passed, why)
+				case !known && !slices.Contains(tc.want, s):
+					t.Errorf("unexpected scenario %s (%d passed, %d failed): the suite changed; update this test", s, r.passed, r.failed)
+				}
 			}
-			t.Logf("--suite %s: %d scenarios, %d checks passed", tc.suite, len(res), total)
+			if tc.known {
+				for s := range knownClientFailures {
+					if _, ok := res[s]; !ok {
+						t.Errorf("known failure %s did not run", s)
+					}
+				}
+			}
+			passed, failed := 0, 0
+			for _, r := range res {
+				passed += r.passed
+				failed += r.failed
+			}
+			t.Logf("--suite %s: %d scenarios, %d checks passed, %d failed", tc.suite, len(res), passed, failed)
 			if t.Failed() {
 				t.Logf("suite output:\n%s", out)
 			}
@@ -170,9 +214,9 @@ func TestClientConformance(t *testing.T) {
 
 func TestParseSummary(t *testing.T) {
 	t.Parallel()
-	out := "noise\n✓ tools_call: 9 passed, 0 failed\n=== SUITE SUMMARY ===\n\n✓ initialize: 1 passed, 0 failed\n✗ auth/x: 2 passed, 3 failed\n\nTotal: 3 passed, 3 failed\n"
+	out := "noise\n✓ tools_call: 9 passed, 0 failed\n=== SUITE SUMMARY ===\n\n✓ initialize: 1 passed, 0 failed\n✗ auth/x: 2 passed, 3 failed\n✗ sse-retry: 2 passed, 0 failed, 1 warnings\n\nTotal: 3 passed, 3 failed\n"
 	got := parseSummary(out)
-	want := map[string]scenarioResult{"initialize": {true, 1, 0}, "auth/x": {false, 2, 3}}
+	want := map[string]scenarioResult{"initialize": {true, 1, 0, 0}, "auth/x": {false, 2, 3, 0}, "sse-retry": {false, 2, 0, 1}}
 	if len(got) != len(want) {
 		t.Fatalf("parseSummary = %v, want %v", got, want)
 	}
