@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -167,5 +168,56 @@ func TestToolPolicyAfterListChanged(t *testing.T) {
 	var he *HiddenToolError
 	if _, err := s.CallTool(context.Background(), "docs__secret_fetch", nil); !errors.As(err, &he) {
 		t.Fatalf("err = %v, want hidden", err)
+	}
+}
+
+// BenchmarkToolPolicy5000 applies a realistic policy (profile, two deny
+// globs, the sandbox gate with a server glob) to a catalog of 5000 exposed
+// names: the cost the policy adds to a catalog build of 50 × 100 tools.
+func BenchmarkToolPolicy5000(b *testing.B) {
+	tp := compileToolPolicy(&ToolPolicy{
+		Profile: "coding", Deny: []string{"*__delete*", "secrets__*"},
+		Sandboxed: true, Sandbox: config.SandboxToolPolicy{AlsoAllow: []string{"web_search", "server-1*__*", "bundle-mcp"}},
+	})
+	names := make([]string, 0, 5000)
+	for i := range 50 {
+		for j := range 100 {
+			names = append(names, "server-"+strconv.Itoa(i)+"__tool_"+strconv.Itoa(j))
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, n := range names {
+			_ = tp.hides(n)
+		}
+	}
+}
+
+func TestToolPatternGlob(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		pattern, name string
+		want          bool
+	}{
+		{"docs__search", "docs__search", true},
+		{"docs__search", "docs__search2", false},
+		{"*", "anything", true},
+		{"*", "", true},
+		{"docs__*", "docs__", true},
+		{"docs__*", "doc__x", false},
+		{"*__fetch", "web__fetch", true},
+		{"*__fetch", "web__fetcher", false},
+		{"a*a", "a", false},
+		{"a*a", "aa", true},
+		{"out*graph*", "outlook-graph__send", true},
+		{"*x*y*", "yx", false},
+		{"*x*y*", "axby", true},
+		{"**", "q", true},
+	}
+	for _, tt := range tests {
+		p := compilePatterns([]string{tt.pattern})[0]
+		if got := p.matches(tt.name); got != tt.want {
+			t.Errorf("%q matches %q = %v, want %v", tt.pattern, tt.name, got, tt.want)
+		}
 	}
 }
