@@ -180,6 +180,9 @@ func (r *Relay) downstream(ctx context.Context, what string, has func(*mcp.Clien
 		if !has(capsOf(ss)) {
 			return nil, fmt.Errorf("proxy: the MCP client that made this call does not support %s", what)
 		}
+		if err := requestable(ss); err != nil {
+			return nil, err
+		}
 		return ss, nil
 	}
 	p := r.proxy()
@@ -187,7 +190,7 @@ func (r *Relay) downstream(ctx context.Context, what string, has func(*mcp.Clien
 		return nil, fmt.Errorf("proxy: no MCP client is connected to answer %s", what)
 	}
 	for ss := range p.server.Sessions() {
-		if has(capsOf(ss)) {
+		if has(capsOf(ss)) && requestable(ss) == nil {
 			return ss, nil
 		}
 	}
@@ -242,6 +245,17 @@ func (r *Relay) onLog(ctx context.Context, server string, params *mcp.LoggingMes
 	}
 }
 
+// requestable refuses a client on protocol 2026-07-28 or later, which may
+// not receive requests while the proxy serves its call: the go-sdk would
+// refuse with a message about SEP-2322 input requests, which the proxy does
+// not bridge yet.
+func requestable(ss *mcp.ServerSession) error {
+	if ip := ss.InitializeParams(); ip != nil && ip.ProtocolVersion >= "2026-07-28" {
+		return fmt.Errorf("proxy: the MCP client speaks protocol %s, where the proxy cannot send it requests during a call yet (SEP-2322 input requests are not bridged); use protocol 2025-11-25", ip.ProtocolVersion)
+	}
+	return nil
+}
+
 // approve asks the client whose call needs approval, through MCP
 // elicitation (form mode, one boolean "approve"), when it declared the
 // elicitation capability. A client that cannot be asked refuses: the call
@@ -255,6 +269,9 @@ func (r *Relay) approve(ctx context.Context, req *runtime.ApprovalRequest) (bool
 	ip := ss.InitializeParams()
 	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil {
 		return false, errors.New("the MCP client cannot be asked (no elicitation capability) and decide_approval did not allow the call")
+	}
+	if err := requestable(ss); err != nil {
+		return false, err
 	}
 	res, err := ss.Elicit(ctx, &mcp.ElicitParams{
 		Mode:    "form",

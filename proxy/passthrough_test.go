@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/engine"
 	"github.com/openclaw-go/openclaw/runtime"
 	"github.com/openclaw-go/openclaw/transport"
 )
@@ -371,6 +372,32 @@ func TestPassthroughInProcess(t *testing.T) {
 	}
 }
 
+func TestPassthroughNewProtocolClient(t *testing.T) {
+	t.Parallel()
+	_, srv := upstream(t)
+	st := newStack(t, []runtime.Server{srv}, asker{}, "")
+	// A second proxy on the same session, open to every protocol revision:
+	// a go-sdk client negotiates 2026-07-28, where a server may not send
+	// requests during a call.
+	p2, err := New(context.Background(), st.sess, &Options{Logger: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p2.Close()
+	st2 := &stack{sess: st.sess, p: p2}
+	d := &downstream{notify: make(chan string, 64)}
+	cs := st2.connect(t, "new-client", d.clientOptions(true, true))
+	if v := cs.InitializeResult().ProtocolVersion; v < "2026-07-28" {
+		t.Skipf("the client negotiated %s", v)
+	}
+	for _, tool := range []string{"up__ask", "up__danger"} {
+		got, isErr := toolText(t, cs, tool, nil)
+		if !isErr || !strings.Contains(got, "use protocol 2025-11-25") {
+			t.Errorf("%s from a 2026-07-28 client = %q (isError %v); want a tool error naming the protocol", tool, got, isErr)
+		}
+	}
+}
+
 func TestPassthroughApprovalByElicitation(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -573,5 +600,72 @@ func TestPassthroughConformanceServer(t *testing.T) {
 	}
 	if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "test://watched-resource"}); err != nil {
 		t.Fatalf("unsubscribe: %v", err)
+	}
+}
+
+// TestPassthroughApprovalEngine runs the real policy engine (the built-in
+// rules, sanitizer and approvals modules in Wasm): the approval is asked
+// through elicitation and both hook decisions are audited with surface
+// proxy and the client's identity.
+func TestPassthroughApprovalEngine(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	policy := filepath.Join(dir, "policy.json")
+	if err := os.WriteFile(policy, []byte(`{"modules": [
+		{"source": "builtin:rules", "config": {"default": "allow", "rules": [
+			{"tool": "up__danger", "decision": "require_approval", "title": "Dangerous tool", "description": "It deletes things."}]}},
+		{"source": "builtin:sanitizer"},
+		{"source": "builtin:approvals"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	audit := &auditSink{}
+	eng, err := engine.Load(ctx, &engine.Options{ConfigFile: policy, Audit: audit, Logger: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close(context.Background())
+	_, srv := upstream(t)
+	relay := NewRelay()
+	opts := runtime.Options{Enforcer: eng, Sanitizer: eng, Approvals: eng, Surface: policies.SurfaceProxy, Logger: discard()}
+	relay.Install(&opts)
+	sess, err := runtime.New([]runtime.Server{srv}, &opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close(context.Background())
+	if err := sess.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(ctx, sess, &Options{Relay: relay, ProtocolVersions: legacy, Logger: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	d := &downstream{notify: make(chan string, 64)}
+	cs := (&stack{sess: sess, p: p}).connect(t, "engine-client", d.clientOptions(true, true))
+
+	if got, isErr := toolText(t, cs, "up__danger", nil); isErr || got != "deleted" {
+		t.Fatalf("up__danger = %q (isError %v); want it approved and run", got, isErr)
+	}
+	d.mu.Lock()
+	n := len(d.elicited)
+	d.mu.Unlock()
+	if n != 1 {
+		t.Errorf("elicitations = %d, want 1", n)
+	}
+	var seen []string
+	for _, r := range audit.all() {
+		if r.Tool != "up__danger" {
+			continue
+		}
+		if r.Surface != policies.SurfaceProxy || !strings.Contains(r.Caller, "engine-client") {
+			t.Errorf("audit record %+v: want surface proxy and the client as caller", r)
+		}
+		seen = append(seen, string(r.Hook)+"="+r.Decision)
+	}
+	if want := []string{"before_tool_call=require_approval", "decide_approval=ask"}; !slices.Equal(seen, want) {
+		t.Errorf("audited %v, want %v", seen, want)
 	}
 }

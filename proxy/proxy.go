@@ -159,8 +159,8 @@ func New(ctx context.Context, sess *runtime.Session, opts *Options) (*Proxy, err
 		p.end()
 		return nil, err
 	}
-	for what, sync := range map[string]func(context.Context) error{"resources": p.syncResources, "prompts": p.syncPrompts} {
-		if err := sync(ctx); err != nil {
+	for what, fn := range map[string]func(context.Context) error{"resources": p.syncResources, "prompts": p.syncPrompts} {
+		if err := fn(ctx); err != nil {
 			p.logger.Warn("proxy: "+what+" not served yet; listed again on next use", "err", err)
 		}
 	}

@@ -120,6 +120,8 @@ type passState struct {
 	resListed bool
 	resources []*mcp.Resource
 	templates []*mcp.ResourceTemplate
+	uris      map[string]bool         // the URIs of resources
+	compiled  []*uritemplate.Template // templates, compiled (invalid ones left out)
 	prListed  bool
 	prompts   []*mcp.Prompt
 	logLevel  mcp.LoggingLevel // the latest level set, reapplied on reconnection
@@ -129,7 +131,7 @@ type passState struct {
 // reset forgets the listings (the session was closed or reaped).
 func (p *passState) reset() {
 	p.mu.Lock()
-	p.resListed, p.resources, p.templates, p.prListed, p.prompts = false, nil, nil, false, nil
+	p.resListed, p.resources, p.templates, p.uris, p.compiled, p.prListed, p.prompts = false, nil, nil, nil, nil, false, nil
 	p.mu.Unlock()
 }
 
@@ -347,10 +349,39 @@ func (c *conn) resourceListing(ctx context.Context) ([]*mcp.Resource, []*mcp.Res
 		c.s.log.Warn("MCP server resources not listed", "server", c.cfg.Name, "err", redact(c.red(), err).Error())
 		return nil, nil
 	}
+	uris := make(map[string]bool, len(res))
+	for _, r := range res {
+		uris[r.URI] = true
+	}
+	var compiled []*uritemplate.Template
+	for _, t := range tpl {
+		if ct, err := uritemplate.New(t.URITemplate); err == nil {
+			compiled = append(compiled, ct)
+		} else {
+			c.s.log.Warn("MCP server resource template ignored for routing: invalid", "server", c.cfg.Name, "template", t.URITemplate, "err", err)
+		}
+	}
 	c.px.mu.Lock()
 	defer c.px.mu.Unlock()
-	c.px.resListed, c.px.resources, c.px.templates = true, res, tpl
+	c.px.resListed, c.px.resources, c.px.templates, c.px.uris, c.px.compiled = true, res, tpl, uris, compiled
 	return res, tpl
+}
+
+// claims reports whether the server listed uri (exact) or has a resource
+// template that matches it, from its latest listing.
+func (c *conn) claims(ctx context.Context, uri string) (exact, templated bool) {
+	c.resourceListing(ctx) // lists when needed
+	c.px.mu.Lock()
+	defer c.px.mu.Unlock()
+	if c.px.uris[uri] {
+		return true, false
+	}
+	for _, t := range c.px.compiled {
+		if t.Regexp().MatchString(uri) {
+			return false, true
+		}
+	}
+	return false, false
 }
 
 // promptListing returns the server's prompts, as resourceListing does.
@@ -441,15 +472,14 @@ func (s *Session) ResourceTemplates(ctx context.Context) ([]ResourceTemplate, er
 func (s *Session) owner(ctx context.Context, uri string) (*conn, error) {
 	var exact, templated, serving []*conn
 	for _, c := range s.conns {
-		res, tpl := c.resourceListing(ctx)
-		if _, caps := c.open(); caps != nil && caps.Resources != nil {
-			serving = append(serving, c)
-		}
-		if slices.ContainsFunc(res, func(r *mcp.Resource) bool { return r.URI == uri }) {
-			exact = append(exact, c)
+		if _, caps := c.open(); caps == nil || caps.Resources == nil {
 			continue
 		}
-		if slices.ContainsFunc(tpl, func(t *mcp.ResourceTemplate) bool { return templateMatches(t.URITemplate, uri) }) {
+		serving = append(serving, c)
+		switch ex, tm := c.claims(ctx, uri); {
+		case ex:
+			exact = append(exact, c)
+		case tm:
 			templated = append(templated, c)
 		}
 	}
@@ -470,16 +500,6 @@ func (s *Session) owner(ctx context.Context, uri string) (*conn, error) {
 		return serving[0], nil
 	}
 	return nil, fmt.Errorf("%w: %q", ErrUnknownResource, uri)
-}
-
-// templateMatches reports whether the RFC 6570 template matches uri; an
-// invalid template matches nothing.
-func templateMatches(tmpl, uri string) bool {
-	t, err := uritemplate.New(tmpl)
-	if err != nil {
-		return false
-	}
-	return t.Regexp().MatchString(uri)
 }
 
 // ReadResource reads uri from the server that owns it: the first server
