@@ -410,6 +410,14 @@ func (s *oauthState) refresh(ctx context.Context, stale string) (string, error) 
 	if c.AccessToken != stale && c.fresh(s.now()) {
 		return c.AccessToken, nil // refreshed meanwhile in this process
 	}
+	if err := os.MkdirAll(s.store.Dir(), 0o700); err != nil {
+		return "", fmt.Errorf("transport: creating the OAuth token folder: %w", err)
+	}
+	unlock, err := lockPath(ctx, s.store.Path(s.server, s.serverURL)+".lock")
+	if err != nil {
+		return "", fmt.Errorf("transport: server %q: waiting for another process's OAuth refresh: %w", s.server, err)
+	}
+	defer unlock()
 	if onDisk, err := s.store.Load(s.server, s.serverURL); err == nil && onDisk != nil &&
 		onDisk.AccessToken != stale && onDisk.fresh(s.now()) {
 		s.set(onDisk) // another process refreshed (or logged in again)

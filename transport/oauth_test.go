@@ -559,3 +559,44 @@ func sameFields(a, b string) bool {
 	slices.Sort(y)
 	return slices.Equal(x, y)
 }
+
+// TestOAuthRefreshAcrossProcesses: two clients with their own store
+// objects on one folder (as two processes would be) refresh an expired
+// token once, under the file lock, and both use the result.
+func TestOAuthRefreshAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	f := newOAuthFixture(t)
+	dir := t.TempDir()
+	e := oauthEntry(f, KindStreamableHTTP)
+	old := seed(t, f, NewTokenStore(dir), e, time.Now().Add(-time.Minute))
+	log, _ := newLogger()
+	got := make([]string, 4)
+	var wg sync.WaitGroup
+	for i := range got {
+		st, err := newOAuthState("docs", e.URL, http.DefaultTransport, &OAuthOptions{Store: NewTokenStore(dir)}, nil, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			tok, err := st.accessToken(ctx)
+			if err != nil {
+				t.Errorf("client %d: %v", i, err)
+			}
+			got[i] = tok
+		}()
+	}
+	wg.Wait()
+	_, _, grants, _ := f.snapshot()
+	if n := strings.Count(strings.Join(grants, " "), "refresh_token"); n != 1 {
+		t.Errorf("token requests %q: want one refresh for 4 clients", grants)
+	}
+	for i, tok := range got {
+		if tok == "" || tok == old.AccessToken || tok != got[0] {
+			t.Errorf("client %d got %q; want the one refreshed token (all: %q)", i, tok, got)
+		}
+	}
+}
