@@ -450,11 +450,13 @@ func (s *oauthState) refresh(ctx context.Context, stale string) (string, error) 
 }
 
 // authorize runs the authorization code flow for the failed request req
-// (answered by resp, whose body it closes) and saves the credentials.
-func (s *oauthState) authorize(ctx context.Context, req *http.Request, resp *http.Response, used string) error {
+// (answered by resp, whose body it closes) and saves the credentials. It
+// does nothing when another request got a token other than used meanwhile,
+// unless force is set (Login always runs the flow).
+func (s *oauthState) authorize(ctx context.Context, req *http.Request, resp *http.Response, used string, force bool) error {
 	s.flowMu.Lock()
 	defer s.flowMu.Unlock()
-	if c, _ := s.current(); c != nil && c.AccessToken != used && c.fresh(s.now()) {
+	if c, _ := s.current(); !force && c != nil && c.AccessToken != used && c.fresh(s.now()) {
 		drain(resp)
 		return nil // another request authorized meanwhile
 	}
@@ -591,7 +593,7 @@ func (t *oauthRoundTripper) RoundTrip(req *http.Request) (*http.Response, error)
 			resp, tok = nresp, ntok
 		}
 	}
-	if err := t.state.authorize(ctx, req, resp, tok); err != nil {
+	if err := t.state.authorize(ctx, req, resp, tok, false); err != nil {
 		return nil, err
 	}
 	if tok, err = t.state.accessToken(ctx); err != nil {
@@ -835,7 +837,7 @@ func Login(ctx context.Context, name string, e ServerEntry, flow *OAuthFlow, opt
 		drain(resp)
 		resp = &http.Response{StatusCode: http.StatusUnauthorized, Header: http.Header{}, Body: http.NoBody, Request: req}
 	}
-	if err := st.authorize(ctx, req, resp, ""); err != nil {
+	if err := st.authorize(ctx, req, resp, "", true); err != nil {
 		return nil, err
 	}
 	c, err := st.current()

@@ -618,3 +618,26 @@ func TestOAuthRefreshAcrossProcesses(t *testing.T) {
 		}
 	}
 }
+
+// TestLoginAgain: a login with valid stored credentials runs the flow again
+// (another account, other scopes) and replaces them.
+func TestLoginAgain(t *testing.T) {
+	t.Parallel()
+	f := newOAuthFixture(t)
+	store := NewTokenStore(t.TempDir())
+	e := oauthEntry(f, KindStreamableHTTP)
+	first := seed(t, f, store, e, time.Now().Add(time.Hour))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	second, err := Login(ctx, "docs", e, &OAuthFlow{OnAuthURL: browser(t)}, oauthOptions(store))
+	if err != nil {
+		t.Fatalf("second Login: %v", err)
+	}
+	if scopes, _, _, _ := f.snapshot(); len(scopes) != 2 {
+		t.Errorf("authorization requests: %d, want 2 (the second login runs the flow)", len(scopes))
+	}
+	saved, _ := store.Load("docs", e.URL)
+	if second.AccessToken == first.AccessToken || saved == nil || saved.AccessToken != second.AccessToken {
+		t.Errorf("the second login's token did not replace the first")
+	}
+}
