@@ -2,11 +2,17 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -23,22 +29,41 @@ import (
 // decide_approval's "ask a human".
 var proxyDefaultModules = []string{"builtin:rules", "builtin:sanitizer", "builtin:approvals"}
 
+// proxyTokenEnv names the environment variable that holds the bearer
+// token when --token-file is not given.
+const proxyTokenEnv = "OPENCLAW_MCP_TOKEN"
+
 // proxyConfig is what `mcp proxy` flags bind to.
 type proxyConfig struct {
 	verbose bool
 	policy  policyFlags
+
+	listen          string        // --listen HOST:PORT; "" serves stdio
+	metricsListen   string        // --metrics-listen HOST:PORT (stdio mode)
+	tokenFile       string        // --token-file FILE
+	noAuth          bool          // --no-auth (loopback only)
+	allowOrigins    []string      // --allow-origin, repeatable
+	shutdownTimeout time.Duration // --shutdown-timeout
 }
 
 func newMCPProxyCmd() *cobra.Command {
 	c := proxyConfig{policy: policyFlags{defaults: proxyDefaultModules}}
 	cmd := &cobra.Command{
 		Use:   "proxy",
-		Short: "Serve the tools of every configured MCP server as one MCP server over stdio",
+		Short: "Serve the tools of every configured MCP server as one MCP server, over stdio or HTTP",
 		Long: `Proxy connects to the MCP servers of mcp.servers in openclaw.json and serves their tools,
-named server__tool, as one MCP server on stdin/stdout for an MCP client to spawn. Every tool call
-passes the before_tool_call policies first (surface "proxy", the client's clientInfo as caller);
-a blocked call is answered as a tool error with the policy's reason. Logs go to stderr. The
-proxy exits when stdin closes, stopping every server it started.`,
+named server__tool, as one MCP server. Every tool call passes the before_tool_call policies first
+(surface "proxy", the client's clientInfo as caller); a blocked call is answered as a tool error
+with the policy's reason. Logs go to stderr.
+
+Without --listen it serves stdin/stdout for an MCP client to spawn, and exits when stdin closes.
+With --listen HOST:PORT (e.g. 127.0.0.1:8765) it serves streamable HTTP on /mcp, legacy SSE on
+/sse, /healthz and Prometheus /metrics. /mcp, /sse and /metrics need "Authorization: Bearer
+TOKEN": the token is read from --token-file, else from $OPENCLAW_MCP_TOKEN, else generated and
+printed once on stderr. --no-auth turns the token off, on a loopback address only. A request
+from a browser page of another site (an Origin that is not loopback, the listen host or an
+--allow-origin) is refused. SIGINT/SIGTERM stop accepting, let calls in flight finish (up to
+--shutdown-timeout), then stop every server the proxy started.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runProxy(cmd.Context(), &c, os.Stdin, os.Stdout, cmd.ErrOrStderr())
@@ -49,18 +74,113 @@ proxy exits when stdin closes, stopping every server it started.`,
 	f.StringArrayVar(&c.policy.files, "policy", nil, "policy module FILE.wasm for before_tool_call (repeatable, runs in order)")
 	f.StringVar(&c.policy.config, "policy-config", "", "policy file (JSON) listing modules, their config and mode")
 	f.StringVar(&c.policy.auditLog, "audit-log", "", `decision audit log (JSON Lines); "-" for stderr (default: <state dir>/openclaw-go/policy-audit.jsonl)`)
+	f.StringVar(&c.listen, "listen", "", "serve streamable HTTP (/mcp) and legacy SSE (/sse) on HOST:PORT, e.g. 127.0.0.1:8765 (default: stdio)")
+	f.StringVar(&c.metricsListen, "metrics-listen", "", "in stdio mode, serve /metrics and /healthz on HOST:PORT (loopback)")
+	f.StringVar(&c.tokenFile, "token-file", "", "file holding the bearer token for HTTP (default: $"+proxyTokenEnv+", else generated and printed once)")
+	f.BoolVar(&c.noAuth, "no-auth", false, "serve HTTP without a bearer token (refused unless the listen address is loopback)")
+	f.StringArrayVar(&c.allowOrigins, "allow-origin", nil, "also accept requests from this browser Origin, e.g. https://app.example.com (repeatable)")
+	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", proxy.DefaultShutdownTimeout, "on SIGINT/SIGTERM, how long calls in flight may take to finish")
 	return cmd
 }
 
+// proxyHTTP is the resolved HTTP side of `mcp proxy`: where to listen,
+// with which token.
+type proxyHTTP struct {
+	addr        string // HOST:PORT
+	host        string
+	metricsOnly bool   // --metrics-listen in stdio mode
+	token       string // "" with --no-auth
+	generated   bool   // token made here: print it once
+}
+
+// usage is an exitError for flags that cannot work (exit code 2).
+func usage(format string, args ...any) error {
+	return &exitError{code: 2, err: fmt.Errorf("openclaw mcp proxy: "+format, args...)}
+}
+
+// resolveHTTP checks the HTTP flags and finds the token (--token-file,
+// else $OPENCLAW_MCP_TOKEN, else a new one). It returns nil in plain
+// stdio mode.
+func resolveHTTP(c *proxyConfig, getenv func(string) string) (*proxyHTTP, error) {
+	httpOnly := c.tokenFile != "" || c.noAuth || len(c.allowOrigins) > 0
+	switch {
+	case c.listen != "" && c.metricsListen != "":
+		return nil, usage("--metrics-listen is for stdio mode; with --listen, /metrics is served on %s", c.listen)
+	case c.listen == "" && c.metricsListen == "":
+		if httpOnly {
+			return nil, usage("--token-file, --no-auth and --allow-origin need --listen (or --metrics-listen)")
+		}
+		return nil, nil
+	case c.noAuth && c.tokenFile != "":
+		return nil, usage("--no-auth and --token-file contradict each other")
+	}
+	ph := &proxyHTTP{addr: c.listen, metricsOnly: c.listen == ""}
+	flag := "--listen"
+	if ph.metricsOnly {
+		ph.addr, flag = c.metricsListen, "--metrics-listen"
+	}
+	host, port, err := net.SplitHostPort(ph.addr)
+	if err != nil || port == "" {
+		return nil, usage("%s %q: want HOST:PORT, e.g. 127.0.0.1:8765", flag, ph.addr)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return nil, usage("%s %q: port %q is not a number from 0 to 65535", flag, ph.addr, port)
+	}
+	ph.host = host
+	loopback := proxy.IsLoopbackHost(host)
+	if ph.metricsOnly && !loopback {
+		return nil, usage("--metrics-listen %q: want a loopback address (127.0.0.0/8, ::1, localhost)", ph.addr)
+	}
+	if c.noAuth {
+		if !loopback {
+			return nil, usage("--no-auth refused: listen address %q is not loopback (127.0.0.0/8, ::1, localhost); serve it with a bearer token", ph.addr)
+		}
+		return ph, nil
+	}
+	switch {
+	case c.tokenFile != "":
+		b, err := os.ReadFile(c.tokenFile)
+		if err != nil {
+			return nil, usage("--token-file: %v", err)
+		}
+		if ph.token = strings.TrimSpace(string(b)); ph.token == "" {
+			return nil, usage("--token-file %s is empty", c.tokenFile)
+		}
+	case strings.TrimSpace(getenv(proxyTokenEnv)) != "":
+		ph.token = strings.TrimSpace(getenv(proxyTokenEnv))
+	default:
+		b := make([]byte, 32)
+		_, _ = rand.Read(b) // crypto/rand.Read never fails (Go ≥ 1.24)
+		ph.token, ph.generated = base64.RawURLEncoding.EncodeToString(b), true
+	}
+	if strings.ContainsAny(ph.token, " \t\r\n") {
+		return nil, usage("the bearer token contains whitespace")
+	}
+	return ph, nil
+}
+
 // runProxy serves the runtime catalog on stdin/stdout until stdin ends or
-// ctx is done, then closes the runtime (no server child survives) and the
-// policies.
+// ctx is done, or over HTTP (--listen) until ctx is done and the calls in
+// flight have finished; then it closes the runtime (no server child
+// survives) and the policies.
 func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
+	ph, err := resolveHTTP(c, os.Getenv)
+	if err != nil {
+		return err
+	}
 	level := slog.LevelInfo
 	if c.verbose {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: dropTime}))
+	var ln net.Listener
+	if ph != nil {
+		// Bound before anything starts: a port in use fails at once.
+		if ln, err = net.Listen("tcp", ph.addr); err != nil {
+			return failStart(err)
+		}
+		defer ln.Close() // Serve closes it too; this covers the early returns
+	}
 	cfgPath, err := config.Path()
 	if err != nil {
 		return failStart(err)
@@ -79,10 +199,12 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	}
 	defer func() { _ = pol.Close(context.WithoutCancel(ctx)) }()
 
+	// The metrics see every decision and tell a block from a tool error.
+	metrics := proxy.NewMetrics()
 	sess, err := runtime.New(runtime.ServersFromConfig(resolved), &runtime.Options{
-		Enforcer:  pol,
+		Enforcer:  metrics.Enforcer(pol),
 		Sanitizer: pol,
-		Approvals: pol,
+		Approvals: metrics.Approvals(pol),
 		Surface:   policies.SurfaceProxy,
 		Caller:    policies.Caller{Name: "openclaw-mcp-proxy", Version: version},
 		Logger:    logger,
@@ -110,6 +232,57 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	p, err := proxy.New(ctx, sess, &proxy.Options{Name: "openclaw-go-proxy", Version: version, Logger: logger})
 	if err != nil {
 		return failStart(err)
+	}
+	metrics.Instrument(p)
+
+	var h *proxy.HTTPHandler
+	if ph != nil {
+		h, err = proxy.NewHTTPHandler(p, &proxy.HTTPOptions{
+			Token:           ph.token,
+			NoAuth:          ph.token == "",
+			ListenHost:      ph.host,
+			AllowOrigins:    c.allowOrigins,
+			MetricsOnly:     ph.metricsOnly,
+			Metrics:         metrics,
+			Servers:         sess.Status,
+			ShutdownTimeout: c.shutdownTimeout,
+			Logger:          logger,
+		})
+		if err != nil {
+			return usage("%v", err)
+		}
+		if ph.generated {
+			// The one place the token appears: it is never logged.
+			fmt.Fprintf(stderr, "openclaw mcp proxy: bearer token (shown once; set %s or --token-file to choose it): %s\n", proxyTokenEnv, ph.token)
+		} else if ph.token == "" {
+			fmt.Fprintf(stderr, "openclaw mcp proxy: WARNING: --no-auth: anyone on this machine can call the tools at %s\n", ln.Addr())
+		}
+	}
+	if ph == nil || ph.metricsOnly {
+		return serveProxyStdio(ctx, p, h, ln, stdin, stdout, stderr, logger)
+	}
+	fmt.Fprintf(stderr, "openclaw mcp proxy: serving http://%s%s (legacy SSE: %s), %d tools\n", ln.Addr(), proxy.PathMCP, proxy.PathSSE, len(p.Tools()))
+	if err := h.Serve(ctx, ln); err != nil {
+		return &exitError{code: 1, err: fmt.Errorf("openclaw mcp proxy: %w", err)}
+	}
+	logger.Info("openclaw mcp proxy: stopped")
+	return nil
+}
+
+// serveProxyStdio serves p on stdin/stdout; with h (--metrics-listen) it
+// also serves /metrics and /healthz on ln until stdio ends.
+func serveProxyStdio(ctx context.Context, p *proxy.Proxy, h *proxy.HTTPHandler, ln net.Listener, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer, logger *slog.Logger) error {
+	if h != nil {
+		mctx, stop := context.WithCancel(ctx)
+		served := make(chan error, 1)
+		go func() { served <- h.Serve(mctx, ln) }()
+		defer func() {
+			stop()
+			if err := <-served; err != nil {
+				logger.Warn("metrics endpoint", "err", err)
+			}
+		}()
+		fmt.Fprintf(stderr, "openclaw mcp proxy: metrics on http://%s%s (and %s)\n", ln.Addr(), proxy.PathMetrics, proxy.PathHealth)
 	}
 	logger.Info("openclaw mcp proxy: serving on stdio", "tools", len(p.Tools()))
 	// A malformed stdin line is answered and logged; it does not end the session.

@@ -1,15 +1,21 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -188,4 +194,518 @@ func alive(pid string) bool {
 	// The state follows the parenthesized command name.
 	i := strings.LastIndexByte(string(b), ')')
 	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
+}
+
+// proxyPeers returns node, server-everything's script and PEERS_DIR, or
+// skips the test when they are missing.
+func proxyPeers(t *testing.T) (node, everything, peers string) {
+	t.Helper()
+	peers = os.Getenv("PEERS_DIR")
+	if peers == "" {
+		t.Skip("PEERS_DIR not set (server-everything needed)")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node missing")
+	}
+	everything = filepath.Join(peers, "npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+	if _, err := os.Stat(everything); err != nil {
+		t.Skipf("server-everything missing: %v", err)
+	}
+	return node, everything, peers
+}
+
+// httpProxy is a running `openclaw mcp proxy --listen`.
+type httpProxy struct {
+	cmd    *exec.Cmd
+	base   string // http://127.0.0.1:PORT
+	token  string
+	stderr *lockedBuffer
+	exited chan error
+}
+
+// lockedBuffer is a strings.Builder safe for a writer and readers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+var (
+	servingLine = regexp.MustCompile(`openclaw mcp proxy: serving (http://[^ ]+)/mcp \(legacy SSE: /sse\)`)
+	tokenLine   = regexp.MustCompile(`bearer token \(shown once[^)]*\): (\S+)`)
+)
+
+// startHTTPProxy builds the binary, writes an OPENCLAW_HOME listing
+// server-everything and a policy blocking everything__get-sum, and starts
+// `openclaw mcp proxy --listen 127.0.0.1:0 args…`; it waits for the line
+// naming the bound URL.
+func startHTTPProxy(t *testing.T, ctx context.Context, env []string, args ...string) *httpProxy {
+	t.Helper()
+	node, script, _ := proxyPeers(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "openclaw")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	home := filepath.Join(dir, "home")
+	writeJSON(t, filepath.Join(home, ".openclaw", "openclaw.json"), map[string]any{"mcp": map[string]any{"servers": map[string]any{
+		"everything": map[string]any{"command": node, "args": []string{script, "stdio"}},
+	}}})
+	policy := filepath.Join(dir, "policy.json")
+	writeJSON(t, policy, map[string]any{"modules": []any{map[string]any{
+		"name": "rules", "source": "builtin:rules",
+		"config": map[string]any{"default": "allow", "rules": []any{
+			map[string]any{"tool": "everything__get-sum", "decision": "block", "reason": "sums are off limits"},
+		}},
+	}, map[string]any{"name": "sanitizer", "source": "builtin:sanitizer"}}})
+	all := append([]string{"mcp", "proxy", "--listen", "127.0.0.1:0", "--policy-config", policy, "--audit-log", filepath.Join(dir, "audit.jsonl")}, args...)
+	cmd := exec.Command(bin, all...)
+	cmd.Env = append(os.Environ(), "OPENCLAW_HOME="+home, "OPENCLAW_STATE_DIR="+filepath.Join(dir, "state"))
+	cmd.Env = append(cmd.Env, env...)
+	hp := &httpProxy{cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
+	pr, pw := io.Pipe()
+	cmd.Stderr = io.MultiWriter(hp.stderr, pw)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		err := cmd.Wait()
+		pw.Close()
+		hp.exited <- err
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+		}
+	})
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		line := sc.Text()
+		if m := tokenLine.FindStringSubmatch(line); m != nil {
+			hp.token = m[1]
+		}
+		if m := servingLine.FindStringSubmatch(line); m != nil {
+			hp.base = m[1]
+			break
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }() // keep stderr flowing
+	if hp.base == "" {
+		t.Fatalf("the proxy never said where it serves:\n%s", hp.stderr.String())
+	}
+	return hp
+}
+
+// bearerTransport adds Authorization: Bearer to every request.
+type bearerTransport struct{ token string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func (hp *httpProxy) get(t *testing.T, path string, header map[string]string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, hp.base+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+// nodeHTTPClient is a Node SDK client over streamable HTTP or legacy SSE
+// with a bearer token; it prints {server, tools, echo} as JSON.
+const nodeHTTPClient = `
+import path from "node:path";
+import { createRequire } from "node:module";
+const require = createRequire(path.join(process.env.PEERS_DIR, "npm", "package.json"));
+const sdk = (p) => import(require.resolve("@modelcontextprotocol/sdk/" + p));
+const { Client } = await sdk("client/index.js");
+const url = new URL(process.env.URL);
+const headers = { Authorization: "Bearer " + process.env.TOKEN };
+let transport;
+if (process.env.KIND === "sse") {
+  const { SSEClientTransport } = await sdk("client/sse.js");
+  transport = new SSEClientTransport(url, {
+    requestInit: { headers },
+    eventSourceInit: { fetch: (u, init) => fetch(u, { ...init, headers: { ...(init?.headers ?? {}), ...headers } }) },
+  });
+} else {
+  const { StreamableHTTPClientTransport } = await sdk("client/streamableHttp.js");
+  transport = new StreamableHTTPClientTransport(url, { requestInit: { headers } });
+}
+const client = new Client({ name: "node-http-client", version: "1.0.0" });
+await client.connect(transport);
+const tools = (await client.listTools()).tools.map((t) => t.name);
+const r = await client.callTool({ name: "everything__echo", arguments: { message: "from node " + process.env.KIND } });
+console.log(JSON.stringify({ server: client.getServerVersion(), tools, echo: r.content?.[0]?.text ?? "" }));
+await client.close();
+`
+
+// TestMCPProxyHTTP runs the built binary with --listen in front of
+// server-everything and drives it with the go-sdk client (both streamable
+// revisions and legacy SSE), the Node SDK client and the inspector CLI;
+// checks tokens, Origin, /healthz and /metrics; and ends it with SIGTERM
+// while a slow call is in flight, which still gets its result.
+func TestMCPProxyHTTP(t *testing.T) {
+	t.Parallel()
+	node, _, peers := proxyPeers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	hp := startHTTPProxy(t, ctx, nil)
+	if hp.token == "" {
+		t.Fatalf("no generated token printed:\n%s", hp.stderr.String())
+	}
+	hc := &http.Client{Transport: bearerTransport{token: hp.token}}
+
+	t.Run("go-sdk clients", func(t *testing.T) {
+		for _, tc := range []struct {
+			name, version string
+			tr            mcp.Transport
+		}{
+			{"streamable 2025-11-25", "2025-11-25", &mcp.StreamableClientTransport{Endpoint: hp.base + "/mcp", HTTPClient: hc}},
+			{"streamable 2026-07-28", "2026-07-28", &mcp.StreamableClientTransport{Endpoint: hp.base + "/mcp", HTTPClient: hc}},
+			{"legacy SSE", "", &mcp.SSEClientTransport{Endpoint: hp.base + "/sse", HTTPClient: hc}},
+		} {
+			client := mcp.NewClient(&mcp.Implementation{Name: "go-http-client", Version: "1"}, nil)
+			cs, err := client.Connect(ctx, tc.tr, &mcp.ClientSessionOptions{ProtocolVersion: tc.version})
+			if err != nil {
+				t.Fatalf("%s: connect: %v\n%s", tc.name, err, hp.stderr.String())
+			}
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "everything__echo", Arguments: map[string]any{"message": tc.name}})
+			if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, tc.name) {
+				t.Fatalf("%s: echo = %+v, %v", tc.name, res, err)
+			}
+			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "everything__get-sum", Arguments: map[string]any{"a": 1, "b": 2}})
+			if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "sums are off limits") {
+				t.Fatalf("%s: blocked get-sum = %+v, %v", tc.name, res, err)
+			}
+			if err := cs.Close(); err != nil {
+				t.Errorf("%s: close: %v", tc.name, err)
+			}
+		}
+	})
+
+	t.Run("node SDK client", func(t *testing.T) {
+		for _, kind := range []string{"http", "sse"} {
+			endpoint := hp.base + "/mcp"
+			if kind == "sse" {
+				endpoint = hp.base + "/sse"
+			}
+			cmd := exec.CommandContext(ctx, node, "--input-type=module", "-e", nodeHTTPClient)
+			cmd.Env = append(os.Environ(), "PEERS_DIR="+peers, "URL="+endpoint, "TOKEN="+hp.token, "KIND="+kind)
+			out, err := cmd.Output()
+			if err != nil {
+				var ee *exec.ExitError
+				if errors.As(err, &ee) {
+					t.Fatalf("node client (%s): %v\n%s", kind, err, ee.Stderr)
+				}
+				t.Fatalf("node client (%s): %v", kind, err)
+			}
+			var got struct {
+				Server struct{ Name string }
+				Tools  []string
+				Echo   string
+			}
+			if err := json.Unmarshal(out, &got); err != nil {
+				t.Fatalf("node client (%s) output %q: %v", kind, out, err)
+			}
+			if got.Server.Name != "openclaw-go-proxy" || !slices.Contains(got.Tools, "everything__echo") || got.Echo != "Echo: from node "+kind {
+				t.Fatalf("node client (%s) = %+v", kind, got)
+			}
+		}
+	})
+
+	t.Run("inspector CLI", func(t *testing.T) {
+		cli := filepath.Join(peers, "npm/node_modules/@modelcontextprotocol/inspector-cli/build/index.js")
+		if _, err := os.Stat(cli); err != nil {
+			t.Skipf("inspector CLI missing: %v", err)
+		}
+		for _, path := range []string{"/mcp", "/sse"} {
+			cmd := exec.CommandContext(ctx, node, cli, hp.base+path, "--method", "tools/call", "--tool-name", "everything__echo",
+				"--tool-arg", "message=from inspector", "--header", "Authorization: Bearer "+hp.token)
+			// It reads ../package.json from its working directory.
+			cmd.Dir = filepath.Join(peers, "npm/node_modules")
+			out, err := cmd.CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "Echo: from inspector") {
+				t.Fatalf("inspector over %s: %v\n%s", path, err, out)
+			}
+		}
+		// Without the token it is refused, and says why.
+		cmd := exec.CommandContext(ctx, node, cli, hp.base+"/mcp", "--method", "tools/list")
+		cmd.Dir = filepath.Join(peers, "npm/node_modules")
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "missing bearer token") {
+			t.Fatalf("inspector without a token: %v\n%s", err, out)
+		}
+	})
+
+	t.Run("auth and origin", func(t *testing.T) {
+		for _, tc := range []struct {
+			name, path string
+			header     map[string]string
+			want       int
+		}{
+			{"no token", "/mcp", nil, http.StatusUnauthorized},
+			{"wrong token", "/mcp", map[string]string{"Authorization": "Bearer " + hp.token + "x"}, http.StatusUnauthorized},
+			{"sse no token", "/sse", nil, http.StatusUnauthorized},
+			{"metrics no token", "/metrics", nil, http.StatusUnauthorized},
+			{"foreign origin", "/metrics", map[string]string{"Authorization": "Bearer " + hp.token, "Origin": "https://evil.example.com"}, http.StatusForbidden},
+		} {
+			if code, body := hp.get(t, tc.path, tc.header); code != tc.want {
+				t.Errorf("%s: GET %s = %d %s, want %d", tc.name, tc.path, code, body, tc.want)
+			}
+		}
+	})
+
+	t.Run("healthz and metrics", func(t *testing.T) {
+		code, body := hp.get(t, "/healthz", nil)
+		var h struct {
+			OK      bool
+			Tools   int
+			Servers struct{ Connected, Total int }
+		}
+		if err := json.Unmarshal([]byte(body), &h); err != nil || code != 200 || !h.OK || h.Tools < 13 || h.Servers.Connected != 1 || h.Servers.Total != 1 {
+			t.Fatalf("healthz = %d %s", code, body)
+		}
+		if strings.Contains(body, hp.token) {
+			t.Fatal("healthz shows the token")
+		}
+		code, body = hp.get(t, "/metrics", map[string]string{"Authorization": "Bearer " + hp.token})
+		if code != 200 {
+			t.Fatalf("metrics = %d %s", code, body)
+		}
+		for _, want := range []string{
+			`openclaw_proxy_tool_calls_total{outcome="ok",tool="everything__echo"} 7`, // 3 go + 2 node + 2 inspector
+			`openclaw_proxy_tool_calls_total{outcome="blocked",tool="everything__get-sum"} 3`,
+			`openclaw_policy_decisions_total{decision="block",hook="before_tool_call"} 3`,
+			`openclaw_proxy_tool_call_duration_seconds_bucket{tool="everything__echo",le="+Inf"} 7`,
+		} {
+			if !strings.Contains(body, want) {
+				t.Errorf("metrics lack %q", want)
+			}
+		}
+	})
+
+	t.Run("graceful shutdown", func(t *testing.T) {
+		progressed := make(chan struct{}, 1)
+		client := mcp.NewClient(&mcp.Implementation{Name: "slow-client", Version: "1"}, &mcp.ClientOptions{
+			ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
+				select {
+				case progressed <- struct{}{}:
+				default:
+				}
+			},
+		})
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hp.base + "/mcp", HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		out, _ := exec.Command("pgrep", "-P", strconv.Itoa(hp.cmd.Process.Pid)).Output()
+		children := strings.Fields(string(out))
+		if len(children) == 0 {
+			t.Fatal("no server child of the proxy")
+		}
+		type result struct {
+			res *mcp.CallToolResult
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			p := &mcp.CallToolParams{Name: "everything__trigger-long-running-operation", Arguments: map[string]any{"duration": 3, "steps": 3}}
+			p.SetProgressToken("slow")
+			res, err := cs.CallTool(ctx, p)
+			done <- result{res, err}
+		}()
+		<-progressed // the call is running upstream
+		if err := hp.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		r := <-done
+		if r.err != nil || r.res.IsError || !strings.Contains(r.res.Content[0].(*mcp.TextContent).Text, "completed") {
+			t.Fatalf("slow call across SIGTERM = %+v, %v\n%s", r.res, r.err, hp.stderr.String())
+		}
+		if err := <-hp.exited; err != nil {
+			t.Fatalf("proxy exit = %v, want 0\n%s", err, hp.stderr.String())
+		}
+		for _, pid := range children {
+			if alive(pid) {
+				t.Errorf("server child %s survives the proxy", pid)
+			}
+		}
+		// The generated token was printed once, and only on its line.
+		if n := strings.Count(hp.stderr.String(), hp.token); n != 1 {
+			t.Errorf("token appears %d times on stderr, want 1", n)
+		}
+	})
+}
+
+// TestMCPProxyHTTPNoAuthLoopback serves with --no-auth on loopback: no
+// token is made or needed.
+func TestMCPProxyHTTPNoAuthLoopback(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	hp := startHTTPProxy(t, ctx, nil, "--no-auth")
+	if hp.token != "" {
+		t.Fatalf("--no-auth printed a token")
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "noauth", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hp.base + "/mcp"}, nil)
+	if err != nil {
+		t.Fatalf("connect without a token: %v", err)
+	}
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	_ = cs.Close()
+	_ = hp.cmd.Process.Signal(syscall.SIGINT)
+	if err := <-hp.exited; err != nil {
+		t.Fatalf("exit after SIGINT = %v\n%s", err, hp.stderr.String())
+	}
+}
+
+// TestMCPProxyHTTPTokenSources: --token-file wins over the environment,
+// which wins over a generated token; neither is printed.
+func TestMCPProxyHTTPTokenSources(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	file := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(file, []byte("from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hp := startHTTPProxy(t, ctx, []string{proxyTokenEnv + "=from-env"}, "--token-file", file)
+	for tok, want := range map[string]int{"from-file": 200, "from-env": 401} {
+		if code, body := hp.get(t, "/metrics", map[string]string{"Authorization": "Bearer " + tok}); code != want {
+			t.Errorf("token %s: /metrics = %d %s, want %d", tok, code, body, want)
+		}
+	}
+	_ = hp.cmd.Process.Signal(syscall.SIGTERM)
+	<-hp.exited
+	if s := hp.stderr.String(); hp.token != "" || strings.Contains(s, "from-file") || strings.Contains(s, "from-env") {
+		t.Fatalf("a given token was printed:\n%s", s)
+	}
+}
+
+// TestResolveHTTP covers the flag rules of --listen, --no-auth and the
+// token sources, without starting anything.
+func TestResolveHTTP(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tokFile := filepath.Join(dir, "tok")
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(tokFile, []byte("  file-token \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == proxyTokenEnv {
+				return v
+			}
+			return ""
+		}
+	}
+	tests := []struct {
+		name      string
+		c         proxyConfig
+		env       string
+		wantErr   string
+		wantToken string
+		generated bool
+	}{
+		{name: "stdio", c: proxyConfig{}},
+		{name: "stdio with --no-auth", c: proxyConfig{noAuth: true}, wantErr: "need --listen"},
+		{name: "no port", c: proxyConfig{listen: "127.0.0.1"}, wantErr: `--listen "127.0.0.1": want HOST:PORT, e.g. 127.0.0.1:8765`},
+		{name: "empty port", c: proxyConfig{listen: "127.0.0.1:"}, wantErr: "want HOST:PORT"},
+		{name: "bad port", c: proxyConfig{listen: "127.0.0.1:http"}, wantErr: `port "http" is not a number`},
+		{name: "no-auth on 0.0.0.0", c: proxyConfig{listen: "0.0.0.0:8765", noAuth: true}, wantErr: `--no-auth refused: listen address "0.0.0.0:8765" is not loopback`},
+		{name: "no-auth on all interfaces", c: proxyConfig{listen: ":8765", noAuth: true}, wantErr: "is not loopback"},
+		{name: "no-auth on a LAN address", c: proxyConfig{listen: "192.168.1.5:8765", noAuth: true}, wantErr: "is not loopback"},
+		{name: "no-auth on localhost", c: proxyConfig{listen: "localhost:8765", noAuth: true}},
+		{name: "no-auth on ::1", c: proxyConfig{listen: "[::1]:8765", noAuth: true}},
+		{name: "no-auth and token file", c: proxyConfig{listen: "127.0.0.1:1", noAuth: true, tokenFile: tokFile}, wantErr: "contradict"},
+		{name: "token file", c: proxyConfig{listen: "0.0.0.0:8765", tokenFile: tokFile}, env: "env-token", wantToken: "file-token"},
+		{name: "empty token file", c: proxyConfig{listen: "127.0.0.1:1", tokenFile: empty}, wantErr: "is empty"},
+		{name: "missing token file", c: proxyConfig{listen: "127.0.0.1:1", tokenFile: filepath.Join(dir, "nope")}, wantErr: "no such file"},
+		{name: "env token", c: proxyConfig{listen: "127.0.0.1:1"}, env: " env-token ", wantToken: "env-token"},
+		{name: "generated", c: proxyConfig{listen: "127.0.0.1:8765"}, generated: true},
+		{name: "metrics-listen loopback", c: proxyConfig{metricsListen: "127.0.0.1:0", noAuth: true}},
+		{name: "metrics-listen not loopback", c: proxyConfig{metricsListen: "0.0.0.0:9000"}, wantErr: "want a loopback address"},
+		{name: "both listens", c: proxyConfig{listen: "127.0.0.1:1", metricsListen: "127.0.0.1:2"}, wantErr: "--metrics-listen is for stdio mode"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ph, err := resolveHTTP(&tc.c, env(tc.env))
+			if tc.wantErr != "" {
+				var ee *exitError
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.As(err, &ee) || ee.code != 2 {
+					t.Fatalf("err = %v, want exit 2 with %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.c.listen == "" && tc.c.metricsListen == "" {
+				if ph != nil {
+					t.Fatalf("stdio mode resolved HTTP %+v", ph)
+				}
+				return
+			}
+			switch {
+			case tc.generated:
+				if !ph.generated || len(ph.token) != 43 { // 32 bytes, base64url without padding
+					t.Fatalf("generated token %q (generated %v), want 43 base64url characters", ph.token, ph.generated)
+				}
+			case ph.token != tc.wantToken || ph.generated:
+				t.Fatalf("token = %q (generated %v), want %q", ph.token, ph.generated, tc.wantToken)
+			}
+		})
+	}
+}
+
+// TestMCPProxyNoAuthRefusedBinary: the binary refuses --no-auth on
+// 0.0.0.0 before starting anything, naming the address.
+func TestMCPProxyNoAuthRefusedBinary(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "openclaw")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "mcp", "proxy", "--listen", "0.0.0.0:8765", "--no-auth")
+	cmd.Env = append(os.Environ(), "OPENCLAW_HOME="+filepath.Join(dir, "home"), "OPENCLAW_STATE_DIR="+filepath.Join(dir, "state"))
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(string(out), `listen address "0.0.0.0:8765" is not loopback`) {
+		t.Fatalf("--no-auth on 0.0.0.0: %v\n%s", err, out)
+	}
 }
