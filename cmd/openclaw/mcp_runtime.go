@@ -84,6 +84,13 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve runti
 	for _, d := range diags {
 		fmt.Fprintf(stderr, "openclaw mcp: %s\n", regSanitize(d.Error()))
 	}
+	// tools.profile, tools.allow/deny and the sandbox gate decide which
+	// imported tools the agent sees; a mistake there is an error, never an
+	// open catalog.
+	toolPolicy, err := doc.ToolPolicy()
+	if err != nil {
+		return nil, regFail(cmd, "openclaw mcp: "+regSanitize(err.Error()))
+	}
 	servers := runtime.ServersFromConfig(resolved)
 	if only != "" {
 		i := slices.IndexFunc(servers, func(s runtime.Server) bool { return s.Name == only })
@@ -126,12 +133,13 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve runti
 		fmt.Fprintln(stderr, "openclaw mcp: WARNING: no module enforces before_tool_call: every tool call is allowed")
 	}
 	s, err := runtime.New(servers, &runtime.Options{
-		Enforcer:  eng,
-		Sanitizer: eng,
-		Approvals: eng,
-		Approve:   approve,
-		Caller:    policies.Caller{Name: "openclaw-go-cli", Version: version},
-		Logger:    logger,
+		Enforcer:   eng,
+		Sanitizer:  eng,
+		Approvals:  eng,
+		Approve:    approve,
+		ToolPolicy: toolPolicy,
+		Caller:     policies.Caller{Name: "openclaw-go-cli", Version: version},
+		Logger:     logger,
 		ClientInfo: &mcp.Implementation{
 			Name: "openclaw-go", Version: version,
 		},
@@ -301,7 +309,10 @@ func printCallResult(cmd *cobra.Command, name string, asJSON bool, rs *runtimeSe
 	res, err := rs.CallTool(cmd.Context(), name, args)
 	if err != nil {
 		var pe *runtime.PolicyError
+		var he *runtime.HiddenToolError
 		switch {
+		case errors.As(err, &he):
+			return regFail(cmd, fmt.Sprintf("openclaw mcp call: unknown tool %q: hidden by %s.", regSanitize(name), regSanitize(he.Rule)))
 		case errors.Is(err, runtime.ErrUnknownTool):
 			return regFail(cmd, fmt.Sprintf("openclaw mcp call: unknown tool %q. See the catalog with: openclaw mcp tools", regSanitize(name)))
 		case errors.As(err, &pe) && pe.Outcome == policies.Block:

@@ -137,6 +137,7 @@ const (
 type runtimeCase struct {
 	name    string
 	servers map[string]any    // mcp.servers
+	tools   map[string]any    // the top-level tools object (profile, allow, deny, sandbox), if any
 	files   map[string]string // files in the working folder
 	args    []string
 	code    int
@@ -289,6 +290,38 @@ func TestMCPToolsAndCall(t *testing.T) {
 			code:    1,
 			stderr:  []string{`unknown tool "broken__echo"`, `server "broken" failed`},
 		},
+		{
+			name:    "tools.deny hides a tool from the catalog",
+			servers: map[string]any{"tiny": tiny},
+			tools:   map[string]any{"deny": []string{"tiny__f*"}},
+			args:    []string{"mcp", "tools"},
+			stdout:  []string{"tiny__echo", "tiny__point"},
+			noOut:   []string{"tiny__fail"},
+		},
+		{
+			name:    "a hidden tool cannot be called and the rule is named",
+			servers: map[string]any{"tiny": tiny},
+			tools:   map[string]any{"deny": []string{"tiny__echo"}},
+			args:    []string{"mcp", "call", "tiny__echo", "--args", `{"message":"hello"}`},
+			code:    1,
+			stderr:  []string{`unknown tool "tiny__echo"`, `tools.deny entry "tiny__echo"`},
+			noOut:   []string{"tiny says"},
+		},
+		{
+			name:    "the minimal profile hides every MCP tool",
+			servers: map[string]any{"tiny": tiny},
+			tools:   map[string]any{"profile": "minimal"},
+			args:    []string{"mcp", "tools"},
+			stdout:  []string{"No MCP tools."},
+		},
+		{
+			name:    "a typo in the tool policy is an error naming the key",
+			servers: map[string]any{"tiny": tiny},
+			tools:   map[string]any{"profile": "minimul"},
+			args:    []string{"mcp", "tools"},
+			code:    1,
+			stderr:  []string{"tools.profile", "minimul"},
+		},
 	}
 	if ev := everythingEntry(t); ev != nil {
 		tests = append(tests,
@@ -311,6 +344,15 @@ func TestMCPToolsAndCall(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			r := cli.newHome(t, tc.servers, tc.files)
+			if tc.tools != nil {
+				b, err := json.Marshal(map[string]any{"mcp": map[string]any{"servers": tc.servers}, "tools": tc.tools})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(r.configPath(), b, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
 			stdout, stderr, code := r.run(t, append(tc.args, audit...)...)
 			if code != tc.code {
 				t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, stdout, stderr)
