@@ -20,7 +20,7 @@ func newRootCmd() *cobra.Command {
 	mcp.AddCommand(newMCPServeCmd(), newMCPProxyCmd())
 	mcp.AddCommand(newMCPRegistryCmds()...)
 	mcp.AddCommand(newMCPToolsCmd(), newMCPCallCmd())
-	mcp.AddCommand(newMCPProbeCmd(), newMCPAddCmd(), newMCPConfigureCmd())
+	mcp.AddCommand(newMCPProbeCmd(), newMCPAddCmd(), newMCPConfigureCmd(), newMCPReloadCmd())
 	root.AddCommand(mcp, newGatewayCmd(), newPolicyCmd())
 	// Cobra adds its completion group at Execute; add it now so that it is
 	// made strict too.

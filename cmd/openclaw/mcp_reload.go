@@ -1,0 +1,306 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/openclaw-go/openclaw/config"
+)
+
+// `openclaw mcp reload`. OpenClaw's command disposes the MCP runtimes
+// cached in the Gateway process so that agents build new ones from the
+// current config on their next turn ("Disposed cached MCP runtimes. Active
+// agents use new MCP config on their next runtime build."). Our CLI caches
+// nothing (mcp tools, call and probe read openclaw.json on every run); the
+// long-running holders of MCP servers are `openclaw mcp proxy` processes.
+// Each of them that supports it registers <state dir>/openclaw-go/mcp-run/
+// <pid>.json and re-reads mcp.servers on SIGHUP (the signal that already
+// makes it reload its policies, docs/RATIONALE.md); `mcp reload` signals
+// every registered live process and waits for each to report the outcome
+// in its file, as `openclaw policy reload` does.
+
+// mcpRunInfo is the content of an mcp-run file.
+type mcpRunInfo struct {
+	PID     int    `json:"pid"`
+	Command string `json:"command"`
+	// StartTicks is the process start time from /proc (see runInfo).
+	StartTicks string    `json:"start_ticks,omitempty"`
+	Started    time.Time `json:"started"`
+	// Config is the openclaw.json the process reads mcp.servers from.
+	Config string `json:"config"`
+	// Reloads counts the reloads attempted since start; LastReload is the
+	// outcome of the latest.
+	Reloads    int              `json:"reloads"`
+	LastReload *mcpReloadReport `json:"last_reload,omitempty"`
+}
+
+// mcpReloadReport is the outcome of one reload: Result sums the changes up
+// (runtime.ServerChanges.String), Error says why the previous servers were
+// kept.
+type mcpReloadReport struct {
+	Time   time.Time `json:"time"`
+	Result string    `json:"result,omitempty"`
+	Error  string    `json:"error,omitempty"`
+}
+
+// mcpReloadFunc re-reads mcp.servers and applies them to the running
+// servers, returning a one-line summary of the changes; on an error the
+// previous servers must stay in use.
+type mcpReloadFunc func(ctx context.Context) (summary string, err error)
+
+// mcpRunDir is <state dir>/openclaw-go/mcp-run.
+func mcpRunDir() (string, error) {
+	dir, err := config.StateDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "openclaw-go", "mcp-run"), nil
+}
+
+// mcpReloadServer is a running process's registration for `mcp reload`.
+type mcpReloadServer struct {
+	path   string
+	mu     sync.Mutex
+	info   mcpRunInfo
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// serveMCPReload makes this process reachable by `openclaw mcp reload`:
+// it starts catching SIGHUP, then writes its run file in dir (so a
+// registered process is never killed by the signal), and calls reload for
+// each SIGHUP until Close, recording each outcome in the file. command
+// names the process ("mcp proxy"), configPath the openclaw.json it reads.
+// A long-running command calls it once after its servers are connected:
+//
+//	rl, err := serveMCPReload(ctx, dir, "mcp proxy", cfgPath, logger, func(ctx context.Context) (string, error) { … })
+//	if err != nil { logger.Warn(…) } else { defer rl.Close() }
+func serveMCPReload(ctx context.Context, dir, command, configPath string, logger *slog.Logger, reload mcpReloadFunc) (*mcpReloadServer, error) {
+	onSignal := reloadSignals()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		// reloadSignals' loop was not started: stop catching at once.
+		sctx, stop := context.WithCancel(context.Background())
+		stop()
+		onSignal(sctx, func() {})
+		return nil, fmt.Errorf("mcp-run folder: %w", err)
+	}
+	pid := os.Getpid()
+	r := &mcpReloadServer{
+		path: filepath.Join(dir, strconv.Itoa(pid)+".json"),
+		info: mcpRunInfo{PID: pid, Command: command, StartTicks: startTicks(pid), Started: time.Now().UTC(), Config: configPath},
+	}
+	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r.cancel = cancel
+	if err := r.write(); err != nil {
+		cancel()
+		onSignal(wctx, func() {})
+		return nil, err
+	}
+	r.wg.Go(func() {
+		onSignal(wctx, func() {
+			summary, err := reload(wctx)
+			if err != nil {
+				logger.Warn("mcp.servers reload refused; the previous servers stay in use", "err", err)
+			} else {
+				logger.Info("mcp.servers reloaded", "changes", summary)
+			}
+			r.record(summary, err)
+		})
+	})
+	return r, nil
+}
+
+// record writes the outcome of one reload into the run file.
+func (r *mcpReloadServer) record(summary string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.info.Reloads++
+	rep := &mcpReloadReport{Time: time.Now().UTC(), Result: summary}
+	if err != nil {
+		rep.Result, rep.Error = "", err.Error()
+	}
+	r.info.LastReload = rep
+	_ = r.writeLocked()
+}
+
+func (r *mcpReloadServer) write() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.writeLocked()
+}
+
+// writeLocked replaces the file by a rename, so a reader never sees half.
+func (r *mcpReloadServer) writeLocked() error {
+	data, err := json.MarshalIndent(r.info, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := r.path + ".tmp"
+	if err := os.WriteFile(tmp, append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("mcp-run file: %w", err)
+	}
+	if err := os.Rename(tmp, r.path); err != nil {
+		return fmt.Errorf("mcp-run file: %w", err)
+	}
+	return nil
+}
+
+// Close stops reloading (a reload in progress finishes first), stops
+// catching SIGHUP for it and removes the run file. It is safe to call more
+// than once.
+func (r *mcpReloadServer) Close() error {
+	r.cancel()
+	r.wg.Wait()
+	if err := os.Remove(r.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("mcp-run file: %w", err)
+	}
+	return nil
+}
+
+// readMCPRunFiles returns the run files of dir by pid; files that do not
+// parse are skipped.
+func readMCPRunFiles(dir string) ([]mcpRunInfo, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var infos []mcpRunInfo
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		if info, err := readMCPRunFile(filepath.Join(dir, e.Name())); err == nil {
+			infos = append(infos, info)
+		}
+	}
+	slices.SortFunc(infos, func(a, b mcpRunInfo) int { return a.PID - b.PID })
+	return infos, nil
+}
+
+func readMCPRunFile(path string) (mcpRunInfo, error) {
+	var info mcpRunInfo
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return info, err
+	}
+	if err := json.Unmarshal(data, &info); err != nil {
+		return info, fmt.Errorf("%s: %w", path, err)
+	}
+	if info.PID <= 0 {
+		return info, fmt.Errorf("%s: no pid", path)
+	}
+	return info, nil
+}
+
+// runMCPReload signals every live process registered in dir and reports
+// each outcome on out; configPath is only named in the answer when no
+// process is running. It returns an error (exit 1) when a process refused
+// the reload or did not report within wait.
+func runMCPReload(ctx context.Context, out io.Writer, dir, configPath string, wait time.Duration) error {
+	infos, err := readMCPRunFiles(dir)
+	if err != nil {
+		return &exitError{code: 1, err: fmt.Errorf("openclaw mcp reload: %w", err)}
+	}
+	type pending struct {
+		info   mcpRunInfo
+		before int
+	}
+	var sent []pending
+	live := 0
+	for _, info := range infos {
+		if !processState(runInfo{PID: info.PID, StartTicks: info.StartTicks}) {
+			_ = os.Remove(filepath.Join(dir, strconv.Itoa(info.PID)+".json"))
+			fmt.Fprintf(out, "pid %d: not running any more; removed its run file\n", info.PID)
+			continue
+		}
+		live++
+		if err := signalReload(info.PID); err != nil {
+			fmt.Fprintf(out, "pid %d (%s): cannot signal: %v\n", info.PID, info.Command, err)
+			continue
+		}
+		sent = append(sent, pending{info, info.Reloads})
+	}
+	if live == 0 {
+		fmt.Fprintf(out, "No running MCP runtime to reload. openclaw mcp tools, call and probe read %s on every run.\n", configPath)
+		return nil
+	}
+	failed := live - len(sent)
+	deadline := time.Now().Add(wait)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for _, p := range sent {
+		var cur mcpRunInfo
+		for {
+			cur, err = readMCPRunFile(filepath.Join(dir, strconv.Itoa(p.info.PID)+".json"))
+			if err == nil && cur.Reloads > p.before || time.Now().After(deadline) {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return &exitError{code: 1, err: fmt.Errorf("openclaw mcp reload: %w", ctx.Err())}
+			case <-tick.C:
+			}
+		}
+		label := fmt.Sprintf("pid %d (%s, started %s)", p.info.PID, p.info.Command, p.info.Started.Local().Format(time.DateTime))
+		switch {
+		case err != nil || cur.Reloads <= p.before || cur.LastReload == nil:
+			failed++
+			fmt.Fprintf(out, "%s: no answer within %v\n", label, wait)
+		case cur.LastReload.Error != "":
+			failed++
+			fmt.Fprintf(out, "%s: reload refused, the previous servers stay in use: %s\n", label, cur.LastReload.Error)
+		default:
+			fmt.Fprintf(out, "%s: reloaded: %s\n", label, cur.LastReload.Result)
+		}
+	}
+	if failed > 0 {
+		return &exitError{code: 1, err: fmt.Errorf("openclaw mcp reload: %d of %d processes did not reload", failed, live)}
+	}
+	fmt.Fprintf(out, "Reloaded %d MCP runtime%s. New tool calls use the new MCP config.\n", live, map[bool]string{true: "", false: "s"}[live == 1])
+	return nil
+}
+
+func newMCPReloadCmd() *cobra.Command {
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "reload",
+		Short: "Make running MCP runtimes (openclaw mcp proxy) re-read mcp.servers",
+		Long: `Reload checks openclaw.json, then finds the running processes that hold MCP servers
+and support reloading (each registers itself in <state dir>/openclaw-go/mcp-run/<pid>.json),
+sends each SIGHUP and reports what it did: servers added, removed, changed (reconnected) and
+unchanged (kept connected), or why it refused (the previous servers then stay in use). SIGHUP
+also makes such a process reload its policy modules. openclaw mcp tools, call and probe need no
+reload: they read openclaw.json on every run. Exit code 1 when openclaw.json is invalid, or a
+process refused the reload or did not answer within --wait.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			doc, err := loadRegistry(cmd)
+			if err != nil {
+				return err
+			}
+			dir, err := mcpRunDir()
+			if err != nil {
+				return regFail(cmd, err.Error())
+			}
+			return runMCPReload(cmd.Context(), cmd.OutOrStdout(), dir, doc.Path, wait)
+		},
+	}
+	cmd.Flags().DurationVar(&wait, "wait", 40*time.Second, "how long to wait for each process to report (connecting a server may take its connection timeout, 30 s by default)")
+	return cmd
+}
