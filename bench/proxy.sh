@@ -186,8 +186,8 @@ if [ "${NO_LOAD:-0}" != 1 ]; then
     "$BENCH" "${largs[@]}" | tee -a "$RESULTS" >&2 || log "load on $b had errors (see the line above)"
     if [ -n "$perfpid" ]; then
       kill -INT "$perfpid" && wait "$perfpid" || true
-      perf report -i "$WORK/$b.perf.data" --stdio --no-children --sort symbol -g none --percent-limit 0.7 \
-        >"$WORK/$b.perf.txt" 2>/dev/null || true
+      perf report -i "$WORK/$b.perf.data" --stdio --no-children --sort symbol -g none --percent-limit 0.7 2>/dev/null \
+        | sed -e 's/[ -]*$//' >"$WORK/$b.perf.txt" || true
       log "CPU profile of $b under load: $WORK/$b.perf.txt (perf report -i $WORK/$b.perf.data)"
     fi
   done

@@ -19,7 +19,9 @@
 //	proxy-http-native  proxy-http with a native allow-all before_tool_call
 //	              instead of the Wasm modules: the policy share
 //
-// Each reports ns/op (the mean) and the median and p99 of the calls.
+// Each reports ns/op (the mean), the median and p99 of the calls, and
+// cpu-µs/op: the CPU time of the benchmark process (client, proxy, runtime
+// and GC; not node) per call, steadier than wall time on a loaded machine.
 //
 //	go test -run '^$' -bench Echo -benchtime 3000x -count 3 ./bench/proxyperf
 //	go test -run '^$' -bench 'Echo/proxy-http$' -benchtime 20000x -cpuprofile cpu.out ./bench/proxyperf

@@ -12,7 +12,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -231,11 +234,10 @@ func proxyInMem(tb testing.TB) (*mcp.ClientSession, string) {
 	return connect(tb, ct), "everything__echo"
 }
 
-// proxyHTTP is the path of `openclaw mcp proxy --listen`: proxy.HTTPHandler
-// with a bearer token on 127.0.0.1.
-func proxyHTTP(tb testing.TB, native bool) (*mcp.ClientSession, string) {
+// serveProxy serves p like `openclaw mcp proxy --listen`: proxy.HTTPHandler
+// with a bearer token on 127.0.0.1, until tb ends; it returns the /mcp URL.
+func serveProxy(tb testing.TB, p *proxy.Proxy) string {
 	tb.Helper()
-	p := proxied(tb, native)
 	h, err := proxy.NewHTTPHandler(p, &proxy.HTTPOptions{Token: "bench-token", ListenHost: "127.0.0.1", Logger: quiet})
 	if err != nil {
 		tb.Fatal(err)
@@ -247,16 +249,31 @@ func proxyHTTP(tb testing.TB, native bool) (*mcp.ClientSession, string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- h.Serve(ctx, ln) }()
-	// Cleanups run last-in first-out: the client session (registered by
-	// connect below) closes before the server stops.
+	// Cleanups run last-in first-out: the client sessions (registered by
+	// connect later) close before the server stops.
 	tb.Cleanup(func() {
 		cancel()
 		if err := <-served; err != nil {
 			tb.Errorf("serve: %v", err)
 		}
 	})
-	header := http.Header{"Authorization": {"Bearer bench-token"}}
-	return connect(tb, streamable("http://"+ln.Addr().String()+proxy.PathMCP, header)), "everything__echo"
+	return "http://" + ln.Addr().String() + proxy.PathMCP
+}
+
+// proxyHTTP is the path of `openclaw mcp proxy --listen`.
+func proxyHTTP(tb testing.TB, native bool) (*mcp.ClientSession, string) {
+	tb.Helper()
+	base := serveProxy(tb, proxied(tb, native))
+	return connect(tb, streamable(base, http.Header{"Authorization": {"Bearer bench-token"}})), "everything__echo"
+}
+
+// cpuTime is the user and system CPU time this process has used.
+func cpuTime(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatalf("getrusage: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // echo makes one call and checks the answer.
@@ -298,6 +315,7 @@ func BenchmarkEcho(b *testing.B) {
 				}
 			}
 			lat := make([]time.Duration, 0, b.N)
+			cpu0 := cpuTime(b)
 			for b.Loop() {
 				start := time.Now()
 				if err := echo(ctx, cs, tool); err != nil {
@@ -305,11 +323,60 @@ func BenchmarkEcho(b *testing.B) {
 				}
 				lat = append(lat, time.Since(start))
 			}
+			cpu := cpuTime(b) - cpu0
 			slices.Sort(lat)
 			if len(lat) > 0 {
+				// The CPU of this process (client, proxy, runtime, GC; not
+				// node) per call: steadier than wall time on a loaded machine.
+				b.ReportMetric(float64(cpu.Microseconds())/float64(len(lat)), "cpu-µs/op")
 				b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "median-µs")
 				b.ReportMetric(float64(lat[min(len(lat)-1, len(lat)*99/100)].Microseconds()), "p99-µs")
 			}
+		})
+	}
+}
+
+// loadSessions is the number of concurrent client sessions of
+// BenchmarkEchoLoad, as in issue 5's load test.
+const loadSessions = 200
+
+// BenchmarkEchoLoad spreads b.N calls over loadSessions sessions calling at
+// the same time through the full proxy over HTTP, so that a CPU profile shows
+// where the proxy spends its time under load. Failed calls are counted
+// (errors/op), not fatal: under overload a policy deadline may fire.
+func BenchmarkEchoLoad(b *testing.B) {
+	for _, native := range []bool{false, true} {
+		name := "proxy-http"
+		if native {
+			name = "proxy-http-native"
+		}
+		b.Run(name, func(b *testing.B) {
+			p := proxied(b, native)
+			base := serveProxy(b, p)
+			sessions := make(chan *mcp.ClientSession, loadSessions)
+			for range loadSessions {
+				cs := connect(b, streamable(base, http.Header{"Authorization": {"Bearer bench-token"}}))
+				if err := echo(context.Background(), cs, "everything__echo"); err != nil {
+					b.Fatal(err)
+				}
+				sessions <- cs
+			}
+			var failed atomic.Int64
+			b.SetParallelism(max(1, loadSessions/goruntime.GOMAXPROCS(0)))
+			b.ResetTimer()
+			cpu0 := cpuTime(b)
+			b.RunParallel(func(pb *testing.PB) {
+				cs := <-sessions
+				defer func() { sessions <- cs }()
+				for pb.Next() {
+					if err := echo(context.Background(), cs, "everything__echo"); err != nil {
+						failed.Add(1)
+					}
+				}
+			})
+			b.StopTimer()
+			b.ReportMetric(float64((cpuTime(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+			b.ReportMetric(float64(failed.Load())/float64(b.N), "errors/op")
 		})
 	}
 }
