@@ -395,6 +395,7 @@ func (h *HTTPHandler) serve(ctx context.Context, ln net.Listener, front http.Han
 	srv := &http.Server{
 		Handler:           front,
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute, // idle keep-alive connections; streams are not idle
 		ErrorLog:          slog.NewLogLogger(h.logger.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)

@@ -709,3 +709,77 @@ func TestMCPProxyNoAuthRefusedBinary(t *testing.T) {
 		t.Fatalf("--no-auth on 0.0.0.0: %v\n%s", err, out)
 	}
 }
+
+// TestMCPProxyStdioMetricsListen: in stdio mode, --metrics-listen serves
+// /metrics and /healthz (and nothing of MCP) while the client talks on
+// stdin/stdout; the metrics count its calls and blocks.
+func TestMCPProxyStdioMetricsListen(t *testing.T) {
+	t.Parallel()
+	node, script, _ := proxyPeers(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "openclaw")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	home := filepath.Join(dir, "home")
+	writeJSON(t, filepath.Join(home, ".openclaw", "openclaw.json"), map[string]any{"mcp": map[string]any{"servers": map[string]any{
+		"everything": map[string]any{"command": node, "args": []string{script, "stdio"}},
+	}}})
+	policy := filepath.Join(dir, "policy.json")
+	writeJSON(t, policy, map[string]any{"modules": []any{map[string]any{
+		"name": "rules", "source": "builtin:rules",
+		"config": map[string]any{"default": "allow", "rules": []any{
+			map[string]any{"tool": "everything__get-sum", "decision": "block", "reason": "sums are off limits"},
+		}},
+	}, map[string]any{"name": "sanitizer", "source": "builtin:sanitizer"}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.Command(bin, "mcp", "proxy", "--metrics-listen", "127.0.0.1:0", "--no-auth",
+		"--policy-config", policy, "--audit-log", filepath.Join(dir, "audit.jsonl"))
+	cmd.Env = append(os.Environ(), "OPENCLAW_HOME="+home, "OPENCLAW_STATE_DIR="+filepath.Join(dir, "state"))
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stdio-metrics", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr.String())
+	}
+	defer cs.Close()
+	// The metrics line is printed before stdio is served.
+	m := regexp.MustCompile(`metrics on (http://[^ ]+)/metrics`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("no metrics address on stderr:\n%s", stderr.String())
+	}
+	base := m[1]
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "everything__echo", Arguments: map[string]any{"message": "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "everything__get-sum", Arguments: map[string]any{"a": 1, "b": 2}}); err != nil || !res.IsError {
+		t.Fatalf("get-sum = %+v, %v; want blocked", res, err)
+	}
+	get := func(path string) (int, string) {
+		res, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	code, body := get("/metrics")
+	if code != 200 || !strings.Contains(body, `openclaw_proxy_tool_calls_total{outcome="ok",tool="everything__echo"} 1`) ||
+		!strings.Contains(body, `openclaw_proxy_tool_calls_total{outcome="blocked",tool="everything__get-sum"} 1`) {
+		t.Fatalf("metrics = %d\n%s", code, body)
+	}
+	if code, body := get("/healthz"); code != 200 || !strings.Contains(body, `"ok":true`) {
+		t.Fatalf("healthz = %d %s", code, body)
+	}
+	if code, _ := get("/mcp"); code != http.StatusNotFound {
+		t.Fatalf("/mcp on the metrics address = %d, want 404", code)
+	}
+	if err := cs.Close(); err != nil {
+		t.Fatalf("close: %v\n%s", err, stderr.String())
+	}
+	if !cmd.ProcessState.Success() {
+		t.Fatalf("proxy exit = %v\n%s", cmd.ProcessState, stderr.String())
+	}
+}
