@@ -46,7 +46,7 @@ type oauthFixture struct {
 	stepUp     bool // /mcp and /sse answer 403 insufficient_scope to valid tokens
 }
 
-func newOAuthFixture(t *testing.T) *oauthFixture {
+func newOAuthFixture(t testing.TB) *oauthFixture {
 	t.Helper()
 	f := &oauthFixture{codes: map[string]string{}, access: map[string]bool{}, refresh: map[string]bool{}}
 	mux := http.NewServeMux()
@@ -160,6 +160,7 @@ func newOAuthFixture(t *testing.T) *oauthFixture {
 	server := echoServer()
 	mux.Handle("/mcp", guard(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)))
 	mux.Handle("/sse", guard(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return server }, nil)))
+	mux.Handle("/open", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
 	f.srv = httptest.NewServer(mux)
 	t.Cleanup(f.srv.Close)
 	return f
@@ -639,5 +640,48 @@ func TestLoginAgain(t *testing.T) {
 	saved, _ := store.Load("docs", e.URL)
 	if second.AccessToken == first.AccessToken || saved == nil || saved.AccessToken != second.AccessToken {
 		t.Errorf("the second login's token did not replace the first")
+	}
+}
+
+// BenchmarkOAuthCall measures tools/call over streamable HTTP on loopback
+// with a stored OAuth token (the token attached to every request) against
+// the same server without OAuth.
+func BenchmarkOAuthCall(b *testing.B) {
+	f := newOAuthFixture(b)
+	store := NewTokenStore(b.TempDir())
+	e := oauthEntry(f, KindStreamableHTTP)
+	ctx := context.Background()
+	if _, err := Login(ctx, "docs", e, &OAuthFlow{OnAuthURL: func(u string) {
+		if resp, err := http.Get(u); err == nil {
+			resp.Body.Close()
+		}
+	}}, oauthOptions(store)); err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name  string
+		entry ServerEntry
+	}{
+		{"oauth", e},
+		{"plain", ServerEntry{URL: f.srv.URL + "/open", Transport: "streamable-http"}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			r, err := Resolve("docs", bc.entry, oauthOptions(store))
+			if err != nil {
+				b.Fatal(err)
+			}
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, r.Transport, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cs.Close()
+			params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{}}
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := cs.CallTool(ctx, params); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
