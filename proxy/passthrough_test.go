@@ -124,7 +124,7 @@ func (d *downstream) clientOptions(full, approve bool) *mcp.ClientOptions {
 	if !full {
 		return o
 	}
-	o.Capabilities.RootsV2 = &mcp.RootCapabilities{}
+	o.Capabilities.RootsV2 = &mcp.RootCapabilities{ListChanged: true}
 	o.CreateMessageHandler = func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 		return &mcp.CreateMessageResult{Role: "assistant", Model: "test-model", Content: &mcp.TextContent{Text: "sampled by the client"}}, nil
 	}
@@ -186,6 +186,12 @@ func newStack(t *testing.T, servers []runtime.Server, hook policies.BeforeToolCa
 // connect connects a client named name to the proxy.
 func (s *stack) connect(t *testing.T, name string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
+	return s.connectClient(t, mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, opts))
+}
+
+// connectClient connects client to the proxy.
+func (s *stack) connectClient(t *testing.T, client *mcp.Client) *mcp.ClientSession {
+	t.Helper()
 	ctx := context.Background()
 	cEnd, sEnd := mcp.NewInMemoryTransports()
 	ss, err := s.p.Server().Connect(ctx, sEnd, nil)
@@ -193,7 +199,7 @@ func (s *stack) connect(t *testing.T, name string, opts *mcp.ClientOptions) *mcp
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, opts).Connect(ctx, cEnd, nil)
+	cs, err := client.Connect(ctx, cEnd, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,13 +209,20 @@ func (s *stack) connect(t *testing.T, name string, opts *mcp.ClientOptions) *mcp
 
 // upstream is an in-process server (protocol 2025-11-25) whose tool "ask"
 // uses sampling, elicitation and roots and logs, and whose "danger" tool
-// needs approval.
-func upstream(t *testing.T) (*mcp.Server, runtime.Server) {
+// needs approval. rootsChanged receives its roots/list_changed.
+func upstream(t *testing.T) (up *mcp.Server, srv runtime.Server, rootsChanged <-chan struct{}) {
 	t.Helper()
-	up := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, &mcp.ServerOptions{
+	roots := make(chan struct{}, 8)
+	up = mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, &mcp.ServerOptions{
 		SupportedProtocolVersions: legacy,
-		SubscribeHandler:          func(context.Context, *mcp.SubscribeRequest) error { return nil },
-		UnsubscribeHandler:        func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+		RootsListChangedHandler: func(context.Context, *mcp.RootsListChangedRequest) {
+			select {
+			case roots <- struct{}{}:
+			default:
+			}
+		},
+		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 		CompletionHandler: func(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{req.Params.Ref.Name + ":" + req.Params.Argument.Value + "x"}}}, nil
 		},
@@ -260,7 +273,7 @@ func upstream(t *testing.T) (*mcp.Server, runtime.Server) {
 		cancel()
 		<-done
 	})
-	return up, runtime.Server{Name: "up", Transport: ct}
+	return up, runtime.Server{Name: "up", Transport: ct}, roots
 }
 
 func toolText(t *testing.T, cs *mcp.ClientSession, name string, args any) (string, bool) {
@@ -280,10 +293,11 @@ func toolText(t *testing.T, cs *mcp.ClientSession, name string, args any) (strin
 
 func TestPassthroughInProcess(t *testing.T) {
 	t.Parallel()
-	up, srv := upstream(t)
+	up, srv, rootsChanged := upstream(t)
 	st := newStack(t, []runtime.Server{srv}, asker{}, "")
 	d := &downstream{notify: make(chan string, 64)}
-	cs := st.connect(t, "full-client", d.clientOptions(true, true))
+	client := mcp.NewClient(&mcp.Implementation{Name: "full-client", Version: "1"}, d.clientOptions(true, true))
+	cs := st.connectClient(t, client)
 	ctx := context.Background()
 
 	caps := cs.InitializeResult().Capabilities
@@ -337,6 +351,18 @@ func TestPassthroughInProcess(t *testing.T) {
 		t.Errorf("log messages = %+v; want one from up/asker", logs)
 	}
 
+	// The client's roots change: the server hears of it and sees the new
+	// roots in its next roots/list.
+	client.AddRoots(&mcp.Root{URI: "file:///projects/a", Name: "a"})
+	select {
+	case <-rootsChanged:
+	case <-time.After(30 * time.Second): // a hang guard
+		t.Fatal("the server received no roots/list_changed")
+	}
+	if got, _ := toolText(t, cs, "up__ask", nil); !strings.HasSuffix(got, "roots [file:///projects/a]") {
+		t.Errorf("up__ask after a roots change = %q", got)
+	}
+
 	// Subscriptions and updates.
 	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: "mem://doc"}); err != nil {
 		t.Fatal(err)
@@ -374,7 +400,7 @@ func TestPassthroughInProcess(t *testing.T) {
 
 func TestPassthroughNewProtocolClient(t *testing.T) {
 	t.Parallel()
-	_, srv := upstream(t)
+	_, srv, _ := upstream(t)
 	st := newStack(t, []runtime.Server{srv}, asker{}, "")
 	// A second proxy on the same session, open to every protocol revision:
 	// a go-sdk client negotiates 2026-07-28, where a server may not send
@@ -414,7 +440,7 @@ func TestPassthroughApprovalByElicitation(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			_, srv := upstream(t)
+			_, srv, _ := upstream(t)
 			st := newStack(t, []runtime.Server{srv}, asker{}, "")
 			d := &downstream{notify: make(chan string, 64)}
 			cs := st.connect(t, "approver", d.clientOptions(tc.full, tc.approve))
@@ -626,7 +652,7 @@ func TestPassthroughApprovalEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer eng.Close(context.Background())
-	_, srv := upstream(t)
+	_, srv, _ := upstream(t)
 	relay := NewRelay()
 	opts := runtime.Options{Enforcer: eng, Sanitizer: eng, Approvals: eng, Surface: policies.SurfaceProxy, Logger: discard()}
 	relay.Install(&opts)
@@ -667,5 +693,69 @@ func TestPassthroughApprovalEngine(t *testing.T) {
 	}
 	if want := []string{"before_tool_call=require_approval", "decide_approval=ask"}; !slices.Equal(seen, want) {
 		t.Errorf("audited %v, want %v", seen, want)
+	}
+}
+
+// TestPassthroughRoutingBetweenClients: a server's request or log message
+// during a call goes to the client that made the call; outside any call,
+// a log message goes to every client and a request to the first client
+// that can answer it.
+func TestPassthroughRoutingBetweenClients(t *testing.T) {
+	t.Parallel()
+	up, srv, _ := upstream(t)
+	st := newStack(t, []runtime.Server{srv}, asker{}, "")
+	da := &downstream{notify: make(chan string, 64)}
+	a := st.connect(t, "client-a", da.clientOptions(false, false)) // no sampling
+	db := &downstream{notify: make(chan string, 64)}
+	b := st.connect(t, "client-b", db.clientOptions(true, true))
+	ctx := context.Background()
+	for _, cs := range []*mcp.ClientSession{a, b} {
+		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, isErr := toolText(t, b, "up__ask", nil); isErr {
+		t.Fatalf("up__ask from b = %q", got)
+	}
+	// a cannot answer sampling: its call fails, b is not asked instead.
+	if got, isErr := toolText(t, a, "up__ask", nil); !isErr || !strings.Contains(got, "does not support sampling") {
+		t.Fatalf("up__ask from a = %q (isError %v); want a tool error naming sampling", got, isErr)
+	}
+
+	var upSess *mcp.ServerSession
+	for ss := range up.Sessions() {
+		upSess = ss
+	}
+	if err := upSess.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: "broadcast"}); err != nil {
+		t.Fatal(err)
+	}
+	logsOf := func(d *downstream) []string {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		var out []string
+		for _, l := range d.logs {
+			out = append(out, fmt.Sprint(l.Data))
+		}
+		return out
+	}
+	// Messages from one server arrive in order: a log misrouted during a
+	// call would come before the broadcast.
+	for _, c := range []struct {
+		name string
+		d    *downstream
+	}{{"a", da}, {"b", db}} {
+		for !slices.Contains(logsOf(c.d), "broadcast") {
+			c.d.wait(t, "log")
+		}
+		if got, want := logsOf(c.d), []string{"asking the client", "broadcast"}; !slices.Equal(got, want) {
+			t.Errorf("client %s received %q, want %q", c.name, got, want)
+		}
+	}
+
+	// Outside a call, sampling goes to the first client that supports it.
+	cm, err := upSess.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 5,
+		Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}})
+	if err != nil || cm.Content.(*mcp.TextContent).Text != "sampled by the client" {
+		t.Fatalf("sampling outside a call = %+v, %v", cm, err)
 	}
 }

@@ -135,7 +135,11 @@ func New(ctx context.Context, sess *runtime.Session, opts *Options) (*Proxy, err
 	// tools is announced even while the catalog is empty, so that a client
 	// listens for list_changed.
 	p.caps = &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}
-	sopts := &mcp.ServerOptions{Capabilities: p.caps, SupportedProtocolVersions: o.ProtocolVersions}
+	sopts := &mcp.ServerOptions{
+		Capabilities: p.caps, SupportedProtocolVersions: o.ProtocolVersions,
+		// A client's roots changed: the servers ask roots/list again.
+		RootsListChangedHandler: func(context.Context, *mcp.RootsListChangedRequest) { sess.RootsChanged() },
+	}
 	if up.Resources != nil {
 		p.caps.Resources = &mcp.ResourceCapabilities{ListChanged: true, Subscribe: up.Resources.Subscribe}
 		if up.Resources.Subscribe {

@@ -32,6 +32,7 @@ type conn struct {
 
 	mu           sync.Mutex
 	cs           *mcp.ClientSession
+	client       *mcp.Client // the client of cs (roots change notifications)
 	caps         *mcp.ServerCapabilities
 	kind         transport.Kind
 	launch       string
@@ -118,7 +119,7 @@ func (c *conn) connect(ctx context.Context) bool {
 	closed := c.s.closed
 	if !closed {
 		c.mu.Lock()
-		c.cs, c.err = cs, nil
+		c.cs, c.err, c.client = cs, nil, client
 		if ir := cs.InitializeResult(); ir != nil {
 			c.caps = ir.Capabilities
 		}

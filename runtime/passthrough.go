@@ -219,9 +219,9 @@ func (c *conn) clientOptions() *mcp.ClientOptions {
 	}
 	if o.ListRoots != nil {
 		// go-sdk answers roots/list from a static list; the request is
-		// intercepted instead (rootsMiddleware). listChanged is not
-		// advertised: the runtime has no source of root changes.
-		co.Capabilities.RootsV2 = &mcp.RootCapabilities{}
+		// intercepted instead (rootsMiddleware). Session.RootsChanged
+		// sends notifications/roots/list_changed.
+		co.Capabilities.RootsV2 = &mcp.RootCapabilities{ListChanged: true}
 	}
 	return co
 }
@@ -246,6 +246,29 @@ func (c *conn) rootsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			res.Roots = []*mcp.Root{} // never null on the wire
 		}
 		return res, nil
+	}
+}
+
+// rootsChangedMarker is the root Session.RootsChanged adds to a go-sdk
+// client's own (never served) list: adding a root is the go-sdk's only way
+// to send notifications/roots/list_changed.
+const rootsChangedMarker = "openclaw-go:roots-changed"
+
+// RootsChanged tells every connected server that the roots changed
+// (notifications/roots/list_changed), so that it asks roots/list again. It
+// does nothing without Options.ListRoots (no roots capability was
+// advertised).
+func (s *Session) RootsChanged() {
+	if s.opts.ListRoots == nil {
+		return
+	}
+	for _, c := range s.conns {
+		c.mu.Lock()
+		client, open := c.client, c.cs != nil
+		c.mu.Unlock()
+		if client != nil && open {
+			client.AddRoots(&mcp.Root{URI: rootsChangedMarker}) // replaces the marker and notifies
+		}
 	}
 }
 

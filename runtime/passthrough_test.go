@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -293,5 +294,50 @@ func TestPassthroughClosed(t *testing.T) {
 		if !errors.Is(err, ErrClosed) {
 			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
 		}
+	}
+}
+
+func TestPassthroughRootsChanged(t *testing.T) {
+	t.Parallel()
+	changed := make(chan struct{}, 4)
+	srv := newServer("roots", &mcp.ServerOptions{
+		SupportedProtocolVersions: legacy,
+		RootsListChangedHandler: func(context.Context, *mcp.RootsListChangedRequest) {
+			changed <- struct{}{}
+		},
+	})
+	echoTool(srv, "noop")
+	var (
+		mu    sync.Mutex
+		roots = []*mcp.Root{{URI: "file:///a"}}
+	)
+	s := open(t, []Server{inProcess(t, "roots", srv)}, &Options{
+		ListRoots: func(context.Context, string) (*mcp.ListRootsResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return &mcp.ListRootsResult{Roots: slices.Clone(roots)}, nil
+		},
+	})
+	var ss *mcp.ServerSession
+	for x := range srv.Sessions() {
+		ss = x
+	}
+	if got, err := ss.ListRoots(context.Background(), nil); err != nil || len(got.Roots) != 1 || got.Roots[0].URI != "file:///a" {
+		t.Fatalf("roots/list = %+v, %v", got, err)
+	}
+	if caps := ss.InitializeParams().Capabilities; caps.RootsV2 == nil && !caps.Roots.ListChanged {
+		t.Errorf("client capabilities %+v: want roots with listChanged", caps)
+	}
+	mu.Lock()
+	roots = append(roots, &mcp.Root{URI: "file:///b"})
+	mu.Unlock()
+	s.RootsChanged()
+	select {
+	case <-changed:
+	case <-time.After(30 * time.Second): // a hang guard
+		t.Fatal("no notifications/roots/list_changed")
+	}
+	if got, err := ss.ListRoots(context.Background(), nil); err != nil || len(got.Roots) != 2 {
+		t.Errorf("roots/list after the change = %+v, %v (the marker root must not leak)", got, err)
 	}
 }
