@@ -180,6 +180,21 @@ func TestMCPAdd(t *testing.T) {
 			},
 		},
 	}
+	if ev := everythingEntry(t); ev != nil {
+		args := ev["args"].([]string)
+		scenarios = append(scenarios, struct {
+			name    string
+			servers map[string]any
+			steps   []registryStep
+		}{
+			name:    "server-everything over stdio",
+			servers: map[string]any{},
+			steps: []registryStep{{
+				args:   []string{"mcp", "add", "everything", "--command", "node", "--arg", args[0], "--arg", args[1], "--exclude", "*long*"},
+				stdout: []string{`Probed MCP server "everything": 12 tools, resources, prompts (stdio, mcp-servers/everything `, "1 hidden by toolFilter", savedAs("everything")},
+			}},
+		})
+	}
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()

@@ -19,12 +19,27 @@ import (
 // "Authorization: Bearer <token>" is refused with 401. It returns the URL.
 func httpMCPServer(t *testing.T, token string) string {
 	t.Helper()
+	return serveMCPHTTP(t, token, func(srv *mcp.Server) http.Handler {
+		return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	})
+}
+
+// sseMCPServer is httpMCPServer over the legacy SSE transport.
+func sseMCPServer(t *testing.T, token string) string {
+	t.Helper()
+	return serveMCPHTTP(t, token, func(srv *mcp.Server) http.Handler {
+		return mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	})
+}
+
+func serveMCPHTTP(t *testing.T, token string, handler func(*mcp.Server) http.Handler) string {
+	t.Helper()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "http-peer", Version: "7.1"}, nil)
 	mcp.AddTool(srv, &mcp.Tool{Name: "lookup", Description: "Look a word up."},
 		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "found"}}}, nil, nil
 		})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	h := handler(srv)
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Authorization") != "Bearer "+token {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
@@ -40,6 +55,7 @@ func TestMCPProbe(t *testing.T) {
 	t.Parallel()
 	c := newRuntimeCLI(t)
 	url := httpMCPServer(t, "probe-sekret-42")
+	sseURL := sseMCPServer(t, "sse-sekret-8")
 	tiny := map[string]any{"command": c.tiny, "args": []string{"--api-key", "argsekret-99"}}
 	broken := map[string]any{"command": "/nonexistent/mcp-server", "args": []string{"--token", "argsekret-99"}}
 	off := map[string]any{"command": c.tiny, "enabled": false}
@@ -66,6 +82,13 @@ func TestMCPProbe(t *testing.T) {
 			args:    []string{"mcp", "probe", "web"},
 			stdout:  []string{"- web: 1 tools (streamable-http, http-peer 7.1, protocol 20"},
 			noOut:   []string{"probe-sekret-42", "broken"},
+		},
+		{
+			name:    "URL without transport is SSE",
+			servers: map[string]any{"legacy": map[string]any{"url": sseURL, "headers": map[string]any{"Authorization": "Bearer sse-sekret-8"}}},
+			args:    []string{"mcp", "probe", "--json"},
+			stdout:  []string{`"transport": "sse"`, `"name": "http-peer"`, `"tools": 1,`, `"ok": true`},
+			noOut:   []string{"sse-sekret-8"},
 		},
 		{
 			name:    "refused HTTP server",
