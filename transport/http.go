@@ -35,7 +35,7 @@ func newHTTPClient(name string, e ServerEntry, headers map[string]string, r *Res
 	}
 	var wire http.RoundTripper = base
 	if e.Auth == "oauth" {
-		st, err := newOAuthState(name, e.URL, base, o.OAuth, o.LookupEnv, log)
+		st, err := newOAuthState(name, e.URL, base, headers, o.OAuth, o.LookupEnv, log)
 		if err != nil {
 			return nil, err
 		}

@@ -756,8 +756,10 @@ func (f *loopbackFetcher) fetch(ctx context.Context, args *auth.AuthorizationArg
 }
 
 // newOAuthState builds the OAuth side of server name's HTTP client; base
-// carries the entry's TLS settings.
-func newOAuthState(name, serverURL string, base http.RoundTripper, o *OAuthOptions, lookup func(string) (string, bool), log *slog.Logger) (*oauthState, error) {
+// carries the entry's TLS settings. The discovery, registration and token
+// requests go through base too, with the entry's headers (Authorization
+// already removed) on those to the server's own origin, as in OpenClaw.
+func newOAuthState(name, serverURL string, base http.RoundTripper, headers map[string]string, o *OAuthOptions, lookup func(string) (string, bool), log *slog.Logger) (*oauthState, error) {
 	var oo OAuthOptions
 	if o != nil {
 		oo = *o
@@ -769,7 +771,7 @@ func newOAuthState(name, serverURL string, base http.RoundTripper, o *OAuthOptio
 		}
 		oo.Store = NewTokenStore(dir)
 	}
-	client := &http.Client{Transport: base}
+	client := &http.Client{Transport: &sameOriginHeaders{base: base, origin: urlOrigin(serverURL), headers: headers}}
 	if oo.Flow != nil && oo.Flow.HTTPClient != nil {
 		client = oo.Flow.HTTPClient
 	}
@@ -777,6 +779,29 @@ func newOAuthState(name, serverURL string, base http.RoundTripper, o *OAuthOptio
 		server: name, serverURL: serverURL, store: oo.Store, flow: oo.Flow,
 		client: client, log: log, now: time.Now,
 	}, nil
+}
+
+// sameOriginHeaders adds the server entry's headers to requests for the
+// server's origin (OAuth metadata and endpoints it hosts itself), never to
+// another origin's authorization server.
+type sameOriginHeaders struct {
+	base    http.RoundTripper
+	origin  string
+	headers map[string]string
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *sameOriginHeaders) RoundTrip(req *http.Request) (*http.Response, error) {
+	if len(t.headers) == 0 || urlOrigin(req.URL.String()) != t.origin {
+		return t.base.RoundTrip(req)
+	}
+	r := req.Clone(req.Context())
+	for k, v := range t.headers {
+		if r.Header.Get(k) == "" {
+			r.Header.Set(k, v)
+		}
+	}
+	return t.base.RoundTrip(r)
 }
 
 // Login runs the OAuth authorization code flow for the mcp.servers entry
@@ -815,11 +840,11 @@ func Login(ctx context.Context, name string, e ServerEntry, flow *OAuthFlow, opt
 		oo = *o.OAuth
 	}
 	oo.Flow = flow
-	st, err := newOAuthState(name, e.URL, base, &oo, o.LookupEnv, o.Logger.With("server", name))
+	headers, err := resolveHeaders(name, e, lookupOr(o.LookupEnv), func(string, ...any) {})
 	if err != nil {
 		return nil, err
 	}
-	headers, err := resolveHeaders(name, e, lookupOr(o.LookupEnv), func(string, ...any) {})
+	st, err := newOAuthState(name, e.URL, base, headers, &oo, o.LookupEnv, o.Logger.With("server", name))
 	if err != nil {
 		return nil, err
 	}

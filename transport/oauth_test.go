@@ -43,7 +43,8 @@ type oauthFixture struct {
 	grants     []string          // grant_type of each token request
 	mcpAuth    []string          // Authorization header of each /mcp and /sse request
 	registered int
-	stepUp     bool // /mcp and /sse answer 403 insufficient_scope to valid tokens
+	stepUp     bool     // /mcp and /sse answer 403 insufficient_scope to valid tokens
+	asHeaders  []string // "X-Team|Authorization" of each OAuth endpoint request
 }
 
 func newOAuthFixture(t testing.TB) *oauthFixture {
@@ -161,7 +162,14 @@ func newOAuthFixture(t testing.TB) *oauthFixture {
 	mux.Handle("/mcp", guard(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)))
 	mux.Handle("/sse", guard(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return server }, nil)))
 	mux.Handle("/open", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
-	f.srv = httptest.NewServer(mux)
+	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/mcp" && r.URL.Path != "/sse" && r.URL.Path != "/open" && r.URL.Path != "/authorize" {
+			f.mu.Lock()
+			f.asHeaders = append(f.asHeaders, r.Header.Get("X-Team")+"|"+r.Header.Get("Authorization"))
+			f.mu.Unlock()
+		}
+		mux.ServeHTTP(w, r)
+	}))
 	t.Cleanup(f.srv.Close)
 	return f
 }
@@ -240,6 +248,19 @@ func TestLoginThenConnect(t *testing.T) {
 			}
 			if len(redirects) != 1 || !strings.HasPrefix(redirects[0], "http://127.0.0.1:") || !strings.HasSuffix(redirects[0], "/oauth/callback") {
 				t.Errorf("redirect_uri = %q, want the loopback callback http://127.0.0.1:<port>/oauth/callback", redirects)
+			}
+			// The OAuth endpoints on the server's origin got the entry's
+			// headers, without its Authorization (OpenClaw's rule).
+			f.mu.Lock()
+			asHeaders := slices.Clone(f.asHeaders)
+			f.mu.Unlock()
+			if len(asHeaders) == 0 {
+				t.Error("no request reached the OAuth endpoints")
+			}
+			for _, h := range asHeaders {
+				if h != "blue|" {
+					t.Errorf("OAuth endpoint request headers X-Team|Authorization = %q, want %q", h, "blue|")
+				}
 			}
 			if s := creds.String(); strings.Contains(s, creds.AccessToken) || strings.Contains(s, creds.RefreshToken) {
 				t.Errorf("Credentials.String() shows a token: %s", s)
@@ -592,7 +613,7 @@ func TestOAuthRefreshAcrossProcesses(t *testing.T) {
 	got := make([]string, 4)
 	var wg sync.WaitGroup
 	for i := range got {
-		st, err := newOAuthState("docs", e.URL, http.DefaultTransport, &OAuthOptions{Store: NewTokenStore(dir)}, nil, log)
+		st, err := newOAuthState("docs", e.URL, http.DefaultTransport, nil, &OAuthOptions{Store: NewTokenStore(dir)}, nil, log)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -681,6 +702,49 @@ func BenchmarkOAuthCall(b *testing.B) {
 				if _, err := cs.CallTool(ctx, params); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// recordingRT records the requests it is given and answers 204.
+type recordingRT struct {
+	mu   sync.Mutex
+	seen []*http.Request
+}
+
+func (r *recordingRT) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.mu.Lock()
+	r.seen = append(r.seen, req)
+	r.mu.Unlock()
+	return &http.Response{StatusCode: http.StatusNoContent, Body: http.NoBody, Header: http.Header{}, Request: req}, nil
+}
+
+func TestSameOriginHeaders(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		url  string
+		want string // X-Api-Key sent
+	}{
+		{"https://mcp.example.com/.well-known/oauth-authorization-server", "k"},
+		{"https://MCP.example.com/token", "k"},
+		{"https://auth.example.com/token", ""},
+		{"https://mcp.example.com:8443/token", ""},
+		{"http://mcp.example.com/token", ""},
+	} {
+		t.Run(tc.url, func(t *testing.T) {
+			t.Parallel()
+			rec := &recordingRT{}
+			rt := &sameOriginHeaders{base: rec, origin: urlOrigin("https://mcp.example.com/mcp"), headers: map[string]string{"X-Api-Key": "k"}}
+			req, _ := http.NewRequest(http.MethodGet, tc.url, nil)
+			if _, err := rt.RoundTrip(req); err != nil {
+				t.Fatal(err)
+			}
+			if got := rec.seen[0].Header.Get("X-Api-Key"); got != tc.want {
+				t.Errorf("X-Api-Key = %q, want %q", got, tc.want)
+			}
+			if req.Header.Get("X-Api-Key") != "" {
+				t.Error("the caller's request was modified")
 			}
 		})
 	}
