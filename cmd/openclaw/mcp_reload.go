@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/runtime"
 )
 
 // `openclaw mcp reload`. OpenClaw's command disposes the MCP runtimes
@@ -303,4 +304,38 @@ process refused the reload or did not answer within --wait.`,
 	}
 	cmd.Flags().DurationVar(&wait, "wait", 40*time.Second, "how long to wait for each process to report (connecting a server may take its connection timeout, 30 s by default)")
 	return cmd
+}
+
+// serversReloader applies a new declaration of servers to a running
+// runtime and says what changed. *runtime.Session is meant to implement it
+// (Session.Reload: connect the added servers, close the removed ones,
+// reconnect the changed ones, keep the rest connected).
+type serversReloader interface {
+	Reload(ctx context.Context, servers []runtime.Server) (runtime.ServerChanges, error)
+}
+
+// reloadFromConfig is the mcpReloadFunc of a long-running command holding
+// MCP servers: it reads configPath again and refuses a file that does not
+// load or validate (the running servers then stay as they are); entries
+// without a usable transport are logged and left out, as at start; the
+// rest go to r in declaration order.
+func reloadFromConfig(configPath string, logger *slog.Logger, r serversReloader) mcpReloadFunc {
+	return func(ctx context.Context) (string, error) {
+		doc, err := config.LoadDocument(configPath)
+		if err == nil {
+			err = doc.Check()
+		}
+		if err != nil {
+			return "", fmt.Errorf("%s is invalid: %w", configPath, err)
+		}
+		resolved, diags := doc.ResolveServers()
+		for _, d := range diags {
+			logger.Warn("MCP server skipped", "err", d)
+		}
+		changes, err := r.Reload(ctx, runtime.ServersFromConfig(resolved))
+		if err != nil {
+			return "", err
+		}
+		return changes.String(), nil
+	}
 }

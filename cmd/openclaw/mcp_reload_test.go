@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/openclaw-go/openclaw/runtime"
 )
 
 // TestMCPReloadSignal registers this test process for `mcp reload` and
@@ -144,5 +146,65 @@ func TestMCPReloadCommand(t *testing.T) {
 		if code != st.code || stdout != st.stdout || !strings.Contains(stderr, st.stderr) {
 			t.Errorf("config %s: exit %d, stdout %q, stderr %q; want exit %d, stdout %q, stderr with %q", st.config, code, stdout, stderr, st.code, st.stdout, st.stderr)
 		}
+	}
+}
+
+// recordingReloader stands in for the runtime: it records what it is
+// handed and answers with the real diff against the previous declaration.
+type recordingReloader struct {
+	current []runtime.Server
+	calls   int
+}
+
+func (r *recordingReloader) Reload(_ context.Context, servers []runtime.Server) (runtime.ServerChanges, error) {
+	r.calls++
+	ch := runtime.DiffServers(r.current, servers)
+	r.current = servers
+	return ch, nil
+}
+
+func TestReloadFromConfig(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "openclaw.json")
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	rec := &recordingReloader{}
+	fn := reloadFromConfig(path, logger, rec)
+	steps := []struct {
+		file, summary, err string
+		calls              int
+	}{
+		{
+			file:    `{"mcp": {"servers": {"keep": {"command": "k"}, "gone": {"command": "g"}, "edit": {"command": "e"}}}}`,
+			summary: "3 added (keep, gone, edit), 0 removed, 0 changed, 0 unchanged", calls: 1,
+		},
+		{
+			file:    `{"mcp": {"servers": {"keep": {"command": "k"}, "edit": {"command": "e", "args": ["-v"]}, "new": {"url": "https://h/mcp"}, "odd": {"transport": "sse"}}}}`,
+			summary: "1 added (new), 1 removed (gone), 1 changed (edit), 1 unchanged", calls: 2,
+		},
+		{file: `{"mcp": {"servers": {"keep": {"command": "k", "timeout": 3}}}}`, err: path + " is invalid: ", calls: 2},
+		{file: `{"mcp": `, err: path + " is invalid: ", calls: 2},
+		{file: `{"mcp": {"servers": {"keep": {"command": "k"}}}}`, summary: "0 added, 2 removed (edit, new), 0 changed, 1 unchanged", calls: 3},
+	}
+	for i, st := range steps {
+		if err := os.WriteFile(path, []byte(st.file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		summary, err := fn(context.Background())
+		switch {
+		case st.err != "" && (err == nil || !strings.HasPrefix(err.Error(), st.err)):
+			t.Errorf("step %d: err %v, want %q…", i, err, st.err)
+		case st.err == "" && err != nil:
+			t.Errorf("step %d: %v", i, err)
+		case st.err == "" && summary != st.summary:
+			t.Errorf("step %d: summary %q, want %q", i, summary, st.summary)
+		}
+		if rec.calls != st.calls {
+			t.Errorf("step %d: runtime reloaded %d times, want %d", i, rec.calls, st.calls)
+		}
+	}
+	if !strings.Contains(logs.String(), "MCP server skipped") || !strings.Contains(logs.String(), "odd") {
+		t.Errorf("the unusable entry was not logged:\n%s", logs.String())
 	}
 }
