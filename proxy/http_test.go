@@ -49,7 +49,7 @@ type httpFixture struct {
 	protocols map[string]bool
 }
 
-func newHTTPFixture(t *testing.T, opts HTTPOptions) *httpFixture {
+func newHTTPFixture(t testing.TB, opts HTTPOptions) *httpFixture {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
@@ -153,7 +153,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.base.RoundTrip(r)
 }
 
-func (f *httpFixture) connect(t *testing.T, ctx context.Context, tr mcp.Transport, version string) *mcp.ClientSession {
+func (f *httpFixture) connect(t testing.TB, ctx context.Context, tr mcp.Transport, version string) *mcp.ClientSession {
 	t.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "http-client", Version: "1"}, nil)
 	cs, err := client.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
@@ -562,5 +562,44 @@ func TestIsLoopbackHost(t *testing.T) {
 		if got := IsLoopbackHost(host); got != want {
 			t.Errorf("IsLoopbackHost(%q) = %v, want %v", host, got, want)
 		}
+	}
+}
+
+// BenchmarkToolCall measures one tools/call through the proxy to an
+// in-process upstream: over an in-memory transport (the proxy alone) and
+// over HTTP with the token, metrics and Origin check (what HTTP serving
+// adds).
+func BenchmarkToolCall(b *testing.B) {
+	for _, mode := range []string{"in-memory", "streamable 2025-11-25", "streamable 2026-07-28", "legacy SSE"} {
+		b.Run(mode, func(b *testing.B) {
+			f := newHTTPFixture(b, HTTPOptions{Token: "bench"})
+			ctx := context.Background()
+			hc := &http.Client{Transport: bearer{token: "bench", base: http.DefaultTransport}}
+			var tr mcp.Transport
+			version := ""
+			switch mode {
+			case "in-memory":
+				cEnd, sEnd := mcp.NewInMemoryTransports()
+				ss, err := f.p.Server().Connect(ctx, sEnd, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = ss.Close() })
+				tr = cEnd
+			case "legacy SSE":
+				tr = &mcp.SSEClientTransport{Endpoint: f.url + PathSSE, HTTPClient: hc}
+			default:
+				version = strings.TrimPrefix(mode, "streamable ")
+				tr = &mcp.StreamableClientTransport{Endpoint: f.url + PathMCP, HTTPClient: hc}
+			}
+			cs := f.connect(b, ctx, tr, version)
+			params := &mcp.CallToolParams{Name: "up__echo", Arguments: map[string]any{"message": "bench"}}
+			b.ResetTimer()
+			for b.Loop() {
+				if res, err := cs.CallTool(ctx, params); err != nil || res.IsError {
+					b.Fatalf("call: %v %+v", err, res)
+				}
+			}
+		})
 	}
 }
