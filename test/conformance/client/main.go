@@ -124,10 +124,10 @@ func run(ctx context.Context, scenario, serverURL, rawCtx string) error {
 		Caller:    policies.Caller{Name: "conformance-client"},
 		Logger:    log,
 		Transport: topts,
-		// elicitation-sep1034-client-defaults: accept, leaving every field
-		// to the schema's defaults.
-		Elicit: func(context.Context, string, *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
+		// elicitation-sep1034-client-defaults: accept with the schema's
+		// defaults, as a user who changes nothing would.
+		Elicit: func(_ context.Context, _ string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: schemaDefaults(p.RequestedSchema)}, nil
 		},
 	})
 	if err != nil {
@@ -161,6 +161,31 @@ func run(ctx context.Context, scenario, serverURL, rawCtx string) error {
 		}
 	}
 	return fmt.Errorf("tool %q not listed (%d tools)", want, len(tools))
+}
+
+// schemaDefaults returns the default value of each top-level property of
+// an elicitation's requested schema (SEP-1034: the client applies them).
+func schemaDefaults(schema any) map[string]any {
+	out := map[string]any{}
+	b, err := json.Marshal(schema)
+	if err != nil {
+		return out
+	}
+	var s struct {
+		Properties map[string]struct {
+			Default json.RawMessage `json:"default"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(b, &s) != nil {
+		return out
+	}
+	for name, p := range s.Properties {
+		var v any
+		if len(p.Default) > 0 && json.Unmarshal(p.Default, &v) == nil && v != nil {
+			out[name] = v
+		}
+	}
+	return out
 }
 
 func argsFor(tool string) string {
