@@ -97,8 +97,8 @@ func (c *conn) connect(ctx context.Context) bool {
 		c.mu.Unlock()
 	}
 	client := mcp.NewClient(c.s.opts.ClientInfo, c.clientOptions())
-	if c.s.opts.ListRoots != nil {
-		client.AddReceivingMiddleware(c.rootsMiddleware)
+	if c.s.opts.ListRoots != nil || c.s.opts.Elicit != nil {
+		client.AddReceivingMiddleware(c.requestMiddleware)
 	}
 	timeout := c.cfg.connectTimeout()
 	cctx, cancel := context.WithTimeout(ctx, timeout)

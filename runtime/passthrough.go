@@ -219,23 +219,32 @@ func (c *conn) clientOptions() *mcp.ClientOptions {
 	}
 	if o.ListRoots != nil {
 		// go-sdk answers roots/list from a static list; the request is
-		// intercepted instead (rootsMiddleware). Session.RootsChanged
+		// intercepted instead (requestMiddleware). Session.RootsChanged
 		// sends notifications/roots/list_changed.
 		co.Capabilities.RootsV2 = &mcp.RootCapabilities{ListChanged: true}
 	}
 	return co
 }
 
-// rootsMiddleware answers roots/list with Options.ListRoots.
-func (c *conn) rootsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
-	fn := c.s.opts.ListRoots
+// requestMiddleware answers roots/list with Options.ListRoots, and hands
+// elicitation/create to Options.Elicit as it came: the go-sdk client would
+// first check the requested schema against its own reading of the spec and
+// refuse some that MCP clients accept (e.g. titled multi-select enums,
+// SEP-1330), so a passthrough leaves the check to the client that answers.
+func (c *conn) requestMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	roots, elicit := c.s.opts.ListRoots, c.s.opts.Elicit
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method != "roots/list" || fn == nil {
+		if er, ok := req.(*mcp.ElicitRequest); ok && method == "elicitation/create" && elicit != nil && er.Params != nil {
+			ctx, cancel := c.attribute(ctx)
+			defer cancel()
+			return elicit(ctx, c.cfg.Name, er.Params)
+		}
+		if method != "roots/list" || roots == nil {
 			return next(ctx, method, req)
 		}
 		ctx, cancel := c.attribute(ctx)
 		defer cancel()
-		res, err := fn(ctx, c.cfg.Name)
+		res, err := roots(ctx, c.cfg.Name)
 		if err != nil {
 			return nil, err
 		}

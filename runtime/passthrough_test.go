@@ -341,3 +341,37 @@ func TestPassthroughRootsChanged(t *testing.T) {
 		t.Errorf("roots/list after the change = %+v, %v (the marker root must not leak)", got, err)
 	}
 }
+
+// TestPassthroughElicitSchemaUnchecked: an elicitation whose schema the
+// go-sdk client would refuse (a titled multi-select enum, SEP-1330, as the
+// conformance fixture sends it) reaches Options.Elicit as sent.
+func TestPassthroughElicitSchemaUnchecked(t *testing.T) {
+	t.Parallel()
+	schema := map[string]any{"type": "object", "properties": map[string]any{
+		"titledMulti": map[string]any{"type": "array", "items": map[string]any{
+			"type": "string", "anyOf": []any{map[string]any{"const": "v1", "title": "First"}}}},
+	}}
+	srv := newServer("elicit", &mcp.ServerOptions{SupportedProtocolVersions: legacy})
+	srv.AddTool(&mcp.Tool{Name: "ask", InputSchema: map[string]any{"type": "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "pick", RequestedSchema: schema})
+			if err != nil {
+				return nil, err
+			}
+			return textResult(res.Action), nil
+		})
+	var got any
+	s := open(t, []Server{inProcess(t, "elicit", srv)}, &Options{
+		Elicit: func(_ context.Context, _ string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+			got = p.RequestedSchema
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		},
+	})
+	res, err := s.CallTool(context.Background(), "elicit__ask", nil)
+	if err != nil || resultText(t, res) != "decline" {
+		t.Fatalf("ask = %+v, %v", res, err)
+	}
+	if !strings.Contains(fmt.Sprint(got), "anyOf") {
+		t.Errorf("Elicit saw schema %v, want the server's", got)
+	}
+}
