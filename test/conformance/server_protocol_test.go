@@ -28,19 +28,17 @@ const (
 )
 
 // TestServerProtocolRevisions connects the embedded runtime to real servers
-// over stdio with each protocol revision and checks the negotiated version
-// and a working tool call through the policies:
+// over stdio with each protocol revision (runtime.Options.ProtocolVersion)
+// and checks what the client offered, the negotiated version, and a tool
+// call through the policies:
 //
-//   - the go-sdk fixture everything-server speaks both: offered 2026-07-28
-//     (the runtime's default, the go-sdk's latest: server/discover), it
-//     answers 2026-07-28; when server/discover is refused, the client falls
-//     back to initialize with 2025-11-25;
-//   - server-everything (Node SDK) knows 2025-11-25 at most: whatever the
-//     runtime offers, the session runs on 2025-11-25.
-//
-// runtime.Options has no protocol version field: "refuse discover" answers
-// the client's server/discover with method-not-found inside the transport,
-// which is how the go-sdk client is led to initialize with 2025-11-25.
+//   - the go-sdk fixture everything-server speaks both revisions: offered
+//     2026-07-28 (also the default: go-sdk's newest, via server/discover)
+//     it runs on 2026-07-28; offered 2025-11-25 (initialize) it runs on
+//     2025-11-25;
+//   - server-everything (Node SDK) knows 2025-11-25 at most: offered
+//     2026-07-28, its server/discover fails and the client falls back to
+//     initialize with 2025-11-25.
 func TestServerProtocolRevisions(t *testing.T) {
 	dir := os.Getenv("PEERS_DIR")
 	if dir == "" {
@@ -55,23 +53,22 @@ func TestServerProtocolRevisions(t *testing.T) {
 	}
 	goEntry := transport.ServerEntry{Command: goFixture}
 	nodeEntry := transport.ServerEntry{Command: "node", Args: []string{nodeScript, "stdio"}}
+	const goTool, goArgs, goText = "everything__test_simple_text", `{}`, "simple text"
+	const nodeTool, nodeArgs, nodeText = "everything__echo", `{"message":"hi revisions"}`, "hi revisions"
 	for _, tc := range []struct {
-		name           string
-		entry          transport.ServerEntry
-		refuseDiscover bool
-		offers         []string // versions the client offered, in order
-		want           string   // negotiated protocolVersion
-		tool, args     string
-		text           string // in the call's text content
+		name       string
+		entry      transport.ServerEntry
+		version    string   // runtime.Options.ProtocolVersion
+		offers     []string // versions the client offered, in order
+		want       string   // negotiated protocolVersion
+		tool, args string
+		text       string // in the call's text content
 	}{
-		{"go fixture, 2026-07-28", goEntry, false, []string{serverRev20260728}, serverRev20260728,
-			"everything__test_simple_text", `{}`, "simple text"},
-		{"go fixture, 2025-11-25", goEntry, true, []string{serverRev20260728, serverRev20251125}, serverRev20251125,
-			"everything__test_simple_text", `{}`, "simple text"},
-		{"server-everything, 2026-07-28 offered", nodeEntry, false, []string{serverRev20260728, serverRev20251125}, serverRev20251125,
-			"everything__echo", `{"message":"hi revisions"}`, "hi revisions"},
-		{"server-everything, 2025-11-25", nodeEntry, true, []string{serverRev20260728, serverRev20251125}, serverRev20251125,
-			"everything__echo", `{"message":"hi revisions"}`, "hi revisions"},
+		{"go fixture, default", goEntry, "", []string{serverRev20260728}, serverRev20260728, goTool, goArgs, goText},
+		{"go fixture, 2026-07-28", goEntry, serverRev20260728, []string{serverRev20260728}, serverRev20260728, goTool, goArgs, goText},
+		{"go fixture, 2025-11-25", goEntry, serverRev20251125, []string{serverRev20251125}, serverRev20251125, goTool, goArgs, goText},
+		{"server-everything, 2026-07-28", nodeEntry, serverRev20260728, []string{serverRev20260728, serverRev20251125}, serverRev20251125, nodeTool, nodeArgs, nodeText},
+		{"server-everything, 2025-11-25", nodeEntry, serverRev20251125, []string{serverRev20251125}, serverRev20251125, nodeTool, nodeArgs, nodeText},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -82,7 +79,7 @@ func TestServerProtocolRevisions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tap := &serverVersionTap{inner: r.Transport, refuseDiscover: tc.refuseDiscover}
+			tap := &serverVersionTap{inner: r.Transport}
 			eng, err := engine.Load(ctx, &engine.Options{
 				DefaultModules: []string{"builtin:rules", "builtin:sanitizer"},
 				AuditLog:       filepath.Join(t.TempDir(), "audit.jsonl"),
@@ -93,7 +90,7 @@ func TestServerProtocolRevisions(t *testing.T) {
 			}
 			defer eng.Close(context.Background())
 			sess, err := runtime.New([]runtime.Server{{Name: "everything", Transport: tap}},
-				&runtime.Options{Enforcer: eng, Sanitizer: eng, Logger: quiet})
+				&runtime.Options{Enforcer: eng, Sanitizer: eng, Logger: quiet, ProtocolVersion: tc.version})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,17 +123,14 @@ func TestServerProtocolRevisions(t *testing.T) {
 	}
 }
 
-// serverVersionTap wraps a client transport: it records the protocol
-// version the client offers (initialize params, or the discover request's
-// _meta) and the one the server answers (protocolVersion of a result), and
-// can refuse server/discover itself with method-not-found.
+// serverVersionTap wraps a client transport and records the protocol
+// versions the client offers (initialize's protocolVersion, or the
+// server/discover request's _meta) and the one the server's answer settles.
 type serverVersionTap struct {
-	inner          mcp.Transport
-	refuseDiscover bool
+	inner mcp.Transport
 
 	mu       sync.Mutex
 	offers   []string // every version offered, in order
-	offered  string   // the last one
 	answered string
 }
 
@@ -152,74 +146,34 @@ func (v *serverVersionTap) Connect(ctx context.Context) (mcp.Connection, error) 
 	if err != nil {
 		return nil, err
 	}
-	tc := &serverTapConn{tap: v, inner: c, local: make(chan jsonrpc.Message, 4), in: make(chan serverRead, 1), done: make(chan struct{})}
-	// The reader goroutine is owned by the connection: it ends when the
-	// wrapped connection's Read fails, which Close causes.
-	go tc.pump()
-	return tc, nil
-}
-
-type serverRead struct {
-	msg jsonrpc.Message
-	err error
+	return &serverTapConn{Connection: c, tap: v}, nil
 }
 
 type serverTapConn struct {
-	tap   *serverVersionTap
-	inner mcp.Connection
-	local chan jsonrpc.Message // answers made here (refused discover)
-	in    chan serverRead      // from inner
-	done  chan struct{}        // closed by Close
-	once  sync.Once
-}
-
-func (c *serverTapConn) pump() {
-	for {
-		msg, err := c.inner.Read(context.Background())
-		select {
-		case c.in <- serverRead{msg, err}:
-		case <-c.done:
-			return
-		}
-		if err != nil {
-			return
-		}
-	}
+	mcp.Connection
+	tap *serverVersionTap
 }
 
 func (c *serverTapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	select {
-	case m := <-c.local:
-		return m, nil
-	default:
-	}
-	select {
-	case m := <-c.local:
-		return m, nil
-	case r := <-c.in:
-		if resp, ok := r.msg.(*jsonrpc.Response); ok && resp.Error == nil {
-			// initialize answers protocolVersion; server/discover answers
-			// supportedVersions, and the client keeps its offer when listed.
-			var res struct {
-				ProtocolVersion   string   `json:"protocolVersion"`
-				SupportedVersions []string `json:"supportedVersions"`
-			}
-			if json.Unmarshal(resp.Result, &res) == nil {
-				c.tap.mu.Lock()
-				if res.ProtocolVersion != "" {
-					c.tap.answered = res.ProtocolVersion
-				} else if slices.Contains(res.SupportedVersions, c.tap.offered) {
-					c.tap.answered = c.tap.offered
-				}
-				c.tap.mu.Unlock()
-			}
+	msg, err := c.Connection.Read(ctx)
+	if resp, ok := msg.(*jsonrpc.Response); ok && resp.Error == nil {
+		// initialize answers protocolVersion; server/discover answers
+		// supportedVersions, and the client keeps its offer when listed.
+		var res struct {
+			ProtocolVersion   string   `json:"protocolVersion"`
+			SupportedVersions []string `json:"supportedVersions"`
 		}
-		return r.msg, r.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-c.done:
-		return nil, io.EOF
+		if json.Unmarshal(resp.Result, &res) == nil {
+			c.tap.mu.Lock()
+			if res.ProtocolVersion != "" {
+				c.tap.answered = res.ProtocolVersion
+			} else if n := len(c.tap.offers); n > 0 && slices.Contains(res.SupportedVersions, c.tap.offers[n-1]) {
+				c.tap.answered = c.tap.offers[n-1]
+			}
+			c.tap.mu.Unlock()
+		}
 	}
+	return msg, err
 }
 
 func (c *serverTapConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -236,20 +190,8 @@ func (c *serverTapConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			offered = p.Meta.ProtocolVersion
 		}
 		c.tap.mu.Lock()
-		c.tap.offered = offered
 		c.tap.offers = append(c.tap.offers, offered)
 		c.tap.mu.Unlock()
-		if req.Method == "server/discover" && c.tap.refuseDiscover {
-			c.local <- &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found"}}
-			return nil
-		}
 	}
-	return c.inner.Write(ctx, msg)
+	return c.Connection.Write(ctx, msg)
 }
-
-func (c *serverTapConn) Close() error {
-	c.once.Do(func() { close(c.done) })
-	return c.inner.Close()
-}
-
-func (c *serverTapConn) SessionID() string { return c.inner.SessionID() }
