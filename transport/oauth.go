@@ -418,11 +418,20 @@ func (s *oauthState) refresh(ctx context.Context, stale string) (string, error) 
 		return "", fmt.Errorf("transport: server %q: waiting for another process's OAuth refresh: %w", s.server, err)
 	}
 	defer unlock()
-	if onDisk, err := s.store.Load(s.server, s.serverURL); err == nil && onDisk != nil &&
-		onDisk.AccessToken != stale && onDisk.fresh(s.now()) {
-		s.set(onDisk) // another process refreshed (or logged in again)
+	// The file is the truth other processes share: a logout removed it, a
+	// refresh or login elsewhere replaced it (with a rotated refresh token).
+	onDisk, err := s.store.Load(s.server, s.serverURL)
+	switch {
+	case err != nil:
+		return "", err
+	case onDisk == nil:
+		s.set(nil)
+		return "", &AuthRequiredError{Server: s.server, Reason: "missing"}
+	case onDisk.AccessToken != stale && onDisk.fresh(s.now()):
+		s.set(onDisk)
 		return onDisk.AccessToken, nil
 	}
+	c = onDisk
 	if c.RefreshToken == "" {
 		return "", &AuthRequiredError{Server: s.server, Reason: "expired"}
 	}
@@ -432,7 +441,11 @@ func (s *oauthState) refresh(ctx context.Context, stale string) (string, error) 
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) {
 			// The body may echo what we sent: keep only the error code.
-			err = fmt.Errorf("token endpoint answered HTTP %d %s", re.Response.StatusCode, re.ErrorCode)
+			status := 0
+			if re.Response != nil {
+				status = re.Response.StatusCode
+			}
+			err = fmt.Errorf("token endpoint answered HTTP %d %s", status, re.ErrorCode)
 		}
 		return "", &AuthRequiredError{Server: s.server, Reason: "refresh", Err: err}
 	}

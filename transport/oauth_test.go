@@ -749,3 +749,31 @@ func TestSameOriginHeaders(t *testing.T) {
 		})
 	}
 }
+
+// TestOAuthLogoutElsewhere: a logout by another process is honoured by a
+// running connection at its next refresh (the credentials are not saved
+// back), and its calls then ask for a login.
+func TestOAuthLogoutElsewhere(t *testing.T) {
+	t.Parallel()
+	f := newOAuthFixture(t)
+	store := NewTokenStore(t.TempDir())
+	e := oauthEntry(f, KindStreamableHTTP)
+	seed(t, f, store, e, time.Now().Add(time.Hour))
+	cs := connect(t, resolve(t, "docs", e, oauthOptions(store)).Transport, "")
+	if _, err := Logout("docs", e.URL, NewTokenStore(store.Dir()), nil); err != nil {
+		t.Fatal(err)
+	}
+	f.revokeAccess() // the server no longer takes the token: a refresh is due
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{}})
+	if err == nil || !strings.Contains(err.Error(), `MCP server "docs" requires OAuth authorization. Run openclaw mcp login docs.`) {
+		t.Errorf("call after a logout elsewhere: %v", err)
+	}
+	if c, _ := store.Load("docs", e.URL); c != nil {
+		t.Error("the credentials were saved back after the logout")
+	}
+	if _, _, grants, _ := f.snapshot(); strings.Contains(strings.Join(grants, " "), "refresh_token") {
+		t.Errorf("token requests %q: a logged-out token was refreshed", grants)
+	}
+}
