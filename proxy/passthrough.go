@@ -471,6 +471,16 @@ func (p *Proxy) readResource(ctx context.Context, req *mcp.ReadResourceRequest) 
 	if err != nil {
 		return nil, upstreamError(err, req.Params.URI)
 	}
+	// What the go-sdk server fills in on its own reads (which this one
+	// bypasses): the protocol's default cache scope, the URI read.
+	if res.CacheScope == "" {
+		res.CacheScope = "public"
+	}
+	for _, c := range res.Contents {
+		if c != nil && c.URI == "" {
+			c.URI = req.Params.URI
+		}
+	}
 	return res, nil
 }
 

@@ -305,6 +305,28 @@ func TestPassthroughInProcess(t *testing.T) {
 		t.Fatalf("proxy capabilities = %+v", caps)
 	}
 
+	// The runtime's utility tools are left out: resources and prompts are
+	// served as such.
+	listed, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range listed.Tools {
+		names = append(names, tl.Name)
+	}
+	if want := []string{"up__ask", "up__danger"}; !slices.Equal(names, want) {
+		t.Errorf("tools/list = %v, want %v", names, want)
+	}
+	withUtil, err := New(ctx, st.sess, &Options{UtilityTools: true, Logger: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer withUtil.Close()
+	if got := withUtil.Tools(); !slices.Contains(got, "up__resources_read") || !slices.Contains(got, "up__prompts_get") {
+		t.Errorf("with UtilityTools, Tools() = %v", got)
+	}
+
 	// Resources, templates, reads routed upstream.
 	rl, err := cs.ListResources(ctx, nil)
 	if err != nil || len(rl.Resources) != 1 || rl.Resources[0].URI != "mem://doc" || rl.Resources[0].MIMEType != "text/plain" {

@@ -74,14 +74,21 @@ type Options struct {
 	// sampling, elicitation and roots requests during a call. nil means
 	// every revision the go-sdk supports.
 	ProtocolVersions []string
+	// UtilityTools serves the runtime's utility tools as well
+	// (`<server>__resources_list`, `__resources_read`, `__prompts_list`,
+	// `__prompts_get`, runtime.Tool.Utility). false (the default) leaves
+	// them out: the proxy serves the servers' resources and prompts
+	// themselves, and a client sees the tools the servers have.
+	UtilityTools bool
 }
 
 // Proxy is an MCP server whose tools are a runtime session's catalog.
 // Its methods are safe for concurrent use.
 type Proxy struct {
-	sess   *runtime.Session
-	server *mcp.Server
-	logger *slog.Logger
+	sess     *runtime.Session
+	server   *mcp.Server
+	logger   *slog.Logger
+	utilOpts bool // serve the utility tools (Options.UtilityTools)
 
 	mu     sync.Mutex            // serializes Sync, guards served
 	served map[string]servedTool // exposed name → what is served
@@ -127,7 +134,7 @@ func New(ctx context.Context, sess *runtime.Session, opts *Options) (*Proxy, err
 		o.Logger = slog.Default()
 	}
 	p := &Proxy{
-		sess: sess, logger: o.Logger, served: map[string]servedTool{},
+		sess: sess, logger: o.Logger, served: map[string]servedTool{}, utilOpts: o.UtilityTools,
 		resources: map[string]servedItem{}, templates: map[string]servedItem{}, prompts: map[string]servedItem{},
 		levels: map[*mcp.ServerSession]mcp.LoggingLevel{}, subs: map[string]map[*mcp.ServerSession]bool{},
 	}
@@ -216,6 +223,9 @@ func (p *Proxy) Sync(ctx context.Context) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if !p.utilOpts {
+		tools = slices.DeleteFunc(tools, func(t runtime.Tool) bool { return t.Utility != "" })
+	}
 	want := make(map[string]runtime.Tool, len(tools))
 	for _, t := range tools {
 		want[t.Name] = t
