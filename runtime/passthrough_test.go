@@ -375,3 +375,50 @@ func TestPassthroughElicitSchemaUnchecked(t *testing.T) {
 		t.Errorf("Elicit saw schema %v, want the server's", got)
 	}
 }
+
+// BenchmarkPassthroughReadResource compares resources/read through the
+// runtime (routing by the cached listing) with a go-sdk client reading the
+// same in-process server directly.
+func BenchmarkPassthroughReadResource(b *testing.B) {
+	newSrv := func() *mcp.Server {
+		srv := newServer("res", &mcp.ServerOptions{SupportedProtocolVersions: legacy})
+		for i := range 100 {
+			uri := fmt.Sprintf("mem://doc/%d", i)
+			srv.AddResource(&mcp.Resource{URI: uri, Name: uri}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "x"}}}, nil
+			})
+		}
+		srv.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "mem://item/{id}", Name: "item"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "x"}}}, nil
+		})
+		return srv
+	}
+	ctx := context.Background()
+	for _, uri := range []string{"mem://doc/99", "mem://item/7"} {
+		b.Run("direct/"+uri, func(b *testing.B) {
+			ct, st := mcp.NewInMemoryTransports()
+			srv := newSrv()
+			sctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			go func() { _ = srv.Run(sctx, st) }()
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: legacy[0]})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cs.Close()
+			for b.Loop() {
+				if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("runtime/"+uri, func(b *testing.B) {
+			s := open(b, []Server{inProcess(b, "res", newSrv())}, &Options{ProtocolVersion: legacy[0]})
+			for b.Loop() {
+				if _, err := s.ReadResource(ctx, uri); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
