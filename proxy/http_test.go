@@ -19,14 +19,17 @@ import (
 )
 
 // blocker is a before_tool_call module that blocks tools whose original
-// name is "reset".
+// name is "reset" and asks approval for "guarded".
 type blocker struct{}
 
 func (blocker) Name() string { return "blocker" }
 
 func (blocker) BeforeToolCall(_ context.Context, call *policies.ToolCall) (policies.Verdict, error) {
-	if call.Tool.Original == "reset" {
+	switch call.Tool.Original {
+	case "reset":
 		return policies.Verdict{Decision: policies.Block, Reason: "resets are disabled"}, nil
+	case "guarded":
+		return policies.Verdict{Decision: policies.RequireApproval, Title: "guarded?"}, nil
 	}
 	return policies.Verdict{Decision: policies.Allow}, nil
 }
@@ -65,6 +68,11 @@ func newHTTPFixture(t testing.TB, opts HTTPOptions) *httpFixture {
 	up.AddTool(&mcp.Tool{Name: "reset", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return text("reset done"), nil
 	})
+	up.AddTool(&mcp.Tool{Name: "guarded", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a struct{ Message string }
+		_ = json.Unmarshal(req.Params.Arguments, &a)
+		return &mcp.CallToolResult{IsError: strings.Contains(a.Message, "fail"), Content: []mcp.Content{&mcp.TextContent{Text: "guarded: " + a.Message}}}, nil
+	})
 	up.AddTool(&mcp.Tool{Name: "fail", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "it failed"}}}, nil
 	})
@@ -86,6 +94,10 @@ func newHTTPFixture(t testing.TB, opts HTTPOptions) *httpFixture {
 		Enforcer:  f.metrics.Enforcer(policies.NewChain([]policies.ChainEntry{{Hook: blocker{}}}, nil)),
 		Surface:   policies.SurfaceProxy,
 		Sanitizer: joinNamer{},
+		// The human approves when the arguments say yes.
+		Approve: f.metrics.Approve(func(_ context.Context, req *runtime.ApprovalRequest) (bool, error) {
+			return strings.Contains(string(req.Arguments), "yes"), nil
+		}),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -213,7 +225,7 @@ func TestHTTPTransportsAndRevisions(t *testing.T) {
 			for _, tl := range list.Tools {
 				names = append(names, tl.Name)
 			}
-			if strings.Join(names, ",") != "up__echo,up__fail,up__reset,up__slow" {
+			if strings.Join(names, ",") != "up__echo,up__fail,up__guarded,up__reset,up__slow" {
 				t.Fatalf("tools = %v", names)
 			}
 			if got, isErr := callText(t, ctx, cs, "up__echo", map[string]any{"message": tc.name}); isErr || got != "echo: "+tc.name {
@@ -364,8 +376,8 @@ func TestHealthz(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &got); err != nil || code != 200 {
 		t.Fatalf("healthz = %d %s (%v)", code, body, err)
 	}
-	if !got.OK || got.Tools != 4 || got.Servers.Connected != 1 || got.Servers.Total != 1 {
-		t.Fatalf("healthz = %s, want ok, 4 tools, 1/1 server connected", body)
+	if !got.OK || got.Tools != 5 || got.Servers.Connected != 1 || got.Servers.Total != 1 {
+		t.Fatalf("healthz = %s, want ok, 5 tools, 1/1 server connected", body)
 	}
 	if strings.Contains(body, "\"t\"") {
 		t.Fatalf("healthz leaks the token: %s", body)
@@ -387,6 +399,12 @@ func TestMetricsCountCallsAndBlocks(t *testing.T) {
 	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "no_such_tool"}); err == nil {
 		t.Fatal("unknown tool: no error")
 	}
+	// require_approval: approved and fine, approved and failing, refused.
+	for msg, wantErr := range map[string]bool{"yes": false, "yes but fail": true, "no": true} {
+		if _, isErr := callText(t, ctx, cs, "up__guarded", map[string]any{"message": msg}); isErr != wantErr {
+			t.Fatalf("guarded %q: isError %v, want %v", msg, isErr, wantErr)
+		}
+	}
 	code, _, body := do(t, "GET", f.url+PathMetrics, map[string]string{"Authorization": "Bearer " + token}, "")
 	if code != 200 {
 		t.Fatalf("metrics = %d %s", code, body)
@@ -398,6 +416,10 @@ func TestMetricsCountCallsAndBlocks(t *testing.T) {
 		`openclaw_proxy_tool_calls_total{outcome="error",tool="(unrouted)"} 1`,
 		`openclaw_proxy_tool_call_duration_seconds_count{tool="up__echo"} 2`,
 		`openclaw_policy_decisions_total{decision="allow",hook="before_tool_call"} 3`,
+		`openclaw_policy_decisions_total{decision="require_approval",hook="before_tool_call"} 3`,
+		`openclaw_proxy_tool_calls_total{outcome="ok",tool="up__guarded"} 1`,
+		`openclaw_proxy_tool_calls_total{outcome="tool_error",tool="up__guarded"} 1`,
+		`openclaw_proxy_tool_calls_total{outcome="blocked",tool="up__guarded"} 1`,
 		`openclaw_policy_decisions_total{decision="block",hook="before_tool_call"} 1`,
 		`openclaw_proxy_tool_calls_in_flight 0`,
 		`process_resident_memory_bytes`,

@@ -42,9 +42,10 @@ const UnroutedTool = "(unrouted)"
 // open files). It is safe for concurrent use.
 //
 // Wiring, in this order: wrap the runtime's policy interfaces with
-// [Metrics.Enforcer] and [Metrics.Approvals] (so a block is told apart from
-// a tool error), build the runtime session and the [Proxy], then call
-// [Metrics.Instrument]. Serve [Metrics.Handler] on /metrics.
+// [Metrics.Enforcer], [Metrics.Approvals] and [Metrics.Approve] (so a block
+// is told apart from a tool error), build the runtime session and the
+// [Proxy], then call [Metrics.Instrument]. Serve [Metrics.Handler] on
+// /metrics.
 //
 // The series, all with the prefix openclaw_:
 //
@@ -152,8 +153,8 @@ func (m *Metrics) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case err != nil:
 			outcome = OutcomeError
 		case r != nil && r.IsError && (refused || approval):
-			// A require_approval that decide_approval did not allow went
-			// to a human (or nobody): an error result here is their no.
+			// Refused, or a require_approval nobody approved (no one
+			// to ask, or an answer that never came).
 			outcome = OutcomeBlocked
 		case r != nil && r.IsError:
 			outcome = OutcomeToolError
@@ -224,6 +225,30 @@ func (c *countingApprovals) DecideApproval(ctx context.Context, req *policies.Ap
 		cm.mu.Unlock()
 	}
 	return out
+}
+
+// Approve returns f marking, for the calls the proxy measures, whether the
+// human (or the client, through elicitation) approved a require_approval:
+// a call refused here is counted as blocked, one approved runs and is
+// counted by its result. Wrap runtime.Options.Approve with it, after
+// anything that sets that field (Relay.Install); a nil f gives nil.
+func (m *Metrics) Approve(f runtime.ApprovalFunc) runtime.ApprovalFunc {
+	if f == nil {
+		return nil
+	}
+	return func(ctx context.Context, req *runtime.ApprovalRequest) (bool, error) {
+		ok, err := f(ctx, req)
+		if cm := markOf(ctx); cm != nil {
+			cm.mu.Lock()
+			if ok && err == nil {
+				cm.approval = false
+			} else {
+				cm.refused = true
+			}
+			cm.mu.Unlock()
+		}
+		return ok, err
+	}
 }
 
 // AuditSink returns a sink that counts every audit record in

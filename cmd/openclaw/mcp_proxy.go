@@ -201,7 +201,7 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 
 	// The metrics see every decision and tell a block from a tool error.
 	metrics := proxy.NewMetrics()
-	sess, err := runtime.New(runtime.ServersFromConfig(resolved), &runtime.Options{
+	opts := runtime.Options{
 		Enforcer:  metrics.Enforcer(pol),
 		Sanitizer: pol,
 		Approvals: metrics.Approvals(pol),
@@ -216,7 +216,13 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 				logger.Debug("MCP server "+string(ev.Kind), "server", ev.Server)
 			}
 		},
-	})
+	}
+	// The relay carries sampling, elicitation, roots, logs, list changes
+	// and approval questions back to the downstream clients.
+	relay := proxy.NewRelay()
+	relay.Install(&opts)
+	opts.Approve = metrics.Approve(opts.Approve)
+	sess, err := runtime.New(runtime.ServersFromConfig(resolved), &opts)
 	if err != nil {
 		return failStart(err)
 	}
@@ -229,10 +235,11 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	if err := sess.Connect(ctx); err != nil {
 		return failStart(err)
 	}
-	p, err := proxy.New(ctx, sess, &proxy.Options{Name: "openclaw-go-proxy", Version: version, Logger: logger})
+	p, err := proxy.New(ctx, sess, &proxy.Options{Name: "openclaw-go-proxy", Version: version, Logger: logger, Relay: relay})
 	if err != nil {
 		return failStart(err)
 	}
+	defer p.Close() // before the runtime: ends the relay's worker
 	metrics.Instrument(p)
 
 	var h *proxy.HTTPHandler
