@@ -386,3 +386,18 @@ func TestSanitizerConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+// FuzzSanitizerRaw is FuzzSanitizer in raw-name mode ("prefix":"never"),
+// where tools of different servers compete for the same names.
+func FuzzSanitizerRaw(f *testing.F) {
+	f.Add("files", "read_file\nwrite file\n\n😀", "read_file", "web", "READ_FILE\nread file\nread_file-2")
+	f.Add(strings.Repeat("s", 40), strings.Repeat("t", 70)+"\n"+strings.Repeat("t", 71), "", strings.Repeat("s", 41), strings.Repeat("t", 70))
+	m := loadSanitizerConfig(f, `{"prefix":"never"}`)
+	f.Fuzz(func(t *testing.T, s1, tools1, reserved, s2, tools2 string) {
+		req := &policies.SanitizeRequest{Reserved: strings.Split(reserved, "\n"), Servers: []policies.SanitizeServer{
+			{Name: s1, Tools: strings.Split(tools1, "\n")}, {Name: s2, Tools: strings.Split(tools2, "\n")}}}
+		if _, err := m.SanitizeToolNames(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
