@@ -2,12 +2,14 @@ package proxy
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -198,6 +200,23 @@ func (r *Relay) downstream(ctx context.Context, what string, has func(*mcp.Clien
 }
 
 func (r *Relay) createMessage(ctx context.Context, server string, params *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	if rd, ok := ctx.Value(roundsKey{}).(*rounds); ok {
+		resp, err := rd.ask(ctx, params)
+		if err != nil {
+			return nil, err
+		}
+		switch res := resp.(type) {
+		case *mcp.CreateMessageResult:
+			return res, nil
+		case *mcp.CreateMessageWithToolsResult:
+			out := &mcp.CreateMessageResult{Meta: res.Meta, Model: res.Model, Role: res.Role, StopReason: res.StopReason}
+			if len(res.Content) > 0 {
+				out.Content = res.Content[0]
+			}
+			return out, nil
+		}
+		return nil, fmt.Errorf("proxy: the MCP client answered sampling with %T", resp)
+	}
 	ss, err := r.downstream(ctx, "sampling", func(c *mcp.ClientCapabilities) bool { return c.Sampling != nil })
 	if err != nil {
 		return nil, err
@@ -206,6 +225,9 @@ func (r *Relay) createMessage(ctx context.Context, server string, params *mcp.Cr
 }
 
 func (r *Relay) elicit(ctx context.Context, server string, params *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	if rd, ok := ctx.Value(roundsKey{}).(*rounds); ok {
+		return askFor[*mcp.ElicitResult](ctx, rd, "elicitation", params)
+	}
 	ss, err := r.downstream(ctx, "elicitation", func(c *mcp.ClientCapabilities) bool { return c.Elicitation != nil })
 	if err != nil {
 		return nil, err
@@ -214,6 +236,9 @@ func (r *Relay) elicit(ctx context.Context, server string, params *mcp.ElicitPar
 }
 
 func (r *Relay) listRoots(ctx context.Context, server string) (*mcp.ListRootsResult, error) {
+	if rd, ok := ctx.Value(roundsKey{}).(*rounds); ok {
+		return askFor[*mcp.ListRootsResult](ctx, rd, "roots", &mcp.ListRootsParams{})
+	}
 	ss, err := r.downstream(ctx, "roots", func(c *mcp.ClientCapabilities) bool {
 		return c.RootsV2 != nil || c.Roots.ListChanged
 	})
@@ -221,6 +246,20 @@ func (r *Relay) listRoots(ctx context.Context, server string) (*mcp.ListRootsRes
 		return nil, err
 	}
 	return ss.ListRoots(ctx, nil)
+}
+
+// askFor asks the client of a call in rounds and checks the response type.
+func askFor[T mcp.InputResponse](ctx context.Context, rd *rounds, what string, req mcp.InputRequest) (T, error) {
+	var zero T
+	resp, err := rd.ask(ctx, req)
+	if err != nil {
+		return zero, err
+	}
+	res, ok := resp.(T)
+	if !ok {
+		return zero, fmt.Errorf("proxy: the MCP client answered %s with %T", what, resp)
+	}
+	return res, nil
 }
 
 // onLog relays an upstream log message, its logger prefixed with the
@@ -245,13 +284,12 @@ func (r *Relay) onLog(ctx context.Context, server string, params *mcp.LoggingMes
 	}
 }
 
-// requestable refuses a client on protocol 2026-07-28 or later, which may
-// not receive requests while the proxy serves its call: the go-sdk would
-// refuse with a message about SEP-2322 input requests, which the proxy does
-// not bridge yet.
+// requestable refuses a client on protocol 2026-07-28 or later outside
+// the rounds of a call: it takes a server's requests only as input requests
+// in the answer to a call of its own.
 func requestable(ss *mcp.ServerSession) error {
-	if ip := ss.InitializeParams(); ip != nil && ip.ProtocolVersion >= "2026-07-28" {
-		return fmt.Errorf("proxy: the MCP client speaks protocol %s, where the proxy cannot send it requests during a call yet (SEP-2322 input requests are not bridged); use protocol 2025-11-25", ip.ProtocolVersion)
+	if multiRoundTrip(ss) {
+		return fmt.Errorf("proxy: the MCP client speaks protocol %s, where it takes a server's requests only within its own calls", ss.InitializeParams().ProtocolVersion)
 	}
 	return nil
 }
@@ -270,10 +308,15 @@ func (r *Relay) approve(ctx context.Context, req *runtime.ApprovalRequest) (bool
 	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil {
 		return false, errors.New("the MCP client cannot be asked (no elicitation capability) and decide_approval did not allow the call")
 	}
-	if err := requestable(ss); err != nil {
+	elicit := ss.Elicit
+	if rd, ok := ctx.Value(roundsKey{}).(*rounds); ok {
+		elicit = func(ctx context.Context, params *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+			return askFor[*mcp.ElicitResult](ctx, rd, "the approval", params)
+		}
+	} else if err := requestable(ss); err != nil {
 		return false, err
 	}
-	res, err := ss.Elicit(ctx, &mcp.ElicitParams{
+	res, err := elicit(ctx, &mcp.ElicitParams{
 		Mode:    "form",
 		Message: approvalMessage(req),
 		RequestedSchema: map[string]any{
@@ -609,4 +652,144 @@ func (p *Proxy) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.Co
 		return nil, upstreamError(err, req.Params.Ref.URI)
 	}
 	return res, nil
+}
+
+// multiRoundTrip reports whether the client speaks 2026-07-28 or later,
+// where a server may not send requests while it serves a call: it answers
+// with input requests the client fulfils and sends back in a retry of the
+// call (SEP-2322).
+func multiRoundTrip(ss *mcp.ServerSession) bool {
+	ip := ss.InitializeParams()
+	return ip != nil && ip.ProtocolVersion >= "2026-07-28"
+}
+
+// RoundTimeout is how long a tools/call of a 2026-07-28 client waits for
+// the client's retry with the input it was asked for (sampling,
+// elicitation, roots, an approval) before the upstream call is cancelled.
+const RoundTimeout = 10 * time.Minute
+
+// rounds is one tools/call of a 2026-07-28 client whose upstream call runs
+// across several rounds: each server request the call makes is answered to
+// the client as an input request, and the client's retry carries the
+// response back.
+type rounds struct {
+	ss     *mcp.ServerSession
+	asks   chan *inputAsk     // the Relay's handlers ask here
+	done   chan roundsOutcome // the upstream call's end (capacity 1)
+	cancel context.CancelFunc // ends the upstream call
+
+	mu      sync.Mutex
+	waiting map[string]*inputAsk // input request id → its asker
+	timer   *time.Timer          // expiry while the client has the input requests
+}
+
+type inputAsk struct {
+	req   mcp.InputRequest
+	reply chan mcp.InputResponse // capacity 1
+}
+
+type roundsOutcome struct {
+	res *mcp.CallToolResult
+	err error
+}
+
+type roundsKey struct{}
+
+// ask hands req to the client of the call in rounds and waits for its
+// response (the client's retry), or for ctx to end.
+func (r *rounds) ask(ctx context.Context, req mcp.InputRequest) (mcp.InputResponse, error) {
+	a := &inputAsk{req: req, reply: make(chan mcp.InputResponse, 1)}
+	select {
+	case r.asks <- a:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case resp := <-a.reply:
+		if resp == nil {
+			return nil, errors.New("proxy: the MCP client sent no response for the input request")
+		}
+		return resp, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// callRounds runs a tools/call of a 2026-07-28 client. The first request
+// starts the upstream call in a goroutine the rounds own (it ends with the
+// call: its request timeout, cancellation, or RoundTimeout without a
+// retry); a retry (RequestState) delivers the client's responses. Either
+// way it answers with the call's result, or with the next input requests.
+func (p *Proxy) callRounds(ctx context.Context, name string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	if state := req.Params.RequestState; state != "" {
+		p.roundsMu.Lock()
+		r := p.rounds[state]
+		if r != nil && r.ss == req.Session {
+			delete(p.rounds, state)
+		} else {
+			r = nil
+		}
+		p.roundsMu.Unlock()
+		if r == nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "proxy: unknown or expired requestState"}
+		}
+		r.mu.Lock()
+		if r.timer != nil {
+			r.timer.Stop()
+		}
+		for id, resp := range req.Params.InputResponses {
+			if a := r.waiting[id]; a != nil {
+				delete(r.waiting, id)
+				a.reply <- resp
+			}
+		}
+		for id, a := range r.waiting { // asked, not answered
+			delete(r.waiting, id)
+			a.reply <- nil
+		}
+		r.mu.Unlock()
+		return p.nextRound(ctx, r)
+	}
+	r := &rounds{ss: req.Session, asks: make(chan *inputAsk), done: make(chan roundsOutcome, 1), waiting: map[string]*inputAsk{}}
+	callCtx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), roundsKey{}, r))
+	r.cancel = cancel
+	stop := context.AfterFunc(p.life, cancel) // Close ends calls in rounds
+	args := req.Params.Arguments
+	go func() {
+		defer stop()
+		res, err := p.sess.CallTool(callCtx, name, args)
+		r.done <- roundsOutcome{res, err}
+	}()
+	return p.nextRound(ctx, r)
+}
+
+// nextRound waits for the call's end, or for its next server request,
+// which it hands to the client as an input request.
+func (p *Proxy) nextRound(ctx context.Context, r *rounds) (*mcp.CallToolResult, error) {
+	select {
+	case o := <-r.done:
+		r.cancel()
+		return p.answer(ctx, o.res, o.err)
+	case a := <-r.asks:
+		id, state := rand.Text(), rand.Text()
+		r.mu.Lock()
+		r.waiting[id] = a
+		r.timer = time.AfterFunc(RoundTimeout, func() {
+			p.roundsMu.Lock()
+			expired := p.rounds[state] == r
+			delete(p.rounds, state)
+			p.roundsMu.Unlock()
+			if expired {
+				r.cancel()
+			}
+		})
+		r.mu.Unlock()
+		p.roundsMu.Lock()
+		p.rounds[state] = r
+		p.roundsMu.Unlock()
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{id: a.req}, RequestState: state}, nil
+	case <-ctx.Done():
+		r.cancel() // the client gave up: so does the upstream call
+		return nil, ctx.Err()
+	}
 }

@@ -425,8 +425,9 @@ func TestPassthroughNewProtocolClient(t *testing.T) {
 	_, srv, _ := upstream(t)
 	st := newStack(t, []runtime.Server{srv}, asker{}, "")
 	// A second proxy on the same session, open to every protocol revision:
-	// a go-sdk client negotiates 2026-07-28, where a server may not send
-	// requests during a call.
+	// a go-sdk client negotiates 2026-07-28, where the servers' requests
+	// during a call travel as input requests (SEP-2322), which the go-sdk
+	// client fulfils and sends back in a retry.
 	p2, err := New(context.Background(), st.sess, &Options{Logger: discard()})
 	if err != nil {
 		t.Fatal(err)
@@ -436,13 +437,35 @@ func TestPassthroughNewProtocolClient(t *testing.T) {
 	d := &downstream{notify: make(chan string, 64)}
 	cs := st2.connect(t, "new-client", d.clientOptions(true, true))
 	if v := cs.InitializeResult().ProtocolVersion; v < "2026-07-28" {
-		t.Skipf("the client negotiated %s", v)
+		t.Fatalf("the client negotiated %s, want 2026-07-28 or later", v)
 	}
-	for _, tool := range []string{"up__ask", "up__danger"} {
-		got, isErr := toolText(t, cs, tool, nil)
-		if !isErr || !strings.Contains(got, "use protocol 2025-11-25") {
-			t.Errorf("%s from a 2026-07-28 client = %q (isError %v); want a tool error naming the protocol", tool, got, isErr)
+	for _, tc := range []struct{ tool, want string }{
+		{"up__ask", "sampled by the client | accept Ada | roots []"},
+		{"up__danger", "deleted"}, // approved through elicitation
+		{"up__ask", "sampled by the client | accept Ada | roots []"},
+	} {
+		got, isErr := toolText(t, cs, tc.tool, nil)
+		if isErr || got != tc.want {
+			t.Errorf("%s from a 2026-07-28 client = %q (isError %v), want %q", tc.tool, got, isErr, tc.want)
 		}
+	}
+	d.mu.Lock()
+	n := len(d.elicited)
+	d.mu.Unlock()
+	if n != 3 {
+		t.Errorf("elicitations = %d, want 3 (two asks, one approval)", n)
+	}
+	p2.roundsMu.Lock()
+	left := len(p2.rounds)
+	p2.roundsMu.Unlock()
+	if left != 0 {
+		t.Errorf("%d calls still wait for input after they ended", left)
+	}
+
+	// A retry naming a state nobody issued is refused.
+	_, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "up__ask", RequestState: "forged"})
+	if err == nil || !strings.Contains(err.Error(), "requestState") {
+		t.Errorf("forged requestState: %v", err)
 	}
 }
 

@@ -29,10 +29,12 @@
 // as soon as a server notifies them, by a worker goroutine that Close ends;
 // and a require_approval that decide_approval leaves to a human is asked to
 // the calling client through MCP elicitation (form mode, one "approve"
-// boolean) when it declared elicitation, else refused. Clients on protocol
-// 2026-07-28 cannot receive server-to-client requests while a call is
-// served (SEP-2322 multi round-trip is not bridged yet): for them these
-// requests, and approvals, fail with the go-sdk's message.
+// boolean) when it declared elicitation, else refused. A client on
+// protocol 2026-07-28, where a server may not send requests during a call,
+// gets them as input requests (SEP-2322 multi round-trip): the call answers
+// with the input requests, the upstream call waits (at most RoundTimeout),
+// and the client's retry carries the responses back to it. Outside a call,
+// such a client is never chosen for a server's request.
 //
 // The package never loads Wasm: the policy engine is handed in through the
 // runtime session's Options.
@@ -107,6 +109,9 @@ type Proxy struct {
 	life     context.Context // ends at Close
 	end      context.CancelFunc
 	workDone chan struct{} // closed when the worker ends; nil without a Relay
+
+	roundsMu sync.Mutex
+	rounds   map[string]*rounds // requestState → a call waiting for its client's input
 }
 
 // servedTool is one served tool: the definition and the upstream
@@ -137,6 +142,7 @@ func New(ctx context.Context, sess *runtime.Session, opts *Options) (*Proxy, err
 		sess: sess, logger: o.Logger, served: map[string]servedTool{}, utilOpts: o.UtilityTools,
 		resources: map[string]servedItem{}, templates: map[string]servedItem{}, prompts: map[string]servedItem{},
 		levels: map[*mcp.ServerSession]mcp.LoggingLevel{}, subs: map[string]map[*mcp.ServerSession]bool{},
+		rounds: map[string]*rounds{},
 	}
 	up := sess.Capabilities()
 	// tools is announced even while the catalog is empty, so that a client
@@ -326,28 +332,38 @@ func (p *Proxy) handler(name string) mcp.ToolHandler {
 				})
 			})
 		}
+		if req.Session != nil && multiRoundTrip(req.Session) {
+			// A 2026-07-28 client: the servers' requests during the call
+			// travel as input requests (passthrough.go).
+			return p.callRounds(ctx, name, req)
+		}
 		res, err := p.sess.CallTool(ctx, name, req.Params.Arguments)
-		defer func() {
-			// A call is a use of the catalog: a list_changed the server
-			// sent meanwhile is relayed now.
-			if err := p.Sync(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, runtime.ErrClosed) {
-				p.logger.Warn("proxy: catalog not refreshed after a call", "err", err)
-			}
-		}()
-		if err == nil {
-			return res, nil
-		}
-		if errors.Is(err, runtime.ErrUnknownTool) || errors.Is(err, runtime.ErrClosed) {
-			return nil, err // a protocol error: the tool is not there
-		}
-		var pe *runtime.PolicyError
-		if errors.As(err, &pe) {
-			return toolError(policyMessage(pe)), nil
-		}
-		// Paused, not connected, failed upstream: the model may retry or
-		// choose another tool, so it is told as a tool error.
-		return toolError(err.Error()), nil
+		return p.answer(ctx, res, err)
 	}
+}
+
+// answer turns the runtime's answer to a call into the client's.
+func (p *Proxy) answer(ctx context.Context, res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
+	defer func() {
+		// A call is a use of the catalog: a list_changed the server
+		// sent meanwhile is relayed now.
+		if err := p.Sync(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, runtime.ErrClosed) {
+			p.logger.Warn("proxy: catalog not refreshed after a call", "err", err)
+		}
+	}()
+	if err == nil {
+		return res, nil
+	}
+	if errors.Is(err, runtime.ErrUnknownTool) || errors.Is(err, runtime.ErrClosed) {
+		return nil, err // a protocol error: the tool is not there
+	}
+	var pe *runtime.PolicyError
+	if errors.As(err, &pe) {
+		return toolError(policyMessage(pe)), nil
+	}
+	// Paused, not connected, failed upstream: the model may retry or
+	// choose another tool, so it is told as a tool error.
+	return toolError(err.Error()), nil
 }
 
 // policyMessage is the text of a refused call: the module's reason, with
