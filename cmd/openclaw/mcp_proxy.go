@@ -44,6 +44,7 @@ type proxyConfig struct {
 	noAuth          bool          // --no-auth (loopback only)
 	allowOrigins    []string      // --allow-origin, repeatable
 	shutdownTimeout time.Duration // --shutdown-timeout
+	upstreamProto   string        // --upstream-protocol
 }
 
 func newMCPProxyCmd() *cobra.Command {
@@ -80,6 +81,7 @@ from a browser page of another site (an Origin that is not loopback, the listen 
 	f.BoolVar(&c.noAuth, "no-auth", false, "serve HTTP without a bearer token (refused unless the listen address is loopback)")
 	f.StringArrayVar(&c.allowOrigins, "allow-origin", nil, "also accept requests from this browser Origin, e.g. https://app.example.com (repeatable)")
 	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", proxy.DefaultShutdownTimeout, "on SIGINT/SIGTERM, how long calls in flight may take to finish")
+	f.StringVar(&c.upstreamProto, "upstream-protocol", "", "MCP revision offered to the servers; 2025-11-25 lets them send sampling, elicitation and roots requests during a call (default: the newest the go-sdk speaks)")
 	return cmd
 }
 
@@ -202,12 +204,13 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	// The metrics see every decision and tell a block from a tool error.
 	metrics := proxy.NewMetrics()
 	opts := runtime.Options{
-		Enforcer:  metrics.Enforcer(pol),
-		Sanitizer: pol,
-		Approvals: metrics.Approvals(pol),
-		Surface:   policies.SurfaceProxy,
-		Caller:    policies.Caller{Name: "openclaw-mcp-proxy", Version: version},
-		Logger:    logger,
+		Enforcer:        metrics.Enforcer(pol),
+		Sanitizer:       pol,
+		Approvals:       metrics.Approvals(pol),
+		Surface:         policies.SurfaceProxy,
+		Caller:          policies.Caller{Name: "openclaw-mcp-proxy", Version: version},
+		Logger:          logger,
+		ProtocolVersion: c.upstreamProto,
 		OnEvent: func(ev runtime.Event) {
 			switch ev.Kind {
 			case runtime.EventFailed, runtime.EventPaused:
