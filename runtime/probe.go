@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/transport"
 )
 
@@ -33,6 +34,11 @@ type ProbeOptions struct {
 	// Concurrency caps the servers connected at the same time; 0 means
 	// DefaultProbeConcurrency.
 	Concurrency int
+	// Sanitizer, when set, names the probed tools in one batch over the
+	// probed servers (in their order, as a catalog of just those servers
+	// would be named) and the toolFilter then matches raw or exposed names,
+	// as in a session. nil leaves Exposed empty and matches raw names only.
+	Sanitizer Sanitizer
 }
 
 // ProbeResult is what [Probe] learned about one server. Exactly one of Err
@@ -54,10 +60,13 @@ type ProbeResult struct {
 	// failed or the server was skipped.
 	Init *mcp.InitializeResult
 	// Tools are the server's tools that its toolFilter lets through, in the
-	// server's order. Patterns are matched against raw tool names only:
-	// probing names no catalog, so a pattern written for a namespaced name
-	// (`server__tool`) matches nothing here.
+	// server's order. Without ProbeOptions.Sanitizer, patterns are matched
+	// against raw tool names only, so a pattern written for an exposed name
+	// (`server__tool`) matches nothing.
 	Tools []*mcp.Tool
+	// Exposed holds the exposed name of each of Tools (same index) when
+	// ProbeOptions.Sanitizer named them; nil otherwise.
+	Exposed []string
 	// Filtered is the count of tools the toolFilter hid.
 	Filtered int
 	// Elapsed is the wall time from the start of the connection to the end
@@ -66,6 +75,8 @@ type ProbeResult struct {
 	// Err is a *ServerError naming the step that failed ("resolve",
 	// "connect", "tools/list"), secrets redacted.
 	Err error
+
+	all []*mcp.Tool // the whole listing, before the toolFilter
 }
 
 // Probe connects each enabled server once, bounded by its connection
@@ -76,9 +87,12 @@ type ProbeResult struct {
 // `add`, `configure --probe` and `doctor --probe`.
 //
 // Results are in the order of servers. Servers are probed concurrently, at
-// most Concurrency at a time; a failure is reported in its result, never
-// returned. When ctx ends, the servers not yet probed fail with ctx's error.
-func Probe(ctx context.Context, servers []Server, opts *ProbeOptions) []ProbeResult {
+// most Concurrency at a time; a server's failure is reported in its result.
+// When ctx ends, the servers not yet probed fail with ctx's error. The
+// error is the Sanitizer's failure to name the tools (wrapping
+// policies.ErrInvalidNames for an invalid answer): the results are then
+// complete, without Exposed names, filtered on raw names.
+func Probe(ctx context.Context, servers []Server, opts *ProbeOptions) ([]ProbeResult, error) {
 	var o ProbeOptions
 	if opts != nil {
 		o = *opts
@@ -113,7 +127,55 @@ func Probe(ctx context.Context, servers []Server, opts *ProbeOptions) []ProbeRes
 		})
 	}
 	wg.Wait()
-	return out
+	for i := range out {
+		out[i].Tools, out[i].Filtered = nil, 0
+		for _, t := range out[i].all {
+			if allowed(servers[i].ToolFilter, t.Name, t.Name) {
+				out[i].Tools = append(out[i].Tools, t)
+			} else {
+				out[i].Filtered++
+			}
+		}
+	}
+	if o.Sanitizer == nil {
+		return out, nil
+	}
+	return out, nameProbed(ctx, o.Sanitizer, servers, out)
+}
+
+// nameProbed names the probed tools in one sanitize_tool_names batch and
+// filters them again on raw or exposed names.
+func nameProbed(ctx context.Context, san Sanitizer, servers []Server, out []ProbeResult) error {
+	req := &policies.SanitizeRequest{Servers: make([]policies.SanitizeServer, len(out))}
+	for i := range out {
+		names := make([]string, len(out[i].all))
+		for j, t := range out[i].all {
+			names[j] = t.Name
+		}
+		req.Servers[i] = policies.SanitizeServer{Name: out[i].Server, Tools: names}
+	}
+	res, err := san.SanitizeToolNames(ctx, req)
+	if err == nil {
+		err = policies.ValidateSanitized("sanitize_tool_names", req, res)
+	}
+	if err != nil {
+		return fmt.Errorf("runtime: naming the probed tools: %w", err)
+	}
+	for i := range out {
+		out[i].Tools, out[i].Exposed, out[i].Filtered = nil, nil, 0
+		for j, t := range out[i].all {
+			name := res.Servers[i].Tools[j].Name
+			switch {
+			case name == "": // rejected by the sanitizer: never exposed
+			case allowed(servers[i].ToolFilter, t.Name, name):
+				out[i].Tools = append(out[i].Tools, t)
+				out[i].Exposed = append(out[i].Exposed, name)
+				continue
+			}
+			out[i].Filtered++
+		}
+	}
+	return nil
 }
 
 // probeOne probes one server; see [Probe].
@@ -171,13 +233,7 @@ func probeOne(ctx context.Context, sv *Server, o *ProbeOptions) (r ProbeResult) 
 	if err != nil {
 		return fail("tools/list", err)
 	}
-	for _, t := range tools {
-		if allowed(sv.ToolFilter, t.Name, t.Name) {
-			r.Tools = append(r.Tools, t)
-		} else {
-			r.Filtered++
-		}
-	}
+	r.all = tools
 	r.Elapsed = time.Since(start) // closing is not the server's answer time
 	return r
 }

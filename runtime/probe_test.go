@@ -32,7 +32,10 @@ func TestProbe(t *testing.T) {
 	blocked := Server{Name: "blocked", Entry: transport.ServerEntry{Command: sh}, BlockedEnv: []string{"NODE_OPTIONS"}}
 	off := Server{Name: "off", Disabled: true, Entry: transport.ServerEntry{Command: sh}}
 
-	res := Probe(context.Background(), []Server{alpha, dead, blocked, off}, &ProbeOptions{Logger: quietLogger()})
+	res, err := Probe(context.Background(), []Server{alpha, dead, blocked, off}, &ProbeOptions{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if got := len(res); got != 4 {
 		t.Fatalf("got %d results, want 4", got)
 	}
@@ -106,7 +109,7 @@ func TestProbeCancelled(t *testing.T) {
 	cancel()
 	srv := newServer("x", nil)
 	echoTool(srv, "echo")
-	res := Probe(ctx, []Server{inProcess(t, "x", srv)}, &ProbeOptions{Logger: quietLogger()})
+	res, _ := Probe(ctx, []Server{inProcess(t, "x", srv)}, &ProbeOptions{Logger: quietLogger()})
 	if res[0].Err == nil || !errors.Is(res[0].Err, context.Canceled) {
 		t.Fatalf("Err = %v, want context.Canceled", res[0].Err)
 	}
@@ -116,12 +119,13 @@ func TestProbeServerEverything(t *testing.T) {
 	t.Parallel()
 	script := everythingScript(t)
 	sv := Server{Name: "everything", Entry: transport.ServerEntry{Command: "node", Args: []string{script, "stdio"}}}
-	res := Probe(context.Background(), []Server{sv}, &ProbeOptions{
+	all, err := Probe(context.Background(), []Server{sv}, &ProbeOptions{
 		Logger:     quietLogger(),
 		ClientInfo: &mcp.Implementation{Name: "probe-test", Version: "1"},
-	})[0]
-	if res.Err != nil {
-		t.Fatalf("probe: %v", res.Err)
+	})
+	res := all[0]
+	if err != nil || res.Err != nil {
+		t.Fatalf("probe: %v, %v", err, res.Err)
 	}
 	if res.Kind != transport.KindStdio {
 		t.Errorf("Kind = %q, want stdio", res.Kind)
@@ -134,5 +138,69 @@ func TestProbeServerEverything(t *testing.T) {
 	}
 	if res.Init.Capabilities == nil || res.Init.Capabilities.Resources == nil {
 		t.Error("server-everything's resources capability is missing")
+	}
+}
+
+func TestProbeNamed(t *testing.T) {
+	t.Parallel()
+	newAlpha := func() Server {
+		srv := newServer("alpha-impl", nil)
+		for _, n := range []string{"echo", "add", "bad name!"} {
+			echoTool(srv, n)
+		}
+		sv := inProcess(t, "alpha", srv)
+		// "alpha__add" is an exposed name: only a named probe can match it.
+		sv.ToolFilter = &config.ToolFilter{Exclude: []string{"alpha__add"}}
+		return sv
+	}
+	tests := []struct {
+		name      string
+		san       Sanitizer
+		tools     []string
+		exposed   []string
+		filtered  int
+		wantError bool
+	}{
+		{name: "named", san: nativeNamer{}, tools: []string{"echo", "bad name!"}, exposed: []string{"alpha__echo", "alpha__bad-name-"}, filtered: 1},
+		{name: "naming fails", san: failingNamer{}, tools: []string{"echo", "add", "bad name!"}, wantError: true},
+		{name: "no sanitizer", tools: []string{"echo", "add", "bad name!"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			res, err := Probe(context.Background(), []Server{newAlpha()}, &ProbeOptions{Logger: quietLogger(), Sanitizer: tc.san})
+			if (err != nil) != tc.wantError {
+				t.Fatalf("err = %v, want error %v", err, tc.wantError)
+			}
+			r := res[0]
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			// Pair each raw name with its exposed name; the server decides
+			// the listing order.
+			var got, want []string
+			for i, tl := range r.Tools {
+				e := ""
+				if r.Exposed != nil {
+					e = r.Exposed[i]
+				}
+				got = append(got, tl.Name+"="+e)
+			}
+			for i, n := range tc.tools {
+				e := ""
+				if tc.exposed != nil {
+					e = tc.exposed[i]
+				}
+				want = append(want, n+"="+e)
+			}
+			slices.Sort(got)
+			slices.Sort(want)
+			if r.Exposed != nil && len(r.Exposed) != len(r.Tools) {
+				t.Fatalf("%d exposed names for %d tools", len(r.Exposed), len(r.Tools))
+			}
+			if !slices.Equal(got, want) || r.Filtered != tc.filtered {
+				t.Errorf("tools %v filtered %d; want %v %d", got, r.Filtered, want, tc.filtered)
+			}
+		})
 	}
 }

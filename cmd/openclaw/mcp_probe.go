@@ -16,6 +16,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/engine"
 	"github.com/openclaw-go/openclaw/runtime"
 )
 
@@ -66,15 +68,40 @@ func probeServers(ctx context.Context, stderr io.Writer, entries []probeEntry, o
 		servers = append(servers, sv)
 		at = append(at, i)
 	}
-	res := runtime.Probe(ctx, servers, &runtime.ProbeOptions{
+	popts := &runtime.ProbeOptions{
 		Logger:     logger,
 		ClientInfo: &mcp.Implementation{Name: "openclaw-go", Version: version},
+	}
+	// The built-in sanitizer names the probed tools as a catalog of just
+	// these servers, as OpenClaw's probe does, so that a toolFilter pattern
+	// on exposed names counts as in a session; no other policy runs (no
+	// tool is called).
+	eng, err := engine.Load(ctx, &engine.Options{
+		DefaultModules: []string{"builtin:sanitizer"},
+		Audit:          discardAudit{},
+		Logger:         logger,
 	})
+	if err != nil {
+		fmt.Fprintf(stderr, "openclaw mcp probe: exposed tool names unavailable: %s\n", regSanitize(err.Error()))
+	} else {
+		defer eng.Close(context.WithoutCancel(ctx))
+		popts.Sanitizer = eng
+	}
+	res, err := runtime.Probe(ctx, servers, popts)
+	if err != nil {
+		fmt.Fprintf(stderr, "openclaw mcp probe: exposed tool names unavailable: %s\n", regSanitize(err.Error()))
+	}
 	for j, r := range res {
 		out[at[j]] = r
 	}
 	return out
 }
+
+// discardAudit drops audit records: naming a probe's tools is no decision
+// about a call.
+type discardAudit struct{}
+
+func (discardAudit) Record(policies.AuditRecord) {}
 
 // probeMessage is a failed probe's reason without the server name (the
 // caller names it): `connect: <cause>`.
@@ -133,9 +160,11 @@ func probeMs(d time.Duration) int64 {
 
 // probeJSON builds `mcp probe --json`: OpenClaw's {generatedAt, servers,
 // tools, diagnostics} with, per server, its launch, tool count and
-// capabilities, plus our keys (ok, transport, serverInfo, protocolVersion,
-// elapsedMs, toolNames). tools lists "<server>/<tool>" raw names: the probe
-// names no catalog (see `openclaw mcp tools` for exposed names).
+// capabilities, plus our keys (path, ok; per server ok, transport,
+// serverInfo, protocolVersion, elapsedMs and toolNames, the raw names).
+// tools lists the exposed names, sorted, as the built-in sanitizer names a
+// catalog of the probed servers (`openclaw mcp tools` applies the
+// configured policies).
 func probeJSON(path string, entries []probeEntry, results []runtime.ProbeResult) *config.Object {
 	servers := config.NewObject()
 	diags := []any{}
@@ -212,8 +241,8 @@ func probeJSON(path string, entries []probeEntry, results []runtime.ProbeResult)
 		names := make([]string, 0, len(r.Tools))
 		for _, t := range r.Tools {
 			names = append(names, t.Name)
-			tools = append(tools, r.Server+"/"+t.Name)
 		}
+		tools = append(tools, r.Exposed...)
 		s.Set("toolNames", names)
 		servers.Set(r.Server, s)
 	}

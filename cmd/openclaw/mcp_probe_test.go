@@ -106,6 +106,12 @@ func TestMCPProbe(t *testing.T) {
 			stdout:  []string{"- tiny: 1 tools (stdio, tiny 1, protocol ", "2 hidden by toolFilter"},
 		},
 		{
+			name:    "tool filter on an exposed name",
+			servers: map[string]any{"tiny": map[string]any{"command": c.tiny, "toolFilter": map[string]any{"exclude": []string{"tiny__fail"}}}},
+			args:    []string{"mcp", "probe"},
+			stdout:  []string{"- tiny: 2 tools (stdio, tiny 1, protocol ", "1 hidden by toolFilter"},
+		},
+		{
 			name:    "unknown name",
 			servers: map[string]any{"tiny": tiny},
 			args:    []string{"mcp", "probe", "nope"},
@@ -237,7 +243,7 @@ func TestMCPProbeJSON(t *testing.T) {
 	case strings.Join(s.ToolNames, ",") != "echo,fail,point":
 		t.Errorf("toolNames = %v", s.ToolNames)
 	}
-	if strings.Join(got.Tools, ",") != "tiny/echo,tiny/fail,tiny/point" {
+	if strings.Join(got.Tools, ",") != "tiny__echo,tiny__fail,tiny__point" {
 		t.Errorf("tools = %v", got.Tools)
 	}
 	if len(got.Diagnostics) != 1 || got.Diagnostics[0].ServerName != "broken" || !strings.HasPrefix(got.Diagnostics[0].Message, "connect: ") {
