@@ -111,18 +111,6 @@ func (r serverResults) keys() []string {
 	return out
 }
 
-// union returns the keys of r and other, sorted.
-func (r serverResults) union(other serverResults) []string {
-	out := r.keys()
-	for k := range other {
-		if _, ok := r[k]; !ok {
-			out = append(out, k)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
 // scenarioFailure describes the failed checks r has for the scenario of
 // key ("scenario/check-id"), or says there are none.
 func (r serverResults) scenarioFailure(key string) string {
