@@ -425,14 +425,15 @@ func newMCPStatusCmd() *cobra.Command {
 type regDoctorIssue struct{ level, message string }
 
 func newMCPDoctorCmd() *cobra.Command {
-	var asJSON bool
+	var asJSON, probe bool
 	cmd := &cobra.Command{
 		Use:   "doctor [name]",
-		Short: "Check MCP server entries for setup problems, without connecting",
+		Short: "Check MCP server entries for setup problems (with --probe, also connect)",
 		Long: `Doctor checks each mcp.servers entry without connecting: a usable transport, the stdio
 command and cwd, TLS and client certificate files, literal secrets in headers and env, empty tool
 filters (OpenClaw's checks), and env keys on OpenClaw's stdio env blocklist, an error here because
-openclaw-go does not start such a server. It exits 1 when any error is found.`,
+openclaw-go does not start such a server. With --probe it also connects each enabled server that has
+no error yet and lists its tools; a failed probe is an error. It exits 1 when any error is found.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			doc, err := loadRegistry(cmd)
@@ -453,6 +454,9 @@ openclaw-go does not start such a server. It exits 1 when any error is found.`,
 			for _, name := range names {
 				e, _ := servers.Get(name)
 				issues := regDoctorIssues(name, e.(*config.Object))
+				if probe {
+					issues = append(issues, doctorProbeIssues(cmd, name, e.(*config.Object), issues)...)
+				}
 				ok := true
 				list := []any{}
 				for _, is := range issues {
@@ -522,6 +526,7 @@ openclaw-go does not start such a server. It exits 1 when any error is found.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&probe, "probe", false, "also connect to each checked server and list its tools (a failure is an error)")
 	return cmd
 }
 

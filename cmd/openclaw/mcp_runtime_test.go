@@ -494,3 +494,48 @@ func TestTerminalApproval(t *testing.T) {
 		}
 	})
 }
+
+// TestMCPDoctorProbe: doctor connects only with --probe; a server that
+// starts but speaks no MCP is an error, a working one an info line.
+func TestMCPDoctorProbe(t *testing.T) {
+	t.Parallel()
+	cli := newRuntimeCLI(t)
+	servers := map[string]any{
+		"mute": map[string]any{"command": "true"}, // exits at once: no MCP server
+		"tiny": map[string]any{"command": cli.tiny},
+	}
+	r := cli.newHome(t, servers, nil)
+	stdout, stderr, code := r.run(t, "mcp", "doctor", "--json")
+	if code != 0 || strings.Contains(stdout, "probe") {
+		t.Fatalf("doctor without --probe: exit %d, want 0 and no probe\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	stdout, stderr, code = r.run(t, "mcp", "doctor", "--probe", "--json")
+	if code != 1 {
+		t.Fatalf("doctor --probe: exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	var got struct {
+		OK      bool `json:"ok"`
+		Servers []struct {
+			Name   string `json:"name"`
+			OK     bool   `json:"ok"`
+			Issues []struct{ Level, Message string }
+		} `json:"servers"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("doctor --probe --json: %v\n%s", err, stdout)
+	}
+	want := map[string]struct {
+		ok           bool
+		level, start string
+	}{"mute": {false, "error", "probe failed: "}, "tiny": {true, "info", "probe: 3 tools"}}
+	if got.OK || len(got.Servers) != 2 {
+		t.Fatalf("doctor --probe: ok=%v with %d servers, want false with 2\n%s", got.OK, len(got.Servers), stdout)
+	}
+	for _, s := range got.Servers {
+		w := want[s.Name]
+		n := len(s.Issues)
+		if s.OK != w.ok || n == 0 || s.Issues[n-1].Level != w.level || !strings.HasPrefix(s.Issues[n-1].Message, w.start) {
+			t.Errorf("server %q: ok=%v issues=%+v; want ok=%v and a last %s issue starting %q", s.Name, s.OK, s.Issues, w.ok, w.level, w.start)
+		}
+	}
+}
