@@ -24,7 +24,8 @@
 # SG_LOAD_C (20), ONLY (space-separated subset of: ours supergateway mcp-proxy), NO_LOAD=1,
 # OURS_REV (commit to build ours from, default HEAD), OURS_BIN (a prebuilt binary instead), OUT (report, default $WORK/proxy-bench.md),
 # WORK (default a new /tmp/proxy-bench.XXXXXX), NETNS=0 (do not enter a network namespace),
-# PERF=1 (record a perf CPU profile of ours during its load test: $WORK/ours.perf.{data,txt}).
+# PARALLEL=1 (ours' server entry says supportsParallelToolCalls: true; by default, as in OpenClaw,
+# the runtime sends one call at a time to a server), PERF=1 (record a perf CPU profile of ours during its load test: $WORK/ours.perf.{data,txt}).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -126,8 +127,10 @@ LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 if want ours; then
   if "$OURS_BIN" mcp proxy --help 2>/dev/null | grep -q -- '--listen'; then
     mkdir -p "$WORK/home/.openclaw" "$WORK/state"
-    printf '{"mcp":{"servers":{"everything":{"command":"%s","args":["%s","stdio"]}}}}\n' "$(command -v node)" "$E" \
-      >"$WORK/home/.openclaw/openclaw.json"
+    parallel=false
+    [ "${PARALLEL:-0}" = 1 ] && parallel=true
+    printf '{"mcp":{"servers":{"everything":{"command":"%s","args":["%s","stdio"],"supportsParallelToolCalls":%s}}}}\n' \
+      "$(command -v node)" "$E" "$parallel" >"$WORK/home/.openclaw/openclaw.json"
     PORT[ours]=$(free_port)
     export OPENCLAW_MCP_TOKEN=bench-$RANDOM$RANDOM$RANDOM
     start ours env OPENCLAW_HOME="$WORK/home" OPENCLAW_STATE_DIR="$WORK/state" \

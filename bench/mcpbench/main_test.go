@@ -397,6 +397,11 @@ func TestTable(t *testing.T) {
 				"VmHWM 120.0 MiB (target < 100 MB): **no**",
 			},
 		},
+		{
+			name:  "ours alone",
+			lines: []string{lat("direct", 1), lat("ours", 1.5)},
+			want:  []string{"added median latency: ours +0.500 ms (no other bridge measured)", "= 1.50 (target ≤ 1.25): **no**"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -116,7 +116,11 @@ func printTables(stdin io.Reader, w io.Writer, files []string, direct, ours stri
 				lowest = false
 			}
 		}
-		fmt.Fprintf(w, "- added median latency: %s %+.3f ms; %s: lowest %s\n", ours, added, strings.Join(others, ", "), yesNo(lowest))
+		if len(others) == 0 {
+			fmt.Fprintf(w, "- added median latency: %s %+.3f ms (no other bridge measured)\n", ours, added)
+		} else {
+			fmt.Fprintf(w, "- added median latency: %s %+.3f ms; %s: lowest %s\n", ours, added, strings.Join(others, ", "), yesNo(lowest))
+		}
 		ratio := o.MedianMs / base.MedianMs
 		fmt.Fprintf(w, "- %s median / %s median = %.2f (target ≤ %.2f): %s\n", ours, direct, ratio, addedRatioTarget, yesNo(ratio <= addedRatioTarget))
 	}
