@@ -57,7 +57,7 @@ func (f *flakyTransport) count() int {
 // backdate makes the server's connection failure ListRetryDelay older, as
 // if that time had passed, without sleeping.
 func backdate(s *Session, server string) {
-	c := s.byKey[server]
+	c := s.set.Load().byKey[server]
 	s.retryMu.Lock()
 	defer s.retryMu.Unlock()
 	if at, ok := s.connFailed[c]; ok {
@@ -121,7 +121,7 @@ func TestCatalogRetryAfterConnectFailure(t *testing.T) {
 			t.Errorf("diagnostic left after the retry connected: %v", d)
 		}
 	}
-	if at := s.retryAt(s.byKey["bad"]); !at.IsZero() {
+	if at := s.retryAt(s.set.Load().byKey["bad"]); !at.IsZero() {
 		t.Errorf("a server that failed to resolve is scheduled for a retry at %v", at)
 	}
 	if n := ft.count(); n != 3 {

@@ -30,6 +30,8 @@ type conn struct {
 
 	px passState // resources, prompts, calls in flight (passthrough.go)
 
+	rl connLife // uses in flight and retirement by a reload (reload.go)
+
 	mu           sync.Mutex
 	cs           *mcp.ClientSession
 	client       *mcp.Client // the client of cs (roots change notifications)
@@ -106,7 +108,7 @@ func (c *conn) connect(ctx context.Context) bool {
 	if v := c.s.opts.ProtocolVersion; v != "" {
 		sopts = &mcp.ClientSessionOptions{ProtocolVersion: v}
 	}
-	cs, err := client.Connect(cctx, tr, sopts)
+	cs, err := client.Connect(cctx, withFastList(tr), sopts)
 	cancel()
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
@@ -206,7 +208,7 @@ func listTools(ctx context.Context, cs *mcp.ClientSession, caps *mcp.ServerCapab
 			return nil, &ListError{Reason: "more than " + strconv.Itoa(MaxListPages) + " pages"}
 		}
 		lctx, cancel := context.WithTimeout(ctx, timeout)
-		res, err := cs.ListTools(lctx, &mcp.ListToolsParams{Cursor: cursor})
+		res, err := listToolsPage(lctx, cs, &mcp.ListToolsParams{Cursor: cursor})
 		cancel()
 		if err != nil {
 			if pages == 1 && methodNotFound(err) && caps != nil && caps.Tools == nil && (caps.Resources != nil || caps.Prompts != nil) {

@@ -52,7 +52,31 @@
 // calling it fails with a [*HiddenToolError] (wrapping [ErrUnknownTool])
 // naming the rule.
 //
-// Not yet here (issue 4): OAuth.
+// [Session.Reload] applies a new declaration of the servers (openclaw.json
+// edited; `openclaw mcp reload` makes `openclaw mcp proxy` call it): what
+// changed is computed by [DiffServers]; unchanged servers keep their
+// connection; added and changed servers are connected and listed before the
+// new set replaces the old one in one step, so a concurrent call sees one
+// set or the other, never half of each; the catalog is then named again
+// (safe server names follow declaration order, so names may shift); the
+// connections of removed and changed servers close once their calls in
+// flight end ([EventRemoved]; no child process survives). [EventReloaded]
+// reports each applied reload. [Session.SetToolPolicy] replaces the tool
+// policy the same way.
+//
+// Beyond tools, the session passes MCP through for a proxy in front of it:
+// [Session.Resources], [Session.ResourceTemplates], [Session.ReadResource],
+// [Session.Subscribe] (routed to the server that owns the URI),
+// [Session.Prompts] and [Session.GetPrompt] (prompt names chosen by the
+// same sanitizer, cached until a server's prompts change, a reload or a new
+// tool catalog), [Session.Complete], [Session.SetLoggingLevel] with
+// [Options.OnLog], [Session.Capabilities], and the servers' sampling,
+// elicitation and roots requests ([Options.CreateMessage],
+// [Options.Elicit], [Options.ListRoots]), attributed to the call in flight
+// ([CallFromContext]).
+//
+// Not yet here: a per-requester OAuth identity (tokens are the process's,
+// whoever calls), and OpenClaw's authProfileId.
 //
 // The package never loads Wasm itself: it is handed the policy interfaces,
 // which cmd/openclaw fills with the policy engine.

@@ -271,7 +271,7 @@ func (s *Session) RootsChanged() {
 	if s.opts.ListRoots == nil {
 		return
 	}
-	for _, c := range s.conns {
+	for _, c := range s.set.Load().conns {
 		c.mu.Lock()
 		client, open := c.client, c.cs != nil
 		c.mu.Unlock()
@@ -469,7 +469,7 @@ func (s *Session) Resources(ctx context.Context) ([]Resource, error) {
 	}
 	defer done()
 	var out []Resource
-	for _, c := range s.conns {
+	for _, c := range s.set.Load().conns {
 		res, _ := c.resourceListing(ctx)
 		for _, r := range res {
 			out = append(out, Resource{Server: c.cfg.Name, Upstream: r})
@@ -487,7 +487,7 @@ func (s *Session) ResourceTemplates(ctx context.Context) ([]ResourceTemplate, er
 	}
 	defer done()
 	var out []ResourceTemplate
-	for _, c := range s.conns {
+	for _, c := range s.set.Load().conns {
 		_, tpl := c.resourceListing(ctx)
 		for _, t := range tpl {
 			out = append(out, ResourceTemplate{Server: c.cfg.Name, Upstream: t})
@@ -496,14 +496,14 @@ func (s *Session) ResourceTemplates(ctx context.Context) ([]ResourceTemplate, er
 	return out, nil
 }
 
-// owner returns the server that owns uri: the first server (declaration
-// order) whose listing holds the exact URI; else the first whose resource
-// template (RFC 6570) matches it; else the only connected server with
-// resources. A URI claimed by several servers goes to the first; the
-// collision is logged.
-func (s *Session) owner(ctx context.Context, uri string) (*conn, error) {
+// owner returns the server of set that owns uri: the first server
+// (declaration order) whose listing holds the exact URI; else the first
+// whose resource template (RFC 6570) matches it; else the only connected
+// server with resources. A URI claimed by several servers goes to the
+// first; the collision is logged.
+func (s *Session) owner(ctx context.Context, set *connSet, uri string) (*conn, error) {
 	var exact, templated, serving []*conn
-	for _, c := range s.conns {
+	for _, c := range set.conns {
 		if _, caps := c.open(); caps == nil || caps.Resources == nil {
 			continue
 		}
@@ -546,10 +546,15 @@ func (s *Session) ReadResource(ctx context.Context, uri string) (*mcp.ReadResour
 		return nil, err
 	}
 	defer done()
-	c, err := s.owner(ctx, uri)
+	c, err := s.owner(ctx, s.set.Load(), uri)
 	if err != nil {
 		return nil, err
 	}
+	release, err := c.hold("resources/read")
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	cs, _ := c.open()
 	if cs == nil {
 		return nil, &ServerError{Server: c.cfg.Name, Op: "resources/read", Err: ErrNotConnected}
@@ -585,10 +590,15 @@ func (s *Session) subscription(ctx context.Context, op, uri string, do func(cont
 		return err
 	}
 	defer done()
-	c, err := s.owner(ctx, uri)
+	c, err := s.owner(ctx, s.set.Load(), uri)
 	if err != nil {
 		return err
 	}
+	release, err := c.hold(op)
+	if err != nil {
+		return err
+	}
+	defer release()
 	cs, caps := c.open()
 	switch {
 	case cs == nil:
@@ -604,19 +614,61 @@ func (s *Session) subscription(ctx context.Context, op, uri string, do func(cont
 	return nil
 }
 
-// promptCatalog is one naming of the session's prompts.
+// promptCatalog is one naming of the session's prompts, immutable once
+// published.
 type promptCatalog struct {
 	prompts []Prompt
 	byName  map[string]*Prompt
+	// set and cat are the server set and tool catalog it was named with:
+	// a reload or a catalog rebuild (which may follow a policy reload)
+	// makes it stale.
+	set *connSet
+	cat *catalog
 }
 
-// promptCatalog lists every connected server's prompts and names them with
-// the Sanitizer in one batch (Options.Reserved applies). Prompts the
-// sanitizer rejects are left out.
+// promptsChanged reports whether a connected server of set with prompts
+// has a listing to refresh (prompts/list_changed, a new connection, a
+// failed listing).
+func promptsChanged(set *connSet) bool {
+	for _, c := range set.conns {
+		if !c.px.promptDirty.Load() {
+			continue
+		}
+		if cs, caps := c.open(); cs != nil && caps != nil && caps.Prompts != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// promptCatalog returns the named prompts: the cached naming while it is
+// current (same server set and tool catalog, no server's prompts changed),
+// else a new one: every connected server's prompts listed and named by the
+// Sanitizer in one batch (Options.Reserved applies). Prompts the sanitizer
+// rejects are left out.
 func (s *Session) promptCatalog(ctx context.Context) (*promptCatalog, error) {
-	req := &policies.SanitizeRequest{Reserved: s.opts.Reserved, Servers: make([]policies.SanitizeServer, len(s.conns))}
-	upstream := make([][]*mcp.Prompt, len(s.conns))
-	for i, c := range s.conns {
+	current := func() (*promptCatalog, *connSet, *catalog) {
+		set := s.set.Load()
+		s.mu.Lock()
+		cat := s.cat
+		s.mu.Unlock()
+		if pc := s.promptCache.Load(); pc != nil && pc.set == set && pc.cat == cat && !promptsChanged(set) {
+			return pc, set, cat
+		}
+		return nil, set, cat
+	}
+	if pc, _, _ := current(); pc != nil {
+		return pc, nil
+	}
+	s.promptMu.Lock()
+	defer s.promptMu.Unlock()
+	pc, set, cat := current()
+	if pc != nil {
+		return pc, nil // named by the caller we waited for
+	}
+	req := &policies.SanitizeRequest{Reserved: s.opts.Reserved, Servers: make([]policies.SanitizeServer, len(set.conns))}
+	upstream := make([][]*mcp.Prompt, len(set.conns))
+	for i, c := range set.conns {
 		upstream[i] = c.promptListing(ctx)
 		names := make([]string, len(upstream[i]))
 		for j, p := range upstream[i] {
@@ -631,8 +683,8 @@ func (s *Session) promptCatalog(ctx context.Context) (*promptCatalog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runtime: naming the prompts: %w", err)
 	}
-	pc := &promptCatalog{byName: map[string]*Prompt{}}
-	for i, c := range s.conns {
+	pc = &promptCatalog{byName: map[string]*Prompt{}, set: set, cat: cat}
+	for i, c := range set.conns {
 		for j, p := range upstream[i] {
 			if name := res.Servers[i].Tools[j].Name; name != "" {
 				pc.prompts = append(pc.prompts, Prompt{Name: name, Server: c.cfg.Name, Upstream: p})
@@ -642,6 +694,7 @@ func (s *Session) promptCatalog(ctx context.Context) (*promptCatalog, error) {
 	for i := range pc.prompts {
 		pc.byName[pc.prompts[i].Name] = &pc.prompts[i]
 	}
+	s.promptCache.Store(pc)
 	return pc, nil
 }
 
@@ -649,7 +702,8 @@ func (s *Session) promptCatalog(ctx context.Context) (*promptCatalog, error) {
 // prompts, following nextCursor, named by the Sanitizer in a batch of
 // their own (the tool naming rules: `server__prompt`), in declaration order
 // of the servers. Listings are cached until the server sends
-// notifications/prompts/list_changed; the naming runs on every call.
+// notifications/prompts/list_changed, and so are their names until a
+// server's prompts change, a reload, or a new tool catalog.
 // Errors: ErrClosed, ErrNotConnected, and the sanitizer's failure (no
 // unnamed prompt is ever exposed).
 func (s *Session) Prompts(ctx context.Context) ([]Prompt, error) {
@@ -662,7 +716,7 @@ func (s *Session) Prompts(ctx context.Context) ([]Prompt, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pc.prompts, nil
+	return slices.Clone(pc.prompts), nil
 }
 
 // prompt finds the exposed prompt name.
@@ -675,7 +729,7 @@ func (s *Session) prompt(ctx context.Context, name string) (*Prompt, *conn, erro
 	if p == nil {
 		return nil, nil, fmt.Errorf("%w %q", ErrUnknownPrompt, name)
 	}
-	return p, s.byKey[p.Server], nil
+	return p, pc.set.byKey[p.Server], nil
 }
 
 // GetPrompt gets the prompt exposed as name from its server, with args.
@@ -692,6 +746,11 @@ func (s *Session) GetPrompt(ctx context.Context, name string, args map[string]st
 	if err != nil {
 		return nil, err
 	}
+	release, err := c.hold("prompts/get")
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	cs, _ := c.open()
 	if cs == nil {
 		return nil, &ServerError{Server: c.cfg.Name, Op: "prompts/get", Err: ErrNotConnected}
@@ -733,7 +792,8 @@ func (s *Session) Complete(ctx context.Context, params *mcp.CompleteParams) (*mc
 		}
 		ref.Name, c = p.Upstream.Name, pc
 	case "ref/resource":
-		for _, cc := range s.conns {
+		set := s.set.Load()
+		for _, cc := range set.conns {
 			_, tpl := cc.resourceListing(ctx)
 			if slices.ContainsFunc(tpl, func(t *mcp.ResourceTemplate) bool { return t.URITemplate == ref.URI }) {
 				c = cc
@@ -741,13 +801,18 @@ func (s *Session) Complete(ctx context.Context, params *mcp.CompleteParams) (*mc
 			}
 		}
 		if c == nil {
-			if c, err = s.owner(ctx, ref.URI); err != nil {
+			if c, err = s.owner(ctx, set, ref.URI); err != nil {
 				return nil, err
 			}
 		}
 	default:
 		return nil, fmt.Errorf("runtime: completion/complete: unknown ref type %q", ref.Type)
 	}
+	release, err := c.hold("completion/complete")
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	cs, caps := c.open()
 	switch {
 	case cs == nil:
@@ -776,9 +841,13 @@ func (s *Session) SetLoggingLevel(ctx context.Context, level mcp.LoggingLevel) e
 		return err
 	}
 	defer done()
-	errs := make([]error, len(s.conns))
+	s.levelMu.Lock()
+	s.logLevel = level // for the servers a reload adds
+	s.levelMu.Unlock()
+	conns := s.set.Load().conns
+	errs := make([]error, len(conns))
 	var wg sync.WaitGroup
-	for i, c := range s.conns {
+	for i, c := range conns {
 		c.px.mu.Lock()
 		c.px.logLevel = level
 		c.px.mu.Unlock()
@@ -804,7 +873,7 @@ func (s *Session) SetLoggingLevel(ctx context.Context, level mcp.LoggingLevel) e
 // is nil when no connected server has it.
 func (s *Session) Capabilities() *mcp.ServerCapabilities {
 	out := &mcp.ServerCapabilities{}
-	for _, c := range s.conns {
+	for _, c := range s.set.Load().conns {
 		_, caps := c.open()
 		if caps == nil {
 			continue

@@ -1,12 +1,26 @@
 package runtime
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
+	goruntime "runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/transport"
 )
 
@@ -83,5 +97,441 @@ func TestDiffServers(t *testing.T) {
 				t.Errorf("Empty() = %v, want %v", got.Empty(), wantEmpty)
 			}
 		})
+	}
+}
+
+// pingServer returns an in-process server named name with one tool,
+// `ping`, answering "<name>: <args>".
+func pingServer(t *testing.T, name string) Server {
+	t.Helper()
+	srv := newServer(name, nil)
+	srv.AddTool(&mcp.Tool{Name: "ping", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return textResult(name + ": " + string(req.Params.Arguments)), nil
+		})
+	return inProcess(t, name, srv)
+}
+
+func TestReload(t *testing.T) {
+	t.Parallel()
+	a, b, c := pingServer(t, "a"), pingServer(t, "b"), pingServer(t, "c")
+	b2 := pingServer(t, "b") // another transport: b is changed
+	tests := []struct {
+		name      string
+		next      []Server
+		want      ServerChanges
+		tools     []string
+		removed   []string // EventRemoved
+		unknown   string   // a tool no longer callable
+		reachable []string // tools answering "<server>: {}"
+	}{
+		{
+			name:      "add",
+			next:      []Server{a, b, c},
+			want:      ServerChanges{Added: []string{"c"}, Unchanged: []string{"a", "b"}},
+			tools:     []string{"a__ping", "b__ping", "c__ping"},
+			reachable: []string{"a__ping", "b__ping", "c__ping"},
+		},
+		{
+			name:      "remove",
+			next:      []Server{b},
+			want:      ServerChanges{Removed: []string{"a"}, Unchanged: []string{"b"}},
+			tools:     []string{"b__ping"},
+			removed:   []string{"a"},
+			unknown:   "a__ping",
+			reachable: []string{"b__ping"},
+		},
+		{
+			name:      "change and add",
+			next:      []Server{a, b2, c},
+			want:      ServerChanges{Added: []string{"c"}, Changed: []string{"b"}, Unchanged: []string{"a"}},
+			tools:     []string{"a__ping", "b__ping", "c__ping"},
+			removed:   []string{"b"},
+			reachable: []string{"a__ping", "b__ping", "c__ping"},
+		},
+		{
+			name:  "nothing",
+			next:  []Server{a, b},
+			want:  ServerChanges{Unchanged: []string{"a", "b"}},
+			tools: []string{"a__ping", "b__ping"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			// Each subtest needs its own connections: in-memory transports
+			// connect once, so every session gets fresh servers.
+			fresh := map[string]Server{}
+			for _, sv := range []Server{a, b, c} {
+				fresh[sv.Name] = pingServer(t, sv.Name)
+			}
+			changed := pingServer(t, "b")
+			next := make([]Server, len(tc.next))
+			for i, sv := range tc.next {
+				next[i] = fresh[sv.Name]
+				if sv.Transport == b2.Transport {
+					next[i] = changed
+				}
+			}
+			evs := newEvents()
+			s := open(t, []Server{fresh["a"], fresh["b"]}, &Options{OnEvent: evs.on})
+			if got := toolNames(t, s); !slices.Equal(got, []string{"a__ping", "b__ping"}) {
+				t.Fatalf("before: %v", got)
+			}
+			got, err := s.Reload(context.Background(), next)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("Reload = %+v, want %+v", got, tc.want)
+			}
+			if names := toolNames(t, s); !slices.Equal(names, tc.tools) {
+				t.Errorf("tools after reload = %v, want %v", names, tc.tools)
+			}
+			for _, name := range tc.reachable {
+				res, err := s.CallTool(context.Background(), name, []byte(`{}`))
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if want := strings.TrimSuffix(name, "__ping") + ": {}"; resultText(t, res) != want {
+					t.Errorf("%s = %q, want %q", name, resultText(t, res), want)
+				}
+			}
+			if tc.unknown != "" {
+				if _, err := s.CallTool(context.Background(), tc.unknown, nil); !errors.Is(err, ErrUnknownTool) {
+					t.Errorf("%s after removal: %v, want ErrUnknownTool", tc.unknown, err)
+				}
+			}
+			waitRemoved(t, evs, tc.removed...)
+			var status []string
+			for _, st := range s.Status() {
+				status = append(status, st.Name)
+				if !st.Connected {
+					t.Errorf("status %+v: not connected", st)
+				}
+			}
+			if want := slices.Collect(func(yield func(string) bool) {
+				for _, sv := range tc.next {
+					yield(sv.Name)
+				}
+			}); !slices.Equal(status, want) {
+				t.Errorf("status lists %v, want %v", status, want)
+			}
+		})
+	}
+}
+
+func TestReloadErrors(t *testing.T) {
+	t.Parallel()
+	s := open(t, []Server{pingServer(t, "a")}, &Options{})
+	for _, tc := range []struct {
+		name    string
+		servers []Server
+		want    string
+	}{
+		{"empty name", []Server{{Name: ""}}, "server 0 has an empty name"},
+		{"twice", []Server{pingServer(t, "x"), pingServer(t, "x")}, `server "x" is declared twice`},
+	} {
+		if _, err := s.Reload(context.Background(), tc.servers); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	if got := toolNames(t, s); !slices.Equal(got, []string{"a__ping"}) {
+		t.Errorf("a refused reload changed the catalog: %v", got)
+	}
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Reload(context.Background(), nil); !errors.Is(err, ErrClosed) {
+		t.Errorf("Reload after Close: %v, want ErrClosed", err)
+	}
+}
+
+// A call in flight on a removed server ends on its connection, which is
+// closed only afterwards.
+func TestReloadWaitsForCallsInFlight(t *testing.T) {
+	t.Parallel()
+	srv := newServer("slow", nil)
+	entered, release := make(chan struct{}), make(chan struct{})
+	srv.AddTool(&mcp.Tool{Name: "wait", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			close(entered)
+			select {
+			case <-release:
+				return textResult("done"), nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		})
+	evs := newEvents()
+	s := open(t, []Server{inProcess(t, "slow", srv), pingServer(t, "b")}, &Options{OnEvent: evs.on})
+	type answer struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := s.CallTool(context.Background(), "slow__wait", nil)
+		done <- answer{res, err}
+	}()
+	<-entered
+	if _, err := s.Reload(context.Background(), []Server{s.set.Load().decl[1]}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CallTool(context.Background(), "slow__wait", nil); !errors.Is(err, ErrUnknownTool) {
+		t.Errorf("new call to the removed server: %v, want ErrUnknownTool", err)
+	}
+	close(release)
+	if a := <-done; a.err != nil || resultText(t, a.res) != "done" {
+		t.Fatalf("call in flight across the reload: %v %v", a.res, a.err)
+	}
+	evs.wait(t, EventRemoved, "slow")
+}
+
+// Calls in a loop while the set is reloaded over and over: a call reaches
+// a server of one set or of the next, never half of each (run with -race).
+func TestReloadWhileCalling(t *testing.T) {
+	t.Parallel()
+	keep := pingServer(t, "keep")
+	s := open(t, []Server{keep}, &Options{})
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for _, name := range []string{"keep__ping", "churn__ping", "keep__ping", "churn__ping"} {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				res, err := s.CallTool(ctx, name, []byte(`{}`))
+				switch {
+				case err == nil && resultText(t, res) != strings.TrimSuffix(name, "__ping")+": {}":
+					errs <- fmt.Errorf("%s answered %q", name, resultText(t, res))
+					return
+				case err == nil, ctx.Err() != nil:
+				case name == "churn__ping" && errors.Is(err, ErrUnknownTool):
+				default:
+					errs <- fmt.Errorf("%s: %w", name, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			_, _ = s.Tools(ctx)
+			_ = s.Status()
+			_, _ = s.Prompts(ctx)
+		}
+	})
+	for i := range 40 {
+		next := []Server{keep}
+		if i%2 == 0 {
+			next = append(next, pingServer(t, "churn"))
+		}
+		if _, err := s.Reload(context.Background(), next); err != nil {
+			t.Fatalf("reload %d: %v", i, err)
+		}
+	}
+	stop()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// everythingServer returns the go-sdk conformance everything-server
+// (stdio) under PEERS_DIR, or skips when it is absent and CI is unset.
+func everythingServer(t *testing.T) string {
+	t.Helper()
+	dir := os.Getenv("PEERS_DIR")
+	if dir == "" {
+		dir = "../.peers"
+	}
+	bin, err := filepath.Abs(filepath.Join(dir, "bin", "everything-server"))
+	if err == nil {
+		_, err = os.Stat(bin)
+	}
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("everything-server missing in CI (make peers): %v", err)
+		}
+		t.Skipf("everything-server missing (make peers, or set PEERS_DIR): %v", err)
+	}
+	return bin
+}
+
+// Real child processes: a reload starts the added server's, stops the
+// removed one's, keeps the unchanged one's and replaces the changed one's;
+// Close leaves none.
+func TestReloadStdioChildren(t *testing.T) {
+	t.Parallel()
+	bin := everythingServer(t)
+	if goruntime.GOOS != "linux" {
+		t.Skip("the leak check reads /proc")
+	}
+	tag := strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	server := func(name, gen string) Server {
+		return Server{Name: name, Entry: transport.ServerEntry{
+			Command: bin, Env: map[string]any{"OPENCLAW_RELOAD_TEST": tag + "-" + name, "GEN": gen},
+			ConnectionTimeoutMs: 30000, RequestTimeoutMs: 30000,
+		}}
+	}
+	pids := func(name string) []int { return processesWithEnv("OPENCLAW_RELOAD_TEST=" + tag + "-" + name) }
+	gone := func(name string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second) // a hang guard, not a timing assertion
+		for p := pids(name); len(p) > 0; p = pids(name) {
+			if time.Now().After(deadline) {
+				t.Fatalf("server %s: processes %v survived", name, p)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	call := func(s *Session, tool string) {
+		t.Helper()
+		res, err := s.CallTool(context.Background(), tool, []byte(`{}`))
+		if err != nil || res.IsError {
+			t.Fatalf("%s: %v %v", tool, res, err)
+		}
+	}
+	evs := newEvents()
+	s := open(t, []Server{server("one", "1")}, &Options{OnEvent: evs.on})
+	call(s, "one__test_simple_text")
+	onePIDs := pids("one")
+	if len(onePIDs) == 0 {
+		t.Fatal("found no child process of server one (the marker env did not reach it)")
+	}
+
+	ch, err := s.Reload(context.Background(), []Server{server("one", "1"), server("two", "1")})
+	if err != nil || ch.String() != "1 added (two), 0 removed, 0 changed, 1 unchanged" {
+		t.Fatalf("add: %v %v", ch, err)
+	}
+	evs.wait(t, EventReloaded, "")
+	call(s, "two__test_simple_text")
+	call(s, "one__test_simple_text")
+	if p := pids("one"); !slices.Equal(p, onePIDs) {
+		t.Errorf("unchanged server one: processes %v, were %v", p, onePIDs)
+	}
+	twoPIDs := pids("two")
+
+	ch, err = s.Reload(context.Background(), []Server{server("two", "2")})
+	if err != nil || ch.String() != "0 added, 1 removed (one), 1 changed (two), 0 unchanged" {
+		t.Fatalf("remove and change: %v %v", ch, err)
+	}
+	gone("one")
+	waitRemoved(t, evs, "one", "two")
+	call(s, "two__test_simple_text")
+	if p := pids("two"); len(p) == 0 || slices.Equal(p, twoPIDs) {
+		t.Errorf("changed server two: processes %v, were %v: want new ones", p, twoPIDs)
+	}
+	if _, err := s.CallTool(context.Background(), "one__test_simple_text", nil); !errors.Is(err, ErrUnknownTool) {
+		t.Errorf("removed server's tool: %v, want ErrUnknownTool", err)
+	}
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	gone("two")
+}
+
+// countingNamer counts the batches it names.
+type countingNamer struct {
+	n atomic.Int32
+	nativeNamer
+}
+
+func (c *countingNamer) SanitizeToolNames(ctx context.Context, req *policies.SanitizeRequest) (*policies.SanitizeResult, error) {
+	c.n.Add(1)
+	return c.nativeNamer.SanitizeToolNames(ctx, req)
+}
+
+// The prompt names are kept until a server's prompts change, a reload or a
+// new tool catalog.
+func TestPromptNamesCached(t *testing.T) {
+	t.Parallel()
+	srv := newServer("p", nil)
+	prompt := func(name string) {
+		srv.AddPrompt(&mcp.Prompt{Name: name}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: name}}}}, nil
+		})
+	}
+	prompt("first")
+	namer := &countingNamer{}
+	evs := newEvents()
+	s := open(t, []Server{inProcess(t, "p", srv)}, &Options{Sanitizer: namer, OnEvent: evs.on})
+	ctx := context.Background()
+	names := func() []string {
+		t.Helper()
+		ps, err := s.Prompts(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range ps {
+			out = append(out, p.Name)
+		}
+		return out
+	}
+	if got := names(); !slices.Equal(got, []string{"p__first"}) {
+		t.Fatalf("prompts = %v", got)
+	}
+	n := namer.n.Load()
+	for range 3 {
+		names()
+		if _, err := s.GetPrompt(ctx, "p__first", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := namer.n.Load(); got != n {
+		t.Errorf("naming ran %d more times for unchanged prompts, want 0", got-n)
+	}
+	prompt("second") // notifications/prompts/list_changed
+	evs.wait(t, EventPromptsChanged, "p")
+	if got := names(); !slices.Equal(got, []string{"p__first", "p__second"}) {
+		t.Fatalf("prompts after a change = %v", got)
+	}
+	if got := namer.n.Load(); got != n+1 {
+		t.Errorf("naming ran %d times after a change, want 1", got-n)
+	}
+	n = namer.n.Load()
+	if _, err := s.Reload(ctx, []Server{s.set.Load().decl[0], pingServer(t, "q")}); err != nil {
+		t.Fatal(err)
+	}
+	names()
+	if got := namer.n.Load(); got != n+2 { // the tool catalog, then the prompts
+		t.Errorf("naming ran %d times after a reload, want 2", got-n)
+	}
+}
+
+func TestSetToolPolicy(t *testing.T) {
+	t.Parallel()
+	s := open(t, []Server{pingServer(t, "a"), pingServer(t, "b")}, &Options{})
+	s.SetToolPolicy(&ToolPolicy{Deny: []string{"a__*"}})
+	if got := toolNames(t, s); !slices.Equal(got, []string{"b__ping"}) {
+		t.Errorf("tools with a__* denied = %v", got)
+	}
+	var hidden *HiddenToolError
+	if _, err := s.CallTool(context.Background(), "a__ping", nil); !errors.As(err, &hidden) || hidden.Rule != `tools.deny entry "a__*"` {
+		t.Errorf("denied call: %v", err)
+	}
+	s.SetToolPolicy(nil)
+	if got := toolNames(t, s); !slices.Equal(got, []string{"a__ping", "b__ping"}) {
+		t.Errorf("tools without a policy = %v", got)
+	}
+}
+
+// waitRemoved waits for EventRemoved of every server in names, in any
+// order.
+func waitRemoved(t *testing.T, evs *events, names ...string) {
+	t.Helper()
+	left := slices.Clone(names)
+	deadline := time.After(30 * time.Second) // a hang guard, not a timing assertion
+	for len(left) > 0 {
+		select {
+		case ev := <-evs.ch:
+			if i := slices.Index(left, ev.Server); ev.Kind == EventRemoved && i >= 0 {
+				left = slices.Delete(left, i, i+1)
+			}
+		case <-deadline:
+			t.Fatalf("no %s event for %v", EventRemoved, left)
+		}
 	}
 }

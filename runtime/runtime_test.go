@@ -601,9 +601,9 @@ func TestRequestTimeoutCancelsUpstream(t *testing.T) {
 		t.Fatalf("cancelled CallTool: %v", err)
 	}
 	<-cancelled
-	s.conns[0].mu.Lock()
-	failures := s.conns[0].failures
-	s.conns[0].mu.Unlock()
+	s.set.Load().conns[0].mu.Lock()
+	failures := s.set.Load().conns[0].failures
+	s.set.Load().conns[0].mu.Unlock()
 	if failures != 1 {
 		t.Errorf("failures = %d, want 1 (the timeout only)", failures)
 	}

@@ -44,6 +44,9 @@ const EventRetrying EventKind = "retrying"
 
 // catalog is one build of a session's tools, immutable once published.
 type catalog struct {
+	// set is the server set the catalog was built from: a call routes to
+	// its connections, and a reload (another set) makes it stale.
+	set    *connSet
 	tools  []Tool
 	byName map[string]*Tool
 	count  map[string]int // exposed tools per raw server name
@@ -58,10 +61,12 @@ type catalog struct {
 // session, their catalog and the policy boundary every call passes. Its
 // methods are safe for concurrent use.
 type Session struct {
-	opts  Options
-	log   *slog.Logger
-	conns []*conn // declaration order
-	byKey map[string]*conn
+	opts Options
+	log  *slog.Logger
+	// set is the current server set, replaced as a whole by Reload: every
+	// reader loads it once and works on that snapshot.
+	set      atomic.Pointer[connSet]
+	reloadMu sync.Mutex // one Reload at a time
 
 	// life ends when Close starts: calls in flight (policy, approval,
 	// upstream request) are cancelled, which sends notifications/cancelled.
@@ -88,7 +93,13 @@ type Session struct {
 	progressMu sync.Mutex
 	progress   map[string]progressEntry
 
-	policy *toolPolicy // nil: every tool visible
+	policy atomic.Pointer[toolPolicy] // nil: every tool visible
+
+	levelMu  sync.Mutex
+	logLevel mcp.LoggingLevel // the latest SetLoggingLevel, for servers a reload adds
+
+	promptMu    sync.Mutex                    // one prompt naming at a time
+	promptCache atomic.Pointer[promptCatalog] // the latest prompt naming
 
 	retryMu    sync.Mutex
 	connFailed map[*conn]time.Time // servers whose connection failed, and when
@@ -111,10 +122,8 @@ func New(servers []Server, opts *Options) (*Session, error) {
 	}
 	s := &Session{
 		opts:       *opts,
-		byKey:      make(map[string]*conn, len(servers)),
 		closeDone:  make(chan struct{}),
 		progress:   map[string]progressEntry{},
-		policy:     compileToolPolicy(opts.ToolPolicy),
 		connFailed: map[*conn]time.Time{},
 	}
 	if opts.ToolPolicy != nil {
@@ -135,21 +144,15 @@ func New(servers []Server, opts *Options) (*Session, error) {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
-	for i := range servers {
-		sv := servers[i]
-		if sv.Name == "" {
-			return nil, fmt.Errorf("runtime: server %d has an empty name", i)
-		}
-		if _, dup := s.byKey[sv.Name]; dup {
-			return nil, fmt.Errorf("runtime: server %q is declared twice", sv.Name)
-		}
-		c := &conn{s: s, cfg: sv}
-		if !sv.SupportsParallelToolCalls {
-			c.turn = make(chan struct{}, 1)
-		}
-		s.conns = append(s.conns, c)
-		s.byKey[sv.Name] = c
+	s.policy.Store(compileToolPolicy(opts.ToolPolicy))
+	if err := checkServers(servers); err != nil {
+		return nil, err
 	}
+	set := &connSet{decl: slices.Clone(servers), byKey: make(map[string]*conn, len(servers))}
+	for _, sv := range servers {
+		set.add(s.newConn(sv))
+	}
+	s.set.Store(set)
 	s.life, s.endLife = context.WithCancel(context.Background())
 	return s, nil
 }
@@ -180,7 +183,7 @@ func (s *Session) Connect(ctx context.Context) error {
 		cancel()
 	}()
 
-	s.connectAll(ctx)
+	s.connectAll(ctx, s.set.Load().conns)
 	s.lastUse.Store(time.Now().UnixNano())
 	if ttl := s.opts.IdleTTL; ttl > 0 {
 		s.mu.Lock()
@@ -193,15 +196,27 @@ func (s *Session) Connect(ctx context.Context) error {
 	return err
 }
 
-// connectAll connects and lists every enabled server concurrently.
-func (s *Session) connectAll(ctx context.Context) {
+// connectAll connects and lists the enabled servers of conns concurrently.
+// A connection retired by a reload meanwhile is left alone: its closer
+// takes dialMu after this, so no session it opened survives.
+func (s *Session) connectAll(ctx context.Context, conns []*conn) {
 	var wg sync.WaitGroup
-	for _, c := range s.conns {
+	for _, c := range conns {
 		if c.cfg.Disabled {
 			continue
 		}
 		wg.Go(func() {
+			c.dialMu.Lock()
+			if c.rl.isRetired() {
+				c.dialMu.Unlock()
+				return
+			}
+			if cs, _ := c.open(); cs != nil { // connected by a concurrent Connect or reload
+				c.dialMu.Unlock()
+				return
+			}
 			ok := c.connect(ctx)
+			c.dialMu.Unlock()
 			s.noteConnect(c, ok)
 			if ok {
 				c.relist(ctx) // no barrier: each server lists as soon as it is up
@@ -241,7 +256,7 @@ func (s *Session) reapIfIdle(ttl time.Duration) {
 	s.idle, s.cat = true, nil
 	s.mu.Unlock()
 	var reaped []string
-	for _, c := range s.conns {
+	for _, c := range s.set.Load().conns {
 		if c.reap() {
 			reaped = append(reaped, c.cfg.Name)
 		}
@@ -321,7 +336,7 @@ func (s *Session) noteConnect(c *conn, ok bool) {
 // server's tools changed, a failed listing or a failed connection may be
 // retried.
 func (s *Session) stale(cat *catalog, now time.Time) bool {
-	if cat == nil || s.dirty.Load() || (!cat.retryAt.IsZero() && !now.Before(cat.retryAt)) {
+	if cat == nil || cat.set != s.set.Load() || s.dirty.Load() || (!cat.retryAt.IsZero() && !now.Before(cat.retryAt)) {
 		return true
 	}
 	s.retryMu.Lock()
@@ -357,6 +372,10 @@ func (s *Session) retryDue(c *conn, now time.Time) bool {
 func (s *Session) retryConnect(ctx context.Context, c *conn) bool {
 	s.emit(Event{Kind: EventRetrying, Server: c.cfg.Name})
 	c.dialMu.Lock()
+	if c.rl.isRetired() { // replaced by a reload: its closer owns it
+		c.dialMu.Unlock()
+		return false
+	}
 	c.mu.Lock()
 	ok := c.cs != nil
 	c.mu.Unlock()
@@ -378,7 +397,7 @@ func (s *Session) revive(ctx context.Context) {
 	if !idle {
 		return // revived by the caller we waited for
 	}
-	s.connectAll(ctx)
+	s.connectAll(ctx, s.set.Load().conns)
 	s.mu.Lock()
 	s.idle = false
 	s.mu.Unlock()
@@ -395,9 +414,10 @@ func (s *Session) rebuild(ctx context.Context) (*catalog, error) {
 		return cat, nil // built by the caller we waited for
 	}
 	s.dirty.Store(false)
+	set := s.set.Load()
 	now := time.Now()
 	var wg sync.WaitGroup
-	for _, c := range s.conns {
+	for _, c := range set.conns {
 		if s.retryDue(c, now) {
 			wg.Go(func() {
 				if s.retryConnect(ctx, c) {
@@ -415,16 +435,16 @@ func (s *Session) rebuild(ctx context.Context) (*catalog, error) {
 		return nil, err
 	}
 
-	req := &policies.SanitizeRequest{Reserved: s.opts.Reserved, Servers: make([]policies.SanitizeServer, len(s.conns))}
-	upstream := make([][]*mcp.Tool, len(s.conns))
-	utils := make([][]string, len(s.conns))
-	cat = &catalog{count: map[string]int{}, hidden: map[string]*HiddenToolError{}}
+	req := &policies.SanitizeRequest{Reserved: s.opts.Reserved, Servers: make([]policies.SanitizeServer, len(set.conns))}
+	upstream := make([][]*mcp.Tool, len(set.conns))
+	utils := make([][]string, len(set.conns))
+	cat = &catalog{set: set, count: map[string]int{}, hidden: map[string]*HiddenToolError{}}
 	earliest := func(at time.Time) {
 		if !at.IsZero() && (cat.retryAt.IsZero() || at.Before(cat.retryAt)) {
 			cat.retryAt = at
 		}
 	}
-	for i, c := range s.conns {
+	for i, c := range set.conns {
 		tools, retryAt := c.listing()
 		upstream[i], utils[i] = tools, c.utilities()
 		// The utility tools are named after the server's own, as in
@@ -453,7 +473,8 @@ func (s *Session) rebuild(ctx context.Context) (*catalog, error) {
 		safe string
 	}
 	var all []keyed
-	for i, c := range s.conns {
+	policy := s.policy.Load()
+	for i, c := range set.conns {
 		n := len(upstream[i])
 		for j, tn := range res.Servers[i].Tools {
 			t, util := (*mcp.Tool)(nil), ""
@@ -467,7 +488,7 @@ func (s *Session) rebuild(ctx context.Context) (*catalog, error) {
 			if name == "" || !allowed(c.cfg.ToolFilter, t.Name, name) {
 				continue
 			}
-			if rule := s.policy.hides(name); rule != "" {
+			if rule := policy.hides(name); rule != "" {
 				cat.hidden[name] = &HiddenToolError{Tool: name, Server: c.cfg.Name, Rule: rule}
 				continue
 			}
@@ -530,19 +551,39 @@ func (s *Session) CallTool(ctx context.Context, name string, args []byte) (*mcp.
 }
 
 func (s *Session) callTool(ctx context.Context, name string, args []byte) (*mcp.CallToolResult, error) {
-	cat, err := s.catalog(ctx)
-	if err != nil {
-		return nil, err
-	}
-	t := cat.byName[name]
-	if t == nil {
-		if h := cat.hidden[name]; h != nil {
-			e := *h
-			return nil, &e
+	// A reload may retire the tool's connection between the catalog read
+	// and the call: the catalog is then stale, and the next one holds the
+	// new connection (or no such tool). Two tries suffice unless reloads
+	// follow each other faster than a catalog build.
+	for try := 0; ; try++ {
+		cat, err := s.catalog(ctx)
+		if err != nil {
+			return nil, err
 		}
-		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
+		t := cat.byName[name]
+		if t == nil {
+			if h := cat.hidden[name]; h != nil {
+				e := *h
+				return nil, &e
+			}
+			return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
+		}
+		c := cat.set.byKey[t.Server]
+		if !c.rl.acquire() {
+			if try < 2 {
+				continue
+			}
+			return nil, &ServerError{Server: t.Server, Op: "tools/call", Err: errRetired}
+		}
+		res, err := s.callConn(ctx, c, t, args)
+		c.rl.release()
+		return res, err
 	}
-	c := s.byKey[t.Server]
+}
+
+// callConn runs the policy and the call of t on c, whose connection the
+// caller holds (c.rl.acquire).
+func (s *Session) callConn(ctx context.Context, c *conn, t *Tool, args []byte) (*mcp.CallToolResult, error) {
 	call := &policies.ToolCall{
 		Surface:    s.surface(),
 		SessionKey: s.opts.SessionKey,
@@ -709,9 +750,10 @@ func (s *Session) Status() []ServerStatus {
 	s.mu.Lock()
 	cat := s.cat
 	s.mu.Unlock()
-	out := make([]ServerStatus, len(s.conns))
+	set := s.set.Load()
+	out := make([]ServerStatus, len(set.conns))
 	now := time.Now()
-	for i, c := range s.conns {
+	for i, c := range set.conns {
 		c.mu.Lock()
 		st := ServerStatus{
 			Name: c.cfg.Name, Kind: c.kind, Launch: c.launch, Enabled: !c.cfg.Disabled,
@@ -736,7 +778,7 @@ func (s *Session) Status() []ServerStatus {
 // each a *ServerError naming the server and the step that failed.
 func (s *Session) Diagnostics() []error {
 	var out []error
-	for _, c := range s.conns {
+	for _, c := range s.set.Load().conns {
 		c.mu.Lock()
 		if c.err != nil {
 			out = append(out, c.err)
@@ -771,13 +813,17 @@ func (s *Session) Close(ctx context.Context) error {
 	errc := make(chan error, 1)
 	go func() {
 		defer close(s.closeDone)
-		errs := make([]error, len(s.conns))
+		// No Reload swaps the set any more: it checks closed under mu.
+		conns := s.set.Load().conns
+		errs := make([]error, len(conns))
 		var wg sync.WaitGroup
-		for i, c := range s.conns {
+		for i, c := range conns {
+			// A connection being opened meanwhile sees closed and
+			// closes itself (conn.connect).
 			wg.Go(func() { errs[i] = c.close() })
 		}
 		wg.Wait()
-		s.bg.Wait() // the idle reaper
+		s.bg.Wait() // the idle reaper, the closers of retired connections
 		errc <- errors.Join(errs...)
 	}()
 	select {
