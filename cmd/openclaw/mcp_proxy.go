@@ -195,6 +195,13 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	for _, d := range diags {
 		logger.Warn("MCP server skipped", "err", d)
 	}
+	// tools.profile, tools.allow/deny and the sandbox gate decide which
+	// imported tools the clients see; a mistake there is an error, never
+	// an open catalog.
+	toolPolicy, err := doc.ToolPolicy()
+	if err != nil {
+		return failStart(fmt.Errorf("%s: %w", cfgPath, err))
+	}
 	pol, err := startPolicies(ctx, c.policy, "mcp proxy", stderr)
 	if err != nil {
 		return failStart(err)
@@ -211,6 +218,7 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 		Caller:          policies.Caller{Name: "openclaw-mcp-proxy", Version: version},
 		Logger:          logger,
 		ProtocolVersion: c.upstreamProto,
+		ToolPolicy:      toolPolicy,
 		OnEvent: func(ev runtime.Event) {
 			switch ev.Kind {
 			case runtime.EventFailed, runtime.EventPaused:
@@ -244,6 +252,16 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	}
 	defer p.Close() // before the runtime: ends the relay's worker
 	metrics.Instrument(p)
+	// `openclaw mcp reload` (SIGHUP) applies an edited mcp.servers and tool
+	// policy to the running proxy; its clients get list_changed at once.
+	if dir, err := mcpRunDir(); err != nil {
+		logger.Warn("openclaw mcp reload cannot reach this proxy", "err", err)
+	} else if rl, err := serveMCPReload(ctx, dir, "mcp proxy", cfgPath, logger,
+		reloadFromConfig(cfgPath, logger, &proxyReloader{cfgPath: cfgPath, sess: sess, proxy: p, logger: logger})); err != nil {
+		logger.Warn("openclaw mcp reload cannot reach this proxy", "err", err)
+	} else {
+		defer func() { _ = rl.Close() }() // before the proxy and the runtime close
+	}
 
 	var h *proxy.HTTPHandler
 	if ph != nil {
@@ -277,6 +295,39 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	}
 	logger.Info("openclaw mcp proxy: stopped")
 	return nil
+}
+
+// proxyReloader applies a reload of openclaw.json to a running proxy: the
+// tool policy is read again (an invalid one refuses the whole reload,
+// before any server changes), the runtime session takes the new servers
+// (runtime.Session.Reload), then the served tools are synced so connected
+// clients receive notifications/tools/list_changed at once.
+type proxyReloader struct {
+	cfgPath string
+	sess    *runtime.Session
+	proxy   *proxy.Proxy
+	logger  *slog.Logger
+}
+
+// Reload implements serversReloader.
+func (r *proxyReloader) Reload(ctx context.Context, servers []runtime.Server) (runtime.ServerChanges, error) {
+	doc, err := config.LoadDocument(r.cfgPath)
+	if err != nil {
+		return runtime.ServerChanges{}, err
+	}
+	tp, err := doc.ToolPolicy()
+	if err != nil {
+		return runtime.ServerChanges{}, fmt.Errorf("%s: %w", r.cfgPath, err)
+	}
+	changes, err := r.sess.Reload(ctx, servers)
+	if err != nil {
+		return changes, err
+	}
+	r.sess.SetToolPolicy(tp)
+	if err := r.proxy.Sync(ctx); err != nil {
+		r.logger.Warn("proxy: catalog not refreshed after a reload; refreshed on next use", "err", err)
+	}
+	return changes, nil
 }
 
 // serveProxyStdio serves p on stdin/stdout; with h (--metrics-listen) it

@@ -783,3 +783,181 @@ func TestMCPProxyStdioMetricsListen(t *testing.T) {
 		t.Fatalf("proxy exit = %v\n%s", cmd.ProcessState, stderr.String())
 	}
 }
+
+// TestMCPProxyReload runs the built binary as `openclaw mcp proxy` (stdio)
+// with a go-sdk client, edits openclaw.json and runs `openclaw mcp reload`:
+// the client is told the tools changed and sees the added server's tools;
+// a removed server's child process stops; the tool policy is read again.
+func TestMCPProxyReload(t *testing.T) {
+	peers := os.Getenv("PEERS_DIR")
+	if peers == "" {
+		t.Skip("PEERS_DIR not set (the go-sdk everything-server needed)")
+	}
+	server, err := filepath.Abs(filepath.Join(peers, "bin", "everything-server"))
+	if err == nil {
+		_, err = os.Stat(server)
+	}
+	if err != nil {
+		t.Skipf("everything-server missing: %v", err)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "openclaw")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	home := filepath.Join(dir, "home")
+	cfgPath := filepath.Join(home, ".openclaw", "openclaw.json")
+	tag := strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	entry := func(name string) map[string]any {
+		return map[string]any{"command": server, "env": map[string]any{"OPENCLAW_PROXY_RELOAD_TEST": tag + "-" + name}}
+	}
+	pids := func(name string) []string { return pidsWithEnv("OPENCLAW_PROXY_RELOAD_TEST=" + tag + "-" + name) }
+	writeJSON(t, cfgPath, map[string]any{"mcp": map[string]any{"servers": map[string]any{"one": entry("one")}}})
+	env := append(os.Environ(), "OPENCLAW_HOME="+home, "OPENCLAW_STATE_DIR="+filepath.Join(dir, "state"))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cmd := exec.Command(bin, "mcp", "proxy", "--audit-log", filepath.Join(dir, "audit.jsonl"))
+	cmd.Env = env
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	changed := make(chan struct{}, 8)
+	client := mcp.NewClient(&mcp.Implementation{Name: "reload-test", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\nstderr:\n%s", err, stderr.String())
+	}
+	defer cs.Close()
+	tools := func() []string {
+		t.Helper()
+		list, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatalf("tools/list: %v", err)
+		}
+		var names []string
+		for _, tl := range list.Tools {
+			names = append(names, tl.Name)
+		}
+		return names
+	}
+	if names := tools(); !slices.Contains(names, "one__test_simple_text") {
+		t.Fatalf("tools before the reload = %v", names)
+	}
+	onePIDs := pids("one")
+	if len(onePIDs) == 0 {
+		t.Fatal("no child process of server one (the marker env did not reach it)")
+	}
+	reload := func(want string) {
+		t.Helper()
+		rc := exec.CommandContext(ctx, bin, "mcp", "reload")
+		rc.Env = env
+		out, err := rc.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), want) {
+			t.Fatalf("openclaw mcp reload: %v\n%s\nwant %q; proxy stderr:\n%s", err, out, want, stderr.String())
+		}
+	}
+	waitChanged := func() {
+		t.Helper()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatalf("no notifications/tools/list_changed after the reload\nstderr:\n%s", stderr.String())
+		}
+	}
+
+	// Added: the client is told, sees the tools and can call them.
+	writeJSON(t, cfgPath, map[string]any{"mcp": map[string]any{"servers": map[string]any{"one": entry("one"), "two": entry("two")}}})
+	reload("reloaded: 1 added (two), 0 removed, 0 changed, 1 unchanged")
+	waitChanged()
+	names := tools()
+	if !slices.Contains(names, "two__test_simple_text") || !slices.Contains(names, "one__test_simple_text") {
+		t.Fatalf("tools after adding two = %v", names)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "two__test_simple_text"})
+	if err != nil || res.IsError {
+		t.Fatalf("two__test_simple_text = %+v, %v", res, err)
+	}
+	if p := pids("one"); !slices.Equal(p, onePIDs) {
+		t.Errorf("unchanged server one: processes %v, were %v", p, onePIDs)
+	}
+
+	// Removed, with a tool policy: one's child stops, the denied tool goes.
+	writeJSON(t, cfgPath, map[string]any{
+		"mcp":   map[string]any{"servers": map[string]any{"two": entry("two")}},
+		"tools": map[string]any{"deny": []string{"two__test_error_handling"}},
+	})
+	reload("reloaded: 0 added, 1 removed (one), 0 changed, 1 unchanged")
+	waitChanged()
+	names = tools()
+	if slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "one__") }) ||
+		slices.Contains(names, "two__test_error_handling") || !slices.Contains(names, "two__test_simple_text") {
+		t.Errorf("tools after removing one and denying two__test_error_handling = %v", names)
+	}
+	deadline := time.Now().Add(30 * time.Second) // a hang guard, not a timing assertion
+	for p := pids("one"); len(p) > 0; p = pids("one") {
+		if time.Now().After(deadline) {
+			t.Fatalf("server one's processes %v survive its removal", p)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// An invalid file is refused; the servers stay.
+	if err := os.WriteFile(cfgPath, []byte(`{"mcp": {"servers": {"two": `+string(mustJSON(t, entry("two")))+`}}, "tools": {"profile": "nope"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rc := exec.CommandContext(ctx, bin, "mcp", "reload")
+	rc.Env = env
+	if out, err := rc.CombinedOutput(); err == nil || !strings.Contains(string(out), "tools.profile") {
+		t.Errorf("reload of an invalid tools.profile: %v\n%s", err, out)
+	}
+	if names := tools(); !slices.Contains(names, "two__test_simple_text") {
+		t.Errorf("tools after a refused reload = %v", names)
+	}
+	// The same file refuses a start, naming the key.
+	start := exec.CommandContext(ctx, bin, "mcp", "proxy")
+	start.Env = env
+	if out, err := start.CombinedOutput(); err == nil || !strings.Contains(string(out), "tools.profile") {
+		t.Errorf("start with an invalid tools.profile: %v\n%s", err, out)
+	}
+
+	twoPIDs := pids("two")
+	if err := cs.Close(); err != nil {
+		t.Fatalf("close: %v\nstderr:\n%s", err, stderr.String())
+	}
+	for _, pid := range twoPIDs {
+		if alive(pid) {
+			t.Errorf("server two's process %s survives the proxy", pid)
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// pidsWithEnv returns the live processes whose environment holds marker
+// (Linux /proc).
+func pidsWithEnv(marker string) []string {
+	var pids []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil || !alive(e.Name()) {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil {
+			continue
+		}
+		if slices.Contains(strings.Split(string(env), "\x00"), marker) {
+			pids = append(pids, e.Name())
+		}
+	}
+	return pids
+}
