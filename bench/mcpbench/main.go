@@ -3,8 +3,8 @@
 // streamable HTTP or legacy SSE (issue 5, "Figures" and "Load"). It is a
 // benchmark tool, run by bench/proxy.sh, not a test.
 //
-// Each target gets -c sessions (each its own client, transport and, over
-// HTTP, connection pool). Every session first makes -warmup unmeasured calls,
+// Each target gets -c sessions (each its own MCP session, transport and,
+// over HTTP, connection pool). Every session first makes -warmup unmeasured calls,
 // then -n measured calls one after another; the sessions of a target run at
 // the same time. With several targets and -rounds R, the measured calls are cut
 // into R rounds and the targets take turns within each round (the first target
@@ -17,7 +17,8 @@
 // descendants sampled every 100 ms.
 //
 //	mcpbench -target direct='stdio:node server-everything/dist/index.js stdio' \
-//	         -target ours=http://127.0.0.1:4000/mcp -tool echo -n 2000 -warmup 200 -rounds 10
+//	         -target ours=http://127.0.0.1:4000/mcp -target-tool ours=everything__echo \
+//	         -bearer-env OPENCLAW_MCP_TOKEN -n 2000 -warmup 200 -rounds 10
 //	mcpbench -load -url http://127.0.0.1:4000/mcp -tool everything__echo -rss 1234
 //	mcpbench -table -direct direct -ours ours results.jsonl
 //
