@@ -340,7 +340,7 @@ func TestReloadWhileCalling(t *testing.T) {
 
 // everythingServer returns the go-sdk conformance everything-server
 // (stdio) under PEERS_DIR, or skips when it is absent and CI is unset.
-func everythingServer(t *testing.T) string {
+func everythingServer(t testing.TB) string {
 	t.Helper()
 	dir := os.Getenv("PEERS_DIR")
 	if dir == "" {
@@ -532,6 +532,51 @@ func waitRemoved(t *testing.T, evs *events, names ...string) {
 			}
 		case <-deadline:
 			t.Fatalf("no %s event for %v", EventRemoved, left)
+		}
+	}
+}
+
+// BenchmarkPrompts lists the prompts of 10 in-process servers × 20
+// prompts (named by the Go test sanitizer; the Wasm one costs more).
+func BenchmarkPrompts(b *testing.B) {
+	var servers []Server
+	for i := range 10 {
+		name := "s" + strconv.Itoa(i)
+		srv := newServer(name, nil)
+		for j := range 20 {
+			srv.AddPrompt(&mcp.Prompt{Name: "p" + strconv.Itoa(j)}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+				return &mcp.GetPromptResult{}, nil
+			})
+		}
+		servers = append(servers, inProcess(b, name, srv))
+	}
+	s := open(b, servers, &Options{})
+	ctx := context.Background()
+	for b.Loop() {
+		ps, err := s.Prompts(ctx)
+		if err != nil || len(ps) != 200 {
+			b.Fatalf("%d prompts, %v", len(ps), err)
+		}
+	}
+}
+
+// BenchmarkReloadStdio adds then removes a stdio server (the go-sdk
+// everything-server) per op: connect, initialize and list the added one,
+// publish, name the catalog, and close the removed one in the background.
+func BenchmarkReloadStdio(b *testing.B) {
+	bin := everythingServer(b)
+	one := Server{Name: "one", Entry: transport.ServerEntry{Command: bin}}
+	two := Server{Name: "two", Entry: transport.ServerEntry{Command: bin}}
+	s := open(b, []Server{one}, &Options{})
+	ctx := context.Background()
+	for b.Loop() {
+		for _, next := range [][]Server{{one, two}, {one}} {
+			if _, err := s.Reload(ctx, next); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := s.Tools(ctx); err != nil {
+				b.Fatal(err)
+			}
 		}
 	}
 }
