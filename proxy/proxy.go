@@ -7,9 +7,10 @@
 //
 // A policy block is answered as an MCP tool error (isError) whose text is the
 // module's reason. The catalog is compared with the served tools before every
-// tools/list and after every tools/call; added and removed tools are applied
-// with Server.AddTool and Server.RemoveTools, which sends
-// notifications/tools/list_changed to connected clients.
+// tools/list, when a server reports a change (with a Relay) or else after
+// every tools/call; added and removed tools are applied with Server.AddTool
+// and Server.RemoveTools, which sends notifications/tools/list_changed to
+// connected clients.
 //
 // Beyond tools the proxy passes through resources and resource templates
 // (reads routed by the runtime to the server that owns the URI), prompts
@@ -115,10 +116,12 @@ type Proxy struct {
 }
 
 // servedTool is one served tool: the definition and the upstream
-// definition's JSON it was made from (compared to spot changes).
+// definition (pointer and JSON) it was made from, compared to spot changes:
+// an unchanged pointer costs no encoding.
 type servedTool struct {
 	def      *mcp.Tool
 	upstream []byte
+	src      *mcp.Tool // the runtime's definition upstream was encoded from
 }
 
 // New builds the MCP server for sess and serves its current catalog:
@@ -250,12 +253,17 @@ func (p *Proxy) Sync(ctx context.Context) error {
 		}
 	}
 	for _, t := range tools {
+		if prev, ok := p.served[t.Name]; ok && prev.src == t.Upstream {
+			continue // the same definition the runtime listed before
+		}
 		raw, err := json.Marshal(t.Upstream)
 		if err != nil {
 			p.logger.Warn("proxy: tool skipped: its definition does not encode", "tool", t.Name, "server", t.Server, "err", err)
 			continue
 		}
 		if prev, ok := p.served[t.Name]; ok && string(prev.upstream) == string(raw) {
+			prev.src = t.Upstream
+			p.served[t.Name] = prev
 			continue
 		}
 		def, err := p.definition(t)
@@ -268,7 +276,7 @@ func (p *Proxy) Sync(ctx context.Context) error {
 			continue
 		}
 		p.server.AddTool(def, p.handler(t.Name))
-		p.served[t.Name] = servedTool{def: def, upstream: raw}
+		p.served[t.Name] = servedTool{def: def, upstream: raw, src: t.Upstream}
 	}
 	return nil
 }
@@ -344,13 +352,17 @@ func (p *Proxy) handler(name string) mcp.ToolHandler {
 
 // answer turns the runtime's answer to a call into the client's.
 func (p *Proxy) answer(ctx context.Context, res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
-	defer func() {
-		// A call is a use of the catalog: a list_changed the server
-		// sent meanwhile is relayed now.
-		if err := p.Sync(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, runtime.ErrClosed) {
-			p.logger.Warn("proxy: catalog not refreshed after a call", "err", err)
-		}
-	}()
+	if p.workDone == nil {
+		// Without a Relay no worker relays list changes as they come: a
+		// call is a use of the catalog, so a list_changed the server sent
+		// meanwhile is relayed now. (With one, this would only cost every
+		// call a catalog comparison.)
+		defer func() {
+			if err := p.Sync(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, runtime.ErrClosed) {
+				p.logger.Warn("proxy: catalog not refreshed after a call", "err", err)
+			}
+		}()
+	}
 	if err == nil {
 		return res, nil
 	}
