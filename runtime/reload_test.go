@@ -114,11 +114,9 @@ func pingServer(t *testing.T, name string) Server {
 
 func TestReload(t *testing.T) {
 	t.Parallel()
-	a, b, c := pingServer(t, "a"), pingServer(t, "b"), pingServer(t, "c")
-	b2 := pingServer(t, "b") // another transport: b is changed
 	tests := []struct {
 		name      string
-		next      []Server
+		next      []string // server names; "b*" is b on another transport (changed)
 		want      ServerChanges
 		tools     []string
 		removed   []string // EventRemoved
@@ -127,14 +125,14 @@ func TestReload(t *testing.T) {
 	}{
 		{
 			name:      "add",
-			next:      []Server{a, b, c},
+			next:      []string{"a", "b", "c"},
 			want:      ServerChanges{Added: []string{"c"}, Unchanged: []string{"a", "b"}},
 			tools:     []string{"a__ping", "b__ping", "c__ping"},
 			reachable: []string{"a__ping", "b__ping", "c__ping"},
 		},
 		{
 			name:      "remove",
-			next:      []Server{b},
+			next:      []string{"b"},
 			want:      ServerChanges{Removed: []string{"a"}, Unchanged: []string{"b"}},
 			tools:     []string{"b__ping"},
 			removed:   []string{"a"},
@@ -143,15 +141,21 @@ func TestReload(t *testing.T) {
 		},
 		{
 			name:      "change and add",
-			next:      []Server{a, b2, c},
+			next:      []string{"a", "b*", "c"},
 			want:      ServerChanges{Added: []string{"c"}, Changed: []string{"b"}, Unchanged: []string{"a"}},
 			tools:     []string{"a__ping", "b__ping", "c__ping"},
 			removed:   []string{"b"},
 			reachable: []string{"a__ping", "b__ping", "c__ping"},
 		},
 		{
+			name:  "reorder",
+			next:  []string{"b", "a"},
+			want:  ServerChanges{Unchanged: []string{"b", "a"}, Reordered: true},
+			tools: []string{"a__ping", "b__ping"},
+		},
+		{
 			name:  "nothing",
-			next:  []Server{a, b},
+			next:  []string{"a", "b"},
 			want:  ServerChanges{Unchanged: []string{"a", "b"}},
 			tools: []string{"a__ping", "b__ping"},
 		},
@@ -159,22 +163,22 @@ func TestReload(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			// Each subtest needs its own connections: in-memory transports
-			// connect once, so every session gets fresh servers.
-			fresh := map[string]Server{}
-			for _, sv := range []Server{a, b, c} {
-				fresh[sv.Name] = pingServer(t, sv.Name)
-			}
-			changed := pingServer(t, "b")
-			next := make([]Server, len(tc.next))
-			for i, sv := range tc.next {
-				next[i] = fresh[sv.Name]
-				if sv.Transport == b2.Transport {
-					next[i] = changed
+			// In-memory transports connect once: every session gets its own
+			// servers.
+			a, b := pingServer(t, "a"), pingServer(t, "b")
+			known := map[string]Server{"a": a, "b": b}
+			var next []Server
+			var order []string
+			for _, name := range tc.next {
+				sv, ok := known[name]
+				if !ok {
+					sv = pingServer(t, strings.TrimSuffix(name, "*"))
 				}
+				next = append(next, sv)
+				order = append(order, sv.Name)
 			}
 			evs := newEvents()
-			s := open(t, []Server{fresh["a"], fresh["b"]}, &Options{OnEvent: evs.on})
+			s := open(t, []Server{a, b}, &Options{OnEvent: evs.on})
 			if got := toolNames(t, s); !slices.Equal(got, []string{"a__ping", "b__ping"}) {
 				t.Fatalf("before: %v", got)
 			}
@@ -210,12 +214,8 @@ func TestReload(t *testing.T) {
 					t.Errorf("status %+v: not connected", st)
 				}
 			}
-			if want := slices.Collect(func(yield func(string) bool) {
-				for _, sv := range tc.next {
-					yield(sv.Name)
-				}
-			}); !slices.Equal(status, want) {
-				t.Errorf("status lists %v, want %v", status, want)
+			if !slices.Equal(status, order) {
+				t.Errorf("status lists %v, want %v", status, order)
 			}
 		})
 	}
