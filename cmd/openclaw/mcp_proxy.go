@@ -47,6 +47,15 @@ type proxyConfig struct {
 	upstreamProto   string        // --upstream-protocol
 }
 
+// defaultUpstreamProtocol is the MCP revision the proxy offers the servers
+// it fronts. On 2026-07-28 a server may not send requests (sampling,
+// elicitation, roots) or log messages during a call, and the runtime does
+// not yet answer the input requests (SEP-2322) that replace them; on
+// 2025-11-25 everything passes through (the conformance server suite: 40/40
+// through the proxy, 27/40 on 2026-07-28). Clients reach the proxy on
+// either revision.
+const defaultUpstreamProtocol = "2025-11-25"
+
 func newMCPProxyCmd() *cobra.Command {
 	c := proxyConfig{policy: policyFlags{defaults: proxyDefaultModules}}
 	cmd := &cobra.Command{
@@ -81,7 +90,7 @@ from a browser page of another site (an Origin that is not loopback, the listen 
 	f.BoolVar(&c.noAuth, "no-auth", false, "serve HTTP without a bearer token (refused unless the listen address is loopback)")
 	f.StringArrayVar(&c.allowOrigins, "allow-origin", nil, "also accept requests from this browser Origin, e.g. https://app.example.com (repeatable)")
 	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", proxy.DefaultShutdownTimeout, "on SIGINT/SIGTERM, how long calls in flight may take to finish")
-	f.StringVar(&c.upstreamProto, "upstream-protocol", "", "MCP revision offered to the servers; 2025-11-25 lets them send sampling, elicitation and roots requests during a call (default: the newest the go-sdk speaks)")
+	f.StringVar(&c.upstreamProto, "upstream-protocol", defaultUpstreamProtocol, `MCP revision offered to the servers: 2025-11-25 lets them send sampling, elicitation, roots and log requests during a call; 2026-07-28 (or "" for the newest the go-sdk speaks) does not, until the runtime answers SEP-2322 input requests`)
 	return cmd
 }
 

@@ -23,15 +23,14 @@ import (
 // with the reason. The test fails when one of them starts passing, so that
 // a fix also shrinks this list.
 var serverKnownFailures = map[string]map[string]string{
-	// With the runtime's default upstream revision the proxy offers the
-	// fixture 2026-07-28. There the go-sdk fixture refuses to send
+	// Offered 2026-07-28 (--upstream-protocol), the go-sdk fixture refuses to send
 	// elicitation/create, sampling/createMessage and log notifications
 	// while it serves a call ("cannot be sent while serving a request on
 	// protocol version 2026-07-28: return an InputRequests map instead",
 	// SEP-2322), while the suite, a 2025-11-25 client, expects them. The
 	// two elicitation-sep* scenarios then stop at their first step and
 	// report one check "...-general" instead of their per-field checks.
-	serverRunDefault: {
+	serverRun20260728: {
 		"tools-call-elicitation/tools-call-elicitation":                    "fixture on 2026-07-28: no elicitation during a call",
 		"tools-call-sampling/tools-call-sampling":                          "fixture on 2026-07-28: no sampling during a call",
 		"tools-call-with-logging/tools-call-with-logging":                  "fixture on 2026-07-28: no log notifications during a call",
@@ -46,22 +45,22 @@ var serverKnownFailures = map[string]map[string]string{
 		"elicitation-sep1330-enums/elicitation-sep1330-untitled-multi":     "fixture on 2026-07-28: no elicitation during a call",
 		"elicitation-sep1330-enums/elicitation-sep1330-untitled-single":    "fixture on 2026-07-28: no elicitation during a call",
 	},
-	// Offered 2025-11-25, the revision the suite itself speaks, the
-	// fixture behaves through the proxy as it does directly.
-	serverRun20251125: {},
+	// By default the proxy offers 2025-11-25, the revision the suite itself
+	// speaks: the fixture behaves through the proxy as it does directly.
+	serverRunDefault: {},
 }
 
 // The proxy runs of TestServerConformance.
 const (
-	serverRunDefault  = "proxy"      // the runtime's default upstream revision
-	serverRun20251125 = "proxy-2025" // --upstream-protocol 2025-11-25
+	serverRunDefault  = "proxy"      // the proxy's default upstream revision, 2025-11-25
+	serverRun20260728 = "proxy-2026" // --upstream-protocol 2026-07-28
 )
 
 // TestServerConformance runs the suite's active server scenarios against
 // the go-sdk everything-server directly and through `openclaw mcp proxy`
 // (stdio to the fixture, streamable HTTP to the suite, tool and prompt
 // names in the sanitizer's raw-name mode), once with the default upstream
-// revision and once offering the fixture 2025-11-25, prints the results
+// revision (2025-11-25) and once offering the fixture 2026-07-28, prints the results
 // side by side, and requires every check that passes directly to pass
 // through each run, but for that run's known failures.
 func TestServerConformance(t *testing.T) {
@@ -96,7 +95,7 @@ func TestServerConformance(t *testing.T) {
 		args []string
 	}{
 		{serverRunDefault, nil},
-		{serverRun20251125, []string{"--upstream-protocol", "2025-11-25"}},
+		{serverRun20260728, []string{"--upstream-protocol", "2026-07-28"}},
 	} {
 		if len(run.args) > 0 && !strings.Contains(help, run.args[0]) {
 			t.Logf("openclaw mcp proxy has no %s yet: run %q skipped", run.args[0], run.name)
