@@ -1,14 +1,12 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -26,12 +24,17 @@ import (
 // tool calls in flight when its context ends.
 const DefaultShutdownTimeout = 10 * time.Second
 
+// sessionlessRevision is the first MCP revision without sessions
+// (revisions are dates, so they compare as strings).
+const sessionlessRevision = "2026-07-28"
+
 // errShuttingDown answers a request that arrives while the proxy drains.
 var errShuttingDown = errors.New("proxy: shutting down: no new requests")
 
 // HTTP paths served by [HTTPHandler].
 const (
-	// PathMCP is the streamable HTTP endpoint (MCP 2025-03-26 and later).
+	// PathMCP is the streamable HTTP endpoint (MCP 2025-03-26 and later):
+	// stateful sessions up to 2025-11-25, stateless from 2026-07-28.
 	PathMCP = "/mcp"
 	// PathSSE is the legacy HTTP+SSE endpoint (MCP 2024-11-05): GET opens
 	// the stream, POST /sse?sessionid=… carries the client's messages.
@@ -143,9 +146,23 @@ func NewHTTPHandler(p *Proxy, opts *HTTPOptions) (*HTTPHandler, error) {
 	}
 	if !h.opts.MetricsOnly {
 		getServer := func(*http.Request) *mcp.Server { return p.Server() }
-		// Stateful: server-to-client requests (sampling, elicitation,
-		// roots) need a session to come back on.
-		h.mux.Handle(PathMCP, h.authorized(mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{Logger: h.logger})))
+		// Up to 2025-11-25, stateful: server-to-client requests (sampling,
+		// elicitation, roots) need a session to come back on. From
+		// 2026-07-28 the protocol is sessionless, and go-sdk serves it
+		// only statelessly; its clients name the revision on every request.
+		stateful := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{Logger: h.logger})
+		stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+			Logger: h.logger, Stateless: true,
+			// The POST is the whole call: a client that hangs up cancels it.
+			PropagateRequestCancellation: true,
+		})
+		h.mux.Handle(PathMCP, h.authorized(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Mcp-Protocol-Version") >= sessionlessRevision {
+				stateless.ServeHTTP(w, r)
+				return
+			}
+			stateful.ServeHTTP(w, r)
+		})))
 		h.mux.Handle(PathSSE, h.authorized(mcp.NewSSEHandler(getServer, nil)))
 		p.Server().AddReceivingMiddleware(h.track)
 	}
@@ -190,18 +207,11 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mux.ServeHTTP(w, r)
 }
 
-// isListen reports whether r is a small POST whose body names
-// subscriptions/listen (MCP 2026-07-28), restoring the body it read.
+// isListen reports whether r opens a subscriptions/listen stream (MCP
+// 2026-07-28, whose clients name the method in the Mcp-Method header, which
+// go-sdk checks against the body).
 func isListen(r *http.Request) bool {
-	if r.Method != http.MethodPost || r.ContentLength <= 0 || r.ContentLength > 4096 {
-		return false
-	}
-	b, err := io.ReadAll(io.LimitReader(r.Body, r.ContentLength))
-	r.Body = struct {
-		io.Reader
-		io.Closer
-	}{io.MultiReader(bytes.NewReader(b), r.Body), r.Body}
-	return err == nil && bytes.Contains(b, []byte(`"subscriptions/listen"`))
+	return r.Method == http.MethodPost && r.Header.Get("Mcp-Method") == "subscriptions/listen"
 }
 
 // sseWriter notes when a legacy SSE stream was last written to.

@@ -46,17 +46,20 @@ type httpFixture struct {
 	slowStarted chan struct{}
 	release     chan struct{}
 	cancel      context.CancelFunc // starts the graceful shutdown
-	served      chan error         // Serve's result
-	// protocols are the MCP-Protocol-Version headers the server saw.
+	serveDone   chan struct{}      // closed when Serve has returned
+	serveErr    error              // what Serve returned, once serveDone is closed
+	// protocols are the MCP-Protocol-Version headers the server saw;
+	// callers the caller names before_tool_call saw, by message argument.
 	mu        sync.Mutex
 	protocols map[string]bool
+	callers   map[string]string
 }
 
 func newHTTPFixture(t testing.TB, opts HTTPOptions) *httpFixture {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	f := &httpFixture{slowStarted: make(chan struct{}, 4), release: make(chan struct{}), protocols: map[string]bool{}}
+	f := &httpFixture{slowStarted: make(chan struct{}, 4), release: make(chan struct{}), protocols: map[string]bool{}, callers: map[string]string{}}
 
 	up := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
 	obj := json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}}}`)
@@ -91,7 +94,7 @@ func newHTTPFixture(t testing.TB, opts HTTPOptions) *httpFixture {
 
 	f.metrics = NewMetrics()
 	sess, err := runtime.New([]runtime.Server{{Name: "up", Transport: upClient}}, &runtime.Options{
-		Enforcer:  f.metrics.Enforcer(policies.NewChain([]policies.ChainEntry{{Hook: blocker{}}}, nil)),
+		Enforcer:  f.metrics.Enforcer(callerLog{f, policies.NewChain([]policies.ChainEntry{{Hook: blocker{}}}, nil)}),
 		Surface:   policies.SurfaceProxy,
 		Sanitizer: joinNamer{},
 		// The human approves when the arguments say yes.
@@ -125,16 +128,21 @@ func newHTTPFixture(t testing.TB, opts HTTPOptions) *httpFixture {
 	f.url = "http://" + ln.Addr().String()
 	sctx, scancel := context.WithCancel(context.Background())
 	f.cancel = scancel
-	f.served = make(chan error, 1)
+	f.serveDone = make(chan struct{})
 	srv := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if v := r.Header.Get("Mcp-Protocol-Version"); v != "" {
+		// The revision a session settled on (a 2026-07-28 probe that fell
+		// back to initialize does not count).
+		if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && r.Header.Get("Mcp-Method") != "server/discover" {
 			f.mu.Lock()
 			f.protocols[v] = true
 			f.mu.Unlock()
 		}
 		f.h.ServeHTTP(w, r)
 	}))
-	go func() { f.served <- serveWith(sctx, f.h, srv, ln) }()
+	go func() {
+		defer close(f.serveDone)
+		f.serveErr = serveWith(sctx, f.h, srv, ln)
+	}()
 	t.Cleanup(func() {
 		select {
 		case <-f.release:
@@ -142,7 +150,7 @@ func newHTTPFixture(t testing.TB, opts HTTPOptions) *httpFixture {
 			close(f.release)
 		}
 		scancel()
-		<-f.served
+		<-f.serveDone
 	})
 	return f
 }
@@ -151,6 +159,21 @@ func newHTTPFixture(t testing.TB, opts HTTPOptions) *httpFixture {
 // is swapped through a copy that keeps h's drain state.
 func serveWith(ctx context.Context, h *HTTPHandler, front http.Handler, ln net.Listener) error {
 	return h.serve(ctx, ln, front)
+}
+
+// callerLog notes the caller of every call by its message argument.
+type callerLog struct {
+	f    *httpFixture
+	next policies.Enforcer
+}
+
+func (c callerLog) BeforeToolCall(ctx context.Context, call *policies.ToolCall) policies.Decision {
+	var a struct{ Message string }
+	_ = json.Unmarshal(call.Arguments, &a)
+	c.f.mu.Lock()
+	c.f.callers[a.Message] = call.Caller.Name
+	c.f.mu.Unlock()
+	return c.next.BeforeToolCall(ctx, call)
 }
 
 // bearer adds an Authorization header to every request.
@@ -167,7 +190,11 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func (f *httpFixture) connect(t testing.TB, ctx context.Context, tr mcp.Transport, version string) *mcp.ClientSession {
 	t.Helper()
-	client := mcp.NewClient(&mcp.Implementation{Name: "http-client", Version: "1"}, nil)
+	// A list-changed handler makes a 2026-07-28 client hold a
+	// subscriptions/listen stream open, which shutdown must end.
+	client := mcp.NewClient(&mcp.Implementation{Name: "http-client", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {},
+	})
 	cs, err := client.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatalf("connect (%s): %v", version, err)
@@ -231,13 +258,19 @@ func TestHTTPTransportsAndRevisions(t *testing.T) {
 			if got, isErr := callText(t, ctx, cs, "up__echo", map[string]any{"message": tc.name}); isErr || got != "echo: "+tc.name {
 				t.Fatalf("echo = %q (isError %v)", got, isErr)
 			}
+			f.mu.Lock()
+			caller := f.callers[tc.name]
+			f.mu.Unlock()
+			if caller != "http-client" {
+				t.Errorf("before_tool_call saw caller %q, want the client's name http-client", caller)
+			}
 			if got, isErr := callText(t, ctx, cs, "up__reset", nil); !isErr || !strings.Contains(got, "resets are disabled") {
 				t.Fatalf("reset = %q (isError %v), want the block reason", got, isErr)
 			}
 		})
 	}
 	t.Cleanup(func() {
-		// Both streamable revisions were spoken (headers after the handshake).
+		// Both streamable revisions were spoken after the handshake.
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		for _, v := range []string{"2025-11-25", "2026-07-28"} {
@@ -522,8 +555,8 @@ func TestGracefulShutdown(t *testing.T) {
 				time.Sleep(5 * time.Millisecond) // polling, not a pass/fail timing
 			}
 			select {
-			case err := <-f.served:
-				t.Fatalf("Serve returned %v with a call in flight", err)
+			case <-f.serveDone:
+				t.Fatalf("Serve returned %v with a call in flight", f.serveErr)
 			default:
 			}
 			close(f.release)
@@ -531,10 +564,9 @@ func TestGracefulShutdown(t *testing.T) {
 			if r.err != nil || r.text != "slow done" {
 				t.Fatalf("in-flight call = %q, %v; want its result", r.text, r.err)
 			}
-			if err := <-f.served; err != nil {
-				t.Fatalf("Serve = %v, want nil after a graceful shutdown", err)
+			if <-f.serveDone; f.serveErr != nil {
+				t.Fatalf("Serve = %v, want nil after a graceful shutdown", f.serveErr)
 			}
-			f.served <- nil // for the cleanup
 		})
 	}
 }
@@ -565,11 +597,11 @@ func TestShutdownTimeoutCutsOff(t *testing.T) {
 	}()
 	<-f.slowStarted
 	f.cancel()
-	err := <-f.served
+	<-f.serveDone
+	err := f.serveErr
 	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Serve = %v, want the shutdown deadline", err)
 	}
-	f.served <- nil
 	if err := <-done; err == nil {
 		t.Fatal("a call cut off by the shutdown timeout got a result")
 	}
