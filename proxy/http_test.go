@@ -466,50 +466,6 @@ func TestMetricsCountCallsAndBlocks(t *testing.T) {
 	}
 }
 
-func TestAuditSinkCountsModules(t *testing.T) {
-	t.Parallel()
-	m := NewMetrics()
-	var next recordSink
-	sink := m.AuditSink(&next)
-	sink.Record(policies.AuditRecord{Hook: policies.HookBeforeToolCall, Module: "rules", Decision: "block"})
-	sink.Record(policies.AuditRecord{Hook: policies.HookBeforeToolCall, Module: "rules", Decision: "block"})
-	sink.Record(policies.AuditRecord{Hook: policies.HookDecideApproval, Module: "approvals", Error: "trap"})
-	if len(next.recs) != 3 {
-		t.Fatalf("passed on %d records, want 3", len(next.recs))
-	}
-	mfs, err := m.Registry().Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() != "openclaw_policy_module_decisions_total" {
-			continue
-		}
-		for _, mt := range mf.GetMetric() {
-			var key []string
-			for _, l := range mt.GetLabel() {
-				key = append(key, l.GetValue())
-			}
-			got[strings.Join(key, "/")] = mt.GetCounter().GetValue()
-		}
-	}
-	if got["block/before_tool_call/rules"] != 2 || got["error/decide_approval/approvals"] != 1 {
-		t.Fatalf("module decisions = %v", got)
-	}
-}
-
-type recordSink struct {
-	mu   sync.Mutex
-	recs []policies.AuditRecord
-}
-
-func (r *recordSink) Record(rec policies.AuditRecord) {
-	r.mu.Lock()
-	r.recs = append(r.recs, rec)
-	r.mu.Unlock()
-}
-
 // TestGracefulShutdown: a slow call in flight when shutdown starts still
 // gets its result; new calls are refused; Serve returns nil.
 func TestGracefulShutdown(t *testing.T) {
