@@ -78,9 +78,10 @@ type HTTPOptions struct {
 	Logger *slog.Logger
 }
 
-// HTTPHandler serves a [Proxy] over HTTP: streamable HTTP on /mcp and legacy
-// SSE on /sse (both serving the proxy's one *mcp.Server), /healthz and
-// /metrics. Every request passes an Origin check (a browser page of another
+// HTTPHandler serves a [Proxy] over HTTP: streamable HTTP on /mcp (sessions
+// up to MCP 2025-11-25, stateless for 2026-07-28) and legacy SSE on /sse,
+// all serving the proxy's one *mcp.Server, plus /healthz and /metrics.
+// Every request passes an Origin check (a browser page of another
 // site is refused 403, against DNS rebinding; go-sdk's own Host check for
 // loopback listeners stays on); /mcp, /sse and /metrics need the bearer
 // token (401 with WWW-Authenticate: Bearer otherwise).
@@ -107,10 +108,10 @@ type HTTPHandler struct {
 // written.
 const sseSettle = 100 * time.Millisecond
 
-// NewHTTPHandler returns the HTTP handler for p. It adds a receiving
-// middleware to p.Server() that counts the tools/call in flight (for the
-// graceful shutdown of [HTTPHandler.Serve]) and refuses new ones while
-// draining; build one handler per proxy. It fails when neither Token nor
+// NewHTTPHandler returns the HTTP handler for p. Unless MetricsOnly, it adds
+// a receiving middleware to p.Server() that counts the requests in flight
+// (for the graceful shutdown of [HTTPHandler.Serve]) and refuses new ones
+// while draining; build one handler per proxy. It fails when neither Token nor
 // NoAuth is set, or when an AllowOrigins entry is not an origin.
 func NewHTTPHandler(p *Proxy, opts *HTTPOptions) (*HTTPHandler, error) {
 	if opts == nil {
