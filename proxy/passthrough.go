@@ -88,7 +88,8 @@ func (r *Relay) onEvent(ev runtime.Event) {
 		r.next(ev)
 	}
 	switch ev.Kind {
-	case runtime.EventToolsChanged, runtime.EventResourcesChanged, runtime.EventPromptsChanged, runtime.EventConnected:
+	case runtime.EventToolsChanged, runtime.EventResourcesChanged, runtime.EventPromptsChanged,
+		runtime.EventConnected, runtime.EventReloaded, runtime.EventRemoved:
 	case runtime.EventResourceUpdated:
 	default:
 		return
@@ -131,7 +132,9 @@ func (p *Proxy) work(r *Relay) {
 		}
 		changed, updated := r.take()
 		ctx := p.life
-		all := changed[runtime.EventConnected]
+		// A connection, or a reload that published a new server set,
+		// may change everything served.
+		all := changed[runtime.EventConnected] || changed[runtime.EventReloaded] || changed[runtime.EventRemoved]
 		if all || changed[runtime.EventToolsChanged] {
 			p.warnSync("tools", p.Sync(ctx))
 		}

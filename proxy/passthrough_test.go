@@ -804,3 +804,57 @@ func TestPassthroughRoutingBetweenClients(t *testing.T) {
 		t.Fatalf("sampling outside a call = %+v, %v", cm, err)
 	}
 }
+
+// TestPassthroughReloadRelaysPrompts: a reload that adds a server with
+// prompts and resources tells connected clients at once (no client
+// request), and they see the new server's prompt and resource.
+func TestPassthroughReloadRelaysPrompts(t *testing.T) {
+	t.Parallel()
+	_, srv, _ := upstream(t)
+	st := newStack(t, []runtime.Server{srv}, asker{}, "")
+	d := &downstream{notify: make(chan string, 64)}
+	cs := st.connect(t, "watcher", d.clientOptions(false, false))
+
+	two := mcp.NewServer(&mcp.Implementation{Name: "two", Version: "1"}, &mcp.ServerOptions{SupportedProtocolVersions: legacy})
+	two.AddPrompt(&mcp.Prompt{Name: "farewell"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "bye"}}}}, nil
+	})
+	two.AddResource(&mcp.Resource{URI: "mem://two", Name: "two"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "from two"}}}, nil
+	})
+	ct, stEnd := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = two.Run(ctx, stEnd)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+
+	changes, err := st.sess.Reload(context.Background(), []runtime.Server{srv, {Name: "two", Transport: ct}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(changes.Added, []string{"two"}) {
+		t.Fatalf("reload changes %+v, want two added", changes)
+	}
+	d.wait(t, "prompts")
+	prompts, err := cs.ListPrompts(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range prompts.Prompts {
+		names = append(names, p.Name)
+	}
+	if !slices.Contains(names, "two__farewell") || !slices.Contains(names, "up__greet") {
+		t.Fatalf("prompts after the reload: %v, want up__greet and two__farewell", names)
+	}
+	res, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "mem://two"})
+	if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != "from two" {
+		t.Fatalf("read mem://two after the reload: %v %+v", err, res)
+	}
+}
