@@ -211,14 +211,16 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	if err != nil {
 		return failStart(fmt.Errorf("%s: %w", cfgPath, err))
 	}
+	// The metrics see every decision (per module, through the audit
+	// records) and tell a block from a tool error.
+	metrics := proxy.NewMetrics()
+	c.policy.auditTap = metrics.AuditSink(nil)
 	pol, err := startPolicies(ctx, c.policy, "mcp proxy", stderr)
 	if err != nil {
 		return failStart(err)
 	}
 	defer func() { _ = pol.Close(context.WithoutCancel(ctx)) }()
 
-	// The metrics see every decision and tell a block from a tool error.
-	metrics := proxy.NewMetrics()
 	opts := runtime.Options{
 		Enforcer:        metrics.Enforcer(pol),
 		Sanitizer:       pol,

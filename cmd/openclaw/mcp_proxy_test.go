@@ -767,7 +767,10 @@ func TestMCPProxyStdioMetricsListen(t *testing.T) {
 	}
 	code, body := get("/metrics")
 	if code != 200 || !strings.Contains(body, `openclaw_proxy_tool_calls_total{outcome="ok",tool="everything__echo"} 1`) ||
-		!strings.Contains(body, `openclaw_proxy_tool_calls_total{outcome="blocked",tool="everything__get-sum"} 1`) {
+		!strings.Contains(body, `openclaw_proxy_tool_calls_total{outcome="blocked",tool="everything__get-sum"} 1`) ||
+		// Per module, from the engine's audit records.
+		!strings.Contains(body, `openclaw_policy_module_decisions_total{decision="block",hook="before_tool_call",module="rules"} 1`) ||
+		!strings.Contains(body, `openclaw_policy_module_decisions_total{decision="allow",hook="before_tool_call",module="rules"} 1`) {
 		t.Fatalf("metrics = %d\n%s", code, body)
 	}
 	if code, body := get("/healthz"); code != 200 || !strings.Contains(body, `"ok":true`) {

@@ -16,10 +16,11 @@ import (
 // policyFlags are the policy inputs shared by the commands that enforce
 // policies.
 type policyFlags struct {
-	files    []string // --policy FILE.wasm, repeatable
-	config   string   // --policy-config FILE
-	auditLog string   // --audit-log FILE, "-" for stderr
-	defaults []string // modules loaded when no flag names one; nil: builtin:rules
+	files    []string           // --policy FILE.wasm, repeatable
+	config   string             // --policy-config FILE
+	auditLog string             // --audit-log FILE, "-" for stderr
+	defaults []string           // modules loaded when no flag names one; nil: builtin:rules
+	auditTap policies.AuditSink // also receives every audit record (metrics); may be nil
 }
 
 // livePolicies is a running process's policy engine with what keeps it
@@ -43,6 +44,7 @@ func startPolicies(ctx context.Context, fl policyFlags, what string, stderr io.W
 		ConfigFile: fl.config,
 		Files:      fl.files,
 		AuditLog:   fl.auditLog,
+		AuditTap:   fl.auditTap,
 		Logger:     logger,
 		// DefaultModules: serve's nil is builtin:rules alone.
 		DefaultModules: fl.defaults,

@@ -113,6 +113,10 @@ type Options struct {
 	// Audit, when set, receives the audit records instead of the log
 	// named by AuditLog (which is then not opened); for embedders and tests.
 	Audit policies.AuditSink
+	// AuditTap, when set, also receives every audit record, after the
+	// audit log (or Audit) has it: for metrics, e.g. decisions counted by
+	// module. It must not block.
+	AuditTap policies.AuditSink
 	// Logger receives the outcome of every reload (modules swapped, or the
 	// reason a reload was refused). nil means a text logger on os.Stderr.
 	Logger *slog.Logger
@@ -323,10 +327,21 @@ func Load(ctx context.Context, opts *Options) (_ *Engine, err error) {
 		}})
 		e.auditCloser, e.auditDst = closer, where
 	}
+	if e.opts.AuditTap != nil {
+		e.audit = auditTee{e.audit, e.opts.AuditTap}
+	}
 	e.memory = policies.NewApprovalMemory(nil)
 	e.chains(s, nil)
 	e.cur.Store(s)
 	return e, nil
+}
+
+// auditTee records to the audit log first, then to the tap.
+type auditTee struct{ log, tap policies.AuditSink }
+
+func (t auditTee) Record(r policies.AuditRecord) {
+	t.log.Record(r)
+	t.tap.Record(r)
 }
 
 // specs resolves the configured modules: the policy file's, then Files;

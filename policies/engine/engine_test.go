@@ -192,6 +192,21 @@ func TestDefaultIsBuiltinRulesAllowingAndAuditing(t *testing.T) {
 	}
 }
 
+// TestAuditTapSeesEveryRecord: the tap gets the same records as the
+// audit log, after it.
+func TestAuditTapSeesEveryRecord(t *testing.T) {
+	t.Parallel()
+	audit, tap := &sink{}, &sink{}
+	e, _ := load(t, engine.Options{Audit: audit, AuditTap: tap})
+	for range 3 {
+		e.BeforeToolCall(context.Background(), call(""))
+	}
+	a, b := audit.records(), tap.records()
+	if len(a) != 3 || len(b) != 3 || b[2].Module != "rules" || b[2].Decision != "allow" {
+		t.Fatalf("audit %d records, tap %d (%+v); want 3 and 3 allow by rules", len(a), len(b), b)
+	}
+}
+
 func TestAuditModeRecordsButNeverBlocks(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
