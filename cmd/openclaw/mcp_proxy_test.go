@@ -964,3 +964,94 @@ func pidsWithEnv(marker string) []string {
 	}
 	return pids
 }
+
+// nodeStdioClient spawns the proxy with the Node SDK's stdio transport and
+// prints {tools, echo, blocked} as JSON.
+const nodeStdioClient = `
+import path from "node:path";
+import { createRequire } from "node:module";
+const require = createRequire(path.join(process.env.PEERS_DIR, "npm", "package.json"));
+const sdk = (p) => import(require.resolve("@modelcontextprotocol/sdk/" + p));
+const { Client } = await sdk("client/index.js");
+const { StdioClientTransport } = await sdk("client/stdio.js");
+const args = JSON.parse(process.env.PROXY_ARGS);
+const transport = new StdioClientTransport({ command: process.env.BIN, args, env: { ...process.env }, stderr: "ignore" });
+const client = new Client({ name: "node-stdio-client", version: "1.0.0" });
+await client.connect(transport);
+const tools = (await client.listTools()).tools.map((t) => t.name);
+const r = await client.callTool({ name: "everything__echo", arguments: { message: "from node stdio" } });
+const b = await client.callTool({ name: "everything__get-sum", arguments: { a: 1, b: 2 } });
+console.log(JSON.stringify({ tools, echo: r.content?.[0]?.text ?? "", blocked: b.isError === true, reason: b.content?.[0]?.text ?? "" }));
+await client.close();
+`
+
+// TestMCPProxyStdioNodeAndInspector: the Node SDK client and the inspector
+// CLI spawn `openclaw mcp proxy` over stdio, list, call, and see a policy
+// block as a tool error with the module's reason.
+func TestMCPProxyStdioNodeAndInspector(t *testing.T) {
+	t.Parallel()
+	node, script, peers := proxyPeers(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "openclaw")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	home := filepath.Join(dir, "home")
+	writeJSON(t, filepath.Join(home, ".openclaw", "openclaw.json"), map[string]any{"mcp": map[string]any{"servers": map[string]any{
+		"everything": map[string]any{"command": node, "args": []string{script, "stdio"}},
+	}}})
+	policy := filepath.Join(dir, "policy.json")
+	writeJSON(t, policy, map[string]any{"modules": []any{map[string]any{
+		"name": "rules", "source": "builtin:rules",
+		"config": map[string]any{"default": "allow", "rules": []any{
+			map[string]any{"tool": "everything__get-sum", "decision": "block", "reason": "sums are off limits"},
+		}},
+	}, map[string]any{"name": "sanitizer", "source": "builtin:sanitizer"}}})
+	proxyArgs := []string{"mcp", "proxy", "--policy-config", policy, "--audit-log", filepath.Join(dir, "audit.jsonl")}
+	env := []string{"OPENCLAW_HOME=" + home, "OPENCLAW_STATE_DIR=" + filepath.Join(dir, "state")}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+
+	t.Run("Node SDK", func(t *testing.T) {
+		src := filepath.Join(dir, "client.mjs")
+		if err := os.WriteFile(src, []byte(nodeStdioClient), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		a, _ := json.Marshal(proxyArgs)
+		cmd := exec.CommandContext(ctx, node, src)
+		cmd.Env = append(os.Environ(), append(env, "PEERS_DIR="+peers, "BIN="+bin, "PROXY_ARGS="+string(a))...)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("node stdio client: %v\n%s", err, out)
+		}
+		var got struct {
+			Tools   []string
+			Echo    string
+			Blocked bool
+			Reason  string
+		}
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("node output: %v\n%s", err, out)
+		}
+		if !slices.Contains(got.Tools, "everything__echo") || got.Echo != "Echo: from node stdio" || !got.Blocked || !strings.Contains(got.Reason, "sums are off limits") {
+			t.Fatalf("node stdio client saw %+v", got)
+		}
+	})
+
+	t.Run("inspector CLI", func(t *testing.T) {
+		cli := filepath.Join(peers, "npm/node_modules/@modelcontextprotocol/inspector-cli/build/index.js")
+		if _, err := os.Stat(cli); err != nil {
+			t.Skipf("inspector CLI missing: %v", err)
+		}
+		args := append(append([]string{cli, bin}, proxyArgs...), "--method", "tools/call", "--tool-name", "everything__echo", "--tool-arg", "message=from inspector stdio")
+		cmd := exec.CommandContext(ctx, node, args...)
+		cmd.Dir = filepath.Join(peers, "npm/node_modules") // it reads ../package.json
+		// The inspector gives its child only HOME, PATH and a few more
+		// (the MCP SDK's default environment): the OpenClaw home is HOME's.
+		cmd.Env = append(os.Environ(), "HOME="+home)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "Echo: from inspector stdio") {
+			t.Fatalf("inspector over stdio: %v\n%s", err, out)
+		}
+	})
+}
