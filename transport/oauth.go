@@ -52,6 +52,18 @@ type OAuthOptions struct {
 	// answers (none stored, refresh refused, scope step-up). nil makes such
 	// a connection fail with an *AuthRequiredError.
 	Flow *OAuthFlow
+	// Principal, when non-empty, makes the connection use the tokens of
+	// that principal (oauth.identity "per-requester", reference §11.2) for
+	// every request, and [Login] store its tokens under that principal. A
+	// request whose context names another principal ([WithPrincipal]) is
+	// refused with an *AuthRequiredError of Reason "principal".
+	Principal string
+	// PerRequester, with Principal empty, makes each request use the tokens
+	// of the principal its context names ([WithPrincipal]); a request
+	// naming none fails with an *AuthRequiredError of Reason "principal",
+	// never falling back to the shared tokens. Set it (or Principal) only
+	// in the Options of servers with oauth.identity "per-requester".
+	PerRequester bool
 }
 
 // OAuthFlow configures the authorization code flow of [Login] (and of
@@ -95,10 +107,14 @@ var ErrAuthRequired = errors.New("transport: MCP server requires OAuth authoriza
 type AuthRequiredError struct {
 	// Server is the mcp.servers name.
 	Server string
+	// Principal is the requester whose tokens were wanted (per-requester
+	// identity); empty for the shared tokens.
+	Principal string
 	// Reason is one of "missing" (no token stored), "expired" (expired
 	// without a refresh token), "refresh" (the refresh failed), "rejected"
-	// (the server refused a fresh token) and "scope" (the server asks for
-	// more scopes).
+	// (the server refused a fresh token), "scope" (the server asks for
+	// more scopes) and "principal" (a per-requester server called without
+	// a principal, or with another one than the connection's).
 	Reason string
 	// Err is the cause, if any (never holding a token).
 	Err error
@@ -107,6 +123,16 @@ type AuthRequiredError struct {
 // Error reads like OpenClaw's messages, e.g.
 // `MCP server "docs" requires OAuth authorization. Run openclaw mcp login docs.`
 func (e *AuthRequiredError) Error() string {
+	if e.Reason == "principal" {
+		msg := fmt.Sprintf("MCP server %q uses per-requester OAuth and the request names no principal", e.Server)
+		if e.Principal != "" {
+			msg = fmt.Sprintf("MCP server %q: this connection carries the OAuth tokens of principal %q, not of the request's", e.Server, e.Principal)
+		}
+		if e.Err != nil {
+			msg += " (" + e.Err.Error() + ")"
+		}
+		return msg + "."
+	}
 	var what string
 	switch e.Reason {
 	case "expired":
@@ -120,7 +146,12 @@ func (e *AuthRequiredError) Error() string {
 	default:
 		what = "requires OAuth authorization"
 	}
-	msg := fmt.Sprintf("MCP server %q %s. Run openclaw mcp login %s.", e.Server, what, e.Server)
+	login := e.Server
+	if e.Principal != "" {
+		what += fmt.Sprintf(" for principal %q", e.Principal)
+		login += " --principal " + e.Principal
+	}
+	msg := fmt.Sprintf("MCP server %q %s. Run openclaw mcp login %s.", e.Server, what, login)
 	if e.Err != nil {
 		msg += " (" + e.Err.Error() + ")"
 	}
@@ -142,6 +173,9 @@ type Credentials struct {
 	// Server and ServerURL are the mcp.servers name and url they belong to.
 	Server    string `json:"server"`
 	ServerURL string `json:"serverUrl"`
+	// Principal is the requester these tokens belong to (oauth.identity
+	// "per-requester"); empty for the server's shared tokens.
+	Principal string `json:"principal,omitempty"`
 	// ClientID and ClientSecret are the registered client (ClientSecret is
 	// empty for a public client).
 	ClientID     string `json:"clientId"`
@@ -173,7 +207,11 @@ func (c *Credentials) String() string {
 	if !c.Expiry.IsZero() {
 		exp = "expires " + c.Expiry.UTC().Format(time.RFC3339)
 	}
-	return fmt.Sprintf("OAuth credentials of %q (client %s, %s, refresh token: %t)", c.Server, c.ClientID, exp, c.RefreshToken != "")
+	who := ""
+	if c.Principal != "" {
+		who = fmt.Sprintf(" for principal %q", c.Principal)
+	}
+	return fmt.Sprintf("OAuth credentials of %q%s (client %s, %s, refresh token: %t)", c.Server, who, c.ClientID, exp, c.RefreshToken != "")
 }
 
 // LogValue implements slog.LogValuer without the secrets.
@@ -261,7 +299,14 @@ func urlOrigin(raw string) string {
 // Load returns the stored credentials of server at serverURL, or nil and no
 // error when there are none.
 func (s *TokenStore) Load(server, serverURL string) (*Credentials, error) {
-	p := s.Path(server, serverURL)
+	return s.LoadPrincipal(server, serverURL, "")
+}
+
+// LoadPrincipal returns the stored credentials of principal at server
+// (serverURL), or nil and no error when there are none; principal "" means
+// the shared credentials, as [TokenStore.Load].
+func (s *TokenStore) LoadPrincipal(server, serverURL, principal string) (*Credentials, error) {
+	p := s.PrincipalPath(server, serverURL, principal)
 	data, err := os.ReadFile(p)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -269,6 +314,11 @@ func (s *TokenStore) Load(server, serverURL string) (*Credentials, error) {
 	if err != nil {
 		return nil, fmt.Errorf("transport: reading OAuth credentials of %q: %w", server, err)
 	}
+	return parseCredentials(server, p, data)
+}
+
+// parseCredentials decodes the credentials file p of server.
+func parseCredentials(server, p string, data []byte) (*Credentials, error) {
 	var c Credentials
 	if err := json.Unmarshal(data, &c); err != nil {
 		return nil, fmt.Errorf("transport: OAuth credentials of %q in %s do not parse: %w", server, p, err)
@@ -276,7 +326,8 @@ func (s *TokenStore) Load(server, serverURL string) (*Credentials, error) {
 	return &c, nil
 }
 
-// Save writes c as the credentials of c.Server at c.ServerURL: to a
+// Save writes c as the credentials of c.Server at c.ServerURL (of
+// c.Principal when set, see [TokenStore.PrincipalPath]): to a
 // temporary file of mode 0600 in the same folder, synced, then renamed over
 // the old one, so a reader sees the old or the new credentials, never a
 // mix.
@@ -292,7 +343,7 @@ func (s *TokenStore) Save(c *Credentials) error {
 	if err != nil {
 		return err
 	}
-	p := s.Path(c.Server, c.ServerURL)
+	p := s.PrincipalPath(c.Server, c.ServerURL, c.Principal)
 	f, err := os.CreateTemp(s.dir, ".tmp-*.json")
 	if err != nil {
 		return fmt.Errorf("transport: saving OAuth credentials of %q: %w", c.Server, err)
@@ -321,9 +372,15 @@ func (s *TokenStore) Save(c *Credentials) error {
 // Delete removes the credentials of server at serverURL and reports whether
 // there were any.
 func (s *TokenStore) Delete(server, serverURL string) (bool, error) {
+	return s.DeletePrincipal(server, serverURL, "")
+}
+
+// DeletePrincipal removes the credentials of principal at server
+// (serverURL; "" means the shared ones) and reports whether there were any.
+func (s *TokenStore) DeletePrincipal(server, serverURL, principal string) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	err := os.Remove(s.Path(server, serverURL))
+	err := os.Remove(s.PrincipalPath(server, serverURL, principal))
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
@@ -337,6 +394,8 @@ func (s *TokenStore) Delete(server, serverURL string) (bool, error) {
 // credentials, their refresh, and the authorization flow when allowed.
 type oauthState struct {
 	server, serverURL string
+	principal         string // "" for the shared tokens
+	perRequester      bool   // pick a child per request principal
 	store             *TokenStore
 	flow              *OAuthFlow
 	client            *http.Client // discovery, registration, token requests
@@ -348,6 +407,9 @@ type oauthState struct {
 	loaded  bool
 	flowMu  sync.Mutex // one refresh or authorization at a time
 	handler *auth.AuthorizationCodeHandler
+
+	childMu  sync.Mutex             // guards children
+	children map[string]*oauthState // per-requester: one state per principal
 }
 
 // current returns the credentials, loading them from the store once.
@@ -355,7 +417,7 @@ func (s *oauthState) current() (*Credentials, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.loaded {
-		c, err := s.store.Load(s.server, s.serverURL)
+		c, err := s.store.LoadPrincipal(s.server, s.serverURL, s.principal)
 		if err != nil {
 			return nil, err
 		}
@@ -385,7 +447,7 @@ func (s *oauthState) accessToken(ctx context.Context) (string, error) {
 		if s.flow != nil {
 			return "", nil
 		}
-		return "", &AuthRequiredError{Server: s.server, Reason: "missing"}
+		return "", &AuthRequiredError{Server: s.server, Principal: s.principal, Reason: "missing"}
 	}
 	tok, err := s.refresh(ctx, c.AccessToken)
 	if err != nil && s.flow != nil {
@@ -405,7 +467,7 @@ func (s *oauthState) refresh(ctx context.Context, stale string) (string, error) 
 		return "", err
 	}
 	if c == nil {
-		return "", &AuthRequiredError{Server: s.server, Reason: "missing"}
+		return "", &AuthRequiredError{Server: s.server, Principal: s.principal, Reason: "missing"}
 	}
 	if c.AccessToken != stale && c.fresh(s.now()) {
 		return c.AccessToken, nil // refreshed meanwhile in this process
@@ -413,27 +475,27 @@ func (s *oauthState) refresh(ctx context.Context, stale string) (string, error) 
 	if err := os.MkdirAll(s.store.Dir(), 0o700); err != nil {
 		return "", fmt.Errorf("transport: creating the OAuth token folder: %w", err)
 	}
-	unlock, err := lockPath(ctx, s.store.Path(s.server, s.serverURL)+".lock")
+	unlock, err := lockPath(ctx, s.store.PrincipalPath(s.server, s.serverURL, s.principal)+".lock")
 	if err != nil {
 		return "", fmt.Errorf("transport: server %q: waiting for another process's OAuth refresh: %w", s.server, err)
 	}
 	defer unlock()
 	// The file is the truth other processes share: a logout removed it, a
 	// refresh or login elsewhere replaced it (with a rotated refresh token).
-	onDisk, err := s.store.Load(s.server, s.serverURL)
+	onDisk, err := s.store.LoadPrincipal(s.server, s.serverURL, s.principal)
 	switch {
 	case err != nil:
 		return "", err
 	case onDisk == nil:
 		s.set(nil)
-		return "", &AuthRequiredError{Server: s.server, Reason: "missing"}
+		return "", &AuthRequiredError{Server: s.server, Principal: s.principal, Reason: "missing"}
 	case onDisk.AccessToken != stale && onDisk.fresh(s.now()):
 		s.set(onDisk)
 		return onDisk.AccessToken, nil
 	}
 	c = onDisk
 	if c.RefreshToken == "" {
-		return "", &AuthRequiredError{Server: s.server, Reason: "expired"}
+		return "", &AuthRequiredError{Server: s.server, Principal: s.principal, Reason: "expired"}
 	}
 	rctx := context.WithValue(ctx, oauth2.HTTPClient, s.client)
 	tok, err := c.config().TokenSource(rctx, &oauth2.Token{RefreshToken: c.RefreshToken}).Token()
@@ -447,7 +509,7 @@ func (s *oauthState) refresh(ctx context.Context, stale string) (string, error) 
 			}
 			err = fmt.Errorf("token endpoint answered HTTP %d %s", status, re.ErrorCode)
 		}
-		return "", &AuthRequiredError{Server: s.server, Reason: "refresh", Err: err}
+		return "", &AuthRequiredError{Server: s.server, Principal: s.principal, Reason: "refresh", Err: err}
 	}
 	next := *c
 	next.AccessToken, next.TokenType, next.Expiry = tok.AccessToken, tok.TokenType, tok.Expiry
@@ -518,7 +580,7 @@ func (s *oauthState) newHandler() (*auth.AuthorizationCodeHandler, error) {
 		Client:              s.client,
 		NewTokenSource: func(_ context.Context, oc *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
 			c := &Credentials{
-				Server: s.server, ServerURL: s.serverURL,
+				Server: s.server, ServerURL: s.serverURL, Principal: s.principal,
 				ClientID: oc.ClientID, ClientSecret: oc.ClientSecret,
 				AuthURL: oc.Endpoint.AuthURL, TokenURL: oc.Endpoint.TokenURL, AuthStyle: int(oc.Endpoint.AuthStyle),
 				Scopes:      append([]string(nil), oc.Scopes...),
@@ -557,7 +619,12 @@ type oauthRoundTripper struct {
 // RoundTrip implements http.RoundTripper.
 func (t *oauthRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
-	tok, err := t.state.accessToken(ctx)
+	st, err := t.state.forRequest(ctx)
+	if err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	tok, err := st.accessToken(ctx)
 	if err != nil {
 		closeBody(req)
 		return nil, err
@@ -567,15 +634,15 @@ func (t *oauthRoundTripper) RoundTrip(req *http.Request) (*http.Response, error)
 		return resp, err
 	}
 	scope := resp.StatusCode == http.StatusForbidden
-	if t.state.flow == nil {
+	if st.flow == nil {
 		drain(resp)
 		if scope {
-			return nil, &AuthRequiredError{Server: t.state.server, Reason: "scope"}
+			return nil, &AuthRequiredError{Server: st.server, Reason: "scope"}
 		}
 		if tok == "" {
-			return nil, &AuthRequiredError{Server: t.state.server, Reason: "missing"}
+			return nil, &AuthRequiredError{Server: st.server, Reason: "missing"}
 		}
-		if tok, err = t.state.refresh(ctx, tok); err != nil {
+		if tok, err = st.refresh(ctx, tok); err != nil {
 			return nil, err
 		}
 		retry, err := rewind(req)
@@ -585,13 +652,13 @@ func (t *oauthRoundTripper) RoundTrip(req *http.Request) (*http.Response, error)
 		resp, err = t.base.RoundTrip(withBearer(retry, tok))
 		if err == nil && needsAuth(resp) {
 			drain(resp)
-			return nil, &AuthRequiredError{Server: t.state.server, Reason: "rejected"}
+			return nil, &AuthRequiredError{Server: st.server, Reason: "rejected"}
 		}
 		return resp, err
 	}
 	// With a flow: refresh first if we can, else run it.
 	if !scope && tok != "" {
-		if ntok, rerr := t.state.refresh(ctx, tok); rerr == nil {
+		if ntok, rerr := st.refresh(ctx, tok); rerr == nil {
 			retry, err := rewind(req)
 			if err != nil {
 				drain(resp)
@@ -606,10 +673,10 @@ func (t *oauthRoundTripper) RoundTrip(req *http.Request) (*http.Response, error)
 			resp, tok = nresp, ntok
 		}
 	}
-	if err := t.state.authorize(ctx, req, resp, tok, false); err != nil {
+	if err := st.authorize(ctx, req, resp, tok, false); err != nil {
 		return nil, err
 	}
-	if tok, err = t.state.accessToken(ctx); err != nil {
+	if tok, err = st.accessToken(ctx); err != nil {
 		return nil, err
 	}
 	retry, err := rewind(req)
@@ -788,8 +855,12 @@ func newOAuthState(name, serverURL string, base http.RoundTripper, headers map[s
 	if oo.Flow != nil && oo.Flow.HTTPClient != nil {
 		client = oo.Flow.HTTPClient
 	}
+	if oo.Principal != "" {
+		log = log.With("principal", oo.Principal)
+	}
 	return &oauthState{
 		server: name, serverURL: serverURL, store: oo.Store, flow: oo.Flow,
+		principal: oo.Principal, perRequester: oo.PerRequester && oo.Principal == "",
 		client: client, log: log, now: time.Now,
 	}, nil
 }
@@ -819,7 +890,8 @@ func (t *sameOriginHeaders) RoundTrip(req *http.Request) (*http.Response, error)
 
 // Login runs the OAuth authorization code flow for the mcp.servers entry
 // name (which must have a url) and saves the credentials in opts.OAuth's
-// store (default: [DefaultTokenDir]), replacing any stored before. It first
+// store (default: [DefaultTokenDir]) under opts.OAuth.Principal when set
+// (per-requester identity), replacing any stored before. It first
 // asks the server unauthenticated (an initialize POST for streamable HTTP, a
 // GET for SSE) to read its WWW-Authenticate challenge, then discovers the
 // protected resource and authorization server metadata, registers the
@@ -835,6 +907,9 @@ func Login(ctx context.Context, name string, e ServerEntry, flow *OAuthFlow, opt
 	}
 	if flow == nil {
 		flow = &OAuthFlow{}
+	}
+	if o.OAuth != nil && o.OAuth.PerRequester && o.OAuth.Principal == "" {
+		return nil, fmt.Errorf("server %q uses per-requester OAuth: Login needs OAuthOptions.Principal, the principal whose tokens to store", name)
 	}
 	e.Auth = "oauth"
 	r, err := Resolve(name, e, &Options{Logger: o.Logger, LookupEnv: o.LookupEnv, OAuth: &OAuthOptions{Store: oauthStoreOf(o.OAuth)}})
