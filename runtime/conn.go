@@ -80,6 +80,7 @@ func (c *conn) connect(ctx context.Context) bool {
 		return false
 	}
 	tr := c.cfg.Transport
+	var kind transport.Kind
 	if tr == nil {
 		topts := transport.Options{}
 		if c.s.opts.Transport != nil {
@@ -93,7 +94,7 @@ func (c *conn) connect(ctx context.Context) bool {
 			c.fail("resolve", err)
 			return false
 		}
-		tr = r.Transport
+		tr, kind = r.Transport, r.Kind
 		c.mu.Lock()
 		c.kind, c.launch, c.redactor = r.Kind, r.Launch, r.Redactor
 		c.mu.Unlock()
@@ -108,7 +109,14 @@ func (c *conn) connect(ctx context.Context) bool {
 	if v := c.s.opts.ProtocolVersion; v != "" {
 		sopts = &mcp.ClientSessionOptions{ProtocolVersion: v}
 	}
-	cs, err := client.Connect(cctx, withFastList(tr), sopts)
+	if _, sdkHTTP := tr.(*mcp.StreamableClientTransport); !sdkHTTP && kind != transport.KindStreamableHTTP {
+		// go-sdk tells its streamable HTTP connection the session's state
+		// through an unexported method a wrapper cannot forward (without it
+		// the server's requests during a call go unanswered): the listing
+		// fast path is for the other transports.
+		tr = withFastList(tr)
+	}
+	cs, err := client.Connect(cctx, tr, sopts)
 	cancel()
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
