@@ -1,20 +1,20 @@
 package runtime
 
-// The catalog fast path (prototype; not wired into conn.go yet).
+// The catalog fast path: tools/list pages decoded by the runtime.
 //
 // go-sdk's ClientSession.ListTools decodes every page with its internal
 // JSON decoder and then re-encodes and decodes each tool's input schema to
 // validate x-mcp-header annotations (filterValidTools). Each of those
-// decodes allocates a fresh decoder buffer of tens of KB, so one page of
-// 100 tools costs ~2.6 ms and ~4 MB of garbage: most of the 50 × 100
-// catalog figure. Here the runtime decodes the page itself with
-// encoding/json, keeping schemas as the raw bytes the server sent, and
-// hands go-sdk a page without tools.
-//
-// Wiring (two lines in conn.go):
-//
-//	cs, err := client.Connect(cctx, withFastList(tr), nil)               // in connect
-//	res, err := listToolsPage(lctx, cs, &mcp.ListToolsParams{Cursor: cursor}) // in listTools
+// decodes allocates a fresh decoder buffer of 32 KB or more, so one page
+// of 100 tools costs ~2.6 ms and ~4 MB of garbage. Here a connection
+// wrapper (withFastList, used by conn.connect) hands the page of a
+// listToolsPage call to splitPage, a one-pass decoder written for this
+// shape: it validates the page as it reads it, copies the names and
+// descriptions, keeps the schemas as slices of one copy of the page
+// (json.RawMessage, never maps), and gives go-sdk the page without its
+// tools. encoding/json only sees the rare members (_meta, annotations,
+// icons) and strings with escapes. FuzzSplitPage holds it to
+// encoding/json's reading of the same bytes.
 //
 // A page whose bytes mention x-mcp-header is left to go-sdk, which
 // validates the annotations and keeps the tool definitions it needs to
@@ -27,8 +27,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -131,17 +133,7 @@ func (p *fastPage) take(result json.RawMessage) (rest json.RawMessage, ok bool) 
 	if bytes.Contains(result, xMCPHeader) {
 		return nil, false
 	}
-	var top map[string]json.RawMessage
-	if json.Unmarshal(result, &top) != nil {
-		return nil, false
-	}
-	tools, err := decodeTools(top["tools"])
-	if err != nil {
-		return nil, false
-	}
-	delete(top, "ttlMs")
-	top["tools"] = json.RawMessage("[]")
-	rest, err = json.Marshal(top)
+	tools, rest, err := splitPage(result)
 	if err != nil {
 		return nil, false
 	}
@@ -158,44 +150,372 @@ func (p *fastPage) result() ([]*mcp.Tool, bool) {
 	return p.tools, p.taken
 }
 
+// splitPage decodes the "tools" member of a tools/list result and returns
+// the result's other members, ttlMs excepted, with "tools":[] for go-sdk.
+// It reads the page in one pass (scanValue validates what it skips), so a
+// malformed page is an error here as it is in go-sdk. The tools' schemas
+// are slices of one copy of the page.
+func splitPage(result []byte) (tools []*mcp.Tool, rest []byte, err error) {
+	b := bytes.Clone(result)
+	rest = make([]byte, 0, 64)
+	rest = append(rest, '{')
+	end, err := eachMember(b, skipSpace(b, 0), 0, func(key []byte, ks, vs int) (int, error) {
+		switch string(key) {
+		case "tools":
+			var e int
+			tools, e, err = decodeToolArray(b, vs)
+			return e, err
+		case "ttlMs":
+			return scanValue(b, vs, 1)
+		}
+		e, err := scanValue(b, vs, 1)
+		if err == nil {
+			rest = append(append(rest, b[ks:e]...), ',')
+		}
+		return e, err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if skipSpace(b, end) != len(b) {
+		return nil, nil, fmt.Errorf("result: data after the object at offset %d", end)
+	}
+	return tools, append(rest, `"tools":[]}`...), nil
+}
+
 // decodeTools decodes a "tools" array: each tool as mcp.Tool, with
 // inputSchema and outputSchema kept as json.RawMessage (the server's
-// bytes); null entries are dropped, as go-sdk drops them.
+// bytes); null entries are dropped, as go-sdk drops them. Empty input is no
+// tools.
 func decodeTools(raw json.RawMessage) ([]*mcp.Tool, error) {
-	if len(raw) == 0 {
+	i := skipSpace(raw, 0)
+	if i == len(raw) {
 		return nil, nil
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, fmt.Errorf("tools: %w", err)
+	tools, end, err := decodeToolArray(raw, i)
+	if err != nil {
+		return nil, err
 	}
-	tools := make([]*mcp.Tool, 0, len(items))
-	for i, item := range items {
-		if bytes.Equal(bytes.TrimSpace(item), []byte("null")) {
-			continue
-		}
-		var in, out json.RawMessage
-		// encoding/json decodes into the pointer an interface field
-		// holds, so the schemas stay raw instead of becoming maps.
-		t := &mcp.Tool{InputSchema: &in, OutputSchema: &out}
-		if err := json.Unmarshal(item, t); err != nil {
-			return nil, fmt.Errorf("tools[%d]: %w", i, err)
-		}
-		t.InputSchema = rawOrNil(t.InputSchema)
-		t.OutputSchema = rawOrNil(t.OutputSchema)
-		tools = append(tools, t)
+	if skipSpace(raw, end) != len(raw) {
+		return nil, fmt.Errorf("tools: data after the array at offset %d", end)
 	}
 	return tools, nil
 }
 
-// rawOrNil turns a decoded schema field into a json.RawMessage, or nil when
-// the field was absent or null.
-func rawOrNil(v any) any {
-	p, ok := v.(*json.RawMessage)
-	if !ok || p == nil || len(*p) == 0 || bytes.Equal(*p, []byte("null")) {
-		return nil
+// decodeToolArray decodes the array value at b[i:] (null is no tools) and
+// returns the offset after it.
+func decodeToolArray(b []byte, i int) ([]*mcp.Tool, int, error) {
+	if bytes.HasPrefix(b[i:], litNull) {
+		return nil, i + len(litNull), nil
 	}
-	return *p
+	if i >= len(b) || b[i] != '[' {
+		return nil, i, fmt.Errorf("tools: %s at offset %d, want an array", describe(b, i), i)
+	}
+	tools := make([]*mcp.Tool, 0, bytes.Count(b[i:], nameKey))
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return tools, i + 1, nil
+	}
+	for n := 0; ; n++ {
+		switch {
+		case bytes.HasPrefix(b[i:], litNull):
+			i += len(litNull)
+		case i < len(b) && b[i] == '{':
+			t, e, err := decodeTool(b, i)
+			if err != nil {
+				return nil, i, fmt.Errorf("tools[%d]: %w", n, err)
+			}
+			tools, i = append(tools, t), e
+		default:
+			return nil, i, fmt.Errorf("tools[%d]: %s at offset %d, want an object", n, describe(b, i), i)
+		}
+		i = skipSpace(b, i)
+		if i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+			continue
+		}
+		if i < len(b) && b[i] == ']' {
+			return tools, i + 1, nil
+		}
+		return nil, i, fmt.Errorf("tools: %s at offset %d, want , or ]", describe(b, i), i)
+	}
+}
+
+var (
+	litNull = []byte("null")
+	nameKey = []byte(`"name"`)
+)
+
+// decodeTool decodes the tool object at b[i:] the way go-sdk does (member
+// names matched exactly, unknown members ignored, the last of duplicate
+// members kept), except that the schemas stay raw: slices of b.
+func decodeTool(b []byte, i int) (*mcp.Tool, int, error) {
+	t := &mcp.Tool{}
+	end, err := eachMember(b, i, 1, func(key []byte, _, vs int) (int, error) {
+		var field *string
+		switch string(key) {
+		case "name":
+			field = &t.Name
+		case "title":
+			field = &t.Title
+		case "description":
+			field = &t.Description
+		case "inputSchema", "outputSchema":
+			e, err := scanValue(b, vs, 2)
+			if err != nil {
+				return e, err
+			}
+			var schema any
+			if !bytes.Equal(b[vs:e], litNull) {
+				schema = json.RawMessage(b[vs:e:e])
+			}
+			if key[0] == 'i' {
+				t.InputSchema = schema
+			} else {
+				t.OutputSchema = schema
+			}
+			return e, nil
+		case "_meta", "annotations", "icons": // rare: the standard decoder
+			e, err := scanValue(b, vs, 2)
+			if err != nil {
+				return e, err
+			}
+			var dst any = &t.Meta
+			if key[0] == 'a' {
+				dst = &t.Annotations
+			} else if key[0] == 'i' {
+				dst = &t.Icons
+			}
+			if err := json.Unmarshal(b[vs:e], dst); err != nil {
+				return e, fmt.Errorf("%s: %w", key, err)
+			}
+			return e, nil
+		default:
+			return scanValue(b, vs, 2)
+		}
+		if bytes.HasPrefix(b[vs:], litNull) { // null leaves a string field empty
+			return vs + len(litNull), nil
+		}
+		if vs >= len(b) || b[vs] != '"' {
+			return vs, fmt.Errorf("%s: %s at offset %d, want a string", key, describe(b, vs), vs)
+		}
+		e, plain, err := scanString(b, vs)
+		if err != nil {
+			return e, fmt.Errorf("%s: %w", key, err)
+		}
+		if plain {
+			*field = string(b[vs+1 : e-1])
+		} else if err := json.Unmarshal(b[vs:e], field); err != nil {
+			return e, fmt.Errorf("%s: %w", key, err)
+		}
+		return e, nil
+	})
+	return t, end, err
+}
+
+// maxDepth bounds the nesting of a page, as go-sdk's decoder does.
+const maxDepth = 1000
+
+// eachMember walks the object at b[i:] (depth: its nesting level). For
+// each member it calls fn with the decoded name, the offset of the name's
+// opening quote and the offset of the value; fn consumes the value and
+// returns the offset after it. eachMember returns the offset after the
+// object.
+func eachMember(b []byte, i, depth int, fn func(key []byte, ks, vs int) (int, error)) (int, error) {
+	if depth >= maxDepth {
+		return i, fmt.Errorf("nesting deeper than %d at offset %d", maxDepth, i)
+	}
+	if i >= len(b) || b[i] != '{' {
+		return i, fmt.Errorf("%s at offset %d, want an object", describe(b, i), i)
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return i, fmt.Errorf("%s at offset %d, want a member name", describe(b, i), i)
+		}
+		ks := i
+		ke, plain, err := scanString(b, i)
+		if err != nil {
+			return ke, err
+		}
+		key := b[ks+1 : ke-1]
+		if !plain {
+			var k string
+			if err := json.Unmarshal(b[ks:ke], &k); err != nil {
+				return ke, err
+			}
+			key = []byte(k)
+		}
+		i = skipSpace(b, ke)
+		if i >= len(b) || b[i] != ':' {
+			return i, fmt.Errorf("%s at offset %d, want :", describe(b, i), i)
+		}
+		if i, err = fn(key, ks, skipSpace(b, i+1)); err != nil {
+			return i, err
+		}
+		i = skipSpace(b, i)
+		if i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+			continue
+		}
+		if i < len(b) && b[i] == '}' {
+			return i + 1, nil
+		}
+		return i, fmt.Errorf("%s at offset %d, want , or }", describe(b, i), i)
+	}
+}
+
+// scanValue validates the JSON value at b[i:] (depth: its nesting level)
+// and returns the offset after it.
+func scanValue(b []byte, i, depth int) (int, error) {
+	if i >= len(b) {
+		return i, errors.New("unexpected end of JSON")
+	}
+	switch c := b[i]; {
+	case c == '"':
+		e, _, err := scanString(b, i)
+		return e, err
+	case c == '{':
+		return eachMember(b, i, depth, func(_ []byte, _, vs int) (int, error) { return scanValue(b, vs, depth+1) })
+	case c == '[':
+		if depth >= maxDepth {
+			return i, fmt.Errorf("nesting deeper than %d at offset %d", maxDepth, i)
+		}
+		i = skipSpace(b, i+1)
+		if i < len(b) && b[i] == ']' {
+			return i + 1, nil
+		}
+		for {
+			var err error
+			if i, err = scanValue(b, i, depth+1); err != nil {
+				return i, err
+			}
+			i = skipSpace(b, i)
+			if i < len(b) && b[i] == ',' {
+				i = skipSpace(b, i+1)
+				continue
+			}
+			if i < len(b) && b[i] == ']' {
+				return i + 1, nil
+			}
+			return i, fmt.Errorf("%s at offset %d, want , or ]", describe(b, i), i)
+		}
+	case c == 't':
+		return scanLiteral(b, i, "true")
+	case c == 'f':
+		return scanLiteral(b, i, "false")
+	case c == 'n':
+		return scanLiteral(b, i, "null")
+	case c == '-' || '0' <= c && c <= '9':
+		return scanNumber(b, i)
+	}
+	return i, fmt.Errorf("%s at offset %d, want a value", describe(b, i), i)
+}
+
+func scanLiteral(b []byte, i int, lit string) (int, error) {
+	if !bytes.HasPrefix(b[i:], []byte(lit)) {
+		return i, fmt.Errorf("%s at offset %d, want %s", describe(b, i), i, lit)
+	}
+	return i + len(lit), nil
+}
+
+// scanNumber validates the JSON number at b[i:] (RFC 8259 §6).
+func scanNumber(b []byte, i int) (int, error) {
+	start := i
+	if b[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		n := 0
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case digits() == 0:
+		return i, fmt.Errorf("bad number at offset %d", start)
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			return i, fmt.Errorf("bad number at offset %d", start)
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return i, fmt.Errorf("bad number at offset %d", start)
+		}
+	}
+	return i, nil
+}
+
+// scanString validates the JSON string whose opening quote is b[i] and
+// returns the offset after its closing quote. plain reports that its
+// bytes are its value: no escapes and valid UTF-8 (otherwise
+// encoding/json decodes it, replacing invalid UTF-8 as go-sdk does).
+func scanString(b []byte, i int) (end int, plain bool, err error) {
+	start := i
+	plain, ascii := true, true
+	for i++; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			if !ascii && plain {
+				plain = utf8.Valid(b[start+1 : i])
+			}
+			return i + 1, plain, nil
+		case c == '\\':
+			plain = false
+			i++
+			if i >= len(b) {
+				break
+			}
+			switch b[i] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if i+4 >= len(b) || !isHex(b[i+1]) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) {
+					return i, false, fmt.Errorf("bad \\u escape at offset %d", i-1)
+				}
+				i += 4
+			default:
+				return i, false, fmt.Errorf("bad escape at offset %d", i-1)
+			}
+		case c < 0x20:
+			return i, false, fmt.Errorf("control character %#x in a string at offset %d", c, i)
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+	}
+	return i, false, fmt.Errorf("unterminated string at offset %d", start)
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+// describe names what is at b[i] for an error message.
+func describe(b []byte, i int) string {
+	if i >= len(b) {
+		return "end of input"
+	}
+	return fmt.Sprintf("%q", b[i])
 }
 
 // listToolsPage is cs.ListTools, except that on a connection made through

@@ -202,3 +202,116 @@ func TestDecodeToolsErrors(t *testing.T) {
 		})
 	}
 }
+
+// refPage decodes a tools/list result with encoding/json the way go-sdk
+// reads it (member names matched exactly, the last duplicate kept), the
+// schemas left raw: the reference of FuzzSplitPage.
+func refPage(in []byte) ([]*mcp.Tool, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(in, &top); err != nil {
+		return nil, err
+	}
+	if top == nil {
+		return nil, fmt.Errorf("result is null")
+	}
+	var items []map[string]json.RawMessage
+	if raw, ok := top["tools"]; ok {
+		if err := json.Unmarshal(raw, &items); err != nil {
+			return nil, err
+		}
+	}
+	var tools []*mcp.Tool
+	for _, m := range items {
+		if m == nil {
+			continue // a null entry
+		}
+		t := &mcp.Tool{}
+		for key, dst := range map[string]*string{"name": &t.Name, "title": &t.Title, "description": &t.Description} {
+			if raw, ok := m[key]; ok {
+				if err := json.Unmarshal(raw, dst); err != nil {
+					return nil, err
+				}
+			}
+		}
+		for key, dst := range map[string]*any{"inputSchema": &t.InputSchema, "outputSchema": &t.OutputSchema} {
+			if raw, ok := m[key]; ok && string(raw) != "null" {
+				*dst = raw
+			}
+		}
+		for key, dst := range map[string]any{"_meta": &t.Meta, "annotations": &t.Annotations, "icons": &t.Icons} {
+			if raw, ok := m[key]; ok {
+				if err := json.Unmarshal(raw, dst); err != nil {
+					return nil, err
+				}
+			}
+		}
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
+// FuzzSplitPage checks the hand-written page decoder against encoding/json:
+// what it accepts is valid JSON that encoding/json decodes to the same
+// tools, with a remainder that is valid JSON without tools or ttlMs; what
+// encoding/json decodes as a page it accepts (nesting beyond go-sdk's
+// depth limit aside).
+func FuzzSplitPage(f *testing.F) {
+	for _, seed := range []string{
+		`{"tools":[{"name":"a","inputSchema":{"type":"object"}},null],"nextCursor":"c","ttlMs":5}`,
+		`{"tools":[]}`,
+		`{"tools":null,"_meta":{"k":[1,2.5e3,-0.1,true,false,null]}}`,
+		`{"tools":[{"name":"caf\u00e9 \"q\"","description":"\ud83d\ude00 ünï","title":null,"outputSchema":null,"inputSchema":{"a":[{}]}}]}`,
+		`{"tools":[{"name":"a","annotations":{"readOnlyHint":true,"title":"t"},"_meta":{"x":1},"icons":[{"src":"https://x/i.png"}]}]}`,
+		`{"tools":[{"name":"a","Name":"b","name":"c","extra":{"deep":[[[]]]}}]}`,
+		`{"tools":[{"name":7}]}`,
+		`{"tools":{}}`,
+		` { "tools" : [ { "name" : "a" } ] , "nextCursor" : "" } `,
+		"{\"tools\":[{\"name\":\"bad \xff utf8\"}]}",
+		`{"tools":[{"name":"a"}]} x`,
+		`{"tools":[{"name":"a",}]}`,
+		`{"t\u006fols":[{"name":"escaped key"}]}`,
+		`[]`,
+		`null`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		got, rest, err := splitPage(in)
+		want, werr := refPage(in)
+		if err != nil {
+			if werr == nil && !strings.Contains(err.Error(), "nesting deeper") {
+				t.Fatalf("splitPage(%q): %v; encoding/json decodes it", in, err)
+			}
+			return
+		}
+		if werr != nil {
+			t.Fatalf("splitPage(%q) accepted what encoding/json refuses: %v", in, werr)
+		}
+		var restTop map[string]json.RawMessage
+		if err := json.Unmarshal(rest, &restTop); err != nil {
+			t.Fatalf("remainder %q of %q: %v", rest, in, err)
+		}
+		if string(restTop["tools"]) != "[]" {
+			t.Fatalf("remainder %q: tools %s, want []", rest, restTop["tools"])
+		}
+		if _, ok := restTop["ttlMs"]; ok {
+			t.Fatalf("remainder %q keeps ttlMs", rest)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("splitPage(%q): %d tools, encoding/json %d", in, len(got), len(want))
+		}
+		for i := range got {
+			g, err := json.Marshal(got[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, err := json.Marshal(want[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(g) != string(w) {
+				t.Fatalf("tool %d of %q:\n got  %s\n want %s", i, in, g, w)
+			}
+		}
+	})
+}
