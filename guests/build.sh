@@ -1,7 +1,8 @@
 #!/bin/sh
 # build.sh rebuilds the committed Wasm artifacts from their sources:
 #
-#   guests/rules/lib.rs       -> policies/builtin/rules.wasm  (Rust, std only)
+#   guests/rules/lib.rs       -> policies/builtin/rules.wasm  (Rust, std only;
+#                                with ../sdk/rust/abi.rs and json.rs)
 #   guests/testdata/*.wat     -> guests/testdata/*.wasm       (containment fixtures)
 #
 # Requirements (Debian/Ubuntu): apt-get install -y rustc libstd-rust-dev-wasm32 wabt

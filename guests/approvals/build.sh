@@ -1,7 +1,7 @@
 #!/bin/sh
 # build.sh rebuilds the built-in approval policy from its source:
 #
-#   guests/approvals/lib.rs (+ ../sanitizer/common.rs) -> policies/builtin/approvals.wasm
+#   guests/approvals/lib.rs (+ ../sdk/rust/abi.rs, json.rs) -> policies/builtin/approvals.wasm
 #
 # Same toolchain and flags as guests/build.sh's rules module (Debian's
 # rustc 1.63, std only, set RUSTC to override); the output is reproducible.

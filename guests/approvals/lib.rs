@@ -24,10 +24,13 @@
 //! Build: guests/approvals/build.sh (reproducible; output
 //! policies/builtin/approvals.wasm).
 
-#[path = "../sanitizer/common.rs"]
-mod common;
+#[path = "../sdk/rust/abi.rs"]
+mod abi;
+#[path = "../sdk/rust/json.rs"]
+mod json;
 
-use common::*;
+use abi::{input, pack, set_error};
+use json::{utf8_len, write_str, Reader, Value, R};
 use std::borrow::Cow;
 
 /// The configured policy; None until configure succeeds.
@@ -190,7 +193,7 @@ fn glob(p: &[u8], s: &[u8]) -> bool {
 // -------------------------------------------------------------- input ----
 
 fn parse_request(b: &[u8]) -> R<Request> {
-    let mut p = P::new(b)?;
+    let mut p = Reader::new(b)?;
     let mut req = Request::default();
     let mut kind = false;
     p.object(|p, k| match k.as_ref() {
@@ -268,7 +271,7 @@ fn want_ttl(v: Value, at: &str) -> R<u64> {
 }
 
 fn parse_config(b: &[u8]) -> R<Config> {
-    let mut p = P::new(b)?;
+    let mut p = Reader::new(b)?;
     let v = p.value()?;
     p.end()?;
     let members = match v {

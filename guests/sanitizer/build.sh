@@ -1,7 +1,7 @@
 #!/bin/sh
 # build.sh rebuilds the built-in tool-name sanitizer from its source:
 #
-#   guests/sanitizer/lib.rs (+ common.rs) -> policies/builtin/sanitizer.wasm
+#   guests/sanitizer/lib.rs (+ ../sdk/rust/abi.rs, json.rs) -> policies/builtin/sanitizer.wasm
 #
 # Same toolchain and flags as guests/build.sh's rules module (Debian's
 # rustc 1.63, std only, set RUSTC to override); the output is reproducible.

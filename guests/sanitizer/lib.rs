@@ -34,10 +34,13 @@
 //! (OpenClaw skips it). Build: guests/sanitizer/build.sh (reproducible;
 //! output policies/builtin/sanitizer.wasm).
 
-#[path = "common.rs"]
-mod common;
+#[path = "../sdk/rust/abi.rs"]
+mod abi;
+#[path = "../sdk/rust/json.rs"]
+mod json;
 
-use common::*;
+use abi::{input, pack, set_error};
+use json::{Reader, R};
 use core::arch::wasm32::{
     i64x2_extract_lane, u8x16_bitmask, u8x16_eq, u8x16_ge, u8x16_le, u8x16_splat, v128, v128_and, v128_load, v128_or,
     v128_store,
@@ -46,7 +49,7 @@ use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::HashSet;
 
-// Why the fast path below avoids byte-at-a-time loops: see common.rs. A
+// Why the fast path below avoids byte-at-a-time loops: see json.rs. A
 // catalog of 5,000 tools must be named in a few milliseconds, so a name
 // that needs no change is checked, hashed and compared 16 bytes per step,
 // and the sort (which only decides who gets a collision suffix) runs only
@@ -85,7 +88,7 @@ pub extern "C" fn configure(p: u32, n: u32) -> i32 {
     let res = if n == 0 {
         Ok(())
     } else {
-        P::new(input(p, n)).and_then(|mut r| {
+        Reader::new(input(p, n)).and_then(|mut r| {
             r.object(|r, k| match k.as_ref() {
                 "prefix" => {
                     let v = r.string().map_err(|e| format!("prefix: {}", e))?;
@@ -147,7 +150,7 @@ struct Input<'a> {
 }
 
 fn parse_input(b: &[u8]) -> R<Input> {
-    let mut p = P::new(b)?;
+    let mut p = Reader::new(b)?;
     let mut abi = false;
     let mut servers = None;
     let mut reserved = Vec::new();
@@ -184,7 +187,7 @@ fn parse_input(b: &[u8]) -> R<Input> {
     }
 }
 
-fn parse_server<'a>(p: &mut P<'a>) -> R<Server<'a>> {
+fn parse_server<'a>(p: &mut Reader<'a>) -> R<Server<'a>> {
     let mut raw = None;
     let mut tools = Vec::new();
     p.object(|p, k| match k.as_ref() {
