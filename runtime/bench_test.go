@@ -1,16 +1,20 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	goruntime "runtime"
+	"runtime/pprof"
 	"slices"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openclaw-go/openclaw/policies"
@@ -84,49 +88,171 @@ func median(d []time.Duration) time.Duration {
 	return d[len(d)/2]
 }
 
+// catalogServers builds n in-process servers of nTools tools each, the
+// catalog of the issue 4 figure: snake_case names, one sentence of
+// description, a one-property input schema. Building them (go-sdk's
+// AddTool re-encodes every schema) is setup, not part of the figure.
+//
+// With preEncoded, each server answers tools/list from the tools array it
+// encoded once (preEncodedTools) instead of encoding its tools on every
+// listing: the same bytes on the wire, less of the server's CPU counted in
+// a figure that is about the client. The servers stay complete go-sdk
+// servers (handshake, tools/call, a listing with a cursor answered by
+// go-sdk).
+func catalogServers(n, nTools int, preEncoded bool) []*mcp.Server {
+	tools := make([]*mcp.Tool, nTools)
+	for j := range tools {
+		tools[j] = &mcp.Tool{
+			Name:        fmt.Sprintf("tool_%03d", j),
+			Description: "A tool of the benchmark catalog.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`),
+		}
+	}
+	page, err := json.Marshal(tools)
+	if err != nil {
+		panic(err)
+	}
+	servers := make([]*mcp.Server, n)
+	for i := range servers {
+		srv := newServer("s", nil)
+		for _, t := range tools {
+			srv.AddTool(t, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return textResult("ok"), nil })
+		}
+		if preEncoded {
+			srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+				return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+					if p, ok := req.GetParams().(*mcp.ListToolsParams); method != "tools/list" || !ok || p.Cursor != "" {
+						return next(ctx, method, req)
+					}
+					return &preEncodedTools{ListToolsResult: &mcp.ListToolsResult{Tools: []*mcp.Tool{}}, tools: page}, nil
+				}
+			})
+		}
+		servers[i] = srv
+	}
+	return servers
+}
+
+// preEncodedTools is a tools/list result whose tools array was encoded
+// once. It embeds the result go-sdk would send without tools, so that
+// go-sdk still sets what it sets on every result (resultType and the
+// server's _meta on 2026-07-28) and its encoding carries them.
+type preEncodedTools struct {
+	*mcp.ListToolsResult
+	tools json.RawMessage // the encoded tools array
+}
+
+// MarshalJSON encodes the embedded result, whose tools array is empty and
+// encoded last, with the pre-encoded array in its place.
+func (r *preEncodedTools) MarshalJSON() ([]byte, error) {
+	head, err := json.Marshal(r.ListToolsResult)
+	if err != nil {
+		return nil, err
+	}
+	const empty = `"tools":[]}`
+	if !bytes.HasSuffix(head, []byte(empty)) {
+		return nil, fmt.Errorf("preEncodedTools: result %s does not end with %s", head, empty)
+	}
+	out := make([]byte, 0, len(head)+len(r.tools))
+	out = append(append(out, head[:len(head)-len(`[]}`)]...), r.tools...)
+	return append(out, '}'), nil
+}
+
+// catalogTransports are the in-process transports of the catalog
+// benchmarks: a function returning a connected client and server end.
+var catalogTransports = []struct {
+	name string
+	pair func() (client, server mcp.Transport)
+}{
+	// go-sdk's in-memory pair: net.Pipe and go-sdk's newline-delimited
+	// connection, which decodes every message twice (as a batch, then as
+	// one message) with a fresh 32 KB decoder buffer each time.
+	{"sdkpipe", func() (mcp.Transport, mcp.Transport) {
+		c, s := mcp.NewInMemoryTransports()
+		return c, s
+	}},
+	// The framing of transport.StdioTransport (one jsonrpc.EncodeMessage
+	// per message written, one jsonrpc.DecodeMessage per line read) with
+	// a channel for the pipe: what a stdio server costs this process
+	// besides the system calls.
+	{"lines", func() (mcp.Transport, mcp.Transport) { return newLinePair() }},
+}
+
 // BenchmarkCatalog50x100 connects 50 in-process servers of 100 tools each,
 // lists them and names the catalog with a native sanitizer double (DESIGN.md
-// §6 target: ≤ 50 ms).
+// §6 target: ≤ 50 ms), on each of catalogTransports. It reports wall time
+// per catalog (ns/op) and the CPU time of the whole process during it
+// (cpu-ms/op: ours, the in-process servers' and the garbage collector's).
+// CPU profiles separate the sides by the pprof label side=client|server:
+//
+//	go test -run '^$' -bench Catalog50x100 -benchtime 10x -cpuprofile cpu.out ./runtime
+//	go tool pprof -tags runtime.test cpu.out
 func BenchmarkCatalog50x100(b *testing.B) {
 	const nServers, nTools = 50, 100
+	for _, pre := range []bool{false, true} {
+		srvs := catalogServers(nServers, nTools, pre)
+		server := "server=sdk"
+		if pre {
+			server = "server=preencoded"
+		}
+		for _, tr := range catalogTransports {
+			for _, proto := range []string{"", "2025-11-25"} {
+				name := "proto=" + proto
+				if proto == "" {
+					name = "proto=latest"
+				}
+				b.Run(server+"/transport="+tr.name+"/"+name, func(b *testing.B) {
+					benchCatalog(b, srvs, nTools, tr.pair, proto)
+				})
+			}
+		}
+	}
+}
+
+// benchCatalog is one case of BenchmarkCatalog50x100: a Session of srvs,
+// each on a fresh transport pair, connected, listed and named, with
+// protocol revision proto offered ("" is go-sdk's newest).
+func benchCatalog(b *testing.B, srvs []*mcp.Server, nTools int, pair func() (client, server mcp.Transport), proto string) {
 	ctx := context.Background()
 	var cpu time.Duration
 	defer func() { b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op") }()
+	b.ReportAllocs()
 	for range b.N {
 		b.StopTimer()
-		servers := make([]Server, nServers)
+		servers := make([]Server, len(srvs))
 		var stops []func()
-		for i := range servers {
-			srv := newServer("s", nil)
-			for j := range nTools {
-				srv.AddTool(&mcp.Tool{
-					Name:        fmt.Sprintf("tool_%03d", j),
-					Description: "A tool of the benchmark catalog.",
-					InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`),
-				}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return textResult("ok"), nil })
-			}
-			ct, st := mcp.NewInMemoryTransports()
+		for i, srv := range srvs {
+			ct, st := pair()
 			sctx, cancel := context.WithCancel(ctx)
 			done := make(chan struct{})
-			go func() { defer close(done); _ = srv.Run(sctx, st) }()
+			go pprof.Do(sctx, pprof.Labels("side", "server"), func(ctx context.Context) { defer close(done); _ = srv.Run(ctx, st) })
 			stops = append(stops, func() { cancel(); <-done })
 			servers[i] = Server{Name: fmt.Sprintf("server-%02d", i), Transport: ct}
 		}
-		goruntime.GC() // the setup's garbage (server-side AddTool) is not ours to collect
+		goruntime.GC() // the previous catalog's garbage is not this one's
 		b.StartTimer()
 		cpu0 := cpuTime()
-		s, err := New(servers, &Options{Enforcer: allowFast{}, Sanitizer: nativeNamer{}, Logger: quietLogger()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := s.Connect(ctx); err != nil {
-			b.Fatal(err)
-		}
-		tools, err := s.Tools(ctx)
+		var (
+			s     *Session
+			tools []Tool
+			err   error
+		)
+		pprof.Do(ctx, pprof.Labels("side", "client"), func(ctx context.Context) {
+			s, err = New(servers, &Options{Enforcer: allowFast{}, Sanitizer: nativeNamer{}, Logger: quietLogger(), ProtocolVersion: proto})
+			if err == nil {
+				err = s.Connect(ctx)
+			}
+			if err == nil {
+				tools, err = s.Tools(ctx)
+			}
+		})
 		b.StopTimer()
 		cpu += cpuTime() - cpu0
-		if err != nil || len(tools) != nServers*nTools {
-			b.Fatalf("catalog of %d tools (%v), want %d", len(tools), err, nServers*nTools)
+		if err != nil || len(tools) != len(srvs)*nTools {
+			b.Fatalf("catalog of %d tools (%v), want %d", len(tools), err, len(srvs)*nTools)
+		}
+		if diags := s.Diagnostics(); len(diags) > 0 {
+			b.Fatalf("diagnostics: %v", diags)
 		}
 		_ = s.Close(ctx)
 		for _, stop := range stops {
@@ -135,6 +261,63 @@ func BenchmarkCatalog50x100(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// linePair is an in-process transport pair framed like
+// transport.StdioTransport: each message is encoded by
+// jsonrpc.EncodeMessage into one line, and each line decoded by
+// jsonrpc.DecodeMessage on the other side. Closing either end ends both.
+type linePair struct {
+	c2s, s2c chan []byte
+	done     chan struct{}
+	once     sync.Once
+}
+
+func newLinePair() (client, server mcp.Transport) {
+	p := &linePair{c2s: make(chan []byte, 16), s2c: make(chan []byte, 16), done: make(chan struct{})}
+	return &lineEnd{p: p, in: p.s2c, out: p.c2s}, &lineEnd{p: p, in: p.c2s, out: p.s2c}
+}
+
+// lineEnd is one end of a linePair; it is its own mcp.Transport and
+// mcp.Connection.
+type lineEnd struct {
+	p       *linePair
+	in, out chan []byte
+}
+
+func (e *lineEnd) Connect(context.Context) (mcp.Connection, error) { return e, nil }
+
+func (e *lineEnd) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case line := <-e.in:
+		return jsonrpc.DecodeMessage(line)
+	case <-e.p.done:
+		return nil, io.EOF
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (e *lineEnd) Write(ctx context.Context, msg jsonrpc.Message) error {
+	line, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return err
+	}
+	select {
+	case e.out <- append(line, '\n'):
+		return nil
+	case <-e.p.done:
+		return io.ErrClosedPipe
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (e *lineEnd) Close() error {
+	e.p.once.Do(func() { close(e.p.done) })
+	return nil
+}
+
+func (e *lineEnd) SessionID() string { return "" }
 
 // BenchmarkListTools100Direct is the floor of the catalog figure: one go-sdk
 // ListTools of 100 tools from an in-process server, without the runtime.
@@ -223,16 +406,17 @@ func BenchmarkCallToolStdio(b *testing.B) {
 // against go-sdk's ListTools on the work of BenchmarkCatalog50x100 without
 // the Session: 50 in-process servers × 100 tools connected concurrently,
 // every page listed, the 5,000 names handed to the sanitizer double. The
-// difference between the two is what wiring withFastList and
-// listToolsPage into conn.go saves on the 50 × 100 figure.
+// difference between the two is what the fast path (wired into conn.go)
+// saves on the 50 × 100 figure.
 func BenchmarkCatalogListFast(b *testing.B) {
+	const nServers, nTools = 50, 100
+	srvs := catalogServers(nServers, nTools, false)
 	for _, fast := range []bool{false, true} {
 		name := "sdk"
 		if fast {
 			name = "fast"
 		}
 		b.Run(name, func(b *testing.B) {
-			const nServers, nTools = 50, 100
 			ctx := context.Background()
 			b.ReportAllocs()
 			var cpu time.Duration
@@ -241,15 +425,7 @@ func BenchmarkCatalogListFast(b *testing.B) {
 				b.StopTimer()
 				transports := make([]mcp.Transport, nServers)
 				var stops []func()
-				for i := range transports {
-					srv := newServer("s", nil)
-					for j := range nTools {
-						srv.AddTool(&mcp.Tool{
-							Name:        fmt.Sprintf("tool_%03d", j),
-							Description: "A tool of the benchmark catalog.",
-							InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`),
-						}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return textResult("ok"), nil })
-					}
+				for i, srv := range srvs {
 					ct, st := mcp.NewInMemoryTransports()
 					sctx, cancel := context.WithCancel(ctx)
 					done := make(chan struct{})
