@@ -17,12 +17,17 @@ import (
 	"github.com/openclaw-go/openclaw/transport"
 )
 
-// `openclaw mcp login <name>` and `openclaw mcp logout <name>`: OAuth for
-// the HTTP servers of mcp.servers with auth "oauth" (reference §11.2). The
-// flow itself is transport.Login (go-sdk's discovery, registration and
-// authorization code flow with PKCE); tokens live in
-// <state dir>/mcp-oauth, where the runtime (`mcp tools`, `mcp call`, `mcp
-// proxy`) finds and refreshes them.
+// `openclaw mcp login <name> [--principal ID]` and `openclaw mcp logout
+// <name> [--principal ID|--all]`: OAuth for the HTTP servers of mcp.servers
+// with auth "oauth" (reference §11.2). The flow itself is transport.Login
+// (go-sdk's discovery, registration and authorization code flow with PKCE);
+// tokens live in <state dir>/mcp-oauth, where the runtime (`mcp tools`, `mcp
+// call`, `mcp proxy`) finds and refreshes them: one set per server, or per
+// (server, principal) for oauth.identity "per-requester". This file also
+// holds the OAuth view `mcp list`, `status` and `doctor` print (oauthView),
+// read from the store without connecting. oauth.authProfileId names a
+// credential in OpenClaw's auth-profile store, which openclaw-go does not
+// have: login refuses such a server and doctor reports it as an error.
 
 // defaultLoginTimeout bounds the whole login, the user's visit to the
 // authorization page included.
@@ -75,12 +80,25 @@ func oauthString(block *config.Object, key string) string {
 	return s
 }
 
+// oauthIdentityOf reads the entry's oauth block: whether it uses the
+// per-requester identity, and its authProfileId ("" when absent).
+func oauthIdentityOf(block *config.Object) (perRequester bool, profile string) {
+	return oauthString(block, "identity") == "per-requester", oauthString(block, "authProfileId")
+}
+
+// profileRefusal is why openclaw-go cannot log in to (or connect) a server
+// whose credentials come from an OpenClaw auth profile.
+func profileRefusal(name, profile string) string {
+	return fmt.Sprintf(`MCP server %q takes its OAuth credentials from OpenClaw auth profile %q (oauth.authProfileId). openclaw-go has no auth-profile store: remove oauth.authProfileId to log in with "openclaw mcp login %s" instead.`, name, profile, name)
+}
+
 // loginConfig holds the flags of `mcp login`.
 type loginConfig struct {
 	timeout     time.Duration
 	open        bool
 	redirectURL string
 	verbose     bool
+	principal   string
 }
 
 func newMCPLoginCmd() *cobra.Command {
@@ -92,7 +110,13 @@ func newMCPLoginCmd() *cobra.Command {
 discovers the server's authorization server, registers this client (oauth.clientMetadataUrl,
 or dynamic client registration), prints the authorization URL on stderr and waits for the
 browser's redirect to a loopback URL (oauth.redirectUrl, or 127.0.0.1 on a free port).
-The tokens are stored under <state dir>/mcp-oauth (mode 0600) and refreshed when they expire.`,
+The tokens are stored under <state dir>/mcp-oauth (mode 0600) and refreshed when they expire.
+
+A server with "oauth": {"identity": "per-requester"} keeps one set of tokens per principal:
+log each principal in with --principal <id>; the runtime sends the tokens of the principal
+that makes each request (transport.WithPrincipal). A server with oauth.authProfileId takes
+its credentials from OpenClaw's auth-profile store, which openclaw-go does not have: login
+refuses it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runLogin(cmd, args[0], &c)
@@ -103,6 +127,7 @@ The tokens are stored under <state dir>/mcp-oauth (mode 0600) and refreshed when
 	fl.BoolVar(&c.open, "open", false, "open the authorization URL in the default browser (xdg-open / open)")
 	fl.StringVar(&c.redirectURL, "redirect-url", "", "loopback redirect URL to listen on (default: oauth.redirectUrl, else http://127.0.0.1:<free port>/oauth/callback)")
 	fl.BoolVarP(&c.verbose, "verbose", "v", false, "log the flow's steps on stderr")
+	fl.StringVar(&c.principal, "principal", "", `principal whose tokens to store (servers with "identity": "per-requester" only)`)
 	return cmd
 }
 
@@ -111,8 +136,14 @@ func runLogin(cmd *cobra.Command, name string, c *loginConfig) error {
 	if err != nil {
 		return err
 	}
-	if oauthString(block, "identity") == "per-requester" {
-		return regFail(cmd, fmt.Sprintf(`MCP server %q uses the "per-requester" OAuth identity, which openclaw-go does not support yet: each requester logs in through OpenClaw.`, name))
+	perRequester, profile := oauthIdentityOf(block)
+	switch {
+	case profile != "":
+		return regFail(cmd, profileRefusal(name, profile))
+	case perRequester && c.principal == "":
+		return regFail(cmd, fmt.Sprintf(`MCP server %q uses the "per-requester" OAuth identity: name the principal whose tokens to store with --principal <id>.`, name))
+	case !perRequester && c.principal != "":
+		return regFail(cmd, fmt.Sprintf(`MCP server %q uses the shared OAuth identity: --principal applies to servers with "oauth": {"identity": "per-requester"}.`, name))
 	}
 	store, err := oauthTokenStore()
 	if err != nil {
@@ -143,10 +174,14 @@ func runLogin(cmd *cobra.Command, name string, c *loginConfig) error {
 	defer cancel()
 	_, err = transport.Login(ctx, name, entry, flow, &transport.Options{
 		Logger: log,
-		OAuth:  &transport.OAuthOptions{Store: store},
+		OAuth:  &transport.OAuthOptions{Store: store, Principal: c.principal},
 	})
 	if err != nil {
 		return regFail(cmd, fmt.Sprintf("MCP login for %q failed: %s", name, transport.RedactText(err.Error())))
+	}
+	if c.principal != "" {
+		fmt.Fprintf(cmd.OutOrStdout(), "Logged in to MCP server %q as principal %q.\n", name, c.principal)
+		return nil
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "Logged in to MCP server %q.\n", name)
 	return nil
@@ -166,30 +201,211 @@ func openBrowser(ctx context.Context, stderr io.Writer, u string) {
 }
 
 func newMCPLogoutCmd() *cobra.Command {
-	return &cobra.Command{
+	var principal string
+	var all bool
+	cmd := &cobra.Command{
 		Use:   "logout <name>",
-		Short: "Delete the stored OAuth tokens of an MCP server",
-		Args:  cobra.ExactArgs(1),
+		Short: "Delete the stored OAuth tokens of an MCP server (of one principal, or all)",
+		Long: `Deletes the OAuth tokens "openclaw mcp login" stored for <name>. For a server with
+"oauth": {"identity": "per-requester"}, name the principal with --principal <id>, or use --all
+to delete the tokens of every principal. --all on any server deletes all its stored tokens.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			name := args[0]
-			entry, _, err := oauthServer(cmd, name)
-			if err != nil {
-				return err
-			}
-			store, err := oauthTokenStore()
-			if err != nil {
-				return regFail(cmd, err.Error())
-			}
-			had, err := transport.Logout(name, entry.URL, store, nil)
-			if err != nil {
-				return regFail(cmd, err.Error())
-			}
-			if had {
-				fmt.Fprintf(cmd.OutOrStdout(), "Logged out of MCP server %q.\n", name)
-			} else {
-				fmt.Fprintf(cmd.OutOrStdout(), "No stored OAuth credentials for MCP server %q.\n", name)
-			}
-			return nil
+			return runLogout(cmd, args[0], principal, all)
 		},
 	}
+	cmd.Flags().StringVar(&principal, "principal", "", `principal whose tokens to delete (servers with "identity": "per-requester")`)
+	cmd.Flags().BoolVar(&all, "all", false, "delete the tokens of every principal and the shared ones")
+	cmd.MarkFlagsMutuallyExclusive("principal", "all")
+	return cmd
+}
+
+func runLogout(cmd *cobra.Command, name, principal string, all bool) error {
+	entry, block, err := oauthServer(cmd, name)
+	if err != nil {
+		return err
+	}
+	perRequester, _ := oauthIdentityOf(block)
+	switch {
+	case perRequester && principal == "" && !all:
+		return regFail(cmd, fmt.Sprintf(`MCP server %q uses the "per-requester" OAuth identity: name the principal to log out with --principal <id>, or use --all.`, name))
+	case !perRequester && principal != "":
+		return regFail(cmd, fmt.Sprintf(`MCP server %q uses the shared OAuth identity: --principal applies to servers with "oauth": {"identity": "per-requester"}.`, name))
+	}
+	store, err := oauthTokenStore()
+	if err != nil {
+		return regFail(cmd, err.Error())
+	}
+	out := cmd.OutOrStdout()
+	if all {
+		n, err := store.DeleteAll(name, entry.URL)
+		if err != nil {
+			return regFail(cmd, err.Error())
+		}
+		if n == 0 {
+			fmt.Fprintf(out, "No stored OAuth credentials for MCP server %q.\n", name)
+			return nil
+		}
+		fmt.Fprintf(out, "Logged out of MCP server %q: deleted %d set%s of OAuth credentials.\n", name, n, plural(n))
+		return nil
+	}
+	had, err := store.DeletePrincipal(name, entry.URL, principal)
+	if err != nil {
+		return regFail(cmd, err.Error())
+	}
+	switch {
+	case principal != "" && had:
+		fmt.Fprintf(out, "Logged out principal %q of MCP server %q.\n", principal, name)
+	case principal != "":
+		fmt.Fprintf(out, "No stored OAuth credentials for principal %q of MCP server %q.\n", principal, name)
+	case had:
+		fmt.Fprintf(out, "Logged out of MCP server %q.\n", name)
+	default:
+		fmt.Fprintf(out, "No stored OAuth credentials for MCP server %q.\n", name)
+	}
+	return nil
+}
+
+// plural is "s" unless n is 1.
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// oauthView is the OAuth side of one HTTP mcp.servers entry with auth
+// "oauth", read from the token store without connecting, as `mcp list`,
+// `status` and `doctor` show it.
+type oauthView struct {
+	// perRequester is oauth.identity "per-requester"; principals is then
+	// how many principals have tokens stored.
+	perRequester bool
+	principals   int
+	// profile is oauth.authProfileId.
+	profile string
+	// status is the state of the shared tokens (not per-requester).
+	status transport.AuthStatus
+	// err is why the store could not be read.
+	err error
+}
+
+// oauthViewOf reads the OAuth state of entry e (resolved as r); ok is
+// false unless e has auth "oauth" and an HTTP transport, like OpenClaw's
+// status and doctor.
+func oauthViewOf(name string, e *config.Object, r *config.ResolvedServer) (v oauthView, ok bool) {
+	if a, _ := e.Get("auth"); a != "oauth" || r == nil || r.Transport == config.TransportStdio {
+		return v, false
+	}
+	oauth, _ := e.Get("oauth")
+	block, _ := oauth.(*config.Object)
+	v.perRequester, v.profile = oauthIdentityOf(block)
+	store, err := oauthTokenStore()
+	if err != nil {
+		v.err = err
+		return v, true
+	}
+	if v.perRequester {
+		ps, err := store.Principals(name, r.URL)
+		v.principals, v.err = len(ps), err
+		return v, true
+	}
+	c, err := store.Load(name, r.URL)
+	v.status, v.err = transport.StatusOf(c, time.Now()), err
+	return v, true
+}
+
+// listSuffix is what `mcp list` adds after the name: OpenClaw's
+// " (<n> connected principal[s])" for per-requester servers.
+func (v oauthView) listSuffix() string {
+	if !v.perRequester {
+		return ""
+	}
+	return fmt.Sprintf(" (%d connected principal%s)", v.principals, plural(v.principals))
+}
+
+// statusFlags is what the `mcp status` line adds after " oauth":
+// " authorized", our " expired", or OpenClaw's " <n>-principal[s]-connected".
+func (v oauthView) statusFlags() string {
+	if v.perRequester {
+		return fmt.Sprintf(" %d-principal%s-connected", v.principals, plural(v.principals))
+	}
+	switch v.status.State {
+	case transport.AuthAuthorized:
+		return " authorized"
+	case transport.AuthExpired:
+		return " expired"
+	}
+	return ""
+}
+
+// verboseLine is the text after "  oauth: " in `mcp status -v`.
+func (v oauthView) verboseLine(name string) string {
+	switch {
+	case v.err != nil:
+		return "token store unreadable: " + v.err.Error()
+	case v.profile != "":
+		return fmt.Sprintf("auth profile %q (OpenClaw's auth-profile store; not supported by openclaw-go)", v.profile)
+	case v.perRequester:
+		return fmt.Sprintf("per-requester, connected principals: %d", v.principals)
+	}
+	st := v.status
+	switch {
+	case st.State == transport.AuthAuthorized && !st.ExpiresAt.IsZero():
+		return "authorized (expires " + st.ExpiresAt.UTC().Format(time.RFC3339) + ")"
+	case st.State == transport.AuthAuthorized:
+		return "authorized"
+	case st.State == transport.AuthExpired && st.Refreshable:
+		return "expired (refreshable)"
+	case st.State == transport.AuthExpired:
+		return "expired (not refreshable: run openclaw mcp login " + name + ")"
+	}
+	return "unauthenticated (run openclaw mcp login " + name + ")"
+}
+
+// statusJSON sets the OAuth keys of one `mcp status --json` row: OpenClaw's
+// connectedPrincipals for per-requester servers, else authStatus with
+// OpenClaw's hasTokens, hasClientInformation, state and expiresAt (epoch
+// ms) and our refreshable; authProfileId when set.
+func (v oauthView) statusJSON(row *config.Object) {
+	if v.profile != "" {
+		row.Set("authProfileId", v.profile)
+	}
+	if v.perRequester {
+		row.Set("connectedPrincipals", float64(v.principals))
+		return
+	}
+	st := v.status
+	a := config.NewObject()
+	a.Set("hasTokens", st.State != transport.AuthUnauthenticated)
+	a.Set("hasClientInformation", st.HasClient)
+	a.Set("state", string(st.State))
+	if !st.ExpiresAt.IsZero() {
+		a.Set("expiresAt", float64(st.ExpiresAt.UnixMilli()))
+	}
+	a.Set("refreshable", st.Refreshable)
+	row.Set("authStatus", a)
+}
+
+// doctorIssues are the OAuth findings of `mcp doctor`: OpenClaw's warning
+// when the shared tokens need a login, ours for expired tokens without a
+// refresh token, an unreadable store, an auth profile (an error: openclaw-go
+// cannot use such a server) and a per-requester server nobody logged in to
+// (info).
+func (v oauthView) doctorIssues(name string) []regDoctorIssue {
+	switch {
+	case v.err != nil:
+		return []regDoctorIssue{{"error", "OAuth token store unreadable: " + v.err.Error()}}
+	case v.profile != "":
+		return []regDoctorIssue{{"error", fmt.Sprintf("oauth.authProfileId %q names an OpenClaw auth profile; openclaw-go has no auth-profile store and cannot authorize this server", v.profile)}}
+	case v.perRequester && v.principals == 0:
+		return []regDoctorIssue{{"info", "per-requester OAuth: no principal has logged in yet; run openclaw mcp login " + name + " --principal <id>"}}
+	case v.perRequester:
+		return nil
+	case v.status.State == transport.AuthUnauthenticated:
+		return []regDoctorIssue{{"warning", "OAuth credentials are not authorized; run openclaw mcp login " + name}}
+	case v.status.NeedsLogin():
+		return []regDoctorIssue{{"warning", "OAuth credentials have expired and cannot be refreshed; run openclaw mcp login " + name}}
+	}
+	return nil
 }

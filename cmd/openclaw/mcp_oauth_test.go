@@ -252,3 +252,228 @@ func TestMCPLoginRefusals(t *testing.T) {
 		})
 	}
 }
+
+// writePerRequesterConfig writes openclaw.json with "team" (the fixture,
+// oauth.identity "per-requester"), "docs" (the fixture, shared identity),
+// "prof" (oauth.authProfileId) and "plain" (no OAuth).
+func writePerRequesterConfig(t *testing.T, c *registryCLI, f *loginFixture) {
+	t.Helper()
+	u := f.srv.URL + "/mcp"
+	cfg := map[string]any{"mcp": map[string]any{"servers": map[string]any{
+		"team":  map[string]any{"url": u, "transport": "streamable-http", "auth": "oauth", "oauth": map[string]any{"identity": "per-requester"}},
+		"docs":  map[string]any{"url": u, "transport": "streamable-http", "auth": "oauth"},
+		"prof":  map[string]any{"url": u, "transport": "streamable-http", "auth": "oauth", "oauth": map[string]any{"authProfileId": "work"}},
+		"plain": map[string]any{"url": u, "transport": "streamable-http"},
+	}}}
+	b, _ := json.Marshal(cfg)
+	if err := os.MkdirAll(filepath.Dir(c.configPath()), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(c.configPath(), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantLines fails unless every line of want appears in out.
+func wantLines(t *testing.T, what, out string, want ...string) {
+	t.Helper()
+	got := lines(out)
+	for _, w := range want {
+		found := false
+		for _, g := range got {
+			found = found || g == w
+		}
+		if !found {
+			t.Errorf("%s: no line %q in:\n%s", what, w, out)
+		}
+	}
+}
+
+func TestMCPPerRequesterOAuthCLI(t *testing.T) {
+	t.Parallel()
+	c := newRegistryCLI(t)
+	f := newLoginFixture(t)
+	writePerRequesterConfig(t, c, f)
+
+	stdout, _, code := c.run(t, "mcp", "list")
+	if code != 0 {
+		t.Fatalf("mcp list: exit %d", code)
+	}
+	wantLines(t, "list before any login", stdout, "- docs", "- plain", "- prof", "- team (0 connected principals)")
+
+	// Refusals, each naming what to do.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"mcp", "login", "team"}, `MCP server "team" uses the "per-requester" OAuth identity: name the principal whose tokens to store with --principal <id>.`},
+		{[]string{"mcp", "login", "docs", "--principal", "alice"}, `MCP server "docs" uses the shared OAuth identity: --principal applies to servers with "oauth": {"identity": "per-requester"}.`},
+		{[]string{"mcp", "login", "prof"}, `MCP server "prof" takes its OAuth credentials from OpenClaw auth profile "work" (oauth.authProfileId). openclaw-go has no auth-profile store`},
+		{[]string{"mcp", "logout", "team"}, `MCP server "team" uses the "per-requester" OAuth identity: name the principal to log out with --principal <id>, or use --all.`},
+		{[]string{"mcp", "logout", "docs", "--principal", "alice"}, `MCP server "docs" uses the shared OAuth identity: --principal applies`},
+		{[]string{"mcp", "logout", "team", "--principal", "alice", "--all"}, `if any flags in the group [principal all] are set none of the others can be`},
+	} {
+		_, stderr, code := c.run(t, tc.args...)
+		if code != 1 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%s: exit %d, stderr:\n%s\nwant exit 1 and %q", strings.Join(tc.args, " "), code, stderr, tc.want)
+		}
+	}
+
+	for _, p := range []string{"alice", "bob"} {
+		stdout, stderr, code := login(t, c, "team", "--principal", p, "--timeout", "30s")
+		if code != 0 || stdout != fmt.Sprintf("Logged in to MCP server \"team\" as principal %q.\n", p) {
+			t.Fatalf("login team --principal %s: exit %d, stdout %q, stderr:\n%s", p, code, stdout, stderr)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(c.home, ".openclaw", "state", "mcp-oauth", "team-*-r-*.json"))
+	if len(files) != 2 {
+		t.Errorf("per-principal token files: %q, want two", files)
+	}
+
+	stdout, _, _ = c.run(t, "mcp", "list")
+	wantLines(t, "list after two logins", stdout, "- docs", "- team (2 connected principals)")
+	stdout, _, _ = c.run(t, "mcp", "status", "-v")
+	wantLines(t, "status -v", stdout,
+		"- docs: streamable-http oauth",
+		"  oauth: unauthenticated (run openclaw mcp login docs)",
+		"- plain: streamable-http",
+		"- prof: streamable-http oauth",
+		`  oauth: auth profile "work" (OpenClaw's auth-profile store; not supported by openclaw-go)`,
+		"- team: streamable-http oauth 2-principals-connected",
+		"  oauth: per-requester, connected principals: 2")
+	if strings.Contains(stdout, "cli-access-") {
+		t.Errorf("status shows a token:\n%s", stdout)
+	}
+
+	var st struct {
+		Servers []map[string]any `json:"servers"`
+	}
+	stdout, _, _ = c.run(t, "mcp", "status", "--json")
+	if err := json.Unmarshal([]byte(stdout), &st); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, stdout)
+	}
+	byName := map[string]map[string]any{}
+	for _, s := range st.Servers {
+		byName[s["name"].(string)] = s
+	}
+	if got := byName["team"]["connectedPrincipals"]; got != 2.0 {
+		t.Errorf("team connectedPrincipals = %v, want 2", got)
+	}
+	if as, _ := byName["docs"]["authStatus"].(map[string]any); as["state"] != "unauthenticated" || as["hasTokens"] != false {
+		t.Errorf("docs authStatus = %v, want state unauthenticated, hasTokens false", as)
+	}
+	if byName["prof"]["authProfileId"] != "work" {
+		t.Errorf("prof authProfileId = %v", byName["prof"]["authProfileId"])
+	}
+	for _, k := range []string{"authStatus", "connectedPrincipals"} {
+		if _, ok := byName["plain"][k]; ok {
+			t.Errorf("plain (no OAuth) has %s", k)
+		}
+	}
+
+	// doctor: the shared server needs a login (warning), the auth profile
+	// cannot work (error), the per-requester server is fine.
+	for _, tc := range []struct {
+		name string
+		code int
+		want []string
+	}{
+		{"docs", 0, []string{"- docs: ok", "  - warning: OAuth credentials are not authorized; run openclaw mcp login docs"}},
+		{"prof", 1, []string{"- prof: issues", `  ! error: oauth.authProfileId "work" names an OpenClaw auth profile; openclaw-go has no auth-profile store and cannot authorize this server`}},
+		{"team", 0, []string{"- team: ok"}},
+	} {
+		stdout, _, code := c.run(t, "mcp", "doctor", tc.name)
+		if code != tc.code {
+			t.Errorf("doctor %s: exit %d, want %d\n%s", tc.name, code, tc.code, stdout)
+		}
+		wantLines(t, "doctor "+tc.name, stdout, tc.want...)
+	}
+
+	// Logout one principal, then all.
+	stdout, _, code = c.run(t, "mcp", "logout", "team", "--principal", "alice")
+	if code != 0 || stdout != "Logged out principal \"alice\" of MCP server \"team\".\n" {
+		t.Errorf("logout --principal alice: exit %d, %q", code, stdout)
+	}
+	stdout, _, _ = c.run(t, "mcp", "list")
+	wantLines(t, "list after alice's logout", stdout, "- team (1 connected principal)")
+	stdout, _, code = c.run(t, "mcp", "logout", "team", "--principal", "alice")
+	if code != 0 || stdout != "No stored OAuth credentials for principal \"alice\" of MCP server \"team\".\n" {
+		t.Errorf("second logout --principal alice: exit %d, %q", code, stdout)
+	}
+	stdout, _, code = c.run(t, "mcp", "logout", "team", "--all")
+	if code != 0 || stdout != "Logged out of MCP server \"team\": deleted 1 set of OAuth credentials.\n" {
+		t.Errorf("logout --all: exit %d, %q", code, stdout)
+	}
+	stdout, _, _ = c.run(t, "mcp", "list")
+	wantLines(t, "list after logout --all", stdout, "- team (0 connected principals)")
+}
+
+func TestMCPStatusSharedOAuthStates(t *testing.T) {
+	t.Parallel()
+	c := newRegistryCLI(t)
+	f := newLoginFixture(t)
+	writePerRequesterConfig(t, c, f)
+	if stdout, stderr, code := login(t, c, "docs", "--timeout", "30s"); code != 0 {
+		t.Fatalf("login docs: exit %d, %q\n%s", code, stdout, stderr)
+	}
+	files, _ := filepath.Glob(filepath.Join(c.home, ".openclaw", "state", "mcp-oauth", "docs-*.json"))
+	if len(files) != 1 {
+		t.Fatalf("docs token files: %q", files)
+	}
+	var creds map[string]any
+	data, _ := os.ReadFile(files[0])
+	if err := json.Unmarshal(data, &creds); err != nil {
+		t.Fatal(err)
+	}
+	exp, err := time.Parse(time.RFC3339Nano, creds["expiresAt"].(string))
+	if err != nil {
+		t.Fatalf("expiresAt %v: %v", creds["expiresAt"], err)
+	}
+
+	// rewrite stores creds with expiresAt at and, when refresh is set, a
+	// refresh token.
+	rewrite := func(at time.Time, refresh string) {
+		t.Helper()
+		creds["expiresAt"] = at.UTC().Format(time.RFC3339Nano)
+		delete(creds, "refreshToken")
+		if refresh != "" {
+			creds["refreshToken"] = refresh
+		}
+		b, _ := json.Marshal(creds)
+		if err := os.WriteFile(files[0], b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	past := time.Now().Add(-time.Hour)
+	for _, tc := range []struct {
+		name          string
+		prepare       func()
+		line, verbose string
+		state         string
+		doctor        []string
+	}{
+		{"logged in", func() {}, "- docs: streamable-http oauth authorized",
+			"  oauth: authorized (expires " + exp.UTC().Format(time.RFC3339) + ")", "authorized", nil},
+		{"expired, refreshable", func() { rewrite(past, "r-1") }, "- docs: streamable-http oauth expired",
+			"  oauth: expired (refreshable)", "expired", nil},
+		{"expired, not refreshable", func() { rewrite(past, "") }, "- docs: streamable-http oauth expired",
+			"  oauth: expired (not refreshable: run openclaw mcp login docs)", "expired",
+			[]string{"  - warning: OAuth credentials have expired and cannot be refreshed; run openclaw mcp login docs"}},
+	} {
+		tc.prepare()
+		stdout, _, code := c.run(t, "mcp", "status", "-v")
+		if code != 0 {
+			t.Fatalf("%s: status exit %d", tc.name, code)
+		}
+		wantLines(t, tc.name+": status -v", stdout, tc.line, tc.verbose)
+		stdout, _, _ = c.run(t, "mcp", "status", "--json")
+		if !strings.Contains(stdout, `"state": "`+tc.state+`"`) {
+			t.Errorf("%s: status --json lacks state %q:\n%s", tc.name, tc.state, stdout)
+		}
+		stdout, _, _ = c.run(t, "mcp", "doctor", "docs")
+		if tc.doctor == nil && strings.Contains(stdout, "OAuth credentials") {
+			t.Errorf("%s: doctor warns about OAuth:\n%s", tc.name, stdout)
+		}
+		wantLines(t, tc.name+": doctor", stdout, tc.doctor...)
+	}
+}

@@ -160,7 +160,7 @@ func newMCPListCmd() *cobra.Command {
 			}
 			fmt.Fprintf(out, "OpenClaw-managed MCP servers (%s):\n", doc.Path)
 			for _, n := range regSortedNames(servers) {
-				fmt.Fprintf(out, "- %s\n", n)
+				fmt.Fprintf(out, "- %s%s\n", n, regOAuthListSuffix(servers, n))
 			}
 			fmt.Fprintln(out)
 			fmt.Fprintln(out, scopeNote)
@@ -320,7 +320,26 @@ func regStatusEntry(name string, e *config.Object) (*config.Object, *config.Reso
 	if v, ok := e.Get("auth"); ok && regTruthy(v) {
 		o.Set("auth", v)
 	}
+	if v, ok := oauthViewOf(name, e, r); ok {
+		v.statusJSON(o)
+	}
 	return o, r
+}
+
+// regOAuthListSuffix is the `mcp list` suffix of server n: the connected
+// principal count of a per-requester OAuth server, else "".
+func regOAuthListSuffix(servers *config.Object, n string) string {
+	e, _ := servers.Get(n)
+	eo, ok := e.(*config.Object)
+	if !ok {
+		return ""
+	}
+	r, _ := config.ResolveServer(n, eo)
+	v, ok := oauthViewOf(n, eo, r)
+	if !ok {
+		return ""
+	}
+	return v.listSuffix()
 }
 
 // regTruthy is JavaScript's truthiness for a JSON value.
@@ -353,10 +372,16 @@ func newMCPStatusCmd() *cobra.Command {
 			regWarnBlockedEnv(cmd.ErrOrStderr(), servers)
 			out := cmd.OutOrStdout()
 			var rows []any
+			var views []*oauthView // per row; nil unless an HTTP OAuth server
 			for _, name := range regSortedNames(servers) {
 				e, _ := servers.Get(name)
-				row, _ := regStatusEntry(name, e.(*config.Object))
+				row, r := regStatusEntry(name, e.(*config.Object))
 				rows = append(rows, row)
+				var view *oauthView
+				if v, ok := oauthViewOf(name, e.(*config.Object), r); ok {
+					view = &v
+				}
+				views = append(views, view)
 			}
 			if asJSON {
 				o := config.NewObject()
@@ -373,8 +398,9 @@ func newMCPStatusCmd() *cobra.Command {
 				return nil
 			}
 			fmt.Fprintf(out, "MCP server status (%s):\n", doc.Path)
-			for _, x := range rows {
+			for i, x := range rows {
 				row := x.(*config.Object)
+				view := views[i]
 				get := func(k string) any { v, _ := row.Get(k); return v }
 				transport := "disabled"
 				if get("enabled") == true {
@@ -386,6 +412,9 @@ func newMCPStatusCmd() *cobra.Command {
 				var flags string
 				if get("auth") == "oauth" {
 					flags += " oauth"
+				}
+				if view != nil {
+					flags += view.statusFlags()
 				}
 				if row.Has("toolFilter") {
 					flags += " tool-filtered"
@@ -408,6 +437,12 @@ func newMCPStatusCmd() *cobra.Command {
 				}
 				fmt.Fprintf(out, "  launch: %s\n", na("launch"))
 				fmt.Fprintf(out, "  timeouts: connect=%sms request=%sms\n", na("connectionTimeoutMs"), na("requestTimeoutMs"))
+				switch {
+				case view != nil:
+					fmt.Fprintf(out, "  oauth: %s\n", view.verboseLine(get("name").(string)))
+				case get("auth") == "oauth":
+					fmt.Fprintln(out, "  oauth: n/a (OAuth applies to HTTP servers)")
+				}
 				if tf, ok := row.Get("toolFilter"); ok {
 					fmt.Fprintf(out, "  tools: %s\n", config.MarshalCompact(tf))
 				}
@@ -416,7 +451,7 @@ func newMCPStatusCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "show launch, timeouts and tool filters")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "show launch, timeouts, OAuth state and tool filters")
 	return cmd
 }
 
@@ -566,6 +601,9 @@ func regDoctorIssues(name string, e *config.Object) []regDoctorIssue {
 		}
 		if r != nil && r.Transport != config.TransportStdio {
 			if a, _ := e.Get("auth"); a == "oauth" {
+				if v, ok := oauthViewOf(name, e, r); ok {
+					issues = append(issues, v.doctorIssues(name)...)
+				}
 				if h, ok := e.Get("headers"); ok {
 					if ho, ok := h.(*config.Object); ok && ho.Has("Authorization") {
 						add("warning", `the static Authorization header is not sent: auth is "oauth"`)

@@ -272,12 +272,13 @@ func TestRegistryCommands(t *testing.T) {
 		{[]string{"mcp", "set", "nourl", `{"type":"websocket"}`}, 0, "Saved", ""},
 		{[]string{"mcp", "set", "tls", `{"url":"https://h/m?api_key=k","transport":"sse","sslVerify":false,"clientCert":"` + cert + `","clientKey":"/nonexistent-key","auth":"oauth","headers":{"Authorization":"Bearer x","X-Api-Key":"$KEY"},"toolFilter":{},"supportsParallelToolCalls":true,"requestTimeoutMs":1500}`}, 0, "Saved", ""},
 		{[]string{"mcp", "status"}, 0, "- bad: sse\n- gone: stdio\n- nourl: invalid\n- off: disabled\n- tls: sse oauth tool-filtered parallel\n", ""},
-		{[]string{"mcp", "status", "-v"}, 0, "- tls: sse oauth tool-filtered parallel\n  launch: https://h/m?api_key=***\n  timeouts: connect=30000ms request=1500ms\n  tools: {}\n", ""},
+		{[]string{"mcp", "status", "-v"}, 0, "- tls: sse oauth tool-filtered parallel\n  launch: https://h/m?api_key=***\n  timeouts: connect=30000ms request=1500ms\n  oauth: unauthenticated (run openclaw mcp login tls)\n  tools: {}\n", ""},
 		{[]string{"mcp", "doctor", "nope"}, 1, "", `No MCP server named "nope" in $OPENCLAW_HOME/.openclaw/openclaw.json. [hint omitted]`},
 		{[]string{"mcp", "doctor", "off"}, 0, "MCP doctor ($OPENCLAW_HOME/.openclaw/openclaw.json):\n- off: ok\n  - warning: server is disabled", ""},
 		{[]string{"mcp", "doctor"}, 1, "- gone: issues\n  ! error: stdio command definitely-not-a-command-h12 is not an executable file (looked up on PATH)\n  ! error: stdio cwd /nonexistent-h12 is not an existing folder\n", "MCP doctor found errors.\n"},
 		{[]string{"mcp", "doctor"}, 1, "- nourl: issues\n  ! error: no usable transport: server \"nourl\": transport \"websocket\" is not supported (use sse or streamable-http, or give a command for stdio)\n", ""},
 		{[]string{"mcp", "doctor", "tls"}, 1, "- tls: issues\n" +
+			"  - warning: OAuth credentials are not authorized; run openclaw mcp login tls\n" +
 			"  - warning: the static Authorization header is not sent: auth is \"oauth\"\n" +
 			"  - warning: TLS certificate verification is off (sslVerify: false)\n" +
 			"  ! error: clientKey file /nonexistent-key does not exist\n" +
