@@ -274,7 +274,7 @@ func (i *Instance) classify(ctx, callerCtx context.Context, export string, err e
 			e.Kind, e.Err = KindClosed, wrapMsg(err, "module closed during the call")
 			break
 		}
-		e.Kind, e.Err = KindTimeout, wrapMsg(err, "deadline of %v exceeded", i.m.opts.CallTimeout)
+		e.Kind, e.Err = KindTimeout, wrapMsg(err, "%s", timeoutMessage(ctx, i.m.opts.CallTimeout))
 	case errors.As(err, &exit) && i.m.pool.Closing():
 		e.Kind, e.Err = KindClosed, wrapMsg(err, "module closed during the call")
 	case errors.As(err, &exit):

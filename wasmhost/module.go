@@ -55,12 +55,16 @@ type Options struct {
 	// to load; a guest that grows past it gets -1 from memory.grow, and a
 	// trap after that is reported as KindMemoryLimit.
 	MemoryLimitPages uint32
-	// CallTimeout bounds every guest call made by [Module.CallBytes]: the
-	// guest is interrupted when it expires. 0 means DefaultCallTimeout
-	// (100 ms). A shorter deadline on the caller's context also applies.
+	// CallTimeout bounds every guest call made by [Module.CallBytes] and
+	// [Module.Call], in CPU time of the OS thread running the guest (see
+	// [Deadline]): the guest is interrupted once it has run that long, or
+	// once [WallCap] (max(10 × CallTimeout, 2 s)) of wall time has passed
+	// while it waited for a CPU. 0 means DefaultCallTimeout (100 ms). A
+	// shorter deadline on the caller's context also applies, as wall time.
 	CallTimeout time.Duration
 	// InitTimeout bounds the creation of one instance: instantiation,
-	// _initialize and the Init hook. 0 means DefaultInitTimeout (1 s).
+	// _initialize and the Init hook, in CPU time with a wall-clock cap like
+	// CallTimeout. 0 means DefaultInitTimeout (1 s).
 	InitTimeout time.Duration
 	// MaxResultBytes caps the length of a result buffer read back from the
 	// guest. 0 means DefaultMaxResultBytes (1 MiB).
@@ -94,6 +98,11 @@ type Options struct {
 	// error refuses the instance: Load fails with it for the first
 	// instance, a later call for later ones.
 	Init func(ctx context.Context, inst *Instance) error
+
+	// clock and wallCap replace the thread CPU clock and WallCap in
+	// internal tests; zero values mean the real ones.
+	clock   threadClock
+	wallCap time.Duration
 }
 
 // Module is one compiled guest module with its own wazero Runtime and a
@@ -368,9 +377,9 @@ func (m *Module) CallBytesChecked(ctx context.Context, export string, input []by
 	if err != nil {
 		return nil, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
+	cctx, dl := m.deadline(ctx, m.opts.CallTimeout)
 	out, err := inst.callBytes(cctx, ctx, export, input)
-	cancel()
+	dl.Stop()
 	if err == nil && check != nil {
 		if cerr := check(out); cerr != nil {
 			var e *Error
@@ -397,11 +406,16 @@ func (m *Module) Call(ctx context.Context, export string, params ...uint64) ([]u
 	if err != nil {
 		return nil, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, m.opts.CallTimeout)
+	cctx, dl := m.deadline(ctx, m.opts.CallTimeout)
 	res, err := inst.callRaw(cctx, ctx, export, params)
-	cancel()
+	dl.Stop()
 	m.release(inst, err)
 	return res, err
+}
+
+// deadline starts the deadline of one guest call or instance creation.
+func (m *Module) deadline(ctx context.Context, limit time.Duration) (context.Context, *Deadline) {
+	return startDeadline(ctx, limit, m.opts.wallCap, m.opts.clock)
 }
 
 // release returns inst to the pool, or discards it after an error or when
@@ -418,8 +432,8 @@ func (m *Module) discard(inst *Instance) {
 // newInstance instantiates the compiled module with no capabilities, runs
 // _initialize and the Init hook, bounded by InitTimeout.
 func (m *Module) newInstance(ctx context.Context) (*Instance, error) {
-	ictx, cancel := context.WithTimeout(ctx, m.opts.InitTimeout)
-	defer cancel()
+	ictx, dl := m.deadline(ctx, m.opts.InitTimeout)
+	defer dl.Stop()
 	inst := &Instance{m: m, fns: make(map[string]api.Function, 4)}
 	cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions()
 	if m.wasi {
@@ -447,7 +461,7 @@ func (m *Module) newInstance(ctx context.Context) (*Instance, error) {
 		m.discard(inst)
 		if ctx.Err() == nil && ictx.Err() != nil {
 			// The init deadline, not the caller's, ended it.
-			return nil, &Error{Module: m.name, Kind: KindLoad, Err: wrapMsg(err, "initializing instance: deadline of %v exceeded", m.opts.InitTimeout)}
+			return nil, &Error{Module: m.name, Kind: KindLoad, Err: wrapMsg(err, "initializing instance: %s", timeoutMessage(ictx, m.opts.InitTimeout))}
 		}
 		return nil, asLoad(err)
 	}

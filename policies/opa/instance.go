@@ -53,8 +53,8 @@ func instFrom(ctx context.Context) *instance {
 // document and records the heap pointer, bounded by InitTimeout.
 func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 	inst := &instance{m: m, limit: m.opts.InitTimeout}
-	ictx, cancel := context.WithTimeout(inst.ctx(ctx), m.opts.InitTimeout)
-	defer cancel()
+	ictx, dl := wasmhost.StartDeadline(inst.ctx(ctx), m.opts.InitTimeout)
+	defer dl.Stop()
 	err := inst.init(ictx, ctx)
 	if err != nil {
 		m.discard(inst)
@@ -63,7 +63,7 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 		}
 		var e *wasmhost.Error
 		if errors.As(err, &e) && e.Kind == wasmhost.KindTimeout && ctx.Err() == nil {
-			return nil, loadErr(m.name, "initializing instance: deadline of %v exceeded", m.opts.InitTimeout)
+			return nil, loadErr(m.name, "initializing instance: %s", timeoutMessage(ictx, m.opts.InitTimeout))
 		}
 		return nil, asLoad(err)
 	}
@@ -268,7 +268,7 @@ func (i *instance) call(ctx, callerCtx context.Context, export string, fn api.Fu
 }
 
 // classify turns a wazero call error into a *wasmhost.Error.
-func (i *instance) classify(_, callerCtx context.Context, export string, err error) *wasmhost.Error {
+func (i *instance) classify(ctx, callerCtx context.Context, export string, err error) *wasmhost.Error {
 	m := i.m
 	e := &wasmhost.Error{Module: m.name, Export: export, Kind: wasmhost.KindTrap, Err: err}
 	var exit *sys.ExitError
@@ -281,7 +281,7 @@ func (i *instance) classify(_, callerCtx context.Context, export string, err err
 			e.Kind, e.Err = wasmhost.KindClosed, &causeError{"module closed during the call", err}
 			break
 		}
-		e.Kind, e.Err = wasmhost.KindTimeout, &causeError{fmt.Sprintf("deadline of %v exceeded", i.limit), err}
+		e.Kind, e.Err = wasmhost.KindTimeout, &causeError{timeoutMessage(ctx, i.limit), err}
 	case errors.As(err, &exit) && m.pool.Closing():
 		e.Kind, e.Err = wasmhost.KindClosed, &causeError{"module closed during the call", err}
 	case i.refusedGrow != 0:
@@ -292,6 +292,18 @@ func (i *instance) classify(_, callerCtx context.Context, export string, err err
 		e.Err = &causeError{i.hostErr.Error(), err}
 	}
 	return e
+}
+
+// timeoutMessage says why ctx, the context of a call bounded by limit,
+// ended: the *wasmhost.DeadlineError's message ("deadline of 100ms
+// exceeded" or "wall-clock cap of 1s exceeded (…)") when a
+// wasmhost.Deadline ended it, else "deadline of <limit> exceeded".
+func timeoutMessage(ctx context.Context, limit time.Duration) string {
+	var de *wasmhost.DeadlineError
+	if errors.As(context.Cause(ctx), &de) {
+		return de.Error()
+	}
+	return fmt.Sprintf("deadline of %v exceeded", limit)
 }
 
 // causeError has its own message and unwraps to the wazero error it

@@ -12,7 +12,8 @@
 //
 //   - one wazero Runtime per module, compiler mode, interruption on
 //     (WithCloseOnContextDone): every evaluation has a deadline
-//     (Options.Host.CallTimeout, default 100 ms);
+//     (Options.Host.CallTimeout, default 100 ms) in CPU time of the thread
+//     that runs it, with a wall-clock cap (wasmhost.Deadline);
 //   - a memory cap per instance (Options.Host.MemoryLimitPages, default 16
 //     MiB); running out of it is wasmhost.ErrMemoryLimit;
 //   - zero capabilities: the module may import only env.memory,
@@ -331,8 +332,8 @@ func (f envFunc) sig() string {
 // inspect reads the ABI version, the builtins and the entrypoints from the
 // first instance and maps entrypoints to hooks.
 func (m *Module) inspect(ctx context.Context, inst *instance, override map[policies.Hook]string) error {
-	ictx, cancel := context.WithTimeout(inst.ctx(ctx), m.opts.InitTimeout)
-	defer cancel()
+	ictx, dl := wasmhost.StartDeadline(inst.ctx(ctx), m.opts.InitTimeout)
+	defer dl.Stop()
 	major, ok1 := globalI32(inst.mod, globalABIVersion)
 	minor, ok2 := globalI32(inst.mod, globalABIMinor)
 	if !ok1 || !ok2 {
@@ -555,9 +556,9 @@ func (m *Module) eval(ctx context.Context, h policies.Hook, input []byte, check 
 	if err != nil {
 		return nil, err
 	}
-	cctx, cancel := context.WithTimeout(inst.ctx(ctx), m.opts.CallTimeout)
+	cctx, dl := wasmhost.StartDeadline(inst.ctx(ctx), m.opts.CallTimeout)
 	out, err := inst.evaluate(cctx, ctx, string(h), he, input)
-	cancel()
+	dl.Stop()
 	if err == nil && check != nil {
 		if cerr := check(out); cerr != nil {
 			var e *wasmhost.Error
