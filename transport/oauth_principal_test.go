@@ -3,6 +3,7 @@ package transport
 import (
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -215,6 +216,55 @@ func TestStatusOf(t *testing.T) {
 			st := StatusOf(tc.c, now)
 			if st.State != tc.want || st.Refreshable != tc.refresh || st.NeedsLogin() != tc.needLogin {
 				t.Errorf("StatusOf = %+v (needs login %t), want state %s refreshable %t needs login %t", st, st.NeedsLogin(), tc.want, tc.refresh, tc.needLogin)
+			}
+		})
+	}
+}
+
+// BenchmarkPerRequesterCall measures a tool call over one connection when
+// the token is chosen per request from the context's principal (alternating
+// between two principals), against the shared identity.
+func BenchmarkPerRequesterCall(b *testing.B) {
+	f := newOAuthFixture(b)
+	store := NewTokenStore(b.TempDir())
+	e := oauthEntry(f, KindStreamableHTTP)
+	ctx := context.Background()
+	open := &OAuthFlow{OnAuthURL: func(u string) {
+		if resp, err := http.Get(u); err == nil {
+			resp.Body.Close()
+		}
+	}}
+	for _, p := range []string{"", "alice", "bob"} {
+		o := quiet()
+		o.OAuth = &OAuthOptions{Store: store, Principal: p}
+		if _, err := Login(ctx, "docs", e, open, o); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, bc := range []struct {
+		name         string
+		perRequester bool
+	}{{"shared", false}, {"per-requester", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			o := quiet()
+			o.OAuth = &OAuthOptions{Store: store, PerRequester: bc.perRequester}
+			r, err := Resolve("docs", e, o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil).Connect(WithPrincipal(ctx, "alice"), r.Transport, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cs.Close()
+			ctxs := []context.Context{WithPrincipal(ctx, "alice"), WithPrincipal(ctx, "bob")}
+			params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{}}
+			i := 0
+			for b.Loop() {
+				if _, err := cs.CallTool(ctxs[i%2], params); err != nil {
+					b.Fatal(err)
+				}
+				i++
 			}
 		})
 	}
