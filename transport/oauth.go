@@ -412,11 +412,13 @@ type oauthState struct {
 	children map[string]*oauthState // per-requester: one state per principal
 }
 
-// current returns the credentials, loading them from the store once.
+// current returns the credentials, loading them from the store once they
+// exist (until then each call looks again, so a login made while the
+// connection is open is seen).
 func (s *oauthState) current() (*Credentials, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !s.loaded {
+	if !s.loaded || s.creds == nil {
 		c, err := s.store.LoadPrincipal(s.server, s.serverURL, s.principal)
 		if err != nil {
 			return nil, err

@@ -70,7 +70,11 @@ func (s *oauthState) forRequest(ctx context.Context) (*oauthState, error) {
 		store: s.store, flow: s.flow, client: s.client,
 		log: s.log.With("principal", p), now: s.now,
 	}
-	s.children[p] = c
+	// Only principals with stored tokens (or a flow to get them) are kept:
+	// requests naming unknown principals do not grow the map.
+	if creds, err := c.current(); err == nil && (creds != nil || s.flow != nil) {
+		s.children[p] = c
+	}
 	return c, nil
 }
 

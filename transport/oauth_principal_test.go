@@ -128,6 +128,38 @@ func TestPerRequesterOAuth(t *testing.T) {
 	}
 }
 
+// A principal who logs in while the connection is open can use it at once.
+func TestPerRequesterLoginWhileConnected(t *testing.T) {
+	t.Parallel()
+	f := newOAuthFixture(t)
+	store := NewTokenStore(filepath.Join(t.TempDir(), "mcp-oauth"))
+	e := oauthEntry(f, KindStreamableHTTP)
+	loginAs(t, f, store, "alice")
+	o := quiet()
+	o.OAuth = &OAuthOptions{Store: store, PerRequester: true}
+	r := resolve(t, "docs", e, o)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "late-login-test", Version: "1"}, nil).
+		Connect(WithPrincipal(ctx, "alice"), r.Transport, nil)
+	if err != nil {
+		t.Fatalf("Connect as alice: %v", err)
+	}
+	defer cs.Close()
+	params := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{}}
+	if _, err := cs.CallTool(WithPrincipal(ctx, "carol"), params); !errors.Is(err, ErrAuthRequired) {
+		t.Fatalf("carol before her login: %v, want ErrAuthRequired", err)
+	}
+	carol := loginAs(t, f, store, "carol")
+	_, _, _, before := f.snapshot()
+	if res, err := cs.CallTool(WithPrincipal(ctx, "carol"), params); err != nil || res.IsError {
+		t.Fatalf("carol after her login: %v %+v", err, res)
+	}
+	if seen := authsSince(f, len(before)); !slices.Contains(seen, "Bearer "+carol.AccessToken) {
+		t.Errorf("carol's call after login: Authorization %q, want her token", seen)
+	}
+}
+
 func TestPrincipalBoundConnection(t *testing.T) {
 	t.Parallel()
 	f := newOAuthFixture(t)
