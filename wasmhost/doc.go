@@ -8,7 +8,10 @@
 //   - One wazero Runtime per module, compiler mode, with
 //     WithCloseOnContextDone(true), so a spinning guest is interrupted when
 //     its call deadline (Options.CallTimeout, default 100 ms) or the
-//     caller's context ends; an on-disk compilation cache.
+//     caller's context ends; an on-disk compilation cache. The deadline is
+//     CPU time of the OS thread running the guest, with a wall-clock cap
+//     of max(10 × it, 2 s) ([Deadline]): a guest starved of CPU on a busy
+//     machine is not failed for it.
 //   - A memory cap per instance (Options.MemoryLimitPages, default 256
 //     pages = 16 MiB); a trap after a refused memory.grow is KindMemoryLimit.
 //   - Zero capabilities: wasi_snapshot_preview1 is provided only if the
