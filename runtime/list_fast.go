@@ -211,7 +211,7 @@ func decodeToolArray(b []byte, i int) ([]*mcp.Tool, int, error) {
 	if i >= len(b) || b[i] != '[' {
 		return nil, i, fmt.Errorf("tools: %s at offset %d, want an array", describe(b, i), i)
 	}
-	tools := make([]*mcp.Tool, 0, bytes.Count(b[i:], nameKey))
+	tools := make([]*mcp.Tool, 0, 16)
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == ']' {
 		return tools, i + 1, nil
@@ -241,10 +241,7 @@ func decodeToolArray(b []byte, i int) ([]*mcp.Tool, int, error) {
 	}
 }
 
-var (
-	litNull = []byte("null")
-	nameKey = []byte(`"name"`)
-)
+var litNull = []byte("null")
 
 // decodeTool decodes the tool object at b[i:] the way go-sdk does (member
 // names matched exactly, unknown members ignored, the last of duplicate
