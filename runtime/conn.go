@@ -48,6 +48,8 @@ type conn struct {
 	pauseGen     uint64
 	pauseTimer   *time.Timer
 	recycle      bool // the session was dropped after timeouts: redial on next call
+
+	pr principalState // per-requester OAuth connections (principal.go)
 }
 
 // fail records a diagnostic and reports it.
@@ -79,6 +81,11 @@ func (c *conn) connect(ctx context.Context) bool {
 		c.fail("resolve", &transport.BlockedEnvError{Server: c.cfg.Name, Keys: keys})
 		return false
 	}
+	ctx, err := c.principalCheck(ctx)
+	if err != nil {
+		c.fail(principalOp(err), err)
+		return false
+	}
 	tr := c.cfg.Transport
 	var kind transport.Kind
 	if tr == nil {
@@ -89,6 +96,7 @@ func (c *conn) connect(ctx context.Context) bool {
 		if topts.Logger == nil {
 			topts.Logger = c.s.log
 		}
+		topts.OAuth = c.oauthOptions(topts.OAuth)
 		r, err := transport.Resolve(c.cfg.Name, c.cfg.Entry, &topts)
 		if err != nil {
 			c.fail("resolve", err)
@@ -185,7 +193,7 @@ func (c *conn) relist(ctx context.Context) {
 	c.mu.Lock()
 	cs, caps := c.cs, c.caps
 	c.mu.Unlock()
-	tools, err := listTools(ctx, cs, caps, c.cfg.listTimeout())
+	tools, err := listTools(c.principalCtx(ctx), cs, caps, c.cfg.listTimeout())
 	c.mu.Lock()
 	c.listed = true
 	if err != nil {
@@ -489,6 +497,7 @@ func (c *conn) resume(gen uint64) {
 // the next use connects and lists it again. It reports whether a session
 // was open.
 func (c *conn) reap() bool {
+	c.reapPrincipals()
 	c.mu.Lock()
 	cs := c.cs
 	c.cs, c.caps, c.listed, c.tools, c.listFailedAt, c.recycle = nil, nil, false, nil, time.Time{}, false
@@ -505,6 +514,7 @@ func (c *conn) reap() bool {
 
 // close ends the server's session and its pause timer.
 func (c *conn) close() error {
+	perr := c.closePrincipals()
 	c.mu.Lock()
 	cs := c.cs
 	c.cs = nil
@@ -514,12 +524,16 @@ func (c *conn) close() error {
 	}
 	c.mu.Unlock()
 	if cs == nil {
-		return nil
+		return perr
 	}
 	if err := cs.Close(); err != nil {
-		return &ServerError{Server: c.cfg.Name, Op: "close", Err: redact(c.red(), err)}
+		se := &ServerError{Server: c.cfg.Name, Op: "close", Err: redact(c.red(), err)}
+		if perr != nil {
+			return errors.Join(se, perr)
+		}
+		return se
 	}
-	return nil
+	return perr
 }
 
 // redactedError carries a redacted message and keeps the cause for

@@ -58,6 +58,25 @@ type Server struct {
 	// SupportsParallelToolCalls lets calls to this server overlap; by default
 	// (false, as in OpenClaw) they run one at a time.
 	SupportsParallelToolCalls bool
+	// OAuthIdentity is oauth.identity (reference §11.2): "" or
+	// [IdentityShared] for the server's one set of tokens, or
+	// [IdentityPerRequester]: each call runs over a connection of the
+	// principal its context names ([WithPrincipal]) with that principal's
+	// tokens, made on the principal's first call; a call naming none fails
+	// with a [*PrincipalError]. It needs Entry.Auth "oauth".
+	OAuthIdentity string
+	// ListPrincipal is the principal whose connection lists the tools of a
+	// per-requester server (and serves that principal's calls). Empty
+	// means the principal named by the context of the Connect, or of the
+	// catalog use, that first connects the server; until one names a
+	// principal the server's diagnostic is a [*PrincipalError] and it
+	// contributes no tools. openclaw.json has no such key: it is the
+	// embedder's choice.
+	ListPrincipal string
+	// AuthProfileID is oauth.authProfileId: credentials from an OpenClaw
+	// auth profile, which openclaw-go does not have. A server with one is
+	// never connected: its diagnostic is an [*AuthProfileError].
+	AuthProfileID string
 }
 
 // connectTimeout returns the entry's connection timeout or the default.
@@ -89,6 +108,10 @@ func msOr(ms float64, def time.Duration) time.Duration {
 // as written: the transport expands ${NAME}), TLS and mTLS settings for SSE
 // and streamable HTTP; both timeouts; auth "oauth"; enabled, toolFilter and
 // supportsParallelToolCalls.
+//
+// A config.ResolvedServer does not carry the entry's oauth block: use
+// [ServerFromConfigEntry] (or [ServersFromDocument]) for oauth.identity and
+// oauth.authProfileId.
 //
 // config reports timeouts with their defaults filled in, so a
 // requestTimeoutMs equal to the 60000 default is taken as unset: the

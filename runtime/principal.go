@@ -1,0 +1,315 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/transport"
+)
+
+// OAuth identities of a server (oauth.identity, reference §11.2).
+const (
+	// IdentityShared: every requester uses the server's one set of tokens
+	// (`openclaw mcp login <name>`). It is the default ("" means it too).
+	IdentityShared = "shared"
+	// IdentityPerRequester: each requester (principal) uses its own tokens
+	// (`openclaw mcp login <name> --principal <id>`) over a connection of
+	// its own, since servers bind an MCP session to the token's user.
+	IdentityPerRequester = "per-requester"
+)
+
+// ErrNoPrincipal is wrapped by the [*PrincipalError] of a call to a
+// per-requester server whose context names no principal.
+var ErrNoPrincipal = errors.New("runtime: per-requester MCP server called without a principal")
+
+// ErrAuthProfile is wrapped by the [*AuthProfileError] of a server whose
+// credentials come from an OpenClaw auth profile.
+var ErrAuthProfile = errors.New("runtime: OpenClaw auth profiles are not supported")
+
+// WithPrincipal returns a context naming principal id as the requester of
+// the calls made with it; it is [transport.WithPrincipal], re-exported so
+// that embedders need not import transport. A server with the
+// per-requester identity runs the call over id's own connection, with id's
+// tokens. An empty id leaves ctx unchanged.
+func WithPrincipal(ctx context.Context, id string) context.Context {
+	return transport.WithPrincipal(ctx, id)
+}
+
+// PrincipalFrom returns the principal ctx names ([WithPrincipal]), or "".
+func PrincipalFrom(ctx context.Context) string { return transport.PrincipalFrom(ctx) }
+
+// PrincipalError refuses a use of a per-requester server that names no
+// principal: a tool call whose context has none, or the catalog listing
+// when the server has no [Server.ListPrincipal] and the context of the
+// Connect (or catalog use) that connects it names none.
+type PrincipalError struct {
+	// Server is the raw server name.
+	Server string
+	// Listing is true when the catalog listing lacked a principal.
+	Listing bool
+}
+
+// Error names the server and what to do.
+func (e *PrincipalError) Error() string {
+	if e.Listing {
+		return fmt.Sprintf(`runtime: MCP server %q uses per-requester OAuth ("oauth": {"identity": "per-requester"}) and no principal was named to list its tools: set Server.ListPrincipal, or connect with runtime.WithPrincipal(ctx, id) (openclaw mcp tools --principal ID)`, e.Server)
+	}
+	return fmt.Sprintf(`runtime: MCP server %q uses per-requester OAuth ("oauth": {"identity": "per-requester"}) and the call names no principal: pass the requester with runtime.WithPrincipal(ctx, id) (openclaw mcp call --principal ID)`, e.Server)
+}
+
+// Unwrap returns [ErrNoPrincipal].
+func (e *PrincipalError) Unwrap() error { return ErrNoPrincipal }
+
+// AuthProfileError refuses a server whose OAuth credentials come from an
+// OpenClaw auth profile (oauth.authProfileId): openclaw-go has no
+// auth-profile store. It is the server's diagnostic; the server is never
+// connected.
+type AuthProfileError struct {
+	// Server is the raw server name; Profile the oauth.authProfileId.
+	Server, Profile string
+}
+
+// Error names the server, the profile and the fix.
+func (e *AuthProfileError) Error() string {
+	return fmt.Sprintf(`runtime: MCP server %q takes its OAuth credentials from OpenClaw auth profile %q (oauth.authProfileId); openclaw-go has no auth-profile store: remove oauth.authProfileId and run "openclaw mcp login %s"`, e.Server, e.Profile, e.Server)
+}
+
+// Unwrap returns [ErrAuthProfile].
+func (e *AuthProfileError) Unwrap() error { return ErrAuthProfile }
+
+// ServerFromConfigEntry is [ServerFromConfig] plus what it cannot see in
+// a config.ResolvedServer: the entry's oauth block (entry is the raw
+// mcp.servers.<name> object, config.Document.Server), whose identity sets
+// [Server.OAuthIdentity] and authProfileId [Server.AuthProfileID]. A nil
+// entry gives ServerFromConfig(r).
+func ServerFromConfigEntry(r *config.ResolvedServer, entry *config.Object) Server {
+	s := ServerFromConfig(r)
+	if entry == nil {
+		return s
+	}
+	v, _ := entry.Get("oauth")
+	block, _ := v.(*config.Object)
+	if block == nil {
+		return s
+	}
+	str := func(k string) string {
+		v, _ := block.Get(k)
+		x, _ := v.(string)
+		return x
+	}
+	s.OAuthIdentity = str("identity")
+	s.AuthProfileID = str("authProfileId")
+	return s
+}
+
+// ServersFromDocument maps every resolved entry of doc
+// (doc.ResolveServers()) with [ServerFromConfigEntry], keeping their order.
+func ServersFromDocument(doc *config.Document, rs []*config.ResolvedServer) []Server {
+	out := make([]Server, 0, len(rs))
+	for _, r := range rs {
+		var entry *config.Object
+		if doc != nil {
+			entry, _ = doc.Server(r.Name)
+		}
+		out = append(out, ServerFromConfigEntry(r, entry))
+	}
+	return out
+}
+
+// principalState is the per-requester side of a conn. The conn of the
+// session's set is the listing connection, bound to one principal; it owns
+// one sub-connection per other principal that called, each bound to it.
+type principalState struct {
+	mu     sync.Mutex
+	bound  string           // the principal whose tokens this connection carries
+	sub    bool             // a principal's own connection, owned by a listing conn
+	closed bool             // the owner was closed: make no more sub-connections
+	conns  map[string]*conn // principal → its connection (listing conn only)
+}
+
+// perRequester reports whether the server uses the per-requester identity.
+func (c *conn) perRequester() bool { return c.cfg.OAuthIdentity == IdentityPerRequester }
+
+// principalCheck runs before every connection attempt: it refuses
+// authProfileId and a per-requester server without auth "oauth", and binds
+// the listing connection of a per-requester server to its principal
+// (Server.ListPrincipal, else ctx's) once. It returns ctx naming the
+// connection's principal (principalCtx).
+func (c *conn) principalCheck(ctx context.Context) (context.Context, error) {
+	if c.cfg.AuthProfileID != "" {
+		return ctx, &AuthProfileError{Server: c.cfg.Name, Profile: c.cfg.AuthProfileID}
+	}
+	switch c.cfg.OAuthIdentity {
+	case "", IdentityShared:
+		return ctx, nil
+	case IdentityPerRequester:
+	default:
+		return ctx, fmt.Errorf("runtime: MCP server %q: unknown oauth.identity %q (want %q or %q)", c.cfg.Name, c.cfg.OAuthIdentity, IdentityShared, IdentityPerRequester)
+	}
+	if c.cfg.Transport == nil && c.cfg.Entry.Auth != "oauth" {
+		return ctx, fmt.Errorf(`runtime: MCP server %q: the per-requester OAuth identity needs "auth": "oauth"`, c.cfg.Name)
+	}
+	c.pr.mu.Lock()
+	if c.pr.bound == "" {
+		p := c.cfg.ListPrincipal
+		if p == "" {
+			p = transport.PrincipalFrom(ctx)
+		}
+		if p == "" {
+			c.pr.mu.Unlock()
+			return ctx, &PrincipalError{Server: c.cfg.Name, Listing: true}
+		}
+		c.pr.bound = p
+	}
+	c.pr.mu.Unlock()
+	return c.principalCtx(ctx), nil
+}
+
+// principalOp is the diagnostic's operation for a principalCheck error: a
+// listing without a principal is retried like a failed connection (a later
+// catalog use may name one); the others are resolution errors, which a
+// retry cannot mend.
+func principalOp(err error) string {
+	var pe *PrincipalError
+	if errors.As(err, &pe) {
+		return "connect"
+	}
+	return "resolve"
+}
+
+// principalCtx returns ctx naming the principal this connection is bound
+// to, for the requests the runtime makes on its own (connecting, listing):
+// the transport refuses a request naming another principal than the
+// connection's, such as the caller's whose catalog use relists the server.
+func (c *conn) principalCtx(ctx context.Context) context.Context {
+	if !c.perRequester() {
+		return ctx
+	}
+	c.pr.mu.Lock()
+	p := c.pr.bound
+	c.pr.mu.Unlock()
+	if p == "" || transport.PrincipalFrom(ctx) == p {
+		return ctx
+	}
+	return transport.WithPrincipal(ctx, p)
+}
+
+// oauthOptions returns the transport's OAuth options for this connection:
+// o itself unless the server is per-requester, else a copy bound to the
+// connection's principal.
+func (c *conn) oauthOptions(o *transport.OAuthOptions) *transport.OAuthOptions {
+	if !c.perRequester() {
+		return o
+	}
+	var n transport.OAuthOptions
+	if o != nil {
+		n = *o
+	}
+	c.pr.mu.Lock()
+	n.Principal = c.pr.bound
+	c.pr.mu.Unlock()
+	n.PerRequester = true
+	return &n
+}
+
+// forPrincipal returns the connection a call with ctx runs on: c itself
+// unless the server is per-requester; else the connection of ctx's
+// principal (c when it is the listing principal), made and connected on
+// the principal's first call. A principal whose connection cannot be made
+// (no login: a *transport.AuthRequiredError naming it) is not kept.
+func (c *conn) forPrincipal(ctx context.Context) (*conn, error) {
+	if !c.perRequester() || c.pr.sub {
+		return c, nil
+	}
+	p := transport.PrincipalFrom(ctx)
+	if p == "" {
+		return nil, &PrincipalError{Server: c.cfg.Name}
+	}
+	c.pr.mu.Lock()
+	if p == c.pr.bound {
+		c.pr.mu.Unlock()
+		return c, nil
+	}
+	if c.pr.closed {
+		c.pr.mu.Unlock()
+		return nil, ErrClosed
+	}
+	sub, ok := c.pr.conns[p]
+	if !ok {
+		sub = c.s.newConn(c.cfg)
+		sub.pr.sub, sub.pr.bound = true, p
+		sub.recycle = true // session() dials it on first use
+		if c.pr.conns == nil {
+			c.pr.conns = map[string]*conn{}
+		}
+		c.pr.conns[p] = sub
+	}
+	c.pr.mu.Unlock()
+	if ok {
+		return sub, nil
+	}
+	if _, err := sub.session(ctx); err != nil {
+		sub.mu.Lock()
+		connected := sub.cs != nil
+		sub.mu.Unlock()
+		if !connected {
+			c.pr.mu.Lock()
+			if c.pr.conns[p] == sub {
+				delete(c.pr.conns, p)
+			}
+			c.pr.mu.Unlock()
+			_ = sub.close()
+		}
+		return nil, err
+	}
+	return sub, nil
+}
+
+// principals returns the principals with a connection of their own, and
+// the listing connection's, in no particular order.
+func (c *conn) principals() (bound string, others []string) {
+	c.pr.mu.Lock()
+	defer c.pr.mu.Unlock()
+	for p := range c.pr.conns {
+		others = append(others, p)
+	}
+	return c.pr.bound, others
+}
+
+// takePrincipals removes every principal's connection from c, closing the
+// door to new ones when final.
+func (c *conn) takePrincipals(final bool) []*conn {
+	c.pr.mu.Lock()
+	defer c.pr.mu.Unlock()
+	if final {
+		c.pr.closed = true
+	}
+	subs := make([]*conn, 0, len(c.pr.conns))
+	for _, s := range c.pr.conns {
+		subs = append(subs, s)
+	}
+	c.pr.conns = nil
+	return subs
+}
+
+// reapPrincipals closes the principals' connections of an idle server; a
+// principal's next call connects it again.
+func (c *conn) reapPrincipals() {
+	for _, s := range c.takePrincipals(false) {
+		if err := s.close(); err != nil {
+			c.s.log.Warn("closing an idle MCP server", "server", c.cfg.Name, "err", err.Error())
+		}
+	}
+}
+
+// closePrincipals closes the principals' connections for good.
+func (c *conn) closePrincipals() error {
+	var errs []error
+	for _, s := range c.takePrincipals(true) {
+		errs = append(errs, s.close())
+	}
+	return errors.Join(errs...)
+}

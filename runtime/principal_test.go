@@ -1,0 +1,426 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/transport"
+)
+
+// userFixture is an OAuth-protected streamable HTTP MCP server on
+// 127.0.0.1 that binds each MCP session to the user of the token that
+// opened it, as real servers do: protected-resource metadata, a token
+// endpoint refreshing (and rotating) refresh tokens, and /mcp, which
+// answers 401 to unknown tokens and 403 to a request whose token belongs to
+// another user than its session's. Its tool "whoami" answers
+// "<session user>/<request user>".
+type userFixture struct {
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	n        int
+	access   map[string]string // access token → user
+	refresh  map[string]string // refresh token → user
+	sessions map[string]string // live MCP session id → user
+	opened   []string          // user of each session opened, in order
+	mixed    int               // requests refused for carrying another user's token
+	requests int               // requests to /mcp
+}
+
+func newUserFixture(t testing.TB) *userFixture {
+	t.Helper()
+	f := &userFixture{access: map[string]string{}, refresh: map[string]string{}, sessions: map[string]string{}}
+	userOf := func(h http.Header) string {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.access[strings.TrimPrefix(h.Get("Authorization"), "Bearer ")]
+	}
+	handler := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		owner := userOf(r.Header)
+		s := newServer("users", nil)
+		s.AddTool(&mcp.Tool{Name: "whoami", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return textResult(owner + "/" + userOf(req.Extra.Header)), nil
+			})
+		return s
+	}, nil)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/oauth-protected-resource/", func(w http.ResponseWriter, r *http.Request) {
+		writeJSONTest(w, http.StatusOK, map[string]any{"resource": f.srv.URL + "/mcp", "authorization_servers": []string{f.srv.URL}})
+	})
+	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		user, ok := f.refresh[r.PostForm.Get("refresh_token")]
+		if r.PostForm.Get("grant_type") != "refresh_token" || !ok {
+			writeJSONTest(w, http.StatusBadRequest, map[string]any{"error": "invalid_grant"})
+			return
+		}
+		delete(f.refresh, r.PostForm.Get("refresh_token"))
+		at, rt := f.issueLocked(user)
+		writeJSONTest(w, http.StatusOK, map[string]any{"access_token": at, "token_type": "Bearer", "refresh_token": rt, "expires_in": 3600})
+	})
+	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+		user := userOf(r.Header)
+		sid := r.Header.Get("Mcp-Session-Id")
+		f.mu.Lock()
+		f.requests++
+		owner, known := f.sessions[sid]
+		if user != "" && known && owner != user {
+			f.mixed++
+		}
+		f.mu.Unlock()
+		switch {
+		case user == "":
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer resource_metadata="%s/.well-known/oauth-protected-resource/mcp"`, f.srv.URL))
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		case known && owner != user:
+			http.Error(w, "this session belongs to another user", http.StatusForbidden)
+			return
+		}
+		handler.ServeHTTP(w, r)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		switch {
+		case sid == "" && w.Header().Get("Mcp-Session-Id") != "":
+			f.sessions[w.Header().Get("Mcp-Session-Id")] = user
+			f.opened = append(f.opened, user)
+		case sid != "" && r.Method == http.MethodDelete:
+			delete(f.sessions, sid)
+		}
+	})
+	f.srv = httptest.NewServer(mux)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+func writeJSONTest(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (f *userFixture) issueLocked(user string) (access, refresh string) {
+	f.n++
+	access, refresh = fmt.Sprintf("access-%s-%d", user, f.n), fmt.Sprintf("refresh-%s-%d", user, f.n)
+	f.access[access], f.refresh[refresh] = user, user
+	return access, refresh
+}
+
+// login stores user's tokens for principal in store, as `openclaw mcp
+// login docs --principal <principal>` would; expired tokens make the
+// runtime refresh them first.
+func (f *userFixture) login(t *testing.T, store *transport.TokenStore, principal, user string, expired bool) {
+	t.Helper()
+	f.mu.Lock()
+	at, rt := f.issueLocked(user)
+	f.mu.Unlock()
+	c := &transport.Credentials{
+		Server: "docs", ServerURL: f.srv.URL + "/mcp", Principal: principal, ClientID: "client-1",
+		TokenURL: f.srv.URL + "/token", AccessToken: at, TokenType: "Bearer", RefreshToken: rt,
+		Expiry: time.Now().Add(time.Hour),
+	}
+	if expired {
+		c.Expiry = time.Now().Add(-time.Hour)
+	}
+	if err := store.Save(c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// live returns the users of the sessions the server holds open, sorted.
+func (f *userFixture) live() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, u := range f.sessions {
+		out = append(out, u)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (f *userFixture) counts() (opened []string, mixed, requests int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.opened), f.mixed, f.requests
+}
+
+// perRequester is the fixture's server declared with the per-requester
+// identity.
+func (f *userFixture) perRequester() Server {
+	return Server{Name: "docs", OAuthIdentity: IdentityPerRequester, Entry: transport.ServerEntry{
+		URL: f.srv.URL + "/mcp", Transport: "streamable-http", Auth: "oauth", RequestTimeoutMs: 30000,
+	}}
+}
+
+// startSession makes a session over servers whose tokens live in store
+// and connects it with ctx.
+func startSession(t *testing.T, ctx context.Context, servers []Server, store *transport.TokenStore, opts *Options) *Session {
+	t.Helper()
+	opts.Enforcer, opts.Sanitizer, opts.Logger = &allowAll{}, nativeNamer{}, quietLogger()
+	opts.Transport = &transport.Options{Logger: quietLogger(), OAuth: &transport.OAuthOptions{Store: store}}
+	s, err := New(servers, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close(context.Background()) })
+	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := s.Connect(cctx); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func whoami(ctx context.Context, s *Session, principal string) (string, error) {
+	res, err := s.CallTool(WithPrincipal(ctx, principal), "docs__whoami", []byte(`{}`))
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String(), nil
+}
+
+func TestPerRequesterCalls(t *testing.T) {
+	t.Parallel()
+	f := newUserFixture(t)
+	store := transport.NewTokenStore(filepath.Join(t.TempDir(), "mcp-oauth"))
+	f.login(t, store, "alice", "Alice", false)
+	f.login(t, store, "bob", "Bob", true) // expired: refreshed on bob's first call
+	ctx := context.Background()
+	s := startSession(t, WithPrincipal(ctx, "alice"), []Server{f.perRequester()}, store, &Options{})
+
+	if got := toolNames(t, s); !slices.Equal(got, []string{"docs__whoami"}) {
+		t.Fatalf("catalog = %v, want [docs__whoami] (listed with alice's connection); diagnostics %v", got, s.Diagnostics())
+	}
+	for _, tc := range []struct{ principal, want string }{
+		{"alice", "Alice/Alice"}, {"bob", "Bob/Bob"}, {"alice", "Alice/Alice"}, {"bob", "Bob/Bob"},
+	} {
+		got, err := whoami(ctx, s, tc.principal)
+		if err != nil || got != tc.want {
+			t.Errorf("whoami as %s = %q, %v; want %q", tc.principal, got, err, tc.want)
+		}
+	}
+	opened, mixed, _ := f.counts()
+	if !slices.Equal(opened, []string{"Alice", "Bob"}) || mixed != 0 {
+		t.Errorf("server opened sessions for %v with %d mixed-token requests; want one for Alice, one for Bob, none mixed", opened, mixed)
+	}
+
+	// No principal: a typed error naming the server and the fix.
+	_, err := whoami(ctx, s, "")
+	var pe *PrincipalError
+	if !errors.As(err, &pe) || pe.Server != "docs" || pe.Listing || !errors.Is(err, ErrNoPrincipal) ||
+		!strings.Contains(err.Error(), "WithPrincipal") || !strings.Contains(err.Error(), `"docs"`) {
+		t.Errorf("call without a principal: %v; want a *PrincipalError for docs", err)
+	}
+	// A principal that never logged in: told to log in, and not kept.
+	_, err = whoami(ctx, s, "carol")
+	var ae *transport.AuthRequiredError
+	if !errors.As(err, &ae) || ae.Principal != "carol" || !strings.Contains(err.Error(), "openclaw mcp login docs --principal carol") {
+		t.Errorf("call as carol = %v; want an AuthRequiredError telling carol to log in", err)
+	}
+	c := s.set.Load().conns[0]
+	if bound, others := c.principals(); bound != "alice" || !slices.Equal(others, []string{"bob"}) {
+		t.Errorf("connections: listing %q, others %v; want alice and [bob]", bound, others)
+	}
+	if live := f.live(); !slices.Equal(live, []string{"Alice", "Bob"}) {
+		t.Errorf("live sessions %v, want [Alice Bob]", live)
+	}
+	// Close ends every principal's session; later calls fail.
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if live := f.live(); len(live) != 0 {
+		t.Errorf("sessions of %v still open on the server after Close", live)
+	}
+	if _, err := whoami(ctx, s, "bob"); !errors.Is(err, ErrClosed) {
+		t.Errorf("call after Close = %v, want ErrClosed", err)
+	}
+	if _, others := c.principals(); len(others) != 0 {
+		t.Errorf("principal connections %v kept after Close", others)
+	}
+}
+
+func TestPerRequesterConcurrentPrincipals(t *testing.T) {
+	t.Parallel()
+	f := newUserFixture(t)
+	store := transport.NewTokenStore(filepath.Join(t.TempDir(), "mcp-oauth"))
+	users := map[string]string{"p0": "U0", "p1": "U1", "p2": "U2", "p3": "U3"}
+	for p, u := range users {
+		f.login(t, store, p, u, false)
+	}
+	sv := f.perRequester()
+	sv.ListPrincipal = "p0"
+	sv.SupportsParallelToolCalls = true
+	ctx := context.Background()
+	s := startSession(t, ctx, []Server{sv}, store, &Options{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i := range 32 {
+		p := fmt.Sprintf("p%d", i%4)
+		wg.Go(func() {
+			got, err := whoami(ctx, s, p)
+			if want := users[p] + "/" + users[p]; err != nil || got != want {
+				errs <- fmt.Errorf("whoami as %s = %q, %v; want %q", p, got, err, want)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	opened, mixed, _ := f.counts()
+	slices.Sort(opened)
+	if !slices.Equal(opened, []string{"U0", "U1", "U2", "U3"}) || mixed != 0 {
+		t.Errorf("sessions opened for %v, %d mixed; want one per user, none mixed", opened, mixed)
+	}
+	if err := s.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if live := f.live(); len(live) != 0 {
+		t.Errorf("sessions of %v still open after Close", live)
+	}
+}
+
+func TestPerRequesterIdleReap(t *testing.T) {
+	t.Parallel()
+	f := newUserFixture(t)
+	store := transport.NewTokenStore(filepath.Join(t.TempDir(), "mcp-oauth"))
+	f.login(t, store, "alice", "Alice", false)
+	f.login(t, store, "bob", "Bob", false)
+	evs := newEvents()
+	sv := f.perRequester()
+	sv.ListPrincipal = "alice"
+	ctx := context.Background()
+	s := startSession(t, ctx, []Server{sv}, store, &Options{IdleTTL: 50 * time.Millisecond, OnEvent: evs.on})
+	if got, err := whoami(ctx, s, "bob"); err != nil || got != "Bob/Bob" {
+		t.Fatalf("whoami as bob = %q, %v", got, err)
+	}
+	evs.wait(t, EventIdle, "docs")
+	if live := f.live(); len(live) != 0 {
+		t.Errorf("sessions of %v still open after the idle reap", live)
+	}
+	if got, err := whoami(ctx, s, "bob"); err != nil || got != "Bob/Bob" {
+		t.Errorf("whoami as bob after the reap = %q, %v; diagnostics %v", got, err, s.Diagnostics())
+	}
+}
+
+func TestPerRequesterRefusals(t *testing.T) {
+	t.Parallel()
+	f := newUserFixture(t)
+	store := transport.NewTokenStore(filepath.Join(t.TempDir(), "mcp-oauth"))
+	f.login(t, store, "alice", "Alice", false)
+	profile := f.perRequester()
+	profile.Name, profile.OAuthIdentity, profile.AuthProfileID = "prof", "", "work-google"
+	noAuth := f.perRequester()
+	noAuth.Name, noAuth.Entry.Auth = "plain", ""
+	s := startSession(t, context.Background(), []Server{f.perRequester(), profile, noAuth}, store, &Options{})
+
+	diags := map[string]error{}
+	for _, err := range s.Diagnostics() {
+		var se *ServerError
+		if errors.As(err, &se) {
+			diags[se.Server] = err
+		}
+	}
+	var pe *PrincipalError
+	if err := diags["docs"]; !errors.As(err, &pe) || !pe.Listing || !strings.Contains(err.Error(), "ListPrincipal") {
+		t.Errorf("docs connected without a principal: diagnostic %v, want a listing *PrincipalError", err)
+	}
+	var ape *AuthProfileError
+	if err := diags["prof"]; !errors.As(err, &ape) || ape.Profile != "work-google" || !errors.Is(err, ErrAuthProfile) ||
+		!strings.Contains(err.Error(), `"prof"`) || !strings.Contains(err.Error(), "openclaw mcp login prof") {
+		t.Errorf("prof with an auth profile: diagnostic %v, want an *AuthProfileError", err)
+	}
+	if err := diags["plain"]; err == nil || !strings.Contains(err.Error(), `needs "auth": "oauth"`) {
+		t.Errorf("plain per-requester without auth oauth: diagnostic %v", err)
+	}
+	if _, _, requests := f.counts(); requests != 0 {
+		t.Errorf("the server got %d requests; none of the refused servers should connect", requests)
+	}
+	if got := toolNames(t, s); len(got) != 0 {
+		t.Errorf("tools %v from refused servers", got)
+	}
+}
+
+func TestServersFromDocument(t *testing.T) {
+	t.Parallel()
+	doc, err := config.ParseDocument("openclaw.json", []byte(`{"mcp":{"servers":{
+		"shared":{"url":"https://a.example/mcp","auth":"oauth"},
+		"mine":{"url":"https://b.example/mcp","auth":"oauth","oauth":{"identity":"per-requester"}},
+		"prof":{"url":"https://c.example/mcp","auth":"oauth","oauth":{"authProfileId":"work"}},
+		"local":{"command":"srv"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resolved, diags := doc.ResolveServers()
+	if len(diags) != 0 {
+		t.Fatal(diags)
+	}
+	got := map[string][2]string{}
+	for _, sv := range ServersFromDocument(doc, resolved) {
+		got[sv.Name] = [2]string{sv.OAuthIdentity, sv.AuthProfileID}
+	}
+	want := map[string][2]string{"shared": {}, "mine": {IdentityPerRequester, ""}, "prof": {"", "work"}, "local": {}}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s: identity, authProfileId = %q, want %q", name, got[name], w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("servers %v, want %d", got, len(want))
+	}
+}
+
+func TestPerRequesterFirstPrincipalLists(t *testing.T) {
+	t.Parallel()
+	f := newUserFixture(t)
+	store := transport.NewTokenStore(filepath.Join(t.TempDir(), "mcp-oauth"))
+	f.login(t, store, "alice", "Alice", false)
+	f.login(t, store, "bob", "Bob", false)
+	ctx := context.Background()
+	s := startSession(t, ctx, []Server{f.perRequester()}, store, &Options{})
+	if got := toolNames(t, s); len(got) != 0 {
+		t.Fatalf("tools %v listed without any principal", got)
+	}
+	// A later catalog use naming bob connects the server as bob (once the
+	// failed connection may be retried) and lists its tools.
+	backdate(s, "docs")
+	tools, err := s.Tools(WithPrincipal(ctx, "bob"))
+	if err != nil || len(tools) != 1 || tools[0].Name != "docs__whoami" {
+		t.Fatalf("tools as bob = %v, %v; want [docs__whoami]; diagnostics %v", tools, err, s.Diagnostics())
+	}
+	if len(s.Diagnostics()) != 0 {
+		t.Errorf("diagnostics after bob listed: %v", s.Diagnostics())
+	}
+	for _, tc := range []struct{ principal, want string }{{"bob", "Bob/Bob"}, {"alice", "Alice/Alice"}} {
+		if got, err := whoami(ctx, s, tc.principal); err != nil || got != tc.want {
+			t.Errorf("whoami as %s = %q, %v; want %q", tc.principal, got, err, tc.want)
+		}
+	}
+	if bound, others := s.set.Load().conns[0].principals(); bound != "bob" || !slices.Equal(others, []string{"alice"}) {
+		t.Errorf("listing connection of %q, others %v; want bob, [alice]", bound, others)
+	}
+}
