@@ -36,6 +36,9 @@ var runtimeDefaultModules = []string{"builtin:rules", "builtin:sanitizer", "buil
 type runtimeFlags struct {
 	policy  policyFlags
 	verbose bool
+	// principal names the requester (--principal): servers with the
+	// per-requester OAuth identity list and call with its tokens.
+	principal string
 	// calls is set by the commands that call tools: they warn when no
 	// module enforces before_tool_call.
 	calls bool
@@ -47,6 +50,7 @@ func (f *runtimeFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.policy.config, "policy-config", "", "policy file (JSON) listing modules, their config and mode (replaces the default modules)")
 	fl.StringVar(&f.policy.auditLog, "audit-log", "", `decision audit log (JSON Lines); "-" for stderr (default: <state dir>/openclaw-go/policy-audit.jsonl)`)
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log the servers' stderr and the runtime's progress on stderr")
+	fl.StringVar(&f.principal, "principal", "", `requester whose OAuth tokens servers with "oauth": {"identity": "per-requester"} use (openclaw mcp login <name> --principal <id>)`)
 }
 
 // runtimeSession is a connected runtime session with its policy engine.
@@ -74,6 +78,11 @@ func (rs *runtimeSession) close(ctx context.Context, stderr io.Writer) {
 // started. approve asks a human for require_approval outcomes (nil refuses).
 // A returned error has already been printed.
 func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve runtime.ApprovalFunc) (*runtimeSession, error) {
+	if f.principal != "" {
+		// Every later use of the command's context (connecting, listing,
+		// calling) is made on behalf of this principal.
+		cmd.SetContext(runtime.WithPrincipal(cmd.Context(), f.principal))
+	}
 	ctx := cmd.Context()
 	stderr := cmd.ErrOrStderr()
 	doc, err := loadRegistry(cmd)
@@ -91,7 +100,7 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve runti
 	if err != nil {
 		return nil, regFail(cmd, "openclaw mcp: "+regSanitize(err.Error()))
 	}
-	servers := runtime.ServersFromConfig(resolved)
+	servers := runtime.ServersFromDocument(doc, resolved) // oauth.identity, oauth.authProfileId
 	if only != "" {
 		i := slices.IndexFunc(servers, func(s runtime.Server) bool { return s.Name == only })
 		if i < 0 {
@@ -278,7 +287,9 @@ with that exposed name. The call passes before_tool_call first: a block prints t
 and exits 1. A call that needs approval is asked on the terminal when stdin is one, and refused
 otherwise. The result's text content is printed on stdout (on stderr, with exit 1, when the tool
 reports an error). With --json, stdout is the result's structuredContent as indented JSON when the
-result has one.`,
+result has one. With --principal ID, servers with "oauth": {"identity": "per-requester"} list and
+call with the tokens of principal ID (openclaw mcp login <name> --principal ID); without it a call
+to such a server is refused.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, pos []string) error {
 			callArgs, err := readCallArgs(args)
