@@ -3,7 +3,7 @@
 #
 #   go/main.go + ../sdk/go                         -> go/policy.wasm
 #   assemblyscript/src/policy.ts + ../sdk/assemblyscript -> assemblyscript/policy.wasm
-#   rust/lib.rs + ../sdk/rust/openclaw_policy.rs   -> rust/policy.wasm
+#   rust/lib.rs + ../sdk/rust/openclaw_policy.rs (+ abi.rs, json.rs) -> rust/policy.wasm
 #
 # Requirements: Go 1.26.8 (GO overrides the command); Node.js with npm
 # (the pinned assemblyscript and json-as are installed from
