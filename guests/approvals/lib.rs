@@ -30,7 +30,7 @@ mod abi;
 mod json;
 
 use abi::{input, pack, set_error};
-use json::{utf8_len, write_str, Reader, Value, R};
+use json::{utf8_len, want_str, write_str, Reader, Value, R};
 use std::borrow::Cow;
 
 /// The configured policy; None until configure succeeds.
@@ -245,13 +245,6 @@ fn parse_request(b: &[u8]) -> R<Request> {
         }
     }
     Ok(req)
-}
-
-fn want_str(v: Value, at: &str) -> R<String> {
-    match v {
-        Value::Str(s) => Ok(s),
-        other => Err(format!("{}: want a string, got {}", at, other.kind())),
-    }
 }
 
 fn want_decision(v: Value, at: &str) -> R<String> {

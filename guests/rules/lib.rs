@@ -27,7 +27,7 @@ mod json;
 
 use abi::{input, pack, set_error};
 use core::arch::wasm32::{u8x16_bitmask, u8x16_eq, u8x16_splat, v128, v128_load};
-use json::{utf8_len, write_str, Reader, Value, R};
+use json::{utf8_len, want_str, write_str, Reader, Value, R};
 use std::borrow::Cow;
 
 // Why the code below avoids byte-at-a-time loops: the host runs guests
@@ -516,13 +516,6 @@ fn parse_config(b: &[u8]) -> R<Config> {
     let v = p.value().map_err(|e| format!("config: {}", e))?;
     p.end().map_err(|e| format!("config: {}", e))?;
     build_config(v)
-}
-
-fn want_str(v: Value, at: &str) -> R<String> {
-    match v {
-        Value::Str(s) => Ok(s),
-        other => Err(format!("{}: want a string, got {}", at, other.kind())),
-    }
 }
 
 fn want_decision(v: Value, at: &str) -> R<Decision> {

@@ -172,6 +172,15 @@ impl Value {
     }
 }
 
+/// Returns the string v holds, or Err("<at>: want a string, got <kind>")
+/// naming where in a configuration v stands.
+pub fn want_str(v: Value, at: &str) -> R<String> {
+    match v {
+        Value::Str(s) => Ok(s),
+        other => Err(format!("{}: want a string, got {}", at, other.kind())),
+    }
+}
+
 /// The default message shape: `"<what> at byte <at>"`.
 fn at_byte(what: &str, at: usize) -> String {
     format!("{} at byte {}", what, at)
