@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/openclaw-go/openclaw/config"
@@ -277,6 +278,21 @@ func (c *conn) principals() (bound string, others []string) {
 		others = append(others, p)
 	}
 	return c.pr.bound, others
+}
+
+// principalList is ServerStatus.Principals: the listing connection's
+// principal and those of the principals' connections, sorted; nil unless
+// the server is per-requester.
+func (c *conn) principalList() []string {
+	if !c.perRequester() {
+		return nil
+	}
+	bound, others := c.principals()
+	if bound != "" {
+		others = append(others, bound)
+	}
+	slices.Sort(others)
+	return slices.Compact(others)
 }
 
 // takePrincipals removes every principal's connection from c, closing the

@@ -37,12 +37,13 @@ type userFixture struct {
 	sessions map[string]string // live MCP session id → user
 	opened   []string          // user of each session opened, in order
 	mixed    int               // requests refused for carrying another user's token
+	broken   map[string]bool   // users whose in-session POSTs answer 500
 	requests int               // requests to /mcp
 }
 
 func newUserFixture(t testing.TB) *userFixture {
 	t.Helper()
-	f := &userFixture{access: map[string]string{}, refresh: map[string]string{}, sessions: map[string]string{}}
+	f := &userFixture{access: map[string]string{}, refresh: map[string]string{}, sessions: map[string]string{}, broken: map[string]bool{}}
 	userOf := func(h http.Header) string {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -83,8 +84,12 @@ func newUserFixture(t testing.TB) *userFixture {
 		if user != "" && known && owner != user {
 			f.mixed++
 		}
+		broken := f.broken[user] && known && r.Method == http.MethodPost
 		f.mu.Unlock()
 		switch {
+		case broken:
+			http.Error(w, "internal error", http.StatusInternalServerError)
+			return
 		case user == "":
 			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer resource_metadata="%s/.well-known/oauth-protected-resource/mcp"`, f.srv.URL))
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
@@ -125,7 +130,7 @@ func (f *userFixture) issueLocked(user string) (access, refresh string) {
 // login stores user's tokens for principal in store, as `openclaw mcp
 // login docs --principal <principal>` would; expired tokens make the
 // runtime refresh them first.
-func (f *userFixture) login(t *testing.T, store *transport.TokenStore, principal, user string, expired bool) {
+func (f *userFixture) login(t testing.TB, store *transport.TokenStore, principal, user string, expired bool) {
 	t.Helper()
 	f.mu.Lock()
 	at, rt := f.issueLocked(user)
@@ -171,7 +176,7 @@ func (f *userFixture) perRequester() Server {
 
 // startSession makes a session over servers whose tokens live in store
 // and connects it with ctx.
-func startSession(t *testing.T, ctx context.Context, servers []Server, store *transport.TokenStore, opts *Options) *Session {
+func startSession(t testing.TB, ctx context.Context, servers []Server, store *transport.TokenStore, opts *Options) *Session {
 	t.Helper()
 	opts.Enforcer, opts.Sanitizer, opts.Logger = &allowAll{}, nativeNamer{}, quietLogger()
 	opts.Transport = &transport.Options{Logger: quietLogger(), OAuth: &transport.OAuthOptions{Store: store}}
@@ -422,5 +427,94 @@ func TestPerRequesterFirstPrincipalLists(t *testing.T) {
 	}
 	if bound, others := s.set.Load().conns[0].principals(); bound != "bob" || !slices.Equal(others, []string{"alice"}) {
 		t.Errorf("listing connection of %q, others %v; want bob, [alice]", bound, others)
+	}
+}
+
+func TestPerRequesterPauseIsPerPrincipal(t *testing.T) {
+	t.Parallel()
+	f := newUserFixture(t)
+	store := transport.NewTokenStore(filepath.Join(t.TempDir(), "mcp-oauth"))
+	f.login(t, store, "alice", "Alice", false)
+	f.login(t, store, "bob", "Bob", false)
+	sv := f.perRequester()
+	sv.ListPrincipal = "alice"
+	ctx := context.Background()
+	evs := newEvents()
+	s := startSession(t, ctx, []Server{sv}, store, &Options{OnEvent: evs.on})
+	if got, err := whoami(ctx, s, "bob"); err != nil || got != "Bob/Bob" {
+		t.Fatalf("whoami as bob = %q, %v", got, err)
+	}
+	f.mu.Lock()
+	f.broken["Bob"] = true
+	f.mu.Unlock()
+	for i := range DefaultPauseAfter {
+		_, err := whoami(ctx, s, "bob")
+		var se *ServerError
+		if !errors.As(err, &se) || se.Op != "tools/call" {
+			t.Fatalf("failing call %d as bob = %v, want a tools/call *ServerError", i+1, err)
+		}
+	}
+	evs.wait(t, EventPaused, "docs")
+	var pe *PausedError
+	if _, err := whoami(ctx, s, "bob"); !errors.As(err, &pe) {
+		t.Errorf("call as bob after %d failures = %v, want a *PausedError", DefaultPauseAfter, err)
+	}
+	// Bob's failures paused bob's connection only.
+	if got, err := whoami(ctx, s, "alice"); err != nil || got != "Alice/Alice" {
+		t.Errorf("whoami as alice while bob is paused = %q, %v", got, err)
+	}
+	st := s.Status()[0]
+	if !slices.Equal(st.Principals, []string{"alice", "bob"}) || !st.PausedUntil.IsZero() || !st.Connected {
+		t.Errorf("status = %+v, want principals [alice bob], connected, the listing connection not paused", st)
+	}
+}
+
+// BenchmarkPerRequesterCall measures a tool call over streamable HTTP with
+// the server's shared tokens, and with the per-requester identity (each
+// call picks its principal's connection), for 1 and 8 principals taking
+// turns.
+func BenchmarkPerRequesterCall(b *testing.B) {
+	for _, bc := range []struct {
+		name       string
+		principals int
+	}{{"shared", 0}, {"per-requester-1", 1}, {"per-requester-8", 8}} {
+		b.Run(bc.name, func(b *testing.B) {
+			f := newUserFixture(b)
+			store := transport.NewTokenStore(filepath.Join(b.TempDir(), "mcp-oauth"))
+			sv := f.perRequester()
+			var ps []string
+			if bc.principals == 0 {
+				sv.OAuthIdentity = ""
+				f.login(b, store, "", "Shared", false)
+			}
+			for i := range bc.principals {
+				p := fmt.Sprintf("p%d", i)
+				ps = append(ps, p)
+				f.login(b, store, p, "U"+p, false)
+			}
+			if len(ps) > 0 {
+				sv.ListPrincipal = ps[0]
+			}
+			ctx := context.Background()
+			s := startSession(b, ctx, []Server{sv}, store, &Options{})
+			ctxs := []context.Context{ctx}
+			if len(ps) > 0 {
+				ctxs = nil
+				for _, p := range ps {
+					ctxs = append(ctxs, WithPrincipal(ctx, p))
+				}
+			}
+			for _, c := range ctxs { // connect every principal before timing
+				if _, err := s.CallTool(c, "docs__whoami", []byte(`{}`)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				if _, err := s.CallTool(ctxs[i%len(ctxs)], "docs__whoami", []byte(`{}`)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -747,6 +747,10 @@ type ServerStatus struct {
 	PausedUntil time.Time
 	// Err is the latest diagnostic (a *ServerError), nil when healthy.
 	Err error
+	// Principals are, for a per-requester OAuth server, the principals it
+	// has a connection for, sorted: the listing principal and each one that
+	// called. nil for other servers.
+	Principals []string
 }
 
 // Status returns every declared server's state, in declaration order.
@@ -770,6 +774,7 @@ func (s *Session) Status() []ServerStatus {
 			st.PausedUntil = c.pausedUntil
 		}
 		c.mu.Unlock()
+		st.Principals = c.principalList()
 		if cat != nil {
 			st.Tools = cat.count[c.cfg.Name]
 		}
