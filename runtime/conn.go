@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -114,7 +115,7 @@ func (c *conn) connect(ctx context.Context) bool {
 	timeout := c.cfg.connectTimeout()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	var sopts *mcp.ClientSessionOptions
-	if v := c.s.opts.ProtocolVersion; v != "" {
+	if v := cmp.Or(c.s.opts.ProtocolVersion, DefaultProtocolVersion); v != "" {
 		sopts = &mcp.ClientSessionOptions{ProtocolVersion: v}
 	}
 	if _, sdkHTTP := tr.(*mcp.StreamableClientTransport); !sdkHTTP && kind != transport.KindStreamableHTTP {

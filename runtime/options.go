@@ -155,10 +155,11 @@ type Options struct {
 	ListRoots     ListRootsFunc
 	OnLog         LogFunc
 	// ProtocolVersion is the MCP revision offered to every server in the
-	// handshake (the server may negotiate another); "" means the newest the
-	// go-sdk speaks. A server on 2026-07-28 may not send requests while it
-	// serves a call (it returns input requests, SEP-2322): "2025-11-25"
-	// keeps servers that only know the older way working.
+	// handshake (the server may negotiate another); "" means
+	// DefaultProtocolVersion. "2026-07-28" offers the newest revision: a
+	// server on it may not send requests or log messages while it serves a
+	// call (it returns input requests, SEP-2322, which the runtime does not
+	// answer yet).
 	ProtocolVersion string
 	// PauseAfter is the count of consecutive failed calls that pauses a
 	// server; 0 means DefaultPauseAfter (3).
@@ -179,3 +180,13 @@ type Options struct {
 	// neither listed nor callable (*HiddenToolError). nil hides nothing.
 	ToolPolicy *ToolPolicy
 }
+
+// DefaultProtocolVersion is the MCP revision the runtime offers servers
+// when Options.ProtocolVersion is "": 2025-11-25, under which a server may
+// send sampling, elicitation, roots and log messages while it serves a call
+// (the runtime routes them to the embedder's handlers). On 2026-07-28 such
+// servers return input requests instead (SEP-2322), which the runtime does
+// not answer yet; the older revision is also the cheaper handshake (no
+// server/discover round trip). Servers that only know an older revision
+// negotiate down as usual.
+const DefaultProtocolVersion = "2025-11-25"
