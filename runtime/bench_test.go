@@ -198,9 +198,9 @@ func BenchmarkCatalog50x100(b *testing.B) {
 			server = "server=preencoded"
 		}
 		for _, tr := range catalogTransports {
-			for _, proto := range []string{"", "2025-11-25"} {
+			for _, proto := range []string{"2026-07-28", "2025-11-25"} {
 				name := "proto=" + proto
-				if proto == "" {
+				if proto == "2026-07-28" {
 					name = "proto=latest"
 				}
 				b.Run(server+"/transport="+tr.name+"/"+name, func(b *testing.B) {
