@@ -80,24 +80,26 @@
 // [ServersFromDocument]) gets one MCP connection per principal, since
 // servers bind a session to the token's user: a call runs over the
 // connection of the principal its context names ([WithPrincipal], the
-// transport package's), made on that principal's first call with the
-// tokens `openclaw mcp login <name> --principal <id>` stored. A call naming
-// no principal is refused with a [*PrincipalError]; a principal that never
-// logged in gets the transport's *AuthRequiredError and is not kept. The
+// transport package's), opened by the principal's first call once the
+// policies let it through, with the tokens `openclaw mcp login <name>
+// --principal <id>` stored. A call naming no principal is refused with a
+// [*PrincipalError]; a principal that never logged in gets the transport's
+// *AuthRequiredError and is not kept. The
 // catalog is listed over the connection of [Server.ListPrincipal], else of
 // the principal named by the context of the Connect (or catalog use) that
 // first connects the server; that connection also serves its principal's
 // calls. Each connection has its own call turn and failure/pause
 // accounting; idle reaping, a reload that retires the server, and Close
-// end every principal's connection. OpenClaw's oauth.authProfileId
+// end every principal's connection; [ServerStatus.Principals] lists them. OpenClaw's oauth.authProfileId
 // (credentials from its auth-profile store, which openclaw-go does not
 // have) is refused: the server's diagnostic is an [*AuthProfileError].
 //
 // Not yet here: the passthrough requests ([Session.ReadResource],
 // [Session.Prompts], …) of a per-requester server run over the listing
 // connection (a context naming another principal is refused by the
-// transport, one naming none uses the listing principal's tokens), and
-// [Session.Status] does not list a server's principals.
+// transport, one naming none uses the listing principal's tokens), and a
+// reload does not see a change of oauth.identity alone (DiffServers
+// compares the entries, not the identity).
 //
 // The package never loads Wasm itself: it is handed the policy interfaces,
 // which cmd/openclaw fills with the policy engine.

@@ -128,6 +128,7 @@ type principalState struct {
 	bound  string           // the principal whose tokens this connection carries
 	sub    bool             // a principal's own connection, owned by a listing conn
 	closed bool             // the owner was closed: make no more sub-connections
+	users  int              // calls using this sub-connection (guarded by the owner's mu)
 	conns  map[string]*conn // principal → its connection (listing conn only)
 }
 
@@ -216,27 +217,29 @@ func (c *conn) oauthOptions(o *transport.OAuthOptions) *transport.OAuthOptions {
 	return &n
 }
 
-// forPrincipal returns the connection a call with ctx runs on: c itself
-// unless the server is per-requester; else the connection of ctx's
-// principal (c when it is the listing principal), made and connected on
-// the principal's first call. A principal whose connection cannot be made
-// (no login: a *transport.AuthRequiredError naming it) is not kept.
-func (c *conn) forPrincipal(ctx context.Context) (*conn, error) {
+// forPrincipal returns the connection a call with ctx runs on, and a
+// release to call when the call is over: c itself unless the server is
+// per-requester; else the connection of ctx's principal (c when it is the
+// listing principal), made on the principal's first call and connected by
+// that call's first request (after the policies passed). A principal's
+// connection that never connected (no login: the call failed with a
+// *transport.AuthRequiredError naming the principal) is dropped when its
+// last call is over, so principals that cannot connect are not kept.
+func (c *conn) forPrincipal(ctx context.Context) (*conn, func(), error) {
 	if !c.perRequester() || c.pr.sub {
-		return c, nil
+		return c, func() {}, nil
 	}
 	p := transport.PrincipalFrom(ctx)
 	if p == "" {
-		return nil, &PrincipalError{Server: c.cfg.Name}
+		return nil, nil, &PrincipalError{Server: c.cfg.Name}
 	}
 	c.pr.mu.Lock()
+	defer c.pr.mu.Unlock()
 	if p == c.pr.bound {
-		c.pr.mu.Unlock()
-		return c, nil
+		return c, func() {}, nil
 	}
 	if c.pr.closed {
-		c.pr.mu.Unlock()
-		return nil, ErrClosed
+		return nil, nil, ErrClosed
 	}
 	sub, ok := c.pr.conns[p]
 	if !ok {
@@ -248,25 +251,29 @@ func (c *conn) forPrincipal(ctx context.Context) (*conn, error) {
 		}
 		c.pr.conns[p] = sub
 	}
-	c.pr.mu.Unlock()
-	if ok {
-		return sub, nil
-	}
-	if _, err := sub.session(ctx); err != nil {
+	sub.pr.users++
+	return sub, func() { c.releasePrincipal(p, sub) }, nil
+}
+
+// releasePrincipal ends a call's use of sub, the connection of principal
+// p, and drops sub when no call uses it and it holds no session and no
+// pause (it never connected).
+func (c *conn) releasePrincipal(p string, sub *conn) {
+	c.pr.mu.Lock()
+	sub.pr.users--
+	drop := false
+	if sub.pr.users == 0 && c.pr.conns[p] == sub {
 		sub.mu.Lock()
-		connected := sub.cs != nil
+		drop = sub.cs == nil && sub.pausedUntil.IsZero()
 		sub.mu.Unlock()
-		if !connected {
-			c.pr.mu.Lock()
-			if c.pr.conns[p] == sub {
-				delete(c.pr.conns, p)
-			}
-			c.pr.mu.Unlock()
-			_ = sub.close()
+		if drop {
+			delete(c.pr.conns, p)
 		}
-		return nil, err
 	}
-	return sub, nil
+	c.pr.mu.Unlock()
+	if drop {
+		_ = sub.close()
+	}
 }
 
 // principals returns the principals with a connection of their own, and

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/transport"
 )
 
@@ -178,7 +179,10 @@ func (f *userFixture) perRequester() Server {
 // and connects it with ctx.
 func startSession(t testing.TB, ctx context.Context, servers []Server, store *transport.TokenStore, opts *Options) *Session {
 	t.Helper()
-	opts.Enforcer, opts.Sanitizer, opts.Logger = &allowAll{}, nativeNamer{}, quietLogger()
+	if opts.Enforcer == nil {
+		opts.Enforcer = &allowAll{}
+	}
+	opts.Sanitizer, opts.Logger = nativeNamer{}, quietLogger()
 	opts.Transport = &transport.Options{Logger: quietLogger(), OAuth: &transport.OAuthOptions{Store: store}}
 	s, err := New(servers, opts)
 	if err != nil {
@@ -516,5 +520,31 @@ func BenchmarkPerRequesterCall(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+func TestPerRequesterPolicyBeforeConnection(t *testing.T) {
+	t.Parallel()
+	f := newUserFixture(t)
+	store := transport.NewTokenStore(filepath.Join(t.TempDir(), "mcp-oauth"))
+	f.login(t, store, "alice", "Alice", false)
+	f.login(t, store, "bob", "Bob", false)
+	sv := f.perRequester()
+	sv.ListPrincipal = "alice"
+	ctx := context.Background()
+	s := startSession(t, ctx, []Server{sv}, store, &Options{
+		Enforcer: fixedPolicy{Outcome: policies.Block, Module: "rules", Reason: "not today"},
+	})
+	var pe *PolicyError
+	if _, err := whoami(ctx, s, "bob"); !errors.As(err, &pe) {
+		t.Fatalf("blocked call as bob = %v, want a *PolicyError", err)
+	}
+	// The block came first: no session was opened with bob's token, and
+	// bob's unused connection was not kept.
+	if opened, _, _ := f.counts(); !slices.Equal(opened, []string{"Alice"}) {
+		t.Errorf("sessions opened for %v, want only the listing principal's [Alice]", opened)
+	}
+	if st := s.Status()[0]; !slices.Equal(st.Principals, []string{"alice"}) {
+		t.Errorf("principals %v after a blocked call, want [alice]", st.Principals)
 	}
 }

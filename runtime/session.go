@@ -584,10 +584,11 @@ func (s *Session) callTool(ctx context.Context, name string, args []byte) (*mcp.
 // callConn runs the policy and the call of t on c, whose connection the
 // caller holds (c.rl.acquire).
 func (s *Session) callConn(ctx context.Context, c *conn, t *Tool, args []byte) (*mcp.CallToolResult, error) {
-	c, err := c.forPrincipal(ctx) // per-requester OAuth: the principal's connection
+	c, release, err := c.forPrincipal(ctx) // per-requester OAuth: the principal's connection
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	call := &policies.ToolCall{
 		Surface:    s.surface(),
 		SessionKey: s.opts.SessionKey,
