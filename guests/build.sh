@@ -14,28 +14,13 @@ set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
-RUSTC=${RUSTC:-/usr/bin/rustc}
+guests=$here
 WAT2WASM=${WAT2WASM:-wat2wasm}
+. "$here/rust.sh"
+rust_check build.sh
 
-"$RUSTC" --version | grep -q '^rustc 1\.63\.' || {
-	echo "build.sh: need Debian's rustc 1.63 (got: $("$RUSTC" --version)); set RUSTC" >&2
-	exit 1
-}
-
-# The source is compiled from inside its directory with the path remapped,
-# so no absolute path of this checkout can reach the artifact.
 mkdir -p "$root/policies/builtin"
-(
-	cd "$here/rules"
-	"$RUSTC" --edition 2021 --crate-type cdylib --crate-name rules \
-		--target wasm32-unknown-unknown \
-		-C opt-level=s -C panic=abort -C lto -C codegen-units=1 \
-		-C target-feature=+simd128,+bulk-memory \
-		-C strip=symbols -C debuginfo=0 \
-		--remap-path-prefix "$here/rules=rules" \
-		-o "$root/policies/builtin/rules.wasm" lib.rs
-)
-rm -f "$root/policies/builtin/"*.d
+rust_guest rules "$here/rules" "$root/policies/builtin/rules.wasm"
 
 for src in "$here"/testdata/*.wat; do
 	"$WAT2WASM" "$src" -o "${src%.wat}.wasm"

@@ -18,12 +18,8 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 guests=$(dirname "$here")
 GO=${GO:-go}
-RUSTC=${RUSTC:-/usr/bin/rustc}
-
-"$RUSTC" --version | grep -q '^rustc 1\.63\.' || {
-	echo "examples/build.sh: need Debian's rustc 1.63 (got: $("$RUSTC" --version)); set RUSTC" >&2
-	exit 1
-}
+. "$guests/rust.sh"
+rust_check examples/build.sh
 
 # Go: its own module (guests/examples/go/go.mod, which replaces the SDK
 # with ../../sdk/go); -trimpath and an empty build ID keep paths and
@@ -35,19 +31,8 @@ RUSTC=${RUSTC:-/usr/bin/rustc}
 		-o policy.wasm .
 )
 
-# Rust: the SDK is a module file the example includes (#[path]); paths are
-# remapped so that no absolute path of this checkout reaches the artifact.
-(
-	cd "$here/rust"
-	"$RUSTC" --edition 2021 --crate-type cdylib --crate-name policy \
-		--target wasm32-unknown-unknown \
-		-C opt-level=s -C panic=abort -C lto -C codegen-units=1 \
-		-C target-feature=+simd128,+bulk-memory \
-		-C strip=symbols -C debuginfo=0 \
-		--remap-path-prefix "$guests=guests" \
-		-o policy.wasm lib.rs
-	rm -f ./*.d
-)
+# Rust: the SDK is a module file the example includes (#[path]).
+rust_guest policy "$here/rust" "$here/rust/policy.wasm"
 
 # AssemblyScript: the entry is src/policy.ts (with the json-as transform,
 # an entry at assembly/index.ts silently gives an empty module); the abort

@@ -3,30 +3,18 @@
 #
 #   guests/sanitizer/lib.rs (+ ../sdk/rust/abi.rs, json.rs) -> policies/builtin/sanitizer.wasm
 #
-# Same toolchain and flags as guests/build.sh's rules module (Debian's
+# Same toolchain and flags as every Rust guest (guests/rust.sh: Debian's
 # rustc 1.63, std only, set RUSTC to override); the output is reproducible.
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 guests=$(dirname "$here")
 root=$(dirname "$guests")
-RUSTC=${RUSTC:-/usr/bin/rustc}
-
-"$RUSTC" --version | grep -q '^rustc 1\.63\.' || {
-	echo "sanitizer/build.sh: need Debian's rustc 1.63 (got: $("$RUSTC" --version)); set RUSTC" >&2
-	exit 1
-}
+. "$guests/rust.sh"
+rust_check sanitizer/build.sh
 
 mkdir -p "$root/policies/builtin"
-cd "$here"
-"$RUSTC" --edition 2021 --crate-type cdylib --crate-name sanitizer \
-	--target wasm32-unknown-unknown \
-	-C opt-level=s -C panic=abort -C lto -C codegen-units=1 \
-	-C target-feature=+simd128,+bulk-memory \
-	-C strip=symbols -C debuginfo=0 \
-	--remap-path-prefix "$guests=guests" \
-	-o "$root/policies/builtin/sanitizer.wasm" lib.rs
-rm -f "$root/policies/builtin/"*.d
+rust_guest sanitizer "$here" "$root/policies/builtin/sanitizer.wasm"
 
 # The containment fixture of the sanitize_tool_names and decide_approval
 # adapters (policies/wasmpolicy/hooks_test.go).
