@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -295,6 +296,9 @@ process refused the reload or did not answer within --wait.`,
 			if err != nil {
 				return err
 			}
+			if err := refuseBlankConfig(doc.Path); err != nil {
+				return regFail(cmd, "openclaw mcp reload: "+err.Error())
+			}
 			dir, err := mcpRunDir()
 			if err != nil {
 				return regFail(cmd, err.Error())
@@ -321,6 +325,9 @@ type serversReloader interface {
 // rest go to r in declaration order.
 func reloadFromConfig(configPath string, logger *slog.Logger, r serversReloader) mcpReloadFunc {
 	return func(ctx context.Context) (string, error) {
+		if err := refuseBlankConfig(configPath); err != nil {
+			return "", err
+		}
 		doc, err := config.LoadDocument(configPath)
 		if err == nil {
 			err = doc.Check()
@@ -338,4 +345,17 @@ func reloadFromConfig(configPath string, logger *slog.Logger, r serversReloader)
 		}
 		return changes.String(), nil
 	}
+}
+
+// refuseBlankConfig refuses a reload from an openclaw.json that exists but
+// holds nothing but white space: an editor that truncates before it
+// writes, or a mistaken `>`, would otherwise stop every running server. A
+// missing file, or an explicit {} or empty mcp.servers, is a choice and
+// reloads as such.
+func refuseBlankConfig(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil || len(bytes.TrimSpace(b)) > 0 {
+		return nil // a missing or unreadable file is LoadDocument's to report
+	}
+	return fmt.Errorf("%s is empty: refusing to reload (it would stop every MCP server); write {} to remove them all", path)
 }

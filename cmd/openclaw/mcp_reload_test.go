@@ -185,6 +185,8 @@ func TestReloadFromConfig(t *testing.T) {
 		},
 		{file: `{"mcp": {"servers": {"keep": {"command": "k", "timeout": 3}}}}`, err: path + " is invalid: ", calls: 2},
 		{file: `{"mcp": `, err: path + " is invalid: ", calls: 2},
+		{file: "", err: path + " is empty: refusing to reload", calls: 2},
+		{file: " \n\t", err: path + " is empty: refusing to reload", calls: 2},
 		{file: `{"mcp": {"servers": {"keep": {"command": "k"}}}}`, summary: "0 added, 2 removed (edit, new), 0 changed, 1 unchanged", calls: 3},
 	}
 	for i, st := range steps {
