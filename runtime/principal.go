@@ -137,9 +137,10 @@ func (c *conn) perRequester() bool { return c.cfg.OAuthIdentity == IdentityPerRe
 
 // principalCheck runs before every connection attempt: it refuses
 // authProfileId and a per-requester server without auth "oauth", and binds
-// the listing connection of a per-requester server to its principal
-// (Server.ListPrincipal, else ctx's) once. It returns ctx naming the
-// connection's principal (principalCtx).
+// the listing connection of a per-requester server to its principal:
+// Server.ListPrincipal, else the first principal ctx names, replaced by
+// the one ctx names when the previous one could not connect. It returns
+// ctx naming the connection's principal (principalCtx).
 func (c *conn) principalCheck(ctx context.Context) (context.Context, error) {
 	if c.cfg.AuthProfileID != "" {
 		return ctx, &AuthProfileError{Server: c.cfg.Name, Profile: c.cfg.AuthProfileID}
@@ -154,19 +155,24 @@ func (c *conn) principalCheck(ctx context.Context) (context.Context, error) {
 	if c.cfg.Transport == nil && c.cfg.Entry.Auth != "oauth" {
 		return ctx, fmt.Errorf(`runtime: MCP server %q: the per-requester OAuth identity needs "auth": "oauth"`, c.cfg.Name)
 	}
+	c.mu.Lock()
+	failed := c.err != nil && c.err.Op == "connect"
+	c.mu.Unlock()
 	c.pr.mu.Lock()
-	if c.pr.bound == "" {
-		p := c.cfg.ListPrincipal
-		if p == "" {
-			p = transport.PrincipalFrom(ctx)
-		}
-		if p == "" {
-			c.pr.mu.Unlock()
-			return ctx, &PrincipalError{Server: c.cfg.Name, Listing: true}
-		}
+	if p := c.cfg.ListPrincipal; c.pr.sub {
+		// A principal's own connection: bound when made.
+	} else if p != "" {
+		c.pr.bound = p
+	} else if p := transport.PrincipalFrom(ctx); p != "" && (c.pr.bound == "" || failed) {
+		// The first principal that names itself, or another one when the
+		// previous one could not connect (say, it never logged in).
 		c.pr.bound = p
 	}
+	bound := c.pr.bound
 	c.pr.mu.Unlock()
+	if bound == "" {
+		return ctx, &PrincipalError{Server: c.cfg.Name, Listing: true}
+	}
 	return c.principalCtx(ctx), nil
 }
 

@@ -414,6 +414,15 @@ func TestPerRequesterFirstPrincipalLists(t *testing.T) {
 	if got := toolNames(t, s); len(got) != 0 {
 		t.Fatalf("tools %v listed without any principal", got)
 	}
+	// carol names herself first but never logged in: no tools, and the
+	// diagnostic tells her to log in.
+	backdate(s, "docs")
+	if tools, err := s.Tools(WithPrincipal(ctx, "carol")); err != nil || len(tools) != 0 {
+		t.Fatalf("tools as carol = %v, %v; want none", tools, err)
+	}
+	if d := s.Diagnostics(); len(d) != 1 || !strings.Contains(d[0].Error(), "openclaw mcp login docs --principal carol") {
+		t.Errorf("diagnostics after carol = %v, want carol told to log in", d)
+	}
 	// A later catalog use naming bob connects the server as bob (once the
 	// failed connection may be retried) and lists its tools.
 	backdate(s, "docs")

@@ -68,9 +68,11 @@ type Server struct {
 	// ListPrincipal is the principal whose connection lists the tools of a
 	// per-requester server (and serves that principal's calls). Empty
 	// means the principal named by the context of the Connect, or of the
-	// catalog use, that first connects the server; until one names a
-	// principal the server's diagnostic is a [*PrincipalError] and it
-	// contributes no tools. openclaw.json has no such key: it is the
+	// catalog use, that first connects the server (replaced by the next
+	// one named if it could not connect, e.g. never logged in); until one
+	// names a principal the server's diagnostic is a [*PrincipalError] and
+	// it contributes no tools, and the connection is retried like a failed
+	// one (ListRetryDelay). openclaw.json has no such key: it is the
 	// embedder's choice.
 	ListPrincipal string
 	// AuthProfileID is oauth.authProfileId: credentials from an OpenClaw
