@@ -19,6 +19,10 @@ const gw = ["--url", process.env.GATEWAY_URL, "--token", process.env.GATEWAY_TOK
 const transport = new StdioClientTransport({
   command: bin,
   args: ["mcp", "serve", "--url", process.env.GATEWAY_URL, "--token-file", process.env.TOKEN_FILE],
+  // The SDK passes only a safe set of variables (HOME, PATH, …) by default;
+  // the test's OPENCLAW_STATE_DIR and OPENCLAW_HOME keep the audit log and
+  // device identity out of the real home folder.
+  env: { ...process.env },
   stderr: "pipe",
 });
 let stderr = "";
