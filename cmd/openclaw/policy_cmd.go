@@ -28,7 +28,7 @@ func newPolicyCmd() *cobra.Command {
 		Short: "Inspect, test, benchmark and reload policy modules",
 		Long: `Tools for the teams that write policy modules (docs/policy-abi.md): inspect a module,
 run it against expected decisions in CI, measure its latency, and make running
-"openclaw mcp serve" processes load changed modules without a restart.`,
+"openclaw mcp serve" and "openclaw mcp proxy" processes load changed modules without a restart.`,
 	}
 	cmd.AddCommand(newPolicyInspectCmd(), newPolicyTestCmd(), newPolicyBenchCmd(), newPolicyReloadCmd())
 	return cmd
@@ -411,14 +411,15 @@ func newPolicyReloadCmd() *cobra.Command {
 	var wait time.Duration
 	cmd := &cobra.Command{
 		Use:   "reload",
-		Short: "Make running openclaw mcp serve processes reload their policy modules",
+		Short: "Make running openclaw mcp serve and proxy processes reload their policy modules",
 		Long: `Reload finds the running processes that enforce policies (each registers itself in
 <state dir>/openclaw-go/run/<pid>.json), sends each SIGHUP, and reports what it did:
 modules swapped, or why the reload was refused (the previous modules then stay active).
 Calls in flight finish on the modules they started with. The processes also swap a
 module on their own when its file changes; this command is for changes a watcher
 cannot see (a policy file edited on another mount, a forced re-read). Exit code 1 when
-a process refused the reload or did not answer within --wait.`,
+a process refused the reload or did not answer within --wait. The signal is shared: a running
+"mcp proxy" also re-reads mcp.servers (as "openclaw mcp reload" asks), applying only what changed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runPolicyReload(cmd.Context(), cmd.OutOrStdout(), wait)
