@@ -113,7 +113,10 @@ func sameServer(a, b *Server) bool {
 		a.SupportsParallelToolCalls == b.SupportsParallelToolCalls &&
 		slices.Equal(a.BlockedEnv, b.BlockedEnv) &&
 		reflect.DeepEqual(a.ToolFilter, b.ToolFilter) &&
-		reflect.DeepEqual(a.Entry, b.Entry)
+		reflect.DeepEqual(a.Entry, b.Entry) &&
+		a.OAuthIdentity == b.OAuthIdentity &&
+		a.ListPrincipal == b.ListPrincipal &&
+		a.AuthProfileID == b.AuthProfileID
 }
 
 // Reload event kinds (Options.OnEvent).

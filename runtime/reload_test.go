@@ -58,6 +58,7 @@ func TestDiffServers(t *testing.T) {
 		{
 			name: "every field that matters",
 			old: []Server{stdio("env"), stdio("off"), stdio("par"), stdio("blk"), stdio("tf"),
+				stdio("idn"), stdio("lp"), stdio("ap"),
 				{Name: "mem", Transport: ct}, {Name: "mem2", Transport: ct}},
 			next: []Server{
 				with(stdio("env"), func(s *Server) { s.Entry.Env = map[string]any{"A": "2"} }),
@@ -65,9 +66,12 @@ func TestDiffServers(t *testing.T) {
 				with(stdio("par"), func(s *Server) { s.SupportsParallelToolCalls = true }),
 				with(stdio("blk"), func(s *Server) { s.BlockedEnv = []string{"NODE_OPTIONS"} }),
 				with(stdio("tf"), func(s *Server) { s.ToolFilter = &config.ToolFilter{Include: []string{"x"}} }),
+				with(stdio("idn"), func(s *Server) { s.OAuthIdentity = IdentityPerRequester }),
+				with(stdio("lp"), func(s *Server) { s.ListPrincipal = "alice" }),
+				with(stdio("ap"), func(s *Server) { s.AuthProfileID = "work" }),
 				{Name: "mem", Transport: ct}, {Name: "mem2", Transport: ct2},
 			},
-			want: ServerChanges{Changed: []string{"env", "off", "par", "blk", "tf", "mem2"}, Unchanged: []string{"mem"}},
+			want: ServerChanges{Changed: []string{"env", "off", "par", "blk", "tf", "idn", "lp", "ap", "mem2"}, Unchanged: []string{"mem"}},
 		},
 		{
 			name: "reordered",
