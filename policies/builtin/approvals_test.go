@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/builtin"
@@ -184,6 +185,15 @@ func FuzzApprovals(f *testing.F) {
 			req.Request = json.RawMessage(request)
 		}
 		v, err := m.DecideApproval(context.Background(), req)
+		// The guest reads RFC 8259 JSON, which is UTF-8; encoding/json
+		// passes a RawMessage through unchecked, so a request with invalid
+		// UTF-8 reaches the guest, which refuses it: the host fails closed.
+		if req.Request != nil && !utf8.ValidString(request) {
+			if err == nil || v.Decision != policies.Deny {
+				t.Fatalf("%+v: %+v, %v; want a refusal and deny", req, v, err)
+			}
+			return
+		}
 		if err != nil || !v.Decision.Valid() {
 			t.Fatalf("%+v: %+v, %v", req, v, err)
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -194,6 +196,56 @@ func TestRulesInvalidInput(t *testing.T) {
 		want := `wasm module "rules": before_tool_call: returned 0: ` + tt.message
 		if !errors.Is(err, wasmhost.ErrABI) || err.Error() != want {
 			t.Errorf("input %s\n got %v\nwant %q", tt.in, err, want)
+		}
+	}
+}
+
+// TestRulesStringLengths checks the guests' shared JSON reader
+// (guests/sdk/rust/json.rs) where it changes gear: it scans strings 16
+// bytes at a time, then 64, and reads the last partial block of the input
+// from a copy. Arguments of every length from 0 to 200 (so every end
+// alignment, the argument being the input's last string), plain or with
+// escapes and multi-byte characters, must decide as their text says.
+func TestRulesStringLengths(t *testing.T) {
+	t.Parallel()
+	m, err := loadRules(t, `{"rules":[{"tool":"exec","args":{"cmd":{"suffix":"zé"}},"decision":"block","reason":"ends in zé"}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; n <= 200; n++ {
+		pad := strings.Repeat("a", n)
+		tests := []struct {
+			name, cmd string // cmd as written in the JSON input
+			block     bool
+		}{
+			{"plain", pad + "zé", true},
+			{"plain, other end", pad + "zz", false},
+			{"escaped end", pad + `\u007a\u00e9`, true},
+			{"escape first", `\"` + pad + "zé", true},
+			{"escaped quote last", pad + `zé\"`, false},
+			{"multi-byte run", strings.Repeat("é", n/2) + "zé", true},
+		}
+		for _, tt := range tests {
+			in := `{"abi":1,"tool":{"name":"exec"},"arguments":{"cmd":"` + tt.cmd + `"}}`
+			out, err := m.CallHook(context.Background(), policies.HookBeforeToolCall, []byte(in))
+			if err != nil {
+				t.Fatalf("%s, %d bytes before the end: %v", tt.name, n, err)
+			}
+			v, err := wasmpolicy.DecodeVerdict(out)
+			if err != nil {
+				t.Fatalf("%s, %d: output %q: %v", tt.name, n, out, err)
+			}
+			if got := v.Decision == policies.Block; got != tt.block {
+				t.Errorf("%s, n=%d: %s -> %s, want block=%v", tt.name, n, in, v.Decision, tt.block)
+			}
+		}
+	}
+	// A string that runs to the very end of the input is unterminated.
+	for n := 0; n <= 130; n++ {
+		in := `{"abi":1,"tool":{"name":"exec"},"arguments":{"cmd":"` + strings.Repeat("a", n)
+		_, err := m.CallHook(context.Background(), policies.HookBeforeToolCall, []byte(in))
+		if want := fmt.Sprintf("unterminated string at byte %d", len(in)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("n=%d: err = %v, want %q", n, err, want)
 		}
 	}
 }
