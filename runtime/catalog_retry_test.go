@@ -65,6 +65,31 @@ func backdate(s *Session, server string) {
 	}
 }
 
+// awaitRetries waits for the connection retries in flight to end.
+func awaitRetries(s *Session) {
+	for {
+		s.retryMu.Lock()
+		var done chan struct{}
+		for _, ch := range s.retrying {
+			done = ch
+			break
+		}
+		s.retryMu.Unlock()
+		if done == nil {
+			return
+		}
+		<-done
+	}
+}
+
+// retryInFlight reports whether server's connection retry is running.
+func retryInFlight(s *Session, server string) bool {
+	c := s.set.Load().byKey[server]
+	s.retryMu.Lock()
+	defer s.retryMu.Unlock()
+	return s.retrying[c] != nil
+}
+
 func TestCatalogRetryAfterConnectFailure(t *testing.T) {
 	t.Parallel()
 	srv := newServer("flaky", nil)
@@ -92,25 +117,30 @@ func TestCatalogRetryAfterConnectFailure(t *testing.T) {
 		t.Fatalf("call before the retry: %v", err)
 	}
 
-	// The delay passes: the next use retries, and fails again.
+	// The delay passes: the next use starts a retry in the background,
+	// which fails again.
 	backdate(s, "flaky")
 	if got := toolNames(t, s); len(got) != 0 {
 		t.Fatalf("catalog = %v, want empty", got)
 	}
 	ev.wait(t, EventRetrying, "flaky")
 	ev.wait(t, EventFailed, "flaky")
+	awaitRetries(s)
 	toolNames(t, s)
 	if n := ft.count(); n != 2 {
 		t.Fatalf("%d connection attempts, want 2 (one retry per delay)", n)
 	}
 
-	// The next retry connects: the tools appear and can be called.
+	// The next retry connects: the tools appear on the next use and can be
+	// called.
 	backdate(s, "flaky")
+	toolNames(t, s)
+	ev.wait(t, EventRetrying, "flaky")
+	ev.wait(t, EventConnected, "flaky")
+	awaitRetries(s)
 	if got, want := toolNames(t, s), []string{"flaky__ping"}; !slices.Equal(got, want) {
 		t.Fatalf("catalog = %v, want %v", got, want)
 	}
-	ev.wait(t, EventRetrying, "flaky")
-	ev.wait(t, EventConnected, "flaky")
 	res, err := s.CallTool(ctx, "flaky__ping", []byte(`{}`))
 	if err != nil || resultText(t, res) != "ping: {}" {
 		t.Fatalf("call after the retry: %v %v", res, err)

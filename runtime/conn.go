@@ -139,10 +139,15 @@ func (c *conn) connect(ctx context.Context) bool {
 	if !closed {
 		c.mu.Lock()
 		c.cs, c.err, c.client = cs, nil, client
+		// A new session is listed afresh (its tools may differ).
+		c.listed, c.listFailedAt = false, time.Time{}
 		if ir := cs.InitializeResult(); ir != nil {
 			c.caps = ir.Capabilities
 		}
 		c.mu.Unlock()
+		// The watcher ends when cs does: Close closes every session
+		// before it waits for bg.
+		c.s.bg.Go(func() { c.watch(cs) })
 	}
 	c.s.mu.Unlock()
 	if closed {
@@ -153,8 +158,51 @@ func (c *conn) connect(ctx context.Context) bool {
 	c.px.promptDirty.Store(true)
 	_, caps := c.open()
 	c.afterConnect(ctx, cs, caps)
+	// Before EventConnected: a listener that reads the catalog on it (the
+	// proxy's Relay) gets one with this server's tools.
+	c.s.dirty.Store(true)
 	c.s.emit(Event{Kind: EventConnected, Server: c.cfg.Name})
 	return true
+}
+
+// watch waits for cs to end. When it ends while still the server's session
+// (the server exited or dropped the connection; not closed by Close, a
+// reload, the idle reaper or a recycle, which all clear c.cs first), the
+// server is marked failed at once: it counts as disconnected, its tools
+// leave the catalog on its next use, EventFailed is emitted (op "connect")
+// and, like a failed connect, it is retried on the first catalog use
+// ListRetryDelay later. A principal's own connection is instead redialed
+// by that principal's next call. Calls in flight on cs fail with the
+// connection's error.
+func (c *conn) watch(cs *mcp.ClientSession) {
+	werr := cs.Wait()
+	c.mu.Lock()
+	if c.cs != cs {
+		c.mu.Unlock()
+		return // closed on purpose
+	}
+	c.cs, c.caps, c.listed, c.tools, c.listFailedAt = nil, nil, false, nil, time.Time{}
+	sub := c.pr.sub
+	if sub {
+		c.recycle = true
+	}
+	c.mu.Unlock()
+	c.px.reset()
+	_ = cs.Close() // releases the transport (idempotent)
+	err := errors.New("connection ended")
+	if werr != nil {
+		err = fmt.Errorf("connection ended: %w", werr)
+	}
+	c.fail("connect", err)
+	if !sub && c.s.set.Load().byKey[c.cfg.Name] == c {
+		c.s.retryMu.Lock()
+		if c.s.life.Err() == nil {
+			c.s.connFailed[c] = time.Now()
+		}
+		c.s.retryMu.Unlock()
+	}
+	c.dirty.Store(true)
+	c.s.dirty.Store(true)
 }
 
 // toolsChanged handles notifications/tools/list_changed. It only marks the
@@ -194,6 +242,9 @@ func (c *conn) relist(ctx context.Context) {
 	c.mu.Lock()
 	cs, caps := c.cs, c.caps
 	c.mu.Unlock()
+	if cs == nil {
+		return // the connection ended meanwhile (watch): nothing to list
+	}
 	tools, err := listTools(c.principalCtx(ctx), cs, caps, c.cfg.listTimeout())
 	c.mu.Lock()
 	c.listed = true

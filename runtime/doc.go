@@ -29,9 +29,16 @@
 // disposes everything: no child process survives (the transport package
 // supervises stdio process trees) and later calls fail with [ErrClosed].
 //
-// A server whose connection failed is connected again on the first use of
-// the catalog at least 5 s later (OpenClaw's catalog failure retry,
-// [EventRetrying]), never in a loop.
+// A server whose connection failed, or whose connection ends (the process
+// exited or was killed, the server closed the stream), is marked failed at
+// once: [Session.Status] shows it disconnected with its diagnostic,
+// [EventFailed] is emitted, its calls in flight fail and its tools leave the
+// catalog. It is connected again on the first use of the catalog at least
+// 5 s later (OpenClaw's catalog failure retry, [EventRetrying]), never in a
+// loop: the retry runs in the background, one at a time per server, so the
+// caller gets the current catalog at once; when it connects,
+// [EventConnected] follows and the next use lists the server's tools.
+// [Session.Close] cancels a retry in flight and waits for it.
 //
 // A server that advertises resources or prompts also gets OpenClaw's utility
 // tools, named like its tools: `<server>__resources_list`,

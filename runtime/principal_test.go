@@ -420,12 +420,17 @@ func TestPerRequesterFirstPrincipalLists(t *testing.T) {
 	if tools, err := s.Tools(WithPrincipal(ctx, "carol")); err != nil || len(tools) != 0 {
 		t.Fatalf("tools as carol = %v, %v; want none", tools, err)
 	}
+	awaitRetries(s) // the retry runs in the background
 	if d := s.Diagnostics(); len(d) != 1 || !strings.Contains(d[0].Error(), "openclaw mcp login docs --principal carol") {
 		t.Errorf("diagnostics after carol = %v, want carol told to log in", d)
 	}
 	// A later catalog use naming bob connects the server as bob (once the
 	// failed connection may be retried) and lists its tools.
 	backdate(s, "docs")
+	if _, err := s.Tools(WithPrincipal(ctx, "bob")); err != nil {
+		t.Fatal(err)
+	}
+	awaitRetries(s)
 	tools, err := s.Tools(WithPrincipal(ctx, "bob"))
 	if err != nil || len(tools) != 1 || tools[0].Name != "docs__whoami" {
 		t.Fatalf("tools as bob = %v, %v; want [docs__whoami]; diagnostics %v", tools, err, s.Diagnostics())

@@ -36,10 +36,10 @@ type Tool struct {
 	Utility string
 }
 
-// EventRetrying is reported when a server whose connection failed is
-// connected again on the first use of the catalog at least ListRetryDelay
-// (5 s, OpenClaw's catalog failure retry) after the failure; EventConnected
-// or EventFailed follows.
+// EventRetrying is reported when a server whose connection failed (or
+// ended) is connected again, in the background, on the first use of the
+// catalog at least ListRetryDelay (5 s, OpenClaw's catalog failure retry)
+// after the failure; EventConnected or EventFailed follows.
 const EventRetrying EventKind = "retrying"
 
 // catalog is one build of a session's tools, immutable once published.
@@ -102,7 +102,8 @@ type Session struct {
 	promptCache atomic.Pointer[promptCatalog] // the latest prompt naming
 
 	retryMu    sync.Mutex
-	connFailed map[*conn]time.Time // servers whose connection failed, and when
+	connFailed map[*conn]time.Time     // servers whose connection failed, and when
+	retrying   map[*conn]chan struct{} // retries in flight, closed when each ends
 }
 
 type progressEntry struct {
@@ -125,6 +126,7 @@ func New(servers []Server, opts *Options) (*Session, error) {
 		closeDone:  make(chan struct{}),
 		progress:   map[string]progressEntry{},
 		connFailed: map[*conn]time.Time{},
+		retrying:   map[*conn]chan struct{}{},
 	}
 	if opts.ToolPolicy != nil {
 		tp := *opts.ToolPolicy
@@ -305,6 +307,7 @@ func (s *Session) catalog(ctx context.Context) (*catalog, error) {
 		s.revive(ctx)
 		return s.rebuild(ctx)
 	}
+	s.startRetries(ctx, time.Now())
 	if !s.stale(cat, time.Now()) {
 		return cat, nil
 	}
@@ -333,20 +336,12 @@ func (s *Session) noteConnect(c *conn, ok bool) {
 }
 
 // stale reports whether cat must be rebuilt at now: there is none, a
-// server's tools changed, a failed listing or a failed connection may be
-// retried.
+// server's tools changed (or a server connected), or a failed listing may
+// be retried. A failed connection does not make it stale: its retry runs
+// in the background (startRetries) and marks the catalog dirty when it
+// connects.
 func (s *Session) stale(cat *catalog, now time.Time) bool {
-	if cat == nil || cat.set != s.set.Load() || s.dirty.Load() || (!cat.retryAt.IsZero() && !now.Before(cat.retryAt)) {
-		return true
-	}
-	s.retryMu.Lock()
-	defer s.retryMu.Unlock()
-	for _, at := range s.connFailed {
-		if !now.Before(at.Add(ListRetryDelay)) {
-			return true
-		}
-	}
-	return false
+	return cat == nil || cat.set != s.set.Load() || s.dirty.Load() || (!cat.retryAt.IsZero() && !now.Before(cat.retryAt))
 }
 
 // retryAt returns when c's failed connection may be retried; zero when it
@@ -361,14 +356,65 @@ func (s *Session) retryAt(c *conn) time.Time {
 	return at.Add(ListRetryDelay)
 }
 
-// retryDue reports whether c's failed connection may be retried at now.
-func (s *Session) retryDue(c *conn, now time.Time) bool {
-	at := s.retryAt(c)
-	return !at.IsZero() && !now.Before(at)
+// startRetries starts, in the background, the retry of every server of the
+// current set whose connection failed at least ListRetryDelay before now,
+// one retry at a time per server: the caller never waits for it. A retry
+// runs under the session's life (Close cancels it and waits for it) with
+// the values of ctx (the principal and caller of the use that started it).
+func (s *Session) startRetries(ctx context.Context, now time.Time) {
+	var due []*conn
+	s.retryMu.Lock()
+	for _, c := range s.set.Load().conns {
+		at, ok := s.connFailed[c]
+		if !ok || now.Before(at.Add(ListRetryDelay)) || s.retrying[c] != nil {
+			continue
+		}
+		delete(s.connFailed, c) // noteConnect records the retry's outcome
+		s.retrying[c] = make(chan struct{})
+		due = append(due, c)
+	}
+	s.retryMu.Unlock()
+	if len(due) == 0 {
+		return
+	}
+	rctx := valuesOf{Context: s.life, values: ctx}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range due {
+		if s.closed { // Close waits for bg only after setting closed
+			s.endRetry(c)
+			continue
+		}
+		s.bg.Go(func() {
+			defer s.endRetry(c)
+			s.retryConnect(rctx, c)
+		})
+	}
 }
 
+// endRetry records that c's retry is over.
+func (s *Session) endRetry(c *conn) {
+	s.retryMu.Lock()
+	defer s.retryMu.Unlock()
+	if done := s.retrying[c]; done != nil {
+		close(done)
+		delete(s.retrying, c)
+	}
+}
+
+// valuesOf is a context with the deadline and cancellation of Context and
+// the values of values: a background task started by a request keeps the
+// request's principal and caller but not its end.
+type valuesOf struct {
+	context.Context
+	values context.Context
+}
+
+func (v valuesOf) Value(key any) any { return v.values.Value(key) }
+
 // retryConnect connects c again after a failed connection (EventRetrying)
-// and reports whether it is connected.
+// and reports whether it is connected. On success the connection marks the
+// catalog dirty before EventConnected, so the next use lists the server.
 func (s *Session) retryConnect(ctx context.Context, c *conn) bool {
 	s.emit(Event{Kind: EventRetrying, Server: c.cfg.Name})
 	c.dialMu.Lock()
@@ -418,14 +464,6 @@ func (s *Session) rebuild(ctx context.Context) (*catalog, error) {
 	now := time.Now()
 	var wg sync.WaitGroup
 	for _, c := range set.conns {
-		if s.retryDue(c, now) {
-			wg.Go(func() {
-				if s.retryConnect(ctx, c) {
-					c.relist(ctx)
-				}
-			})
-			continue
-		}
 		if c.needsList(now) {
 			wg.Go(func() { c.relist(ctx) })
 		}
