@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -31,7 +32,24 @@ type ServeStdioOptions struct {
 	// Logger receives one warning per rejected line (line number, size,
 	// JSON-RPC code and reason); nil means slog.Default().
 	Logger *slog.Logger
+	// DrainTimeout bounds the drain that starts at EOF on the reader or at
+	// [ServeStdioTransport.Shutdown]: requests still unanswered that long
+	// after it began are abandoned (their handlers' contexts are cancelled
+	// with [ErrDrainTimeout]) and the session ends. 0 or less waits for
+	// every answer.
+	DrainTimeout time.Duration
 }
+
+// ErrDrainTimeout ends a session whose requests were not all answered
+// within [ServeStdioOptions.DrainTimeout] of EOF or Shutdown;
+// mcp.ServerSession.Wait and mcp.Server.Run return an error wrapping it.
+var ErrDrainTimeout = errors.New("transport: requests still unanswered when the drain timeout expired")
+
+// codeShuttingDown is the JSON-RPC error code of a request refused after
+// Shutdown, and of a server-to-client request that can no longer be
+// answered: go-sdk's own code for "server is closing" (jsonrpc2
+// ErrServerClosing, in the implementation-defined -32000..-32099 range).
+const codeShuttingDown = -32004
 
 // ServeStdioTransport is the server side of the MCP stdio transport: an
 // mcp.Transport reading newline-delimited JSON-RPC from Reader and writing
@@ -56,18 +74,32 @@ type ServeStdioOptions struct {
 // skips them. Error replies and go-sdk's writes share one mutex, so lines
 // never interleave.
 //
-// Otherwise it behaves as mcp.IOTransport: EOF on Reader ends the session
-// cleanly (a last line without a newline still counts), and closing the
-// connection closes Reader and Writer. Unlike go-sdk's decoder, a message
+// Ending is a drain, never a loss. At EOF on Reader (a last line without a
+// newline still counts), every request already read is answered on Writer
+// before the session ends, and every request the server sent the client
+// and still awaits (sampling, elicitation, roots/list) is failed at once
+// with code -32004, since no answer can arrive any more; one sent later
+// fails the same way. [ServeStdioTransport.Shutdown] starts the same drain
+// with Reader still open: requests arriving after it are refused with
+// -32004, while notifications (cancellations) and the client's answers
+// still pass, so calls in flight can finish. go-sdk's own connection
+// would instead stop writing the moment its reader ends or it is closed,
+// dropping those answers. [ServeStdioOptions.DrainTimeout] bounds the
+// drain. Closing the connection closes Reader and Writer. Unlike go-sdk's decoder, a message
 // must fit on one line, as the MCP stdio transport requires
 // (specification 2025-06-18, "Transports": messages MUST NOT contain
 // embedded newlines).
 type ServeStdioTransport struct {
-	r         io.ReadCloser
-	w         io.WriteCloser
-	max       int
-	log       *slog.Logger
-	connected atomic.Bool
+	r            io.ReadCloser
+	w            io.WriteCloser
+	max          int
+	log          *slog.Logger
+	drainTimeout time.Duration
+	connected    atomic.Bool
+
+	mu      sync.Mutex
+	conn    *drainConn // set by Connect
+	stopped bool       // Shutdown was called
 }
 
 // NewServeStdioTransport returns a transport serving one MCP session over
@@ -84,7 +116,7 @@ func NewServeStdioTransport(r io.ReadCloser, w io.WriteCloser, opts *ServeStdioO
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &ServeStdioTransport{r: r, w: w, max: o.MaxLineLength, log: o.Logger}
+	return &ServeStdioTransport{r: r, w: w, max: o.MaxLineLength, log: o.Logger, drainTimeout: o.DrainTimeout}
 }
 
 // Connect returns the session's connection. It may be called once; a
@@ -102,9 +134,264 @@ func (t *ServeStdioTransport) Connect(ctx context.Context) (mcp.Connection, erro
 		log: t.log,
 	}
 	// Our filter bounds every line, so go-sdk's own frame cap is off.
-	inner := &mcp.IOTransport{Reader: f, Writer: w, MaxLineLength: -1}
-	return inner.Connect(ctx)
+	inner, err := (&mcp.IOTransport{Reader: f, Writer: w, MaxLineLength: -1}).Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c := &drainConn{
+		inner:    inner,
+		timeout:  t.drainTimeout,
+		incoming: map[jsonrpc.ID]bool{},
+		outgoing: map[jsonrpc.ID]bool{},
+		wake:     make(chan struct{}, 1),
+		closed:   make(chan struct{}),
+	}
+	t.mu.Lock()
+	t.conn = c
+	stopped := t.stopped
+	t.mu.Unlock()
+	if stopped {
+		c.startDrain(false)
+	}
+	return c, nil
 }
+
+// Shutdown starts the drain of the session (see [ServeStdioTransport]):
+// no new request is taken, the requests in flight are answered, then the
+// session ends as at EOF. Called before Connect, the session drains as
+// soon as it starts. Safe to call several times and concurrently.
+func (t *ServeStdioTransport) Shutdown() {
+	t.mu.Lock()
+	t.stopped = true
+	c := t.conn
+	t.mu.Unlock()
+	if c != nil {
+		c.startDrain(false)
+	}
+}
+
+// drainConn is the connection of a ServeStdioTransport: go-sdk's stdio
+// connection plus the bookkeeping of the drain. It tracks the ids of the
+// requests read and not yet answered (incoming) and of the requests
+// written and not yet answered (outgoing).
+type drainConn struct {
+	inner   mcp.Connection
+	timeout time.Duration
+
+	mu        sync.Mutex
+	incoming  map[jsonrpc.ID]bool
+	outgoing  map[jsonrpc.ID]bool
+	synth     []jsonrpc.Message  // answers made up for outgoing requests, for Read to return
+	eof       bool               // the reader ended: no message can arrive
+	draining  bool               // EOF or Shutdown
+	expired   bool               // the drain timeout passed
+	timer     *time.Timer        // the drain timeout, once draining
+	interrupt context.CancelFunc // cancels the inner Read in progress
+	wake      chan struct{}      // capacity 1: the state changed
+	closed    chan struct{}      // closed by Close
+	closeOnce sync.Once
+}
+
+// notify wakes Read after a state change; c.mu is held.
+func (c *drainConn) notify() {
+	if c.interrupt != nil {
+		c.interrupt()
+	}
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// startDrain begins the drain; eof reports that the reader ended, so the
+// outgoing requests can no longer be answered.
+func (c *drainConn) startDrain(eof bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if eof && !c.eof {
+		c.eof = true
+		for id := range c.outgoing {
+			c.synth = append(c.synth, unanswerable(id))
+		}
+		clear(c.outgoing)
+	}
+	if !c.draining {
+		c.draining = true
+		if c.timeout > 0 {
+			c.timer = time.AfterFunc(c.timeout, c.expire)
+		}
+	}
+	c.notify()
+}
+
+func (c *drainConn) expire() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.expired = true
+	c.notify()
+}
+
+// unanswerable is the made-up answer to a request the client can no
+// longer answer.
+func unanswerable(id jsonrpc.ID) *jsonrpc.Response {
+	return &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{
+		Code:    codeShuttingDown,
+		Message: "transport: the MCP client closed stdin before answering this request",
+	}}
+}
+
+// Read implements mcp.Connection. It returns the client's messages, and
+// io.EOF once draining with every request read answered.
+func (c *drainConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		c.mu.Lock()
+		switch {
+		case len(c.synth) > 0:
+			m := c.synth[0]
+			c.synth = c.synth[1:]
+			c.mu.Unlock()
+			return m, nil
+		case c.expired:
+			n := len(c.incoming)
+			c.mu.Unlock()
+			return nil, fmt.Errorf("%w: %d of them after %v", ErrDrainTimeout, n, c.timeout)
+		case c.draining && len(c.incoming) == 0:
+			c.mu.Unlock()
+			return nil, io.EOF
+		}
+		if c.eof {
+			c.mu.Unlock()
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-c.closed:
+				return nil, io.EOF
+			case <-c.wake:
+			}
+			continue
+		}
+		rctx, cancel := context.WithCancel(ctx)
+		c.interrupt = cancel
+		c.mu.Unlock()
+		msg, err := c.inner.Read(rctx)
+		c.mu.Lock()
+		c.interrupt = nil
+		woken := ctx.Err() == nil && rctx.Err() != nil
+		c.mu.Unlock()
+		cancel()
+		switch {
+		case err == nil:
+		case errors.Is(err, io.EOF):
+			c.startDrain(true)
+			continue
+		case woken:
+			continue // a state change
+		default:
+			return nil, err
+		}
+		if m, ok := c.take(ctx, msg); ok {
+			return m, nil
+		}
+	}
+}
+
+// take records msg as read, and reports whether to pass it on: a request
+// that arrives while draining is refused here instead.
+func (c *drainConn) take(ctx context.Context, msg jsonrpc.Message) (jsonrpc.Message, bool) {
+	switch m := msg.(type) {
+	case *jsonrpc.Request:
+		if m.IsCall() {
+			c.mu.Lock()
+			draining := c.draining
+			if !draining {
+				c.incoming[m.ID] = true
+			}
+			c.mu.Unlock()
+			if draining {
+				_ = c.inner.Write(ctx, &jsonrpc.Response{ID: m.ID, Error: &jsonrpc.Error{
+					Code:    codeShuttingDown,
+					Message: fmt.Sprintf("server is shutting down: %s refused", m.Method),
+				}})
+				return nil, false
+			}
+			return m, true
+		}
+		if m.Method == "notifications/cancelled" {
+			// go-sdk may not answer a cancelled request: stop waiting for it.
+			var p struct {
+				RequestID any `json:"requestId"`
+			}
+			if json.Unmarshal(m.Params, &p) == nil {
+				if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
+					c.answered(id)
+				}
+			}
+		}
+	case *jsonrpc.Response:
+		c.mu.Lock()
+		delete(c.outgoing, m.ID)
+		c.mu.Unlock()
+	}
+	return msg, true
+}
+
+// answered forgets an incoming request, and wakes Read when it was the
+// last one of a drain.
+func (c *drainConn) answered(id jsonrpc.ID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.incoming, id)
+	if c.draining && len(c.incoming) == 0 {
+		c.notify()
+	}
+}
+
+// Write implements mcp.Connection. An answer is written before its
+// request counts as answered, so the drain never ends ahead of it.
+func (c *drainConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	switch m := msg.(type) {
+	case *jsonrpc.Response:
+		err := c.inner.Write(ctx, m)
+		c.answered(m.ID)
+		return err
+	case *jsonrpc.Request:
+		if !m.IsCall() {
+			break
+		}
+		c.mu.Lock()
+		if c.eof {
+			c.synth = append(c.synth, unanswerable(m.ID))
+			c.notify()
+		} else {
+			c.outgoing[m.ID] = true
+		}
+		c.mu.Unlock()
+		err := c.inner.Write(ctx, m)
+		if err != nil {
+			c.mu.Lock()
+			delete(c.outgoing, m.ID)
+			c.mu.Unlock()
+		}
+		return err
+	}
+	return c.inner.Write(ctx, msg)
+}
+
+// Close implements mcp.Connection: it closes the reader and the writer.
+func (c *drainConn) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		c.mu.Lock()
+		if c.timer != nil {
+			c.timer.Stop()
+		}
+		c.mu.Unlock()
+	})
+	return c.inner.Close()
+}
+
+// SessionID implements mcp.Connection; stdio has no session ID.
+func (c *drainConn) SessionID() string { return "" }
 
 // lockedWriter serializes whole writes: go-sdk writes each message in one
 // Write call, and so do our error replies.

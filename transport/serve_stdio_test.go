@@ -44,13 +44,24 @@ type serveHarness struct {
 	release chan struct{}
 	log     *serveLog
 	done    chan error
+	tr      *ServeStdioTransport
+	asked   chan error // what the "ask" tool's roots/list returned
 }
 
 func startServeHarness(t *testing.T, maxLine int) *serveHarness {
 	t.Helper()
+	return startServeHarnessWith(t, &ServeStdioOptions{MaxLineLength: maxLine}, `{}`)
+}
+
+// startServeHarnessWith is startServeHarness with opts (its Logger is
+// replaced) and the client capabilities caps (JSON). Its server also has
+// a tool "ask" that asks the client for roots/list and answers with what
+// came back.
+func startServeHarnessWith(t *testing.T, opts *ServeStdioOptions, caps string) *serveHarness {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	h := &serveHarness{lines: make(chan map[string]any, 64), release: make(chan struct{}), log: &serveLog{}, done: make(chan error, 1)}
+	h := &serveHarness{lines: make(chan map[string]any, 64), release: make(chan struct{}), log: &serveLog{}, done: make(chan error, 1), asked: make(chan error, 1)}
 	server := mcp.NewServer(&mcp.Implementation{Name: "serve-stdio-test", Version: "1"}, nil)
 	mcp.AddTool(server, &mcp.Tool{Name: "hold"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		select {
@@ -60,13 +71,18 @@ func startServeHarness(t *testing.T, maxLine int) *serveHarness {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "released"}}}, nil, nil
 	})
+	mcp.AddTool(server, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		_, err := req.Session.ListRoots(ctx, nil)
+		h.asked <- err
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("roots: %v", err)}}}, nil, nil
+	})
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	h.in = inW
-	tr := NewServeStdioTransport(inR, outW, &ServeStdioOptions{
-		MaxLineLength: maxLine,
-		Logger:        slog.New(slog.NewTextHandler(h.log, nil)),
-	})
+	o := *opts
+	o.Logger = slog.New(slog.NewTextHandler(h.log, nil))
+	tr := NewServeStdioTransport(inR, outW, &o)
+	h.tr = tr
 	go func() { h.done <- server.Run(ctx, tr) }()
 	readerDone := make(chan struct{})
 	go func() {
@@ -87,7 +103,7 @@ func startServeHarness(t *testing.T, maxLine int) *serveHarness {
 		_ = outR.Close()
 		<-readerDone
 	})
-	h.send(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	h.send(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":`+caps+`,"clientInfo":{"name":"t","version":"1"}}}`)
 	h.expectID(t, 1)
 	h.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return h
@@ -346,4 +362,82 @@ func BenchmarkServeStdioFilter(b *testing.B) {
 	if n, err := io.Copy(io.Discard, fl); err != nil || n != int64(len(in)) {
 		b.Fatalf("copied %d bytes, %v; want %d", n, err, len(in))
 	}
+}
+
+// TestServeStdioDrain: EOF on stdin or Shutdown does not lose the answers
+// to requests already read; requests after Shutdown are refused; a
+// request to the client still unanswered at EOF fails at once; the drain
+// timeout abandons what is left.
+func TestServeStdioDrain(t *testing.T) {
+	t.Parallel()
+	call := func(id int, tool string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":{}}}`, id, tool)
+	}
+	t.Run("EOF answers the calls in flight", func(t *testing.T) {
+		t.Parallel()
+		h := startServeHarness(t, 0)
+		h.send(t, call(2, "hold"))
+		h.send(t, `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+		_ = h.in.Close()
+		if r := h.expectID(t, 3); r["result"] == nil {
+			t.Errorf("ping before EOF: %v", r)
+		}
+		close(h.release)
+		if r := h.expectID(t, 2); !strings.Contains(fmt.Sprint(r["result"]), "released") {
+			t.Errorf("call in flight at EOF answered %v, want its result", r)
+		}
+		if err := <-h.done; err != nil {
+			t.Errorf("server ended with %v after the drain, want nil", err)
+		}
+	})
+	t.Run("Shutdown refuses new requests and answers the rest", func(t *testing.T) {
+		t.Parallel()
+		h := startServeHarness(t, 0)
+		h.send(t, call(2, "hold"))
+		h.send(t, `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+		h.expectID(t, 3) // call 2 was read before the ping was answered
+		h.tr.Shutdown()
+		h.tr.Shutdown() // idempotent
+		h.send(t, `{"jsonrpc":"2.0","id":4,"method":"ping"}`)
+		r := h.expectID(t, 4)
+		e, _ := r["error"].(map[string]any)
+		if e == nil || e["code"] != float64(-32004) || !strings.Contains(fmt.Sprint(e["message"]), "shutting down: ping refused") {
+			t.Errorf("request after Shutdown answered %v, want error -32004 naming ping", r)
+		}
+		close(h.release)
+		if r := h.expectID(t, 2); !strings.Contains(fmt.Sprint(r["result"]), "released") {
+			t.Errorf("call in flight at Shutdown answered %v, want its result", r)
+		}
+		if err := <-h.done; err != nil {
+			t.Errorf("server ended with %v after the drain, want nil", err)
+		}
+	})
+	t.Run("EOF fails the requests to the client", func(t *testing.T) {
+		t.Parallel()
+		h := startServeHarnessWith(t, &ServeStdioOptions{}, `{"roots":{"listChanged":true}}`)
+		h.send(t, call(2, "ask"))
+		for m := h.next(t); m["method"] != "roots/list"; m = h.next(t) {
+		}
+		_ = h.in.Close() // roots/list will never be answered
+		if err := <-h.asked; err == nil || !strings.Contains(err.Error(), "closed stdin") {
+			t.Errorf("roots/list after EOF returned %v, want an error naming the closed stdin", err)
+		}
+		if r := h.expectID(t, 2); !strings.Contains(fmt.Sprint(r["result"]), "closed stdin") {
+			t.Errorf("call answered %v, want its result naming the failed roots/list", r)
+		}
+		if err := <-h.done; err != nil {
+			t.Errorf("server ended with %v after the drain, want nil", err)
+		}
+	})
+	t.Run("drain timeout", func(t *testing.T) {
+		t.Parallel()
+		h := startServeHarnessWith(t, &ServeStdioOptions{DrainTimeout: 50 * time.Millisecond}, `{}`)
+		h.send(t, call(2, "hold"))
+		h.send(t, `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+		h.expectID(t, 3)
+		_ = h.in.Close() // hold is never released
+		if err := <-h.done; !errors.Is(err, ErrDrainTimeout) || !strings.Contains(err.Error(), "1 of them") {
+			t.Errorf("server ended with %v, want ErrDrainTimeout for 1 request", err)
+		}
+	})
 }
