@@ -202,7 +202,27 @@ func (r *Relay) downstream(ctx context.Context, what string, has func(*mcp.Clien
 	return nil, fmt.Errorf("proxy: no connected MCP client supports %s", what)
 }
 
+// bound returns ctx ended also by the Close of the Proxy the Relay
+// serves: a server-to-client request relayed downstream is failed upstream
+// at once when the Proxy closes, rather than left for the server to time
+// out (a server waiting on an answer may not exit when its stdin closes).
+// The caller must call cancel.
+func (r *Relay) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	p := r.proxy()
+	if p == nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(p.life, func() { cancel(errRelayClosed) })
+	return ctx, func() { stop(); cancel(nil) }
+}
+
+// errRelayClosed is the cause of a relayed request failed by Proxy.Close.
+var errRelayClosed = errors.New("proxy: closed before the MCP client answered")
+
 func (r *Relay) createMessage(ctx context.Context, server string, params *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	ctx, cancel := r.bound(ctx)
+	defer cancel()
 	if rd, ok := ctx.Value(roundsKey{}).(*rounds); ok {
 		resp, err := rd.ask(ctx, params)
 		if err != nil {
@@ -228,6 +248,8 @@ func (r *Relay) createMessage(ctx context.Context, server string, params *mcp.Cr
 }
 
 func (r *Relay) elicit(ctx context.Context, server string, params *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	ctx, cancel := r.bound(ctx)
+	defer cancel()
 	if rd, ok := ctx.Value(roundsKey{}).(*rounds); ok {
 		return askFor[*mcp.ElicitResult](ctx, rd, "elicitation", params)
 	}
@@ -239,6 +261,8 @@ func (r *Relay) elicit(ctx context.Context, server string, params *mcp.ElicitPar
 }
 
 func (r *Relay) listRoots(ctx context.Context, server string) (*mcp.ListRootsResult, error) {
+	ctx, cancel := r.bound(ctx)
+	defer cancel()
 	if rd, ok := ctx.Value(roundsKey{}).(*rounds); ok {
 		return askFor[*mcp.ListRootsResult](ctx, rd, "roots", &mcp.ListRootsParams{})
 	}
@@ -303,6 +327,8 @@ func requestable(ss *mcp.ServerSession) error {
 // got here because decide_approval answered "ask" (or no decider is
 // configured), and nobody else can answer.
 func (r *Relay) approve(ctx context.Context, req *runtime.ApprovalRequest) (bool, error) {
+	ctx, cancel := r.bound(ctx)
+	defer cancel()
 	ss, ok := ctx.Value(downstreamKey{}).(*mcp.ServerSession)
 	if !ok || ss == nil {
 		return false, errors.New("no MCP client to ask")
