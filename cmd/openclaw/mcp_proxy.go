@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -56,6 +57,22 @@ type proxyConfig struct {
 // either revision.
 const defaultUpstreamProtocol = "2025-11-25"
 
+// knownUpstreamProtocols are the MCP revisions --upstream-protocol takes
+// (besides "", the newest the go-sdk speaks), oldest first.
+var knownUpstreamProtocols = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"}
+
+// checkProxyFlags refuses flag values that cannot work: an MCP revision
+// the proxy does not know, a shutdown timeout that is not positive.
+func checkProxyFlags(c *proxyConfig) error {
+	if c.upstreamProto != "" && !slices.Contains(knownUpstreamProtocols, c.upstreamProto) {
+		return usage("--upstream-protocol %q: not an MCP revision this proxy speaks; want one of %s", c.upstreamProto, strings.Join(knownUpstreamProtocols, ", "))
+	}
+	if c.shutdownTimeout <= 0 {
+		return usage("--shutdown-timeout %v: want a positive duration, e.g. 10s", c.shutdownTimeout)
+	}
+	return nil
+}
+
 func newMCPProxyCmd() *cobra.Command {
 	c := proxyConfig{policy: policyFlags{defaults: proxyDefaultModules}}
 	cmd := &cobra.Command{
@@ -66,14 +83,16 @@ named server__tool, as one MCP server. Every tool call passes the before_tool_ca
 (surface "proxy", the client's clientInfo as caller); a blocked call is answered as a tool error
 with the policy's reason. Logs go to stderr.
 
-Without --listen it serves stdin/stdout for an MCP client to spawn, and exits when stdin closes.
+Without --listen it serves stdin/stdout for an MCP client to spawn, and exits when stdin closes,
+once the requests it read are answered (a request it relayed to the client then fails at once).
 With --listen HOST:PORT (e.g. 127.0.0.1:8765) it serves streamable HTTP on /mcp, legacy SSE on
 /sse, /healthz and Prometheus /metrics. /mcp, /sse and /metrics need "Authorization: Bearer
 TOKEN": the token is read from --token-file, else from $OPENCLAW_MCP_TOKEN, else generated and
 printed once on stderr. --no-auth turns the token off, on a loopback address only. A request
 from a browser page of another site (an Origin that is not loopback, the listen host or an
---allow-origin) is refused. SIGINT/SIGTERM stop accepting, let calls in flight finish (up to
---shutdown-timeout), then stop every server the proxy started.`,
+--allow-origin) is refused. SIGINT/SIGTERM stop accepting (over stdio, new requests are refused),
+let calls in flight finish and write their answers (up to --shutdown-timeout), then stop every
+server the proxy started.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runProxy(cmd.Context(), &c, os.Stdin, os.Stdout, cmd.ErrOrStderr())
@@ -175,6 +194,9 @@ func resolveHTTP(c *proxyConfig, getenv func(string) string) (*proxyHTTP, error)
 // flight have finished; then it closes the runtime (no server child
 // survives) and the policies.
 func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
+	if err := checkProxyFlags(c); err != nil {
+		return err
+	}
 	ph, err := resolveHTTP(c, os.Getenv)
 	if err != nil {
 		return err
@@ -300,7 +322,7 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 		}
 	}
 	if ph == nil || ph.metricsOnly {
-		return serveProxyStdio(ctx, p, h, ln, stdin, stdout, stderr, logger)
+		return serveProxyStdio(ctx, p, h, ln, stdin, stdout, stderr, logger, c.shutdownTimeout)
 	}
 	fmt.Fprintf(stderr, "openclaw mcp proxy: serving http://%s%s (legacy SSE: %s), %d tools\n", ln.Addr(), proxy.PathMCP, proxy.PathSSE, len(p.Tools()))
 	if err := h.Serve(ctx, ln); err != nil {
@@ -343,9 +365,12 @@ func (r *proxyReloader) Reload(ctx context.Context, servers []runtime.Server) (r
 	return changes, nil
 }
 
-// serveProxyStdio serves p on stdin/stdout; with h (--metrics-listen) it
-// also serves /metrics and /healthz on ln until stdio ends.
-func serveProxyStdio(ctx context.Context, p *proxy.Proxy, h *proxy.HTTPHandler, ln net.Listener, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer, logger *slog.Logger) error {
+// serveProxyStdio serves p on stdin/stdout until stdin ends or ctx is done
+// (SIGINT/SIGTERM); with h (--metrics-listen) it also serves /metrics and
+// /healthz on ln until stdio ends. Either way the session drains: requests
+// already read are answered on stdout (within shutdownTimeout) before it
+// returns, and after ctx is done new requests are refused.
+func serveProxyStdio(ctx context.Context, p *proxy.Proxy, h *proxy.HTTPHandler, ln net.Listener, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer, logger *slog.Logger, shutdownTimeout time.Duration) error {
 	if h != nil {
 		mctx, stop := context.WithCancel(ctx)
 		served := make(chan error, 1)
@@ -360,8 +385,19 @@ func serveProxyStdio(ctx context.Context, p *proxy.Proxy, h *proxy.HTTPHandler, 
 	}
 	logger.Info("openclaw mcp proxy: serving on stdio", "tools", len(p.Tools()))
 	// A malformed stdin line is answered and logged; it does not end the session.
-	stdio := transport.NewServeStdioTransport(stdin, stdout, &transport.ServeStdioOptions{Logger: logger})
-	if err := p.Server().Run(ctx, stdio); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+	stdio := transport.NewServeStdioTransport(stdin, stdout, &transport.ServeStdioOptions{Logger: logger, DrainTimeout: shutdownTimeout})
+	// A signal starts the drain; cancelling the session's own context
+	// would close it before the answers in flight are written.
+	stopOnSignal := context.AfterFunc(ctx, func() {
+		logger.Info("openclaw mcp proxy: stopping; calls in flight may finish", "timeout", shutdownTimeout)
+		stdio.Shutdown()
+	})
+	defer stopOnSignal()
+	err := p.Server().Run(context.WithoutCancel(ctx), stdio)
+	switch {
+	case errors.Is(err, transport.ErrDrainTimeout):
+		logger.Warn("openclaw mcp proxy: calls abandoned at the shutdown timeout", "err", err)
+	case err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF):
 		return &exitError{code: 1, err: fmt.Errorf("openclaw mcp proxy: %w", err)}
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -1053,5 +1054,167 @@ func TestMCPProxyStdioNodeAndInspector(t *testing.T) {
 		if err != nil || !strings.Contains(string(out), "Echo: from inspector stdio") {
 			t.Fatalf("inspector over stdio: %v\n%s", err, out)
 		}
+	})
+}
+
+// TestCheckProxyFlags: an unknown MCP revision and a shutdown timeout
+// that is not positive are usage errors naming what is wanted.
+func TestCheckProxyFlags(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, proto string
+		timeout     time.Duration
+		want        string // "" accepts
+	}{
+		{"defaults", defaultUpstreamProtocol, 10 * time.Second, ""},
+		{"newest", "", time.Second, ""},
+		{"oldest", "2024-11-05", time.Second, ""},
+		{"bogus revision", "bogus", time.Second, `--upstream-protocol "bogus": not an MCP revision this proxy speaks; want one of 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28`},
+		{"negative timeout", "2025-11-25", -time.Second, "--shutdown-timeout -1s: want a positive duration"},
+		{"zero timeout", "2025-11-25", 0, "--shutdown-timeout 0s: want a positive duration"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := checkProxyFlags(&proxyConfig{upstreamProto: tc.proto, shutdownTimeout: tc.timeout})
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			var ee *exitError
+			if !errors.As(err, &ee) || ee.code != 2 || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want a usage error (exit 2) containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestMCPProxyStdioDrain runs the built binary over stdio with
+// server-everything: SIGTERM during a call still writes the call's
+// answer; requests piped before EOF are all answered; and the server
+// child is gone when the proxy exits.
+func TestMCPProxyStdioDrain(t *testing.T) {
+	t.Parallel()
+	node, everything, _ := proxyPeers(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "openclaw")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	// The server is started through sh so that it can leave its pid.
+	pidFile := filepath.Join(dir, "server.pid")
+	home := filepath.Join(dir, "home")
+	writeJSON(t, filepath.Join(home, ".openclaw", "openclaw.json"), map[string]any{"mcp": map[string]any{"servers": map[string]any{
+		"everything": map[string]any{"command": "/bin/sh", "args": []string{"-c", `echo $$ > "$0"; exec "$1" "$2" stdio`, pidFile, node, everything}},
+	}}})
+	env := append(os.Environ(), "OPENCLAW_HOME="+home, "OPENCLAW_STATE_DIR="+filepath.Join(dir, "state"))
+	const (
+		initialize  = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"roots":{"listChanged":true}},"clientInfo":{"name":"drain-test","version":"1"}}}`
+		initialized = `{"jsonrpc":"2.0","method":"notifications/initialized"}`
+	)
+	answers := func(t *testing.T, out []byte) map[float64]map[string]any {
+		t.Helper()
+		got := map[float64]map[string]any{}
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatalf("stdout line %q: %v", line, err)
+			}
+			if id, ok := m["id"].(float64); ok && m["method"] == nil {
+				got[id] = m
+			}
+		}
+		return got
+	}
+	serverGone := func(t *testing.T) {
+		t.Helper()
+		b, err := os.ReadFile(pidFile)
+		if err != nil {
+			t.Fatalf("server pid: %v", err)
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			t.Fatalf("server pid %q: %v", b, err)
+		}
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("server child %d still exists after the proxy exited (kill 0: %v)", pid, err)
+		}
+	}
+
+	t.Run("SIGTERM mid-call writes the answer", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, "mcp", "proxy")
+		cmd.Env = env
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr lockedBuffer
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer stdin.Close()
+		call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"everything__trigger-long-running-operation","arguments":{"duration":2,"steps":2},"_meta":{"progressToken":"p"}}}`
+		fmt.Fprintf(stdin, "%s\n%s\n%s\n", initialize, initialized, call)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		var result map[string]any
+		signalled := false
+		for result == nil && sc.Scan() {
+			var m map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				t.Fatalf("stdout line %q: %v", sc.Text(), err)
+			}
+			switch {
+			case m["method"] == "notifications/progress" && !signalled:
+				// The call is in flight: stop the proxy now.
+				if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+					t.Fatal(err)
+				}
+				signalled = true
+			case m["id"] == float64(2) && m["method"] == nil:
+				result = m
+			}
+		}
+		if !signalled || result == nil {
+			t.Fatalf("signalled=%v, answer to the call %v; stderr:\n%s", signalled, result, stderr.String())
+		}
+		if !strings.Contains(fmt.Sprint(result["result"]), "Long running operation completed") {
+			t.Errorf("call in flight at SIGTERM answered %v, want its result", result)
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("proxy exit after SIGTERM: %v; stderr:\n%s", err, stderr.String())
+		}
+		serverGone(t)
+	})
+
+	t.Run("requests piped before EOF are all answered", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, bin, "mcp", "proxy")
+		cmd.Env = env
+		echo := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"everything__echo","arguments":{"message":"piped"}}}`
+		cmd.Stdin = strings.NewReader(initialize + "\n" + initialized + "\n" + echo + "\n")
+		var stderr lockedBuffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("proxy: %v; stderr:\n%s", err, stderr.String())
+		}
+		got := answers(t, out)
+		if got[1]["result"] == nil {
+			t.Errorf("initialize answered %v; stdout:\n%s", got[1], out)
+		}
+		if !strings.Contains(fmt.Sprint(got[2]["result"]), "Echo: piped") {
+			t.Errorf("echo answered %v; stdout:\n%s", got[2], out)
+		}
+		serverGone(t)
 	})
 }
