@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openclaw-go/openclaw/policies"
@@ -856,5 +857,84 @@ func TestPassthroughReloadRelaysPrompts(t *testing.T) {
 	res, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "mem://two"})
 	if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != "from two" {
 		t.Fatalf("read mem://two after the reload: %v %+v", err, res)
+	}
+}
+
+// TestRelayFailsPendingOnClose: a server-to-client request the Relay
+// carried to a client that never answers fails upstream when the Proxy
+// closes, so the upstream call ends instead of waiting for its timeout.
+func TestRelayFailsPendingOnClose(t *testing.T) {
+	t.Parallel()
+	_, srv, _ := upstream(t)
+	s := newStack(t, []runtime.Server{srv}, asker{}, "2025-11-25")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// A raw client: it declares sampling but never answers it.
+	cEnd, sEnd := mcp.NewInMemoryTransports()
+	ss, err := s.p.Server().Connect(ctx, sEnd, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	conn, err := cEnd.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	send := func(line string) {
+		t.Helper()
+		msg, err := jsonrpc.DecodeMessage([]byte(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := conn.Write(ctx, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// next returns the next message that is a request (with method) or the
+	// response to id.
+	next := func(id int64) jsonrpc.Message {
+		t.Helper()
+		for {
+			msg, err := conn.Read(ctx)
+			if err != nil {
+				t.Fatalf("reading from the proxy: %v", err)
+			}
+			switch m := msg.(type) {
+			case *jsonrpc.Request:
+				if m.IsCall() {
+					return m
+				}
+			case *jsonrpc.Response:
+				if m.ID.Raw() == id {
+					return m
+				}
+			}
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"mute","version":"1"}}}`)
+	next(1)
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"up__ask","arguments":{}}}`)
+	if req, ok := next(2).(*jsonrpc.Request); !ok || req.Method != "sampling/createMessage" {
+		t.Fatalf("the proxy sent %v, want the relayed sampling/createMessage", req)
+	}
+	// The sampling request is never answered; closing the Proxy fails it.
+	if err := s.p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	resp, ok := next(2).(*jsonrpc.Response)
+	if !ok {
+		t.Fatalf("after Close the proxy sent %v, want the answer to the call", resp)
+	}
+	var res mcp.CallToolResult
+	if resp.Error == nil {
+		if err := json.Unmarshal(resp.Result, &res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := fmt.Sprint(resp.Error) + string(resp.Result)
+	if resp.Error == nil && !res.IsError || !strings.Contains(got, "sampling") {
+		t.Errorf("call answered %s (isError %v), want a failure naming sampling", got, res.IsError)
 	}
 }
