@@ -469,10 +469,12 @@ func (m *Module) newInstance(ctx context.Context) (*Instance, error) {
 }
 
 // asLoad turns a call error during initialization into a load error,
-// keeping its export and cause; other errors pass unchanged.
+// keeping its export and cause; other errors pass unchanged, and so does
+// the caller's own cancellation or deadline (newInstance reports the init
+// deadline itself).
 func asLoad(err error) error {
 	var e *Error
-	if errors.As(err, &e) && e.Kind != KindLoad && e.Kind != KindClosed && e.Kind != KindCanceled {
+	if errors.As(err, &e) && e.Kind != KindLoad && e.Kind != KindClosed && e.Kind != KindCanceled && e.Kind != KindTimeout {
 		c := *e
 		c.Kind = KindLoad
 		c.Err = wrapMsg(e.Err, "initializing instance: %s", firstLine(e.Err))

@@ -456,10 +456,13 @@ func quote(b []byte) string {
 }
 
 // asLoad turns an error during initialization into a load error, keeping
-// its cause.
+// its cause. The caller's own cancellation or deadline (the instance was
+// made for its call; newInstance reports the init deadline itself) stays
+// what it is.
 func asLoad(err error) error {
 	var e *wasmhost.Error
-	if errors.As(err, &e) && e.Kind != wasmhost.KindLoad && e.Kind != wasmhost.KindClosed && e.Kind != wasmhost.KindCanceled {
+	if errors.As(err, &e) && e.Kind != wasmhost.KindLoad && e.Kind != wasmhost.KindClosed &&
+		e.Kind != wasmhost.KindCanceled && e.Kind != wasmhost.KindTimeout {
 		c := *e
 		c.Kind = wasmhost.KindLoad
 		c.Err = fmt.Errorf("initializing instance: %w", e.Err)
