@@ -193,7 +193,11 @@ func (c *conn) watch(cs *mcp.ClientSession) {
 	if werr != nil {
 		err = fmt.Errorf("connection ended: %w", werr)
 	}
-	c.fail("connect", err)
+	// The catalog is marked stale and the retry scheduled before
+	// EventFailed is emitted: whoever reacts to the event sees a catalog
+	// without this server's tools.
+	c.dirty.Store(true)
+	c.s.dirty.Store(true)
 	if !sub && c.s.set.Load().byKey[c.cfg.Name] == c {
 		c.s.retryMu.Lock()
 		if c.s.life.Err() == nil {
@@ -201,8 +205,7 @@ func (c *conn) watch(cs *mcp.ClientSession) {
 		}
 		c.s.retryMu.Unlock()
 	}
-	c.dirty.Store(true)
-	c.s.dirty.Store(true)
+	c.fail("connect", err)
 }
 
 // toolsChanged handles notifications/tools/list_changed. It only marks the
