@@ -419,27 +419,41 @@ func (c *conn) checkPaused() error {
 	return nil
 }
 
+// admit lets one request through to the server: it refuses while the
+// server is paused, connects it if needed, and waits for the server's turn
+// when it does not support parallel calls (checking the pause again after
+// the wait). release ends the turn; call it once the request is answered.
+func (c *conn) admit(ctx context.Context) (cs *mcp.ClientSession, release func(), err error) {
+	if err := c.checkPaused(); err != nil {
+		return nil, nil, err
+	}
+	if cs, err = c.session(ctx); err != nil {
+		return nil, nil, err
+	}
+	if c.turn == nil {
+		return cs, func() {}, nil
+	}
+	select {
+	case c.turn <- struct{}{}:
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+	release = func() { <-c.turn }
+	if err := c.checkPaused(); err != nil { // paused while we waited
+		release()
+		return nil, nil, err
+	}
+	return cs, release, nil
+}
+
 // call runs tools/call for t upstream, one at a time unless the server
 // supports parallel calls, bounded by the request timeout.
 func (c *conn) call(ctx context.Context, t *Tool, args []byte) (*mcp.CallToolResult, error) {
-	if err := c.checkPaused(); err != nil {
-		return nil, err
-	}
-	cs, err := c.session(ctx)
+	cs, release, err := c.admit(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if c.turn != nil {
-		select {
-		case c.turn <- struct{}{}:
-			defer func() { <-c.turn }()
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		if err := c.checkPaused(); err != nil { // paused while we waited
-			return nil, err
-		}
-	}
+	defer release()
 	// Server-to-client requests that arrive meanwhile belong to this call.
 	defer c.px.enter(context.WithValue(ctx, callInfoKey{}, CallInfo{Tool: t.Name, Server: c.cfg.Name}))()
 	params := &mcp.CallToolParams{Name: t.Upstream.Name}

@@ -80,24 +80,11 @@ func (c *conn) utility(ctx context.Context, t *Tool, args []byte) (*mcp.CallTool
 	if bad != "" {
 		return toolError(bad), nil
 	}
-	if err := c.checkPaused(); err != nil {
-		return nil, err
-	}
-	cs, err := c.session(ctx)
+	cs, release, err := c.admit(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if c.turn != nil {
-		select {
-		case c.turn <- struct{}{}:
-			defer func() { <-c.turn }()
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		if err := c.checkPaused(); err != nil {
-			return nil, err
-		}
-	}
+	defer release()
 	timeout := c.cfg.requestTimeout()
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	res, err := c.runUtility(rctx, cs, t.Utility, in)
