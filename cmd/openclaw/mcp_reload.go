@@ -146,18 +146,7 @@ func (r *mcpReloadServer) write() error {
 
 // writeLocked replaces the file by a rename, so a reader never sees half.
 func (r *mcpReloadServer) writeLocked() error {
-	data, err := json.MarshalIndent(r.info, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := r.path + ".tmp"
-	if err := os.WriteFile(tmp, append(data, '\n'), 0o600); err != nil {
-		return fmt.Errorf("mcp-run file: %w", err)
-	}
-	if err := os.Rename(tmp, r.path); err != nil {
-		return fmt.Errorf("mcp-run file: %w", err)
-	}
-	return nil
+	return writeRunFileAtomic(r.path, r.info, "mcp-run file")
 }
 
 // Close stops reloading (a reload in progress finishes first), stops
@@ -219,59 +208,26 @@ func runMCPReload(ctx context.Context, out io.Writer, dir, configPath string, wa
 	if err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("openclaw mcp reload: %w", err)}
 	}
-	type pending struct {
-		info   mcpRunInfo
-		before int
+	targets := make([]reloadTarget, len(infos))
+	for i, in := range infos {
+		targets[i] = reloadTarget{PID: in.PID, Command: in.Command, StartTicks: in.StartTicks, Started: in.Started, Reloads: in.Reloads}
 	}
-	var sent []pending
-	live := 0
-	for _, info := range infos {
-		if !processState(runInfo{PID: info.PID, StartTicks: info.StartTicks}) {
-			_ = os.Remove(filepath.Join(dir, strconv.Itoa(info.PID)+".json"))
-			fmt.Fprintf(out, "pid %d: not running any more; removed its run file\n", info.PID)
-			continue
+	read := func(path string) (reloadAnswer, error) {
+		cur, err := readMCPRunFile(path)
+		a := reloadAnswer{Reloads: cur.Reloads}
+		if cur.LastReload != nil {
+			a.HasLast, a.Error, a.Result = true, cur.LastReload.Error, cur.LastReload.Result
 		}
-		live++
-		if err := signalReload(info.PID); err != nil {
-			fmt.Fprintf(out, "pid %d (%s): cannot signal: %v\n", info.PID, info.Command, err)
-			continue
-		}
-		sent = append(sent, pending{info, info.Reloads})
+		return a, err
 	}
-	if live == 0 {
+	live, failed, err := signalReloads(ctx, out, dir, targets, wait, read, "the previous servers stay in use")
+	switch {
+	case err != nil:
+		return &exitError{code: 1, err: fmt.Errorf("openclaw mcp reload: %w", err)}
+	case live == 0:
 		fmt.Fprintf(out, "No running MCP runtime to reload. openclaw mcp tools, call and probe read %s on every run.\n", configPath)
 		return nil
-	}
-	failed := live - len(sent)
-	deadline := time.Now().Add(wait)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for _, p := range sent {
-		var cur mcpRunInfo
-		for {
-			cur, err = readMCPRunFile(filepath.Join(dir, strconv.Itoa(p.info.PID)+".json"))
-			if err == nil && cur.Reloads > p.before || time.Now().After(deadline) {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				return &exitError{code: 1, err: fmt.Errorf("openclaw mcp reload: %w", ctx.Err())}
-			case <-tick.C:
-			}
-		}
-		label := fmt.Sprintf("pid %d (%s, started %s)", p.info.PID, p.info.Command, p.info.Started.Local().Format(time.DateTime))
-		switch {
-		case err != nil || cur.Reloads <= p.before || cur.LastReload == nil:
-			failed++
-			fmt.Fprintf(out, "%s: no answer within %v\n", label, wait)
-		case cur.LastReload.Error != "":
-			failed++
-			fmt.Fprintf(out, "%s: reload refused, the previous servers stay in use: %s\n", label, cur.LastReload.Error)
-		default:
-			fmt.Fprintf(out, "%s: reloaded: %s\n", label, cur.LastReload.Result)
-		}
-	}
-	if failed > 0 {
+	case failed > 0:
 		return &exitError{code: 1, err: fmt.Errorf("openclaw mcp reload: %d of %d processes did not reload", failed, live)}
 	}
 	fmt.Fprintf(out, "Reloaded %d MCP runtime%s. New tool calls use the new MCP config.\n", live, map[bool]string{true: "", false: "s"}[live == 1])

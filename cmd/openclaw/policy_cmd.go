@@ -438,53 +438,26 @@ func runPolicyReload(ctx context.Context, out io.Writer, wait time.Duration) err
 	if err != nil {
 		return err
 	}
-	type pending struct {
-		info   runInfo
-		before int
+	targets := make([]reloadTarget, len(infos))
+	for i, in := range infos {
+		targets[i] = reloadTarget{PID: in.PID, Command: in.Command, StartTicks: in.StartTicks, Started: in.Started, Reloads: in.Reloads}
 	}
-	var sent []pending
-	live := 0
-	for _, info := range infos {
-		if !processState(info) {
-			_ = os.Remove(filepath.Join(dir, strconv.Itoa(info.PID)+".json"))
-			fmt.Fprintf(out, "pid %d: not running any more; removed its run file\n", info.PID)
-			continue
+	read := func(path string) (reloadAnswer, error) {
+		cur, err := readRunFile(path)
+		a := reloadAnswer{Reloads: cur.Reloads}
+		if cur.LastReload != nil {
+			a.HasLast, a.Error, a.Result = true, cur.LastReload.Error, fmt.Sprint(cur.LastReload.Result)
 		}
-		live++
-		if err := signalReload(info.PID); err != nil {
-			fmt.Fprintf(out, "pid %d (%s): cannot signal: %v\n", info.PID, info.Command, err)
-			continue
-		}
-		sent = append(sent, pending{info, info.Reloads})
+		return a, err
 	}
-	if live == 0 {
+	live, failed, err := signalReloads(ctx, out, dir, targets, wait, read, "the previous policies stay active")
+	switch {
+	case err != nil:
+		return &exitError{code: 1, err: fmt.Errorf("openclaw policy reload: %w", err)}
+	case live == 0:
 		fmt.Fprintln(out, "no running openclaw process enforces policies; nothing to reload")
 		return nil
-	}
-	failed := live - len(sent)
-	deadline := time.Now().Add(wait)
-	for _, p := range sent {
-		var cur runInfo
-		for {
-			cur, err = readRunFile(filepath.Join(dir, strconv.Itoa(p.info.PID)+".json"))
-			if err == nil && cur.Reloads > p.before || time.Now().After(deadline) || ctx.Err() != nil {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		label := fmt.Sprintf("pid %d (%s, started %s)", p.info.PID, p.info.Command, p.info.Started.Local().Format(time.DateTime))
-		switch {
-		case err != nil || cur.Reloads <= p.before || cur.LastReload == nil:
-			failed++
-			fmt.Fprintf(out, "%s: no answer within %v\n", label, wait)
-		case cur.LastReload.Error != "":
-			failed++
-			fmt.Fprintf(out, "%s: reload refused, the previous policies stay active: %s\n", label, cur.LastReload.Error)
-		default:
-			fmt.Fprintf(out, "%s: reloaded: %s\n", label, cur.LastReload.Result)
-		}
-	}
-	if failed > 0 {
+	case failed > 0:
 		return &exitError{code: 1, err: fmt.Errorf("openclaw policy reload: %d of %d processes did not reload", failed, live)}
 	}
 	return nil

@@ -111,18 +111,7 @@ func (r *runRegistration) write() error {
 
 // writeLocked replaces the file by a rename, so a reader never sees half.
 func (r *runRegistration) writeLocked() error {
-	data, err := json.MarshalIndent(r.info, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp := r.path + ".tmp"
-	if err := os.WriteFile(tmp, append(data, '\n'), 0o600); err != nil {
-		return fmt.Errorf("run file: %w", err)
-	}
-	if err := os.Rename(tmp, r.path); err != nil {
-		return fmt.Errorf("run file: %w", err)
-	}
-	return nil
+	return writeRunFileAtomic(r.path, r.info, "run file")
 }
 
 // remove deletes the run file.
