@@ -3,16 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -164,39 +161,11 @@ func (r *mcpReloadServer) Close() error {
 // readMCPRunFiles returns the run files of dir by pid; files that do not
 // parse are skipped.
 func readMCPRunFiles(dir string) ([]mcpRunInfo, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var infos []mcpRunInfo
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".json") {
-			continue
-		}
-		if info, err := readMCPRunFile(filepath.Join(dir, e.Name())); err == nil {
-			infos = append(infos, info)
-		}
-	}
-	slices.SortFunc(infos, func(a, b mcpRunInfo) int { return a.PID - b.PID })
-	return infos, nil
+	return readRunDir(dir, readMCPRunFile, func(i *mcpRunInfo) int { return i.PID })
 }
 
 func readMCPRunFile(path string) (mcpRunInfo, error) {
-	var info mcpRunInfo
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return info, err
-	}
-	if err := json.Unmarshal(data, &info); err != nil {
-		return info, fmt.Errorf("%s: %w", path, err)
-	}
-	if info.PID <= 0 {
-		return info, fmt.Errorf("%s: no pid", path)
-	}
-	return info, nil
+	return readRunFileAs(path, func(i *mcpRunInfo) int { return i.PID })
 }
 
 // runMCPReload signals every live process registered in dir and reports

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -146,39 +144,9 @@ func startTicks(pid int) string {
 // readRunFiles returns the run files in dir, sorted by pid; files that do
 // not parse are skipped.
 func readRunFiles(dir string) ([]runInfo, error) {
-	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var infos []runInfo
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".json") {
-			continue
-		}
-		info, err := readRunFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			continue
-		}
-		infos = append(infos, info)
-	}
-	slices.SortFunc(infos, func(a, b runInfo) int { return a.PID - b.PID })
-	return infos, nil
+	return readRunDir(dir, readRunFile, func(i *runInfo) int { return i.PID })
 }
 
 func readRunFile(path string) (runInfo, error) {
-	var info runInfo
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return info, err
-	}
-	if err := json.Unmarshal(data, &info); err != nil {
-		return info, fmt.Errorf("%s: %w", path, err)
-	}
-	if info.PID <= 0 {
-		return info, fmt.Errorf("%s: no pid", path)
-	}
-	return info, nil
+	return readRunFileAs(path, func(i *runInfo) int { return i.PID })
 }

@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -99,4 +102,44 @@ func writeRunFileAtomic(path string, v any, what string) error {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
+}
+
+// readRunFileAs reads one run file of type T; pidOf gives its pid, which
+// must be positive.
+func readRunFileAs[T any](path string, pidOf func(*T) int) (T, error) {
+	var info T
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return info, err
+	}
+	if err := json.Unmarshal(data, &info); err != nil {
+		return info, fmt.Errorf("%s: %w", path, err)
+	}
+	if pidOf(&info) <= 0 {
+		return info, fmt.Errorf("%s: no pid", path)
+	}
+	return info, nil
+}
+
+// readRunDir reads every *.json run file of dir with read, skipping those
+// that do not parse, sorted by pid; a missing dir holds none.
+func readRunDir[T any](dir string, read func(path string) (T, error), pidOf func(*T) int) ([]T, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var infos []T
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		if info, err := read(filepath.Join(dir, e.Name())); err == nil {
+			infos = append(infos, info)
+		}
+	}
+	slices.SortFunc(infos, func(a, b T) int { return pidOf(&a) - pidOf(&b) })
+	return infos, nil
 }
