@@ -39,22 +39,8 @@ func TestMCPProxyStdio(t *testing.T) {
 		t.Skipf("server-everything missing: %v", err)
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "openclaw")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	home := filepath.Join(dir, "home")
-	cfg := map[string]any{"mcp": map[string]any{"servers": map[string]any{
-		"everything": map[string]any{"command": node, "args": []string{script, "stdio"}},
-	}}}
-	writeJSON(t, filepath.Join(home, ".openclaw", "openclaw.json"), cfg)
-	policy := filepath.Join(dir, "policy.json")
-	writeJSON(t, policy, map[string]any{"modules": []any{map[string]any{
-		"name": "rules", "source": "builtin:rules",
-		"config": map[string]any{"default": "allow", "rules": []any{
-			map[string]any{"tool": "everything__get-sum", "decision": "block", "reason": "sums are off limits"},
-		}},
-	}, map[string]any{"name": "sanitizer", "source": "builtin:sanitizer"}}})
+	bin := buildOpenclaw(t, dir)
+	home, policy := writeEverythingFixture(t, dir, node, script)
 	audit := filepath.Join(dir, "audit.jsonl")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -256,21 +242,8 @@ func startHTTPProxy(t *testing.T, ctx context.Context, env []string, args ...str
 	t.Helper()
 	node, script, _ := proxyPeers(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "openclaw")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	home := filepath.Join(dir, "home")
-	writeJSON(t, filepath.Join(home, ".openclaw", "openclaw.json"), map[string]any{"mcp": map[string]any{"servers": map[string]any{
-		"everything": map[string]any{"command": node, "args": []string{script, "stdio"}},
-	}}})
-	policy := filepath.Join(dir, "policy.json")
-	writeJSON(t, policy, map[string]any{"modules": []any{map[string]any{
-		"name": "rules", "source": "builtin:rules",
-		"config": map[string]any{"default": "allow", "rules": []any{
-			map[string]any{"tool": "everything__get-sum", "decision": "block", "reason": "sums are off limits"},
-		}},
-	}, map[string]any{"name": "sanitizer", "source": "builtin:sanitizer"}}})
+	bin := buildOpenclaw(t, dir)
+	home, policy := writeEverythingFixture(t, dir, node, script)
 	all := append([]string{"mcp", "proxy", "--listen", "127.0.0.1:0", "--policy-config", policy, "--audit-log", filepath.Join(dir, "audit.jsonl")}, args...)
 	cmd := exec.Command(bin, all...)
 	cmd.Env = append(os.Environ(), "OPENCLAW_HOME="+home, "OPENCLAW_STATE_DIR="+filepath.Join(dir, "state"))
@@ -698,10 +671,7 @@ func TestResolveHTTP(t *testing.T) {
 func TestMCPProxyNoAuthRefusedBinary(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "openclaw")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildOpenclaw(t, dir)
 	cmd := exec.Command(bin, "mcp", "proxy", "--listen", "0.0.0.0:8765", "--no-auth")
 	cmd.Env = append(os.Environ(), "OPENCLAW_HOME="+filepath.Join(dir, "home"), "OPENCLAW_STATE_DIR="+filepath.Join(dir, "state"))
 	out, err := cmd.CombinedOutput()
@@ -718,21 +688,8 @@ func TestMCPProxyStdioMetricsListen(t *testing.T) {
 	t.Parallel()
 	node, script, _ := proxyPeers(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "openclaw")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	home := filepath.Join(dir, "home")
-	writeJSON(t, filepath.Join(home, ".openclaw", "openclaw.json"), map[string]any{"mcp": map[string]any{"servers": map[string]any{
-		"everything": map[string]any{"command": node, "args": []string{script, "stdio"}},
-	}}})
-	policy := filepath.Join(dir, "policy.json")
-	writeJSON(t, policy, map[string]any{"modules": []any{map[string]any{
-		"name": "rules", "source": "builtin:rules",
-		"config": map[string]any{"default": "allow", "rules": []any{
-			map[string]any{"tool": "everything__get-sum", "decision": "block", "reason": "sums are off limits"},
-		}},
-	}, map[string]any{"name": "sanitizer", "source": "builtin:sanitizer"}}})
+	bin := buildOpenclaw(t, dir)
+	home, policy := writeEverythingFixture(t, dir, node, script)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.Command(bin, "mcp", "proxy", "--metrics-listen", "127.0.0.1:0", "--no-auth",
@@ -805,10 +762,7 @@ func TestMCPProxyReload(t *testing.T) {
 		t.Skipf("everything-server missing: %v", err)
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "openclaw")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildOpenclaw(t, dir)
 	home := filepath.Join(dir, "home")
 	cfgPath := filepath.Join(home, ".openclaw", "openclaw.json")
 	tag := strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -993,21 +947,8 @@ func TestMCPProxyStdioNodeAndInspector(t *testing.T) {
 	t.Parallel()
 	node, script, peers := proxyPeers(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "openclaw")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	home := filepath.Join(dir, "home")
-	writeJSON(t, filepath.Join(home, ".openclaw", "openclaw.json"), map[string]any{"mcp": map[string]any{"servers": map[string]any{
-		"everything": map[string]any{"command": node, "args": []string{script, "stdio"}},
-	}}})
-	policy := filepath.Join(dir, "policy.json")
-	writeJSON(t, policy, map[string]any{"modules": []any{map[string]any{
-		"name": "rules", "source": "builtin:rules",
-		"config": map[string]any{"default": "allow", "rules": []any{
-			map[string]any{"tool": "everything__get-sum", "decision": "block", "reason": "sums are off limits"},
-		}},
-	}, map[string]any{"name": "sanitizer", "source": "builtin:sanitizer"}}})
+	bin := buildOpenclaw(t, dir)
+	home, policy := writeEverythingFixture(t, dir, node, script)
 	proxyArgs := []string{"mcp", "proxy", "--policy-config", policy, "--audit-log", filepath.Join(dir, "audit.jsonl")}
 	env := []string{"OPENCLAW_HOME=" + home, "OPENCLAW_STATE_DIR=" + filepath.Join(dir, "state")}
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
@@ -1098,10 +1039,7 @@ func TestMCPProxyStdioDrain(t *testing.T) {
 	t.Parallel()
 	node, everything, _ := proxyPeers(t)
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "openclaw")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildOpenclaw(t, dir)
 	// The server is started through sh so that it can leave its pid.
 	pidFile := filepath.Join(dir, "server.pid")
 	home := filepath.Join(dir, "home")
@@ -1217,4 +1155,34 @@ func TestMCPProxyStdioDrain(t *testing.T) {
 		}
 		serverGone(t)
 	})
+}
+
+// buildOpenclaw builds the openclaw binary into dir and returns its path.
+func buildOpenclaw(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "openclaw")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// writeEverythingFixture writes, under dir, an OpenClaw home whose
+// openclaw.json lists server-everything over stdio (node script), and a
+// policy file: builtin:rules blocking everything__get-sum ("sums are off
+// limits"), then builtin:sanitizer. It returns the home and the policy file.
+func writeEverythingFixture(t *testing.T, dir, node, script string) (home, policy string) {
+	t.Helper()
+	home = filepath.Join(dir, "home")
+	writeJSON(t, filepath.Join(home, ".openclaw", "openclaw.json"), map[string]any{"mcp": map[string]any{"servers": map[string]any{
+		"everything": map[string]any{"command": node, "args": []string{script, "stdio"}},
+	}}})
+	policy = filepath.Join(dir, "policy.json")
+	writeJSON(t, policy, map[string]any{"modules": []any{map[string]any{
+		"name": "rules", "source": "builtin:rules",
+		"config": map[string]any{"default": "allow", "rules": []any{
+			map[string]any{"tool": "everything__get-sum", "decision": "block", "reason": "sums are off limits"},
+		}},
+	}, map[string]any{"name": "sanitizer", "source": "builtin:sanitizer"}}})
+	return home, policy
 }
