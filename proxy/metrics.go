@@ -167,8 +167,12 @@ func (m *Metrics) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 
 // Enforcer returns e counting its decisions (hook before_tool_call) and
 // marking the calls the proxy measures. Hand the result to
-// runtime.Options.Enforcer.
+// runtime.Options.Enforcer; a nil e gives nil, so runtime.New still refuses
+// a session without a before_tool_call policy.
 func (m *Metrics) Enforcer(e policies.Enforcer) policies.Enforcer {
+	if e == nil {
+		return nil
+	}
 	return &countingEnforcer{m: m, next: e}
 }
 

@@ -71,7 +71,7 @@ func (d fixedDecider) DecideApproval(context.Context, *policies.ApprovalRequest)
 func TestApprovalsCountDecisions(t *testing.T) {
 	t.Parallel()
 	m := NewMetrics()
-	if m.Approvals(nil) != nil || m.Approve(nil) != nil {
+	if m.Enforcer(nil) != nil || m.Approvals(nil) != nil || m.Approve(nil) != nil {
 		t.Fatal("wrapping nil gave a non-nil hook")
 	}
 	for _, d := range []policies.ApprovalDecision{policies.Deny, policies.Ask, policies.AllowOnce, policies.Deny} {
