@@ -101,12 +101,11 @@
 // (credentials from its auth-profile store, which openclaw-go does not
 // have) is refused: the server's diagnostic is an [*AuthProfileError].
 //
-// Not yet here: the passthrough requests ([Session.ReadResource],
-// [Session.Prompts], …) of a per-requester server run over the listing
-// connection (a context naming another principal is refused by the
-// transport, one naming none uses the listing principal's tokens), and a
-// reload does not see a change of oauth.identity alone (DiffServers
-// compares the entries, not the identity).
+// The passthrough requests of a per-requester server ([Session.ReadResource],
+// subscriptions, [Session.GetPrompt], [Session.Complete]) run on its
+// listing connection, so they are served for the listing principal only:
+// a context naming anyone else, or nobody, gets a [*PrincipalError] and
+// nothing is sent (per-principal resources and prompts: not yet here).
 //
 // The package never loads Wasm itself: it is handed the policy interfaces,
 // which cmd/openclaw fills with the policy engine.

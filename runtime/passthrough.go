@@ -550,7 +550,7 @@ func (s *Session) ReadResource(ctx context.Context, uri string) (*mcp.ReadResour
 	if err != nil {
 		return nil, err
 	}
-	release, err := c.hold("resources/read")
+	release, err := c.holdFor(ctx, "resources/read")
 	if err != nil {
 		return nil, err
 	}
@@ -594,7 +594,7 @@ func (s *Session) subscription(ctx context.Context, op, uri string, do func(cont
 	if err != nil {
 		return err
 	}
-	release, err := c.hold(op)
+	release, err := c.holdFor(ctx, op)
 	if err != nil {
 		return err
 	}
@@ -746,7 +746,7 @@ func (s *Session) GetPrompt(ctx context.Context, name string, args map[string]st
 	if err != nil {
 		return nil, err
 	}
-	release, err := c.hold("prompts/get")
+	release, err := c.holdFor(ctx, "prompts/get")
 	if err != nil {
 		return nil, err
 	}
@@ -808,7 +808,7 @@ func (s *Session) Complete(ctx context.Context, params *mcp.CompleteParams) (*mc
 	default:
 		return nil, fmt.Errorf("runtime: completion/complete: unknown ref type %q", ref.Type)
 	}
-	release, err := c.hold("completion/complete")
+	release, err := c.holdFor(ctx, "completion/complete")
 	if err != nil {
 		return nil, err
 	}

@@ -51,10 +51,17 @@ type PrincipalError struct {
 	Server string
 	// Listing is true when the catalog listing lacked a principal.
 	Listing bool
+	// Op and Principal are set when a passthrough request (Op, e.g.
+	// "resources/read") named Principal, who is not the principal the
+	// server's resources and prompts are served for.
+	Op, Principal string
 }
 
 // Error names the server and what to do.
 func (e *PrincipalError) Error() string {
+	if e.Op != "" {
+		return fmt.Sprintf(`runtime: MCP server %q uses per-requester OAuth ("oauth": {"identity": "per-requester"}): %s is served only for the principal that lists it, not for %q (per-principal resources and prompts are not supported yet)`, e.Server, e.Op, e.Principal)
+	}
 	if e.Listing {
 		return fmt.Sprintf(`runtime: MCP server %q uses per-requester OAuth ("oauth": {"identity": "per-requester"}) and no principal was named to list its tools: set Server.ListPrincipal, or connect with runtime.WithPrincipal(ctx, id) (openclaw mcp tools --principal ID)`, e.Server)
 	}
@@ -341,4 +348,25 @@ func (c *conn) closePrincipals() error {
 		errs = append(errs, s.close())
 	}
 	return errors.Join(errs...)
+}
+
+// holdFor is hold for a passthrough request (resources/read, subscriptions,
+// prompts/get, completion). On a per-requester server these run on the
+// listing connection, whose tokens are the listing principal's: a request
+// from anyone else, or from nobody, is refused with a *PrincipalError
+// rather than served under another user's identity.
+func (c *conn) holdFor(ctx context.Context, op string) (release func(), err error) {
+	if c.perRequester() {
+		p := transport.PrincipalFrom(ctx)
+		c.pr.mu.Lock()
+		bound := c.pr.bound
+		c.pr.mu.Unlock()
+		if p == "" {
+			return nil, &PrincipalError{Server: c.cfg.Name}
+		}
+		if p != bound {
+			return nil, &PrincipalError{Server: c.cfg.Name, Op: op, Principal: p}
+		}
+	}
+	return c.hold(op)
 }

@@ -42,7 +42,11 @@ type userFixture struct {
 	requests int               // requests to /mcp
 }
 
-func newUserFixture(t testing.TB) *userFixture {
+func newUserFixture(t testing.TB) *userFixture { t.Helper(); return newUserFixtureWith(t, false) }
+
+// newUserFixtureWith is newUserFixture; with resource, the server also
+// serves the resource docs://me, whose text is the session's user.
+func newUserFixtureWith(t testing.TB, resource bool) *userFixture {
 	t.Helper()
 	f := &userFixture{access: map[string]string{}, refresh: map[string]string{}, sessions: map[string]string{}, broken: map[string]bool{}}
 	userOf := func(h http.Header) string {
@@ -57,6 +61,11 @@ func newUserFixture(t testing.TB) *userFixture {
 			func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				return textResult(owner + "/" + userOf(req.Extra.Header)), nil
 			})
+		if resource {
+			s.AddResource(&mcp.Resource{URI: "docs://me", Name: "me"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: owner}}}, nil
+			})
+		}
 		return s
 	}, nil)
 	mux := http.NewServeMux()
@@ -560,5 +569,43 @@ func TestPerRequesterPolicyBeforeConnection(t *testing.T) {
 	}
 	if st := s.Status()[0]; !slices.Equal(st.Principals, []string{"alice"}) {
 		t.Errorf("principals %v after a blocked call, want [alice]", st.Principals)
+	}
+}
+
+// TestPerRequesterPassthroughIsTheListingPrincipals: resources of a
+// per-requester server are read on the listing connection, so only its
+// principal may read them; anyone else, or nobody, is refused without a
+// request under another user's token.
+func TestPerRequesterPassthroughIsTheListingPrincipals(t *testing.T) {
+	t.Parallel()
+	f := newUserFixtureWith(t, true)
+	store := transport.NewTokenStore(filepath.Join(t.TempDir(), "mcp-oauth"))
+	f.login(t, store, "alice", "Alice", false)
+	f.login(t, store, "bob", "Bob", false)
+	ctx := context.Background()
+	srv := f.perRequester()
+	srv.ListPrincipal = "alice"
+	s := startSession(t, ctx, []Server{srv}, store, &Options{})
+	res, err := s.ReadResource(WithPrincipal(ctx, "alice"), "docs://me")
+	if err != nil || len(res.Contents) != 1 || res.Contents[0].Text != "Alice" {
+		t.Fatalf("read as alice = %+v, %v; want Alice", res, err)
+	}
+	_, _, before := f.counts()
+	for _, tc := range []struct{ principal, want string }{
+		{"bob", `resources/read is served only for the principal that lists it, not for "bob"`},
+		{"", "names no principal"},
+	} {
+		rctx := ctx
+		if tc.principal != "" {
+			rctx = WithPrincipal(ctx, tc.principal)
+		}
+		_, err := s.ReadResource(rctx, "docs://me")
+		var pe *PrincipalError
+		if !errors.As(err, &pe) || !errors.Is(err, ErrNoPrincipal) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("read as %q: %v, want a *PrincipalError saying %q", tc.principal, err, tc.want)
+		}
+	}
+	if _, _, after := f.counts(); after != before {
+		t.Errorf("refused reads reached the server: %d requests, want %d", after, before)
 	}
 }
