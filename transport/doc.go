@@ -64,6 +64,10 @@
 // authorization. Run openclaw mcp login x.` Discovery, client registration
 // and the authorization code flow with PKCE are go-sdk's (packages auth and
 // oauthex); [OAuthOptions.Flow] lets a connection run that flow itself.
+// With oauth.identity "per-requester" ([OAuthOptions.PerRequester]) tokens
+// are kept per principal and each request sends the token of the principal
+// its context names ([WithPrincipal]); a request naming none, or a
+// principal who never logged in, fails closed and nothing is sent.
 //
 // # Serving
 //
@@ -75,7 +79,8 @@
 //
 // # Not here
 //
-// OAuth's per-requester identity (oauth.identity "per-requester") and auth
-// profiles (oauth.authProfileId): every principal shares the operator's
-// token. The streamable HTTP serving transport comes with `mcp proxy`.
+// OAuth auth profiles (oauth.authProfileId): their credentials live in
+// OpenClaw's auth-profile store, which openclaw-go does not have; login and
+// the runtime refuse such servers. Serving MCP over HTTP is the proxy
+// package's (streamable HTTP and legacy SSE through go-sdk's handlers).
 package transport
