@@ -702,8 +702,16 @@ func TestMCPProxyStdioMetricsListen(t *testing.T) {
 		t.Fatalf("connect: %v\n%s", err, stderr.String())
 	}
 	defer cs.Close()
-	// The metrics line is printed before stdio is served.
-	m := regexp.MustCompile(`metrics on (http://[^ ]+)/metrics`).FindStringSubmatch(stderr.String())
+	// The metrics line is printed before stdio is served, but os/exec copies
+	// the child's stderr through a pipe on its own goroutine, so it may land
+	// in the buffer a moment after the handshake answered.
+	metricsLine := regexp.MustCompile(`metrics on (http://[^ ]+)/metrics`)
+	var m []string
+	for deadline := time.Now().Add(10 * time.Second); m == nil && time.Now().Before(deadline); {
+		if m = metricsLine.FindStringSubmatch(stderr.String()); m == nil {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
 	if m == nil {
 		t.Fatalf("no metrics address on stderr:\n%s", stderr.String())
 	}
