@@ -13,7 +13,21 @@ import (
 // order), then digits, then letters case-insensitively with other scripts
 // after Latin; ties are broken lowercase-first, then by code point. It
 // returns -1, 0 or +1.
+//
+// For valid UTF-8 it is a total order: 0 means a == b. Names are compared
+// a byte at a time, with a table of weights, while both sides are ASCII;
+// other runes are classified with the unicode tables.
 func LocaleCompare(a, b string) int {
+	if a == b {
+		return 0
+	}
+	// Skip the common ASCII prefix: each of its bytes is one rune, the same
+	// on both sides, so it decides neither level.
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] && a[i] < utf8.RuneSelf {
+		i++
+	}
+	a, b = a[i:], b[i:]
 	if c := comparePrimary(a, b); c != 0 {
 		return c
 	}
@@ -44,7 +58,16 @@ func SortLocale(names []string) {
 // punctOrder is the CLDR root order of ASCII punctuation and symbols.
 const punctOrder = "_-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$"
 
-// primaryWeight returns a sortable weight for r, ignoring case.
+// asciiWeight is primaryWeight of each ASCII rune.
+var asciiWeight = func() (w [utf8.RuneSelf]int32) {
+	for r := range rune(utf8.RuneSelf) {
+		w[r] = int32(primaryWeight(r))
+	}
+	return w
+}()
+
+// primaryWeight returns a sortable weight for r, ignoring case. Weights
+// are below 0x120000.
 func primaryWeight(r rune) int {
 	switch {
 	case unicode.IsSpace(r):
@@ -64,23 +87,32 @@ func primaryWeight(r rune) int {
 	}
 }
 
+// comparePrimary compares the primary weights of a and b, rune by rune; a
+// shorter sequence that is a prefix of the other sorts first.
 func comparePrimary(a, b string) int {
-	for a != "" && b != "" {
-		ra, na := utf8.DecodeRuneInString(a)
-		rb, nb := utf8.DecodeRuneInString(b)
-		wa, wb := primaryWeight(ra), primaryWeight(rb)
+	i, j := 0, 0
+	for i < len(a) && j < len(b) {
+		var wa, wb int32
+		if ca, cb := a[i], b[j]; ca < utf8.RuneSelf && cb < utf8.RuneSelf {
+			wa, wb = asciiWeight[ca], asciiWeight[cb]
+			i, j = i+1, j+1
+		} else {
+			ra, na := utf8.DecodeRuneInString(a[i:])
+			rb, nb := utf8.DecodeRuneInString(b[j:])
+			wa, wb = int32(primaryWeight(ra)), int32(primaryWeight(rb))
+			i, j = i+na, j+nb
+		}
 		if wa != wb {
 			if wa < wb {
 				return -1
 			}
 			return 1
 		}
-		a, b = a[na:], b[nb:]
 	}
 	switch {
-	case a == "" && b == "":
+	case i == len(a) && j == len(b):
 		return 0
-	case a == "":
+	case i == len(a):
 		return -1
 	default:
 		return 1
