@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -506,11 +507,12 @@ func (s *Session) rebuild(ctx context.Context) (*catalog, error) {
 		return nil, fmt.Errorf("runtime: naming the catalog: %w", err)
 	}
 
-	type keyed struct {
-		Tool
-		safe string
+	total := 0
+	for i := range set.conns {
+		total += len(res.Servers[i].Tools)
 	}
-	var all []keyed
+	tools := make([]Tool, 0, total)
+	from := make([]int32, 0, total) // the connection of each tool, by index
 	policy := s.policy.Load()
 	for i, c := range set.conns {
 		n := len(upstream[i])
@@ -530,24 +532,27 @@ func (s *Session) rebuild(ctx context.Context) (*catalog, error) {
 				cat.hidden[name] = &HiddenToolError{Tool: name, Server: c.cfg.Name, Rule: rule}
 				continue
 			}
-			all = append(all, keyed{Tool{Name: name, Server: c.cfg.Name, Upstream: t, Utility: util}, res.Servers[i].Safe})
+			tools = append(tools, Tool{Name: name, Server: c.cfg.Name, Upstream: t, Utility: util})
+			from = append(from, int32(i))
 		}
 	}
-	slices.SortStableFunc(all, func(a, b keyed) int {
-		if c := config.LocaleCompare(a.safe, b.safe); c != 0 {
-			return c
+	safe, server := make([]string, len(set.conns)), make([]string, len(set.conns))
+	for i, c := range set.conns {
+		safe[i], server[i] = res.Servers[i].Safe, c.cfg.Name
+	}
+	order := catalogOrder(tools, from, safe, server)
+	cat.tools = make([]Tool, len(tools))
+	cat.byName = make(map[string]*Tool, len(tools))
+	perConn := make([]int, len(set.conns))
+	for i, k := range order {
+		cat.tools[i] = tools[k]
+		cat.byName[tools[k].Name] = &cat.tools[i]
+		perConn[from[k]]++
+	}
+	for i, c := range set.conns {
+		if perConn[i] > 0 {
+			cat.count[c.cfg.Name] += perConn[i]
 		}
-		if c := config.LocaleCompare(a.Upstream.Name, b.Upstream.Name); c != 0 {
-			return c
-		}
-		return config.LocaleCompare(a.Server, b.Server)
-	})
-	cat.tools = make([]Tool, len(all))
-	cat.byName = make(map[string]*Tool, len(all))
-	for i, k := range all {
-		cat.tools[i] = k.Tool
-		cat.byName[k.Name] = &cat.tools[i]
-		cat.count[k.Server]++
 	}
 	s.mu.Lock()
 	if s.closed {
@@ -557,6 +562,57 @@ func (s *Session) rebuild(ctx context.Context) (*catalog, error) {
 	s.cat = cat
 	s.mu.Unlock()
 	return cat, nil
+}
+
+// catalogOrder returns the indices of tools in OpenClaw's catalog order:
+// by the safe name of the tool's server, then the raw tool name, then the
+// raw server name, each by config.LocaleCompare; ties keep the order of
+// tools (a stable sort). from[k] is the connection of tools[k], safe and
+// server hold each connection's names.
+//
+// The two server names belong to a connection, so they are ranked once per
+// connection and the tools are sorted as indices: a comparison is two
+// integer comparisons around one LocaleCompare of tool names, and the index
+// breaks the remaining ties. For valid UTF-8 (every JSON-decoded name) the
+// order is the one of a stable sort of tools by the three LocaleCompares.
+func catalogOrder(tools []Tool, from []int32, safe, server []string) []int32 {
+	safeRank, serverRank := localeRanks(safe), localeRanks(server)
+	order := make([]int32, len(tools))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(x, y int32) int {
+		cx, cy := from[x], from[y]
+		if c := cmp.Compare(safeRank[cx], safeRank[cy]); c != 0 {
+			return c
+		}
+		if c := config.LocaleCompare(tools[x].Upstream.Name, tools[y].Upstream.Name); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(serverRank[cx], serverRank[cy]); c != 0 {
+			return c
+		}
+		return cmp.Compare(x, y)
+	})
+	return order
+}
+
+// localeRanks ranks names by config.LocaleCompare: rank[i] < rank[j] when
+// names[i] sorts first, equal ranks for names that compare equal.
+func localeRanks(names []string) []int {
+	idx := make([]int, len(names))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(x, y int) int { return config.LocaleCompare(names[x], names[y]) })
+	rank := make([]int, len(names))
+	for k := 1; k < len(idx); k++ {
+		rank[idx[k]] = rank[idx[k-1]]
+		if config.LocaleCompare(names[idx[k-1]], names[idx[k]]) != 0 {
+			rank[idx[k]]++
+		}
+	}
+	return rank
 }
 
 // CallTool calls the tool exposed as name with args (a JSON object; nil
