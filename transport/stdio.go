@@ -143,6 +143,7 @@ func (t *StdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		msgs:     make(chan jsonrpc.Message),
 		closing:  make(chan struct{}),
 		exited:   make(chan struct{}),
+		in:       newInbound(),
 	}
 	c.pumps.Add(2)
 	go c.readStdout()
@@ -228,6 +229,7 @@ type stdioConn struct {
 	pumps   sync.WaitGroup
 
 	writeMu sync.Mutex
+	in      *inbound // the server's requests we have not answered (stdio_close.go)
 
 	closeOnce sync.Once
 	closing   chan struct{}
@@ -290,24 +292,27 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		}
 		return fmt.Errorf("transport: server %q: writing to its stdin (%d of %d bytes sent): %w", c.server, n, len(data), err)
 	}
+	c.in.answered(msg)
 	return nil
 }
 
 // SessionID implements mcp.Connection; stdio has no session ID.
 func (c *stdioConn) SessionID() string { return "" }
 
-// Close ends the child and everything it started: it closes stdin and gives
-// the server TerminateDuration to exit, then asks the supervisor to SIGTERM
+// Close ends the child and everything it started, as the MCP spec's stdio
+// shutdown asks: it answers every request the server sent us and is still
+// waiting on with a JSON-RPC error (-32603), closes stdin and gives the
+// server TerminateDuration to exit, then asks the supervisor to SIGTERM
 // every descendant and SIGKILL what remains after another
-// TerminateDuration, and as a last resort SIGKILLs the process group. It
-// returns once the supervisor is reaped and the reading goroutines ended.
-// Safe to call several times and concurrently.
+// TerminateDuration, and as a last resort SIGKILLs the process group. A
+// request the server sends after its stdin is closed can never be
+// answered, so it ends the first wait at once (SIGTERM). Close returns
+// once the supervisor is reaped and the reading goroutines ended. Safe to
+// call several times and concurrently.
 func (c *stdioConn) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closing)
-		// Not under writeMu: closing the pipe is what unblocks a Write
-		// stuck on a server that stopped reading.
-		c.stdin.Close()
+		c.closeStdin()
 		c.terminate()
 		// The supervisor has exited, so every writer of the pipes is gone
 		// unless a process escaped it; give the readers a moment to drain
@@ -329,10 +334,21 @@ func (c *stdioConn) Close() error {
 }
 
 func (c *stdioConn) terminate() {
+	grace := time.NewTimer(c.grace)
+	defer grace.Stop()
 	select {
 	case <-c.exited:
 		return
-	case <-time.After(c.grace):
+	case <-c.in.stranded:
+		select {
+		case <-c.exited:
+			return
+		default:
+		}
+		c.log.Info("transport: server sent a request after its stdin closed, which nothing can answer; sending SIGTERM without waiting",
+			"method", c.in.strandedBy())
+	case <-grace.C:
+		c.log.Info("transport: server did not exit after its stdin closed; sending SIGTERM", "waited", c.grace)
 	}
 	_ = c.cmd.Process.Signal(sigTerm)
 	select {
@@ -388,18 +404,29 @@ func (c *stdioConn) readStdout() {
 				c.log.Warn("transport: stdout line is not JSON-RPC 2.0, skipped",
 					"line", c.red.Redact(truncate(string(trimmed), 200)), "error", derr.Error())
 			} else {
-				select {
-				case c.msgs <- msg:
-				case <-c.closing:
-					c.endRead(ErrClosed)
-					return
-				}
+				c.in.received(msg)
+				c.deliver(msg)
 			}
 		}
 		if err != nil {
 			c.endRead(err)
 			return
 		}
+	}
+}
+
+// deliver hands msg to Read. Once Close has begun nobody reads: the
+// message is dropped, and reading goes on until the child's stdout ends so
+// that a request it sends meanwhile is seen (inbound.received).
+func (c *stdioConn) deliver(msg jsonrpc.Message) {
+	select {
+	case <-c.closing:
+		return
+	default:
+	}
+	select {
+	case c.msgs <- msg:
+	case <-c.closing:
 	}
 }
 
