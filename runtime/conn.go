@@ -108,7 +108,10 @@ func (c *conn) connect(ctx context.Context) bool {
 		c.kind, c.launch, c.redactor = r.Kind, r.Launch, r.Redactor
 		c.mu.Unlock()
 	}
-	client := mcp.NewClient(c.s.opts.ClientInfo, c.clientOptions())
+	co := c.clientOptions()
+	co.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true} // inputMiddleware answers them
+	client := mcp.NewClient(c.s.opts.ClientInfo, co)
+	client.AddSendingMiddleware(c.inputMiddleware)
 	if c.s.opts.ListRoots != nil || c.s.opts.Elicit != nil {
 		client.AddReceivingMiddleware(c.requestMiddleware)
 	}

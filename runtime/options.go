@@ -158,8 +158,9 @@ type Options struct {
 	// handshake (the server may negotiate another); "" means
 	// DefaultProtocolVersion. "2026-07-28" offers the newest revision: a
 	// server on it may not send requests or log messages while it serves a
-	// call (it returns input requests, SEP-2322, which the runtime does not
-	// answer yet).
+	// call; it returns input requests instead (SEP-2322), which the runtime
+	// answers with the same CreateMessage, Elicit and ListRoots handlers and
+	// retries the request with (*InputRequestError when it cannot).
 	ProtocolVersion string
 	// PauseAfter is the count of consecutive failed calls that pauses a
 	// server; 0 means DefaultPauseAfter (3).
@@ -184,9 +185,10 @@ type Options struct {
 // DefaultProtocolVersion is the MCP revision the runtime offers servers
 // when Options.ProtocolVersion is "": 2025-11-25, under which a server may
 // send sampling, elicitation, roots and log messages while it serves a call
-// (the runtime routes them to the embedder's handlers). On 2026-07-28 such
-// servers return input requests instead (SEP-2322), which the runtime does
-// not answer yet; the older revision is also the cheaper handshake (no
-// server/discover round trip). Servers that only know an older revision
-// negotiate down as usual.
+// (the runtime routes them to the embedder's handlers). On 2026-07-28 a
+// server returns input requests instead (SEP-2322, answered by the same
+// handlers), and some servers (the go-sdk conformance fixture among them)
+// then refuse to ask at all; the older revision is also the cheaper
+// handshake (no server/discover round trip). Servers that only know an
+// older revision negotiate down as usual.
 const DefaultProtocolVersion = "2025-11-25"

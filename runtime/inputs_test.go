@@ -1,0 +1,232 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// rev20260728 restricts an in-process server to the MCP revision on which a
+// server asks its questions as input requests in its result (SEP-2322)
+// instead of sending requests while it serves a call.
+var rev20260728 = []string{"2026-07-28"}
+
+// inputServer is a 2026-07-28 server with tools, a prompt and a resource
+// that each need the client's input: the first round returns input
+// requests (sampling, elicitation, roots) with a request state; the retry
+// answers from the input responses it got back.
+func inputServer(t *testing.T, name string) *mcp.Server {
+	t.Helper()
+	srv := newServer(name, &mcp.ServerOptions{SupportedProtocolVersions: rev20260728})
+	ask := mcp.InputRequestMap{
+		"model": &mcp.CreateMessageParams{MaxTokens: 8, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "2+2?"}}}},
+		"user":  &mcp.ElicitParams{Message: "name?", RequestedSchema: &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{"name": {Type: "string"}}}},
+		"roots": &mcp.ListRootsParams{},
+	}
+	answer := func(in mcp.InputResponseMap, state string) (string, error) {
+		if state != "round-2" {
+			return "", fmt.Errorf("request state %q, want round-2", state)
+		}
+		// go-sdk decodes a sampling answer as the with-tools result.
+		var sampled string
+		switch cm := in["model"].(type) {
+		case *mcp.CreateMessageResult:
+			sampled = cm.Content.(*mcp.TextContent).Text
+		case *mcp.CreateMessageWithToolsResult:
+			sampled = cm.Content[0].(*mcp.TextContent).Text
+		default:
+			return "", fmt.Errorf("sampling answer %T", cm)
+		}
+		el, ok2 := in["user"].(*mcp.ElicitResult)
+		rl, ok3 := in["roots"].(*mcp.ListRootsResult)
+		if !ok2 || !ok3 {
+			return "", fmt.Errorf("input responses %#v", in)
+		}
+		var uris []string
+		for _, r := range rl.Roots {
+			uris = append(uris, r.URI)
+		}
+		return fmt.Sprintf("%s/%s:%v/%s", sampled, el.Action, el.Content["name"], strings.Join(uris, ",")), nil
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "ask"}, func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		if req.Params.InputResponses == nil {
+			return &mcp.CallToolResult{InputRequests: ask, RequestState: "round-2"}, nil, nil
+		}
+		text, err := answer(req.Params.InputResponses, req.Params.RequestState)
+		if err != nil {
+			return nil, nil, err
+		}
+		return textResult(text), nil, nil
+	})
+	srv.AddPrompt(&mcp.Prompt{Name: "greet"}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		if req.Params.InputResponses == nil {
+			return &mcp.GetPromptResult{InputRequests: ask, RequestState: "round-2"}, nil
+		}
+		text, err := answer(req.Params.InputResponses, req.Params.RequestState)
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: text}}}}, nil
+	})
+	srv.AddResource(&mcp.Resource{URI: "test://input", Name: "input"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		if req.Params.InputResponses == nil {
+			return &mcp.ReadResourceResult{InputRequests: ask, RequestState: "round-2"}, nil
+		}
+		text, err := answer(req.Params.InputResponses, req.Params.RequestState)
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: text}}}, nil
+	})
+	return srv
+}
+
+// TestInputRequestsAnswered: a 2026-07-28 server's input requests (SEP-2322)
+// in a tools/call, prompts/get or resources/read result reach the
+// embedder's CreateMessage, Elicit and ListRoots handlers, with the call's
+// context, and the request is retried with their answers; the caller sees
+// only the final result.
+func TestInputRequestsAnswered(t *testing.T) {
+	t.Parallel()
+	var (
+		mu   sync.Mutex
+		seen []string
+	)
+	record := func(ctx context.Context, what, server string) {
+		tag, _ := ctx.Value(ctxTag{}).(string)
+		mu.Lock()
+		seen = append(seen, fmt.Sprintf("%s %s tag=%s", what, server, tag))
+		mu.Unlock()
+	}
+	s := open(t, []Server{inProcess(t, "inq", inputServer(t, "inq"))}, &Options{
+		ProtocolVersion: rev20260728[0],
+		CreateMessage: func(ctx context.Context, server string, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+			record(ctx, "sampling", server)
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "test", Content: &mcp.TextContent{Text: "4"}}, nil
+		},
+		Elicit: func(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+			record(ctx, "elicit", server)
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "ada"}}, nil
+		},
+		ListRoots: func(ctx context.Context, server string) (*mcp.ListRootsResult, error) {
+			record(ctx, "roots", server)
+			return &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: "file:///work"}}}, nil
+		},
+	})
+	s.RootsChanged() // go-sdk's own roots list now holds a marker that must never be served
+	const want = "4/accept:ada/file:///work"
+	ctx := context.Background()
+
+	res, err := s.CallTool(context.WithValue(ctx, ctxTag{}, "call"), "inq__ask", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resultText(t, res); got != want {
+		t.Errorf("tools/call = %q, want %q", got, want)
+	}
+	pr, err := s.GetPrompt(context.WithValue(ctx, ctxTag{}, "prompt"), "inq__greet", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pr.Messages[0].Content.(*mcp.TextContent).Text; got != want {
+		t.Errorf("prompts/get = %q, want %q", got, want)
+	}
+	rr, err := s.ReadResource(context.WithValue(ctx, ctxTag{}, "read"), "test://input")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rr.Contents[0].Text; got != want {
+		t.Errorf("resources/read = %q, want %q", got, want)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(seen) // the input requests of one round are answered concurrently
+	var wantSeen []string
+	for _, tag := range []string{"call", "prompt", "read"} {
+		for _, what := range []string{"elicit", "roots", "sampling"} {
+			wantSeen = append(wantSeen, fmt.Sprintf("%s inq tag=%s", what, tag))
+		}
+	}
+	slices.Sort(wantSeen)
+	if !slices.Equal(seen, wantSeen) {
+		t.Errorf("handlers saw\n%s\nwant\n%s", strings.Join(seen, "\n"), strings.Join(wantSeen, "\n"))
+	}
+}
+
+// TestInputRequestsWithoutHandler: an input request the embedder supplied
+// no handler for fails the call with an *InputRequestError naming the
+// server and what it asked for; nothing is retried with a made-up answer.
+func TestInputRequestsWithoutHandler(t *testing.T) {
+	t.Parallel()
+	s := open(t, []Server{inProcess(t, "inq", inputServer(t, "inq"))}, &Options{
+		ProtocolVersion: rev20260728[0],
+		Elicit: func(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		},
+	})
+	_, err := s.CallTool(context.Background(), "inq__ask", nil)
+	var ie *InputRequestError
+	if !errors.As(err, &ie) {
+		t.Fatalf("tools/call error = %v: want an *InputRequestError", err)
+	}
+	if ie.Server != "inq" || (ie.Method != "sampling/createMessage" && ie.Method != "roots/list") || !errors.Is(err, errNoHandler) {
+		t.Errorf("error %+v: want server inq, sampling or roots, no handler", ie)
+	}
+	if !strings.Contains(err.Error(), `MCP server "inq" asked for `+ie.Method) {
+		t.Errorf("message %q does not say who asked for what", err)
+	}
+}
+
+// TestInputRequestsRounds: a server that sheds load (an input-required
+// result with no input requests) is retried, and the call succeeds when it
+// stops; one that stays busy, or keeps asking, fails with an error saying
+// so instead of looping.
+func TestInputRequestsRounds(t *testing.T) {
+	t.Parallel()
+	srv := newServer("rounds", &mcp.ServerOptions{SupportedProtocolVersions: rev20260728})
+	var busyCalls, askCalls atomic.Int32
+	mcp.AddTool(srv, &mcp.Tool{Name: "busy_twice"}, func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		if busyCalls.Add(1) <= 2 {
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{}}, nil, nil
+		}
+		return textResult("served"), nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "always_busy"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "always_asks"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		askCalls.Add(1)
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"again": &mcp.ListRootsParams{}}, RequestState: "more"}, nil, nil
+	})
+	s := open(t, []Server{inProcess(t, "rounds", srv)}, &Options{
+		ProtocolVersion: rev20260728[0],
+		ListRoots: func(context.Context, string) (*mcp.ListRootsResult, error) {
+			return &mcp.ListRootsResult{}, nil
+		},
+	})
+	ctx := context.Background()
+	res, err := s.CallTool(ctx, "rounds__busy_twice", nil)
+	if err != nil {
+		t.Fatalf("busy twice: %v", err)
+	}
+	if got := resultText(t, res); got != "served" || busyCalls.Load() != 3 {
+		t.Errorf("busy twice = %q after %d calls, want served after 3", got, busyCalls.Load())
+	}
+	if _, err := s.CallTool(ctx, "rounds__always_busy", nil); err == nil || !strings.Contains(err.Error(), "stayed busy") {
+		t.Errorf("always busy: err = %v, want 'stayed busy'", err)
+	}
+	if _, err := s.CallTool(ctx, "rounds__always_asks", nil); err == nil || !strings.Contains(err.Error(), "still needs input after 10 rounds") {
+		t.Errorf("always asks: err = %v, want 'still needs input after 10 rounds'", err)
+	}
+	if n := askCalls.Load(); n != maxInputRounds {
+		t.Errorf("always asks was called %d times, want %d", n, maxInputRounds)
+	}
+}
