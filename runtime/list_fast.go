@@ -29,6 +29,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -211,21 +212,21 @@ func decodeToolArray(b []byte, i int) ([]*mcp.Tool, int, error) {
 	if i >= len(b) || b[i] != '[' {
 		return nil, i, fmt.Errorf("tools: %s at offset %d, want an array", describe(b, i), i)
 	}
-	tools := make([]*mcp.Tool, 0, 16)
+	p := &pageTools{b: b, tools: make([]*mcp.Tool, 0, 16)}
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == ']' {
-		return tools, i + 1, nil
+		return p.tools, i + 1, nil
 	}
 	for n := 0; ; n++ {
 		switch {
 		case bytes.HasPrefix(b[i:], litNull):
 			i += len(litNull)
 		case i < len(b) && b[i] == '{':
-			t, e, err := decodeTool(b, i)
+			t, e, err := p.decodeTool(i)
 			if err != nil {
 				return nil, i, fmt.Errorf("tools[%d]: %w", n, err)
 			}
-			tools, i = append(tools, t), e
+			p.tools, i = append(p.tools, t), e
 		default:
 			return nil, i, fmt.Errorf("tools[%d]: %s at offset %d, want an object", n, describe(b, i), i)
 		}
@@ -235,7 +236,7 @@ func decodeToolArray(b []byte, i int) ([]*mcp.Tool, int, error) {
 			continue
 		}
 		if i < len(b) && b[i] == ']' {
-			return tools, i + 1, nil
+			return p.tools, i + 1, nil
 		}
 		return nil, i, fmt.Errorf("tools: %s at offset %d, want , or ]", describe(b, i), i)
 	}
@@ -243,20 +244,52 @@ func decodeToolArray(b []byte, i int) ([]*mcp.Tool, int, error) {
 
 var litNull = []byte("null")
 
-// decodeTool decodes the tool object at b[i:] the way go-sdk does (member
-// names matched exactly, unknown members ignored, the last of duplicate
-// members kept), except that the schemas stay raw: slices of b.
-func decodeTool(b []byte, i int) (*mcp.Tool, int, error) {
-	t := &mcp.Tool{}
+// pageTools decodes the tools of one tools array in b, with fewer
+// allocations than a tool each: tools come from slabs, and the string
+// members of a tool share one string.
+type pageTools struct {
+	b     []byte
+	tools []*mcp.Tool
+	slab  []mcp.Tool // the next tools
+}
+
+// newTool returns a zero tool from the current slab, starting a slab of
+// twice the size (4 to 32 tools) when it is full, so that a small page
+// leaves little of a slab unused.
+func (p *pageTools) newTool() *mcp.Tool {
+	if len(p.slab) == cap(p.slab) {
+		p.slab = make([]mcp.Tool, 0, min(max(2*cap(p.slab), 4), 32))
+	}
+	p.slab = p.slab[:len(p.slab)+1]
+	return &p.slab[len(p.slab)-1]
+}
+
+// toolString is the last value read of a string member of a tool: b[start:end]
+// of the page when the value has no escapes, else lit (start < 0). set is
+// false until a value is read; null is no value.
+type toolString struct {
+	set        bool
+	start, end int
+	lit        string
+}
+
+// decodeTool decodes the tool object at p.b[i:] the way go-sdk does
+// (member names matched exactly, unknown members ignored, the last of
+// duplicate members kept, null leaving a string member as it was), except
+// that the schemas stay raw: slices of p.b.
+func (p *pageTools) decodeTool(i int) (*mcp.Tool, int, error) {
+	b := p.b
+	t := p.newTool()
+	var strs [3]toolString // name, title, description
 	end, err := eachMember(b, i, 1, func(key []byte, _, vs int) (int, error) {
-		var field *string
+		var field int
 		switch string(key) {
 		case "name":
-			field = &t.Name
+			field = 0
 		case "title":
-			field = &t.Title
+			field = 1
 		case "description":
-			field = &t.Description
+			field = 2
 		case "inputSchema", "outputSchema":
 			e, err := scanValue(b, vs, 2)
 			if err != nil {
@@ -290,7 +323,7 @@ func decodeTool(b []byte, i int) (*mcp.Tool, int, error) {
 		default:
 			return scanValue(b, vs, 2)
 		}
-		if bytes.HasPrefix(b[vs:], litNull) { // null leaves a string field empty
+		if bytes.HasPrefix(b[vs:], litNull) { // null leaves a string member as it was
 			return vs + len(litNull), nil
 		}
 		if vs >= len(b) || b[vs] != '"' {
@@ -301,13 +334,45 @@ func decodeTool(b []byte, i int) (*mcp.Tool, int, error) {
 			return e, fmt.Errorf("%s: %w", key, err)
 		}
 		if plain {
-			*field = string(b[vs+1 : e-1])
-		} else if err := json.Unmarshal(b[vs:e], field); err != nil {
+			strs[field] = toolString{set: true, start: vs + 1, end: e - 1}
+			return e, nil
+		}
+		var v string
+		if err := json.Unmarshal(b[vs:e], &v); err != nil {
 			return e, fmt.Errorf("%s: %w", key, err)
 		}
+		strs[field] = toolString{set: true, start: -1, lit: v}
 		return e, nil
 	})
-	return t, end, err
+	if err != nil {
+		return nil, end, err
+	}
+	// One string holds the plain values.
+	n := 0
+	for _, s := range strs {
+		if s.set && s.start >= 0 {
+			n += s.end - s.start
+		}
+	}
+	var sb strings.Builder
+	sb.Grow(n)
+	for _, s := range strs {
+		if s.set && s.start >= 0 {
+			sb.Write(b[s.start:s.end])
+		}
+	}
+	all, off := sb.String(), 0
+	for k, dst := range [3]*string{&t.Name, &t.Title, &t.Description} {
+		switch s := strs[k]; {
+		case !s.set:
+		case s.start < 0:
+			*dst = s.lit
+		default:
+			*dst = all[off : off+s.end-s.start]
+			off += s.end - s.start
+		}
+	}
+	return t, end, nil
 }
 
 // maxDepth bounds the nesting of a page, as go-sdk's decoder does.
@@ -465,6 +530,12 @@ func scanString(b []byte, i int) (end int, plain bool, err error) {
 	start := i
 	plain, ascii := true, true
 	for i++; i < len(b); i++ {
+		for i < len(b) && strByte[b[i]] {
+			i++
+		}
+		if i == len(b) {
+			break
+		}
 		switch c := b[i]; {
 		case c == '"':
 			if !ascii && plain {
@@ -495,6 +566,15 @@ func scanString(b []byte, i int) (end int, plain bool, err error) {
 	}
 	return i, false, fmt.Errorf("unterminated string at offset %d", start)
 }
+
+// strByte[c] reports that c stands for itself in a JSON string and needs
+// no check: printable ASCII other than '"' and '\\'.
+var strByte = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
 
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
