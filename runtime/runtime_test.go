@@ -582,12 +582,15 @@ func TestRequestTimeoutCancelsUpstream(t *testing.T) {
 			return nil, ctx.Err()
 		})
 	sv := inProcess(t, "srv", srv)
-	sv.Entry.RequestTimeoutMs = 50
+	// Must fire for the first call but not for the listing or the second
+	// call, which the caller cancels: seconds, as a loaded machine can
+	// stall an in-process round trip for more than 50 ms.
+	sv.Entry.RequestTimeoutMs = 2000
 	sv.SupportsParallelToolCalls = true
 	s := open(t, []Server{sv}, &Options{})
 
 	_, err := s.CallTool(context.Background(), "srv__hang", nil)
-	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "no answer within the request timeout (50ms)") {
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "no answer within the request timeout (2s)") {
 		t.Fatalf("CallTool: %v, want the request timeout", err)
 	}
 	<-cancelled // notifications/cancelled reached the server
@@ -801,7 +804,10 @@ func TestTimeoutsRecycleTheConnection(t *testing.T) {
 	t.Cleanup(rd.stop)
 	evs := newEvents()
 	sv := Server{Name: "srv", Transport: rd}
-	sv.Entry.RequestTimeoutMs = 20
+	// The request timeout must fire for hang but never for the listing or
+	// ping (it bounds tools/list too): on a loaded machine 20 ms was not
+	// enough for them, so it is seconds, and the three hangs cost 3 × 2 s.
+	sv.Entry.RequestTimeoutMs = 2000
 	s := open(t, []Server{sv}, &Options{OnEvent: evs.on, PauseDuration: time.Millisecond})
 	for range 3 {
 		if _, err := s.CallTool(context.Background(), "srv__hang", nil); !errors.Is(err, context.DeadlineExceeded) {
