@@ -158,7 +158,9 @@ func resultText(t *testing.T, res *mcp.CallToolResult) string {
 }
 
 // inProcess starts srv on an in-memory transport for the test's lifetime
-// and returns a Server whose Transport is the client end.
+// and returns a Server whose Transport is the client end. Its requests,
+// tools/list included, may take 30 s (OpenClaw's 1500 ms list bound lost
+// in-process servers on a loaded machine); tests of a timeout set their own.
 func inProcess(t testing.TB, name string, srv *mcp.Server) Server {
 	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
@@ -172,7 +174,9 @@ func inProcess(t testing.TB, name string, srv *mcp.Server) Server {
 		cancel()
 		<-done
 	})
-	return Server{Name: name, Transport: ct}
+	sv := Server{Name: name, Transport: ct}
+	sv.Entry.RequestTimeoutMs = 30000
+	return sv
 }
 
 func newServer(name string, opts *mcp.ServerOptions) *mcp.Server {

@@ -748,7 +748,7 @@ func TestIdleReaping(t *testing.T) {
 	rd := &redialer{srv: srv}
 	t.Cleanup(rd.stop)
 	evs := newEvents()
-	s := open(t, []Server{{Name: "srv", Transport: rd}}, &Options{IdleTTL: 20 * time.Millisecond, OnEvent: evs.on})
+	s := open(t, []Server{{Name: "srv", Transport: rd, Entry: transport.ServerEntry{RequestTimeoutMs: 30000}}}, &Options{IdleTTL: 20 * time.Millisecond, OnEvent: evs.on})
 	evs.wait(t, EventIdle, "srv")
 	if st := s.Status()[0]; st.Connected {
 		t.Errorf("status after reaping = %+v, want disconnected", st)
@@ -773,7 +773,7 @@ func TestNoReapingWhileInUse(t *testing.T) {
 	rd := &redialer{srv: srv}
 	t.Cleanup(rd.stop)
 	evs := newEvents()
-	s := open(t, []Server{{Name: "srv", Transport: rd}}, &Options{IdleTTL: time.Millisecond, OnEvent: evs.on})
+	s := open(t, []Server{{Name: "srv", Transport: rd, Entry: transport.ServerEntry{RequestTimeoutMs: 30000}}}, &Options{IdleTTL: time.Millisecond, OnEvent: evs.on})
 	errc := make(chan error, 1)
 	go func() {
 		_, err := s.CallTool(context.Background(), "srv__slow", nil)
