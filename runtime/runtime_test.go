@@ -453,7 +453,9 @@ func TestPauseAfterConsecutiveFailures(t *testing.T) {
 	fail.Store(true)
 	flaky(srv, &fail)
 	evs := newEvents()
-	s := open(t, []Server{inProcess(t, "flaky", srv)}, &Options{OnEvent: evs.on, PauseDuration: 200 * time.Millisecond})
+	// The pause must outlast the checks made while it holds (a call and
+	// Status): seconds, not the 200 ms a loaded machine can stall for.
+	s := open(t, []Server{inProcess(t, "flaky", srv)}, &Options{OnEvent: evs.on, PauseDuration: 3 * time.Second})
 	ctx := context.Background()
 	for i := range 3 {
 		_, err := s.CallTool(ctx, "flaky__op", nil)
