@@ -269,6 +269,45 @@ func benchCatalog(b *testing.B, srvs []*mcp.Server, nTools int, pair func() (cli
 	}
 }
 
+// BenchmarkCatalogNaming is the naming phase of the catalog figure alone:
+// a Session of 50 in-process servers of 100 tools each, connected and
+// listed once; each operation rebuilds the catalog from the listings it
+// has (sanitizer double, policies.ValidateSanitized, the tool policy, the
+// catalog sort and index). It runs after the last listing, alone, so it
+// adds its whole time to the figure. cpu-ms/op is the process's CPU time.
+func BenchmarkCatalogNaming(b *testing.B) {
+	const nServers, nTools = 50, 100
+	ctx := context.Background()
+	srvs := catalogServers(nServers, nTools, true)
+	servers := make([]Server, nServers)
+	for i, srv := range srvs {
+		ct, st := newLinePair()
+		sctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); _ = srv.Run(sctx, st) }()
+		b.Cleanup(func() { cancel(); <-done })
+		servers[i] = Server{Name: fmt.Sprintf("server-%02d", i), Transport: ct, Entry: transport.ServerEntry{RequestTimeoutMs: 30000}}
+	}
+	s := open(b, servers, &Options{Enforcer: allowFast{}, Sanitizer: nativeNamer{}, Logger: quietLogger(), ProtocolVersion: "2025-11-25"})
+	if tools, err := s.Tools(ctx); err != nil || len(tools) != nServers*nTools {
+		b.Fatalf("catalog of %d tools (%v), want %d", len(tools), err, nServers*nTools)
+	}
+	var cpu time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	for range b.N {
+		s.dirty.Store(true)
+		cat, err := s.catalog(ctx)
+		if err != nil || len(cat.tools) != nServers*nTools {
+			b.Fatalf("catalog of %d tools (%v), want %d", len(cat.tools), err, nServers*nTools)
+		}
+	}
+	cpu = cpuTime() - cpu0
+	b.StopTimer()
+	b.ReportMetric(float64(cpu.Microseconds())/1000/float64(b.N), "cpu-ms/op")
+}
+
 // linePair is an in-process transport pair framed like
 // transport.StdioTransport: each message is encoded by
 // jsonrpc.EncodeMessage into one line, and each line decoded by
