@@ -378,23 +378,27 @@ func TestInitialConnectRetried(t *testing.T) {
 	t.Parallel()
 	one := int64(1)
 	yes := true
+	// The challenge timeout also bounds the dial and the connect response:
+	// it must fire only on a first connection without a challenge. Seconds
+	// (200 ms fired on a loaded machine and added a third state change).
 	for _, tc := range []struct {
-		name   string
-		behave func(n int) behavior
+		name             string
+		challengeTimeout time.Duration
+		behave           func(n int) behavior
 	}{
-		{"retryable error", func(n int) behavior {
+		{"retryable error", 30 * time.Second, func(n int) behavior {
 			if n == 1 {
 				return behavior{connectError: &protocol.ErrorShape{Code: protocol.CodeUnavailable, Message: "gateway starting", Retryable: &yes, RetryAfterMs: &one}}
 			}
 			return behavior{}
 		}},
-		{"challenge timeout", func(n int) behavior { return behavior{skipChallenge: n == 1} }},
+		{"challenge timeout", 2 * time.Second, func(n int) behavior { return behavior{skipChallenge: n == 1} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			g := newFakeGateway(t, false, tc.behave)
 			o := baseOptions(t, g.URL)
-			o.ChallengeTimeout = 200 * time.Millisecond
+			o.ChallengeTimeout = tc.challengeTimeout
 			var mu sync.Mutex
 			var states []gwclient.StateChange
 			connected := make(chan struct{})
@@ -424,7 +428,9 @@ func TestInitialConnectRetried(t *testing.T) {
 		t.Parallel()
 		g := newFakeGateway(t, false, func(n int) behavior { return behavior{skipChallenge: true} })
 		o := baseOptions(t, g.URL)
-		o.ChallengeTimeout = 100 * time.Millisecond
+		// It also bounds the first dial, which must not fail (a failed
+		// first dial ends Run): seconds, not 100 ms.
+		o.ChallengeTimeout = 2 * time.Second
 		start(t, o)
 		g.waitFor("two connections", func() bool { return g.conns >= 2 && len(g.closes) >= 1 })
 		if c := g.closesSnapshot()[0]; c.Code != protocol.ClosePolicyViolation || c.Reason != "connect challenge timeout" {
