@@ -592,7 +592,9 @@ func TestRequestErrors(t *testing.T) {
 		return false
 	}
 	o := baseOptions(t, g.URL)
-	o.RequestTimeout = 150 * time.Millisecond
+	// It must fire for hang but not for send or sessions.list: seconds, as
+	// a loaded machine can hold a local round trip for more than 150 ms.
+	o.RequestTimeout = 2 * time.Second
 	r := start(t, o)
 	waitReady(t, r.c)
 
