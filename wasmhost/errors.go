@@ -3,6 +3,7 @@ package wasmhost
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Kind classifies why a guest call or a load failed.
@@ -105,7 +106,7 @@ func (e *Error) Error() string {
 	} else {
 		b.WriteString(firstLine(e.Err))
 	}
-	if line := lastLine(e.Stderr); line != "" {
+	if line := guestSummary(e.Stderr); line != "" {
 		b.WriteString(" (guest output: ")
 		b.WriteString(line)
 		b.WriteString(")")
@@ -122,17 +123,43 @@ func (e *Error) Is(target error) bool {
 	return ok && s.kind == e.Kind
 }
 
-// lastLine returns the last non-empty line of s, cut to 200 bytes.
-func lastLine(s string) string {
-	s = strings.TrimRight(s, "\r\n\t ")
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
+// guestSummary returns the line of a guest's output that says what went
+// wrong, cut to 200 bytes: a Go runtime's first "panic: " or "fatal error: "
+// line (what follows is the goroutine trace), Rust's "panicked at FILE:"
+// joined with the message on the next line (Rust ≥ 1.73 prints them on two
+// lines), else the last non-empty line (AssemblyScript's abort, a guest's
+// own message).
+func guestSummary(s string) string {
+	lines := strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n")
+	for i, line := range lines {
+		line = strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(line, "panic: "), strings.HasPrefix(line, "fatal error: "):
+			return cut200(line)
+		case strings.Contains(line, "panicked at ") && strings.HasSuffix(line, ":") && i+1 < len(lines):
+			if next := strings.TrimSpace(lines[i+1]); next != "" {
+				return cut200(line + " " + next)
+			}
+		}
 	}
-	s = strings.TrimSpace(s)
-	if len(s) > 200 {
-		s = s[:200] + "…"
+	last := strings.TrimRight(s, "\r\n\t ")
+	if i := strings.LastIndexByte(last, '\n'); i >= 0 {
+		last = last[i+1:]
 	}
-	return s
+	return cut200(strings.TrimSpace(last))
+}
+
+// cut200 cuts s to 200 bytes, marking the cut, without splitting a UTF-8
+// sequence.
+func cut200(s string) string {
+	if len(s) <= 200 {
+		return s
+	}
+	n := 200
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // errorf builds an *Error with a formatted cause.

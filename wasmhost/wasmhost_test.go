@@ -495,6 +495,23 @@ func TestErrorFormatting(t *testing.T) {
 			`wasm module "m": f: wasm error: unreachable`},
 		{&wasmhost.Error{Module: "m", Export: "f", Kind: wasmhost.KindTrap, Err: errors.New("x"), Stderr: "a\n" + strings.Repeat("b", 300) + "\n"},
 			`wasm module "m": f: x (guest output: ` + strings.Repeat("b", 200) + `…)`},
+		// A Go guest's panic, as captured from a wasip1 build: the panic
+		// line, not the last frame of the trace.
+		{&wasmhost.Error{Module: "m", Export: "before_tool_call", Kind: wasmhost.KindTrap, Err: errors.New("wasm error: unreachable"),
+			Stderr: "panic: boom: operator asked for a trap\n\ngoroutine 1 [running]:\nmain.decide(0x252000)\n\texample.com/mypolicy/main.go:45 +0x6b\n" +
+				"github.com/openclaw-go/openclaw/guests/sdk/go.BeforeToolCall(0x24e000, 0x6f, 0x2e140)\n\tgithub.com/openclaw-go/openclaw/guests/sdk/go@v0.0.0/hooks.go:85 +0x16\n" +
+				"main.beforeToolCall(0x24e000, 0x6f)\n\texample.com/mypolicy/main.go:18 +0x4\n"},
+			`wasm module "m": before_tool_call: wasm error: unreachable (guest output: panic: boom: operator asked for a trap)`},
+		{&wasmhost.Error{Module: "m", Export: "f", Kind: wasmhost.KindTrap, Err: errors.New("wasm error: unreachable"),
+			Stderr: "fatal error: all goroutines are asleep - deadlock!\n\ngoroutine 1 [chan receive]:\nmain.main()\n"},
+			`wasm module "m": f: wasm error: unreachable (guest output: fatal error: all goroutines are asleep - deadlock!)`},
+		// Rust ≥ 1.73: location and message on two lines.
+		{&wasmhost.Error{Module: "m", Export: "f", Kind: wasmhost.KindTrap, Err: errors.New("wasm error: unreachable"),
+			Stderr: "\nthread '<unnamed>' panicked at src/lib.rs:12:5:\nno arguments\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n"},
+			`wasm module "m": f: wasm error: unreachable (guest output: thread '<unnamed>' panicked at src/lib.rs:12:5: no arguments)`},
+		// A cut never splits a UTF-8 sequence.
+		{&wasmhost.Error{Module: "m", Export: "f", Kind: wasmhost.KindTrap, Err: errors.New("x"), Stderr: "a" + strings.Repeat("é", 150)},
+			`wasm module "m": f: x (guest output: a` + strings.Repeat("é", 99) + `…)`},
 	}
 	for _, tt := range tests {
 		if got := tt.err.Error(); got != tt.want {
