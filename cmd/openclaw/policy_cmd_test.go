@@ -184,9 +184,9 @@ func TestPolicyTestJSON(t *testing.T) {
 	}
 	var rep struct {
 		Cases []struct {
-			Name, Hook, Expected, Got string
-			Pass                      bool
-			Mismatches                []string
+			Name, Hook, Expected, Got, Reason, Error string
+			Pass                                     bool
+			Mismatches                               []string
 		} `json:"cases"`
 		Passed, Failed int
 	}
@@ -196,6 +196,10 @@ func TestPolicyTestJSON(t *testing.T) {
 	if rep.Passed != 1 || rep.Failed != 2 || len(rep.Cases) != 3 || !rep.Cases[0].Pass || rep.Cases[1].Got != "block" ||
 		len(rep.Cases[1].Mismatches) != 1 || rep.Cases[1].Mismatches[0] != `decision "block", want "allow"` {
 		t.Fatalf("report = %+v", rep)
+	}
+	// The module's reason is in the report, not only in a mismatch.
+	if rep.Cases[1].Reason == "" || rep.Cases[1].Reason != rep.Cases[2].Reason || rep.Cases[1].Error != "" {
+		t.Errorf("reasons %q, %q; error %q: want the module's reason for both blocks, no error", rep.Cases[1].Reason, rep.Cases[2].Reason, rep.Cases[1].Error)
 	}
 }
 

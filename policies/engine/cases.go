@@ -78,6 +78,12 @@ type CaseResult struct {
 	// "error").
 	Expected string `json:"expected"`
 	Got      string `json:"got"`
+	// Reason is the module's reason ("" when it gave none); Arguments the
+	// arguments of a rewrite (before_tool_call), absent otherwise; Error
+	// the text of the error when the call failed.
+	Reason    string          `json:"reason,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Error     string          `json:"error,omitempty"`
 	// Pass reports whether every expectation held; Mismatches says which
 	// did not.
 	Pass       bool     `json:"pass"`
@@ -139,7 +145,7 @@ func RunCase(ctx context.Context, m Module, c TestCase) CaseResult {
 
 	decision, reason, args, out, err := callCase(ctx, m, c)
 	if err != nil {
-		r.Got = "error"
+		r.Got, r.Error = "error", err.Error()
 		switch {
 		case c.Expect.Error == "":
 			mismatch("the call failed: %v", err)
@@ -149,7 +155,10 @@ func RunCase(ctx context.Context, m Module, c TestCase) CaseResult {
 		r.Pass = len(r.Mismatches) == 0
 		return r
 	}
-	r.Got = decision
+	r.Got, r.Reason = decision, reason
+	if len(args) > 0 {
+		r.Arguments = args
+	}
 	if r.Got == "" {
 		r.Got = "(output)"
 	}

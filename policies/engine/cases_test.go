@@ -43,6 +43,10 @@ func TestRunCaseOtherHooks(t *testing.T) {
 			t.Errorf("%s: %+v", c.Name, r)
 		}
 	}
+	// An expected failure still reports its text.
+	if r := engine.RunCase(ctx, m, cases[2]); !strings.Contains(r.Error, "does not export decide_approval") {
+		t.Errorf("error of a failed call = %q, want the failure's text", r.Error)
+	}
 	if cases[0].Line != 3 || cases[2].Line != 5 {
 		t.Errorf("lines = %d, %d; want 3, 5", cases[0].Line, cases[2].Line)
 	}
