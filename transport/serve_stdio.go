@@ -97,6 +97,8 @@ type ServeStdioTransport struct {
 	drainTimeout time.Duration
 	connected    atomic.Bool
 
+	eof chan struct{} // closed by the connection when Reader reached EOF
+
 	mu      sync.Mutex
 	conn    *drainConn // set by Connect
 	stopped bool       // Shutdown was called
@@ -116,8 +118,17 @@ func NewServeStdioTransport(r io.ReadCloser, w io.WriteCloser, opts *ServeStdioO
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	return &ServeStdioTransport{r: r, w: w, max: o.MaxLineLength, log: o.Logger, drainTimeout: o.DrainTimeout}
+	return &ServeStdioTransport{r: r, w: w, max: o.MaxLineLength, log: o.Logger, drainTimeout: o.DrainTimeout,
+		eof: make(chan struct{})}
 }
+
+// EOF is closed once Reader reached end of file, after every message read
+// before it was passed on to the session (their handlers may still run):
+// the moment the MCP client can no longer send anything. A server uses it
+// to release what its handlers wait on (long polls, upstream requests), so
+// that the drain, and the process, end promptly. It is never closed by
+// Shutdown alone.
+func (t *ServeStdioTransport) EOF() <-chan struct{} { return t.eof }
 
 // Connect returns the session's connection. It may be called once; a
 // second call returns [ErrConnected].
@@ -140,6 +151,7 @@ func (t *ServeStdioTransport) Connect(ctx context.Context) (mcp.Connection, erro
 	}
 	c := &drainConn{
 		inner:    inner,
+		eofCh:    t.eof,
 		timeout:  t.drainTimeout,
 		incoming: map[jsonrpc.ID]bool{},
 		outgoing: map[jsonrpc.ID]bool{},
@@ -177,6 +189,7 @@ func (t *ServeStdioTransport) Shutdown() {
 type drainConn struct {
 	inner   mcp.Connection
 	timeout time.Duration
+	eofCh   chan struct{} // the transport's EOF channel, closed at eof
 
 	mu        sync.Mutex
 	incoming  map[jsonrpc.ID]bool
@@ -210,6 +223,7 @@ func (c *drainConn) startDrain(eof bool) {
 	defer c.mu.Unlock()
 	if eof && !c.eof {
 		c.eof = true
+		close(c.eofCh)
 		for id := range c.outgoing {
 			c.synth = append(c.synth, unanswerable(id))
 		}

@@ -441,3 +441,47 @@ func TestServeStdioDrain(t *testing.T) {
 		}
 	})
 }
+
+// EOF closes when the reader ends, after the messages before it were read,
+// while their answers are still due.
+func TestServeStdioEOFChannel(t *testing.T) {
+	t.Parallel()
+	inR, inW := io.Pipe()
+	tr := NewServeStdioTransport(inR, nopWriteCloser{io.Discard}, nil)
+	c, err := tr.Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	go func() {
+		_, _ = io.WriteString(inW, `{"jsonrpc":"2.0","id":1,"method":"ping"}`+"\n")
+		inW.Close()
+	}()
+	msg, err := c.Read(context.Background())
+	if req, ok := msg.(*jsonrpc.Request); err != nil || !ok || req.Method != "ping" {
+		t.Fatalf("Read: %v, %v; want the ping", msg, err)
+	}
+	select {
+	case <-tr.EOF():
+		t.Fatal("EOF closed before the reader ended")
+	default:
+	}
+	read := make(chan error, 1)
+	go func() {
+		_, err := c.Read(context.Background())
+		read <- err
+	}()
+	<-tr.EOF() // the reader ended; the ping is still unanswered
+	select {
+	case err := <-read:
+		t.Fatalf("Read ended (%v) before the ping was answered", err)
+	default:
+	}
+	id, _ := jsonrpc.MakeID(float64(1))
+	if err := c.Write(context.Background(), &jsonrpc.Response{ID: id, Result: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-read; !errors.Is(err, io.EOF) {
+		t.Fatalf("Read after the answer: %v, want io.EOF", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -77,5 +78,46 @@ func TestCloseReleasesEverything(t *testing.T) {
 	if n := runtime.NumGoroutine(); n > base {
 		buf := make([]byte, 1<<20)
 		t.Fatalf("%d goroutines after Close, %d before:\n%s", n, base, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// ApprovalRaiser.Close ends a raise waiting for a human's decision with
+// ErrClosed and closes its connection; a raise after Close fails at once
+// without dialling.
+func TestApprovalRaiserClose(t *testing.T) {
+	t.Parallel()
+	raised := make(chan struct{})
+	g := newFakeGateway(t, false, nil)
+	g.handle = func(fc *fakeConn, f *protocol.Frame) bool {
+		if f.Method == "plugin.approval.request" {
+			close(raised)
+			return true // no human ever decides
+		}
+		return false
+	}
+	r := gwclient.NewApprovalRaiser(&gwclient.Options{URL: g.URL, Token: g.token})
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.RaiseApproval(context.Background(), "plugin.approval.request", map[string]any{"twoPhase": true}, nil)
+		done <- err
+	}()
+	select {
+	case <-raised:
+	case err := <-done:
+		t.Fatalf("RaiseApproval returned %v before the request reached the Gateway", err)
+	}
+	r.Close()
+	if err := <-done; !errors.Is(err, gwclient.ErrClosed) || !strings.Contains(err.Error(), "plugin.approval.request") {
+		t.Fatalf("RaiseApproval after Close: %v, want ErrClosed naming the method", err)
+	}
+	g.waitFor("the raise's connection to close", func() bool { return len(g.closes) == 1 })
+	if _, err := r.RaiseApproval(context.Background(), "plugin.approval.request", map[string]any{"twoPhase": true}, nil); !errors.Is(err, gwclient.ErrClosed) {
+		t.Fatalf("RaiseApproval on a closed raiser: %v, want ErrClosed", err)
+	}
+	g.mu.Lock()
+	conns := g.conns
+	g.mu.Unlock()
+	if conns != 1 {
+		t.Fatalf("the closed raiser dialled: %d connections, want 1", conns)
 	}
 }

@@ -47,9 +47,11 @@ func (c *Client) RequestTwoPhase(ctx context.Context, method string, params any,
 // control UI, and any other approval client of this device.
 //
 // An ApprovalRaiser is safe for concurrent use; it holds no connection
-// between calls.
+// between calls. [ApprovalRaiser.Close] ends the raises in flight.
 type ApprovalRaiser struct {
 	opts Options
+	life context.Context // cancelled by Close
+	stop context.CancelFunc
 }
 
 // NewApprovalRaiser returns a raiser dialling with opts (copied; the same
@@ -61,7 +63,17 @@ func NewApprovalRaiser(opts *Options) *ApprovalRaiser {
 	o := opts.withDefaults(nil)
 	o.OnEvent, o.OnStateChange, o.OnFatal = nil, nil, nil
 	o.Logger = slog.New(debugHandler{o.Logger.Handler()}).With("conn", "approval")
-	return &ApprovalRaiser{opts: o}
+	life, stop := context.WithCancel(context.Background())
+	return &ApprovalRaiser{opts: o, life: life, stop: stop}
+}
+
+// Close ends every RaiseApproval in flight (each closes its connection and
+// returns an error wrapping [ErrClosed]) and makes later calls fail the
+// same way at once. `mcp serve` calls it when its MCP client goes away: a
+// call waiting for a human's decision then ends instead of holding the
+// process until the approval expires. Idempotent; safe concurrently.
+func (r *ApprovalRaiser) Close() {
+	r.stop()
 }
 
 // debugHandler logs every record below Warn at Debug.
@@ -102,9 +114,14 @@ var ErrNoApprovalRoute = errors.New("gwclient: cannot raise the approval on the 
 // it with deny from another connection). A failed connection is an error
 // wrapping [ErrNoApprovalRoute].
 func (r *ApprovalRaiser) RaiseApproval(ctx context.Context, method string, params any, accepted func(payload json.RawMessage)) (json.RawMessage, error) {
+	if r.life.Err() != nil {
+		return nil, fmt.Errorf("%w: %s not raised", ErrClosed, method)
+	}
 	c := New(&r.opts)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	// Close ends the raise with ErrClosed as the cause.
+	defer context.AfterFunc(r.life, func() { cancel(ErrClosed) })()
 	runErr := make(chan error, 1)
 	go func() { runErr <- c.Run(ctx) }()
 	defer func() {
@@ -113,9 +130,22 @@ func (r *ApprovalRaiser) RaiseApproval(ctx context.Context, method string, param
 	}()
 	if err := c.WaitReady(ctx); err != nil {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return nil, raiseEnded(ctx, method)
 		}
 		return nil, fmt.Errorf("%w: %w", ErrNoApprovalRoute, err)
 	}
-	return c.RequestTwoPhase(ctx, method, params, accepted)
+	payload, err := c.RequestTwoPhase(ctx, method, params, accepted)
+	if err != nil && errors.Is(context.Cause(ctx), ErrClosed) {
+		return nil, raiseEnded(ctx, method)
+	}
+	return payload, err
+}
+
+// raiseEnded is the error of a raise whose ctx ended: ctx's error, or
+// ErrClosed when Close ended it.
+func raiseEnded(ctx context.Context, method string) error {
+	if cause := context.Cause(ctx); errors.Is(cause, ErrClosed) {
+		return fmt.Errorf("%w: stopped waiting for %s", ErrClosed, method)
+	}
+	return ctx.Err()
 }

@@ -146,6 +146,7 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 		},
 	}
 	client := gwclient.New(gwOpts)
+	raiser := gwclient.NewApprovalRaiser(gwOpts)
 	b = bridge.New(client, &bridge.Options{
 		ClaudeChannelMode: mode,
 		Policy:            pol,
@@ -153,50 +154,78 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 		Verbose:           c.verbose,
 		ServerVersion:     version,
 		Approvals:         pol,
-		ApprovalRaiser:    gwclient.NewApprovalRaiser(gwOpts),
+		ApprovalRaiser:    raiser,
 		Audit:             pol.AuditSink(),
 	})
 
 	// The MCP transport starts first so initialize is answered before the
-	// Gateway is reachable, as OpenClaw does (§6.1).
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// Gateway is reachable, as OpenClaw does (§6.1). Neither it nor the
+	// Gateway client runs on ctx: a signal ends them through the shutdown
+	// below, which lets the answers that are ready out first.
+	life, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
 	served := make(chan error, 1)
 	// A malformed stdin line is answered and logged; it does not end the session.
-	stdio := transport.NewServeStdioTransport(stdin, out, &transport.ServeStdioOptions{Logger: logger})
-	go func() { served <- b.Serve(ctx, stdio) }()
+	stdio := transport.NewServeStdioTransport(stdin, out, &transport.ServeStdioOptions{Logger: logger, DrainTimeout: serveDrainTimeout})
+	go func() { served <- b.Serve(life, stdio) }()
 	gwDone := make(chan error, 1)
-	go func() { gwDone <- client.Run(ctx) }()
+	go func() { gwDone <- client.Run(life) }()
 
-	select {
-	case err := <-served:
-		// The MCP client went away (stdin EOF) or a signal ended ctx.
-		cancel()
+	// shutdown releases everything a call may wait on, as OpenClaw does on
+	// stdin EOF or a signal (§10): events_wait answers event:null, an
+	// approval being raised on the Gateway ends, calls waiting for the
+	// Gateway or its answer fail at once. The drain then writes those
+	// answers and the session ends.
+	shutdown := func() {
 		_ = b.Close()
+		raiser.Close()
 		_ = client.Close()
-		<-gwDone
-		_ = pol.Close(context.WithoutCancel(ctx))
-		if err != nil && !errors.Is(err, context.Canceled) {
-			return &exitError{code: 1, err: fmt.Errorf("openclaw mcp: %w", err)}
-		}
-		return nil
-	case err := <-gwDone:
-		if err != nil && ctx.Err() == nil {
-			// stdout is sealed; the policies stay loaded until the
-			// process exits, so no in-flight call sees them closed.
-			var re *protocol.RequestError
-			if errors.As(err, &re) {
-				fmt.Fprintf(stderr, "gateway connect failed: GatewayClientRequestError: %s\n", re.Message)
-			}
-			return failGateway(err)
-		}
-		_ = b.Close()
-		cancel()
-		<-served
-		_ = pol.Close(context.WithoutCancel(ctx))
-		return nil
 	}
+	var serveErr error
+	select {
+	case <-stdio.EOF():
+		// The MCP client closed stdin: nothing more can arrive.
+		shutdown()
+		serveErr = <-served
+	case <-ctx.Done():
+		// SIGINT or SIGTERM: refuse new requests, answer those in flight.
+		stdio.Shutdown()
+		shutdown()
+		serveErr = <-served
+	case serveErr = <-served:
+		// The transport failed.
+		shutdown()
+	case gwErr := <-gwDone:
+		// Run ends by itself only on a fatal first connection. stdout is
+		// sealed; the policies stay loaded until the process exits, so no
+		// in-flight call sees them closed.
+		var re *protocol.RequestError
+		if errors.As(gwErr, &re) {
+			fmt.Fprintf(stderr, "gateway connect failed: GatewayClientRequestError: %s\n", re.Message)
+		}
+		if gwErr == nil {
+			gwErr = errors.New("gateway client stopped")
+		}
+		return failGateway(gwErr)
+	}
+	stop()
+	<-gwDone
+	_ = pol.Close(context.WithoutCancel(ctx))
+	switch {
+	case errors.Is(serveErr, transport.ErrDrainTimeout):
+		logger.Warn("openclaw mcp: exiting with calls unanswered", "err", serveErr)
+		return nil
+	case serveErr != nil:
+		return &exitError{code: 1, err: fmt.Errorf("openclaw mcp: %w", serveErr)}
+	}
+	return nil
 }
+
+// serveDrainTimeout bounds the drain after stdin EOF or a signal. Once
+// shutdown released every wait, calls answer at once; the bound only keeps
+// a call stuck elsewhere (a policy module, an MCP client that never
+// answers an elicitation) from holding the process.
+const serveDrainTimeout = 5 * time.Second
 
 // gateWriter passes writes to w until sealed; after that it drops them
 // (reporting success, so the MCP SDK does not log write errors).

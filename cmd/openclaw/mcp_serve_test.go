@@ -1,0 +1,250 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// serveBin is the openclaw binary the serve tests run, built once.
+var serveBin = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "openclaw-serve-test-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "openclaw")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
+// silentGateway is a Gateway that completes the handshake and confirms
+// sessions.subscribe, then never answers anything else: a Gateway process
+// that hangs. requests receives the method of every request it swallowed.
+func silentGateway(t *testing.T) (url string, requests <-chan string) {
+	t.Helper()
+	swallowed := make(chan string, 16)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer ws.CloseNow()
+		ctx := r.Context()
+		if ws.Write(ctx, websocket.MessageText, []byte(`{"type":"event","event":"connect.challenge","payload":{"nonce":"silent-nonce","ts":1}}`)) != nil {
+			return
+		}
+		for {
+			_, data, err := ws.Read(ctx)
+			if err != nil {
+				return
+			}
+			var req struct{ ID, Method string }
+			if json.Unmarshal(data, &req) != nil {
+				continue
+			}
+			var payload string
+			switch req.Method {
+			case "connect":
+				payload = `{"type":"hello-ok","protocol":4,"server":{"version":"silent"},"features":{"methods":[]},"policy":{"tickIntervalMs":600000}}`
+			case "sessions.subscribe":
+				payload = `{"subscribed":true}`
+			default:
+				swallowed <- req.Method
+				continue
+			}
+			res := fmt.Sprintf(`{"type":"res","id":%q,"ok":true,"payload":%s}`, req.ID, payload)
+			if ws.Write(ctx, websocket.MessageText, []byte(res)) != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return "ws" + strings.TrimPrefix(srv.URL, "http"), swallowed
+}
+
+// serveChild is `openclaw mcp serve` running as a child process, spoken
+// to over its stdin and stdout with raw JSON-RPC lines.
+type serveChild struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan map[string]any // stdout, one decoded line each; closed at EOF
+	stderr *lockedBuffer
+}
+
+func startServeChild(t *testing.T, ctx context.Context, args ...string) *serveChild {
+	t.Helper()
+	bin, err := serveBin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cmd := exec.CommandContext(ctx, bin, append([]string{"mcp", "serve"}, args...)...)
+	cmd.Env = append(os.Environ(), "HOME="+dir, "OPENCLAW_HOME="+dir, "OPENCLAW_STATE_DIR="+filepath.Join(dir, "state"),
+		"OPENCLAW_CONFIG_PATH="+filepath.Join(dir, "openclaw.json"))
+	c := &serveChild{cmd: cmd, lines: make(chan map[string]any, 64), stderr: &lockedBuffer{}}
+	cmd.Stderr = c.stderr
+	if c.stdin, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(c.lines)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for sc.Scan() {
+			var m map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				m = map[string]any{"unparsed": sc.Text()}
+			}
+			c.lines <- m
+		}
+	}()
+	t.Cleanup(func() {
+		_ = c.stdin.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return c
+}
+
+func (c *serveChild) send(t *testing.T, line string) {
+	t.Helper()
+	if _, err := io.WriteString(c.stdin, line+"\n"); err != nil {
+		t.Fatalf("writing %s: %v", line, err)
+	}
+}
+
+// answer reads stdout until the response to id; it fails when stdout ends
+// or ctx (the hang guard) does first.
+func (c *serveChild) answer(t *testing.T, ctx context.Context, id float64) map[string]any {
+	t.Helper()
+	for {
+		select {
+		case m, ok := <-c.lines:
+			if !ok {
+				t.Fatalf("stdout ended before the answer to %v; stderr:\n%s", id, c.stderr.String())
+			}
+			if got, _ := m["id"].(float64); got == id {
+				return m
+			}
+		case <-ctx.Done():
+			t.Fatalf("no answer to %v: %v; stderr:\n%s", id, ctx.Err(), c.stderr.String())
+		}
+	}
+}
+
+// rest reads stdout to its end and returns the answers by id.
+func (c *serveChild) rest(t *testing.T, ctx context.Context) map[float64]map[string]any {
+	t.Helper()
+	out := map[float64]map[string]any{}
+	for {
+		select {
+		case m, ok := <-c.lines:
+			if !ok {
+				return out
+			}
+			if id, ok := m["id"].(float64); ok {
+				out[id] = m
+			}
+		case <-ctx.Done():
+			t.Fatalf("stdout still open: %v; stderr:\n%s", ctx.Err(), c.stderr.String())
+		}
+	}
+}
+
+func (c *serveChild) initialize(t *testing.T, ctx context.Context) {
+	t.Helper()
+	c.send(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"serve-test","version":"1"}}}`)
+	if m := c.answer(t, ctx, 1); m["result"] == nil {
+		t.Fatalf("initialize: %v", m)
+	}
+	c.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+}
+
+// resultText is the text of a tools/call answer and its isError flag.
+func resultText(m map[string]any) (string, bool) {
+	r, _ := m["result"].(map[string]any)
+	if r == nil {
+		return fmt.Sprint(m["error"]), true
+	}
+	isErr, _ := r["isError"].(bool)
+	content, _ := r["content"].([]any)
+	if len(content) == 0 {
+		return "", isErr
+	}
+	first, _ := content[0].(map[string]any)
+	text, _ := first["text"].(string)
+	return text, isErr
+}
+
+// On stdin EOF or SIGTERM, serve releases what its calls wait on (OpenClaw
+// §10): a long events_wait answers event:null and a call waiting for a
+// Gateway answer fails, both before the process exits 0. Before, serve
+// waited for the events_wait timeout (here 5 minutes) and the Gateway
+// request timeout (3 minutes).
+func TestServeExitReleasesWaits(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"stdin EOF", "SIGTERM"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			// A hang guard, far below the waits the bug held the process for.
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			url, swallowed := silentGateway(t)
+			c := startServeChild(t, ctx, "--url", url, "--token", "t", "--audit-log", "-")
+			c.initialize(t, ctx)
+			c.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"events_wait","arguments":{"timeout_ms":300000}}}`)
+			c.send(t, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"conversations_list","arguments":{}}}`)
+			select {
+			case m := <-swallowed:
+				if m != "sessions.list" {
+					t.Fatalf("the Gateway got %s, want sessions.list", m)
+				}
+			case <-ctx.Done():
+				t.Fatalf("conversations_list never reached the Gateway; stderr:\n%s", c.stderr.String())
+			}
+			if how == "SIGTERM" {
+				if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				_ = c.stdin.Close()
+			}
+			got := c.rest(t, ctx)
+			if err := c.cmd.Wait(); err != nil {
+				t.Fatalf("exit: %v, want 0; stderr:\n%s", err, c.stderr.String())
+			}
+			if text, isErr := resultText(got[2]); isErr || text != "timeout" {
+				t.Errorf("events_wait answered %q (isError %v), want the released wait's \"timeout\": %v", text, isErr, got[2])
+			}
+			if text, isErr := resultText(got[3]); !isErr || !strings.Contains(text, "closed") {
+				t.Errorf("conversations_list answered %q (isError %v), want an error saying the client closed: %v", text, isErr, got[3])
+			}
+			if log := c.stderr.String(); strings.Contains(log, "level=ERROR") {
+				t.Errorf("a clean shutdown logged an error:\n%s", log)
+			}
+		})
+	}
+}
