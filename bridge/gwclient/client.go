@@ -102,6 +102,9 @@ func New(opts *Options) *Client {
 // Run connects and keeps the client connected until ctx is done or Close is
 // called, and then returns nil after every goroutine it started has ended.
 //
+// A ws:// URL to a host not trusted for plaintext (see [CheckSecureURL])
+// ends Run at once with a *[PlaintextRemoteError]; nothing is dialled.
+//
 // The first connection follows OpenClaw's startup policy (§2.5): a
 // retryable Gateway error, a connect timeout or a challenge timeout is
 // retried with backoff; anything else ends Run with that error, unwrapped
@@ -211,6 +214,9 @@ func (c *Client) httpClient() (*http.Client, *http.Transport, error) {
 	}
 	if u.Host == "" {
 		return nil, nil, fmt.Errorf("gwclient: gateway URL %q has no host", transport.RedactURL(c.opts.URL))
+	}
+	if err := CheckSecureURL(c.opts.URL, c.opts.AllowInsecurePrivateWS); err != nil {
+		return nil, nil, err
 	}
 	tr := &http.Transport{
 		DialContext:         (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext,

@@ -68,6 +68,12 @@ type Options struct {
 	// must be wss:// and no CA chain or host name check is required; when
 	// empty, wss:// uses normal TLS verification against the system roots.
 	TLSFingerprint string
+	// AllowInsecurePrivateWS also accepts plaintext ws:// to a host name
+	// that is not an IP literal (see [CheckSecureURL]); it is also turned
+	// on by [EnvAllowInsecurePrivateWS]=1. Without it, Run refuses a ws://
+	// URL to any host but loopback, private and link-local addresses and
+	// .local and .ts.net names, before dialling.
+	AllowInsecurePrivateWS bool
 	// Identity signs the connect handshake (§2.3). nil sends no device block.
 	Identity *protocol.DeviceIdentity
 	// ClientVersion is client.version; empty means [DefaultClientVersion].
@@ -125,6 +131,12 @@ func (o *Options) withDefaults(getenv func(string) string) Options {
 	}
 	if c.ClientVersion == "" {
 		c.ClientVersion = DefaultClientVersion
+	}
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if getenv(EnvAllowInsecurePrivateWS) == "1" {
+		c.AllowInsecurePrivateWS = true
 	}
 	if c.Platform == "" {
 		c.Platform = nodePlatform(runtime.GOOS)

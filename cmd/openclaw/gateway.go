@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openclaw-go/openclaw/bridge/gwclient"
 	"github.com/openclaw-go/openclaw/gateway"
 	"github.com/spf13/cobra"
 )
@@ -195,6 +196,11 @@ func (g *gatewayClientFlags) client() (*gateway.AdminClient, error) {
 	}
 	if url == "" {
 		url = fmt.Sprintf("ws://127.0.0.1:%d", gateway.DefaultPort)
+	}
+	// The admin API carries the Gateway token: the same plaintext rule
+	// as `mcp serve`.
+	if err := gwclient.CheckSecureURL(url, os.Getenv(gwclient.EnvAllowInsecurePrivateWS) == "1"); err != nil {
+		return nil, err
 	}
 	token, err := resolveSecret(g.token, g.tokenFile, "OPENCLAW_GATEWAY_TOKEN")
 	if err != nil {

@@ -98,6 +98,11 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 	if err != nil {
 		return failStart(err)
 	}
+	// Refuse a plaintext URL before anything is started or sent, as
+	// OpenClaw does when it resolves the Gateway target.
+	if err := gwclient.CheckSecureURL(target.URL, os.Getenv(gwclient.EnvAllowInsecurePrivateWS) == "1"); err != nil {
+		return failStart(err)
+	}
 	pol, err := startPolicies(ctx, c.policy, "mcp serve", stderr)
 	if err != nil {
 		return failStart(err)

@@ -248,3 +248,39 @@ func TestServeExitReleasesWaits(t *testing.T) {
 		})
 	}
 }
+
+// serve refuses plaintext ws:// to a public address before it starts
+// anything, with OpenClaw's SECURITY ERROR, exit 1.
+func TestServeRefusesPlaintextRemote(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c := startServeChild(t, ctx, "--url", "ws://203.0.113.7:18789", "--password", "pw")
+	_ = c.stdin.Close()
+	c.rest(t, ctx)
+	err := c.cmd.Wait()
+	log := c.stderr.String()
+	if c.cmd.ProcessState.ExitCode() != 1 {
+		t.Fatalf("exit %v, want 1; stderr:\n%s", err, log)
+	}
+	want := `MCP server failed to start: SECURITY ERROR: Gateway URL "ws://203.0.113.7:18789" uses plaintext ws:// to a non-loopback address.`
+	if !strings.Contains(log, want) || !strings.Contains(log, "OPENCLAW_ALLOW_INSECURE_PRIVATE_WS=1") {
+		t.Fatalf("stderr lacks %q and the break-glass:\n%s", want, log)
+	}
+	if strings.Contains(log, "policy active") || strings.Contains(log, "gateway connect") {
+		t.Errorf("serve started before refusing the URL:\n%s", log)
+	}
+}
+
+// The gateway admin commands send the token too: the same refusal.
+func TestGatewayCommandsRefusePlaintextRemote(t *testing.T) {
+	t.Parallel()
+	bin, err := serveBin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "gateway", "seed", "demo", "--url", "ws://203.0.113.7:18789", "--token", "t").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `SECURITY ERROR: Gateway URL "ws://203.0.113.7:18789" uses plaintext ws://`) {
+		t.Fatalf("gateway seed to a public ws:// address: %v\n%s", err, out)
+	}
+}
