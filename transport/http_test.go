@@ -122,8 +122,17 @@ func TestServerEverything(t *testing.T) {
 			if got := callText(t, cs, "get-sum", map[string]any{"a": 2, "b": 3}); !strings.Contains(got, "5") {
 				t.Errorf("get-sum = %q", got)
 			}
-			if tc.mode == "" && !strings.Contains(lb.String(), `"msg":"server stderr"`) {
-				t.Errorf("server-everything's stderr banner was not logged: %s", lb.String())
+			// The child's stderr is read and logged on the transport's own
+			// goroutine: wait for the banner rather than assume it landed
+			// before the calls were answered.
+			if tc.mode == "" {
+				deadline := time.Now().Add(30 * time.Second) // a hang guard, not a timing assertion
+				for !strings.Contains(lb.String(), `"msg":"server stderr"`) {
+					if time.Now().After(deadline) {
+						t.Fatalf("server-everything's stderr banner was not logged: %s", lb.String())
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
 			}
 		})
 	}
