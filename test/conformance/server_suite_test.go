@@ -188,7 +188,8 @@ func runServerSuite(ctx context.Context, t *testing.T, p serverPeers, url string
 	return res, buf.String()
 }
 
-// freeServerPort returns a loopback port that was free a moment ago.
+// freeServerPort returns a loopback port that was free a moment ago (a
+// server given it may find it taken: see errAddrInUse).
 func freeServerPort(t *testing.T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -199,11 +200,16 @@ func freeServerPort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// startServerProcess starts cmd and waits until addr accepts TCP
-// connections; the process is killed and reaped at the end of the test.
-// It fails the test with the process's output if the process exits first
-// or addr is not up within a minute.
-func startServerProcess(t *testing.T, cmd *exec.Cmd, addr string) *serverLog {
+// errAddrInUse marks a server that exited because its port was taken.
+var errAddrInUse = errors.New("address already in use")
+
+// startServerProcess starts cmd and waits until it listens: until listening,
+// called with the process's output so far, returns the address it serves
+// on. The process is killed and reaped at the end of the test. It fails the
+// test with the process's output if the process exits first (an error
+// wrapping errAddrInUse when its port was taken, so that the caller may
+// pick another) or does not listen within a minute.
+func startServerProcess(t *testing.T, cmd *exec.Cmd, listening func(out string) string) (string, *serverLog, error) {
 	t.Helper()
 	logs := &serverLog{}
 	cmd.Stdout, cmd.Stderr = logs, logs
@@ -218,20 +224,34 @@ func startServerProcess(t *testing.T, cmd *exec.Cmd, addr string) *serverLog {
 	})
 	deadline := time.Now().Add(time.Minute)
 	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return logs
+		if addr := listening(logs.String()); addr != "" {
+			return addr, logs, nil
 		}
 		select {
 		case err := <-exited:
 			exited <- err
-			t.Fatalf("%s exited before listening on %s: %v\n%s", cmd.Path, addr, err, logs.String())
+			if strings.Contains(logs.String(), errAddrInUse.Error()) {
+				return "", logs, fmt.Errorf("%s exited before listening: %w\n%s", cmd.Path, errAddrInUse, logs.String())
+			}
+			t.Fatalf("%s exited before listening: %v\n%s", cmd.Path, err, logs.String())
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: nothing listening on %s after a minute\n%s", cmd.Path, addr, logs.String())
+			t.Fatalf("%s: not listening after a minute\n%s", cmd.Path, logs.String())
 		}
+	}
+}
+
+// accepting is a listening func for startServerProcess: addr once it
+// accepts TCP connections.
+func accepting(addr string) func(string) string {
+	return func(string) string {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return ""
+		}
+		c.Close()
+		return addr
 	}
 }
 

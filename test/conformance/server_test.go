@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -154,15 +155,30 @@ func compareServerRuns(t *testing.T, name string, direct, proxied serverResults,
 // (stateful sessions, as the suite's SSE scenarios need).
 func runDirect(ctx context.Context, t *testing.T, p serverPeers) serverResults {
 	t.Helper()
-	addr := fmt.Sprintf("127.0.0.1:%d", freeServerPort(t))
-	cmd := exec.CommandContext(ctx, p.everything, "-http", addr, "-stateless=false")
-	logs := startServerProcess(t, cmd, addr)
+	// The fixture cannot report a port it picked itself: it gets one that
+	// was free a moment ago, and another when that one was taken meanwhile.
+	var addr string
+	var logs *serverLog
+	for attempt := 1; ; attempt++ {
+		addr = fmt.Sprintf("127.0.0.1:%d", freeServerPort(t))
+		cmd := exec.CommandContext(ctx, p.everything, "-http", addr, "-stateless=false")
+		var err error
+		if _, logs, err = startServerProcess(t, cmd, accepting(addr)); err == nil {
+			break
+		} else if attempt == 3 {
+			t.Fatal(err)
+		}
+	}
 	res, out := runServerSuite(ctx, t, p, "http://"+addr+"/mcp")
 	if t.Failed() {
 		t.Logf("suite output:\n%s\nfixture output:\n%s", out, logs.String())
 	}
 	return res
 }
+
+// proxyServingLine is the line of `openclaw mcp proxy --listen` naming the
+// address it serves on.
+var proxyServingLine = regexp.MustCompile(`openclaw mcp proxy: serving (http://\S+)/mcp `)
 
 // buildServerProxy builds openclaw into a temporary folder and returns
 // its path and the help of `openclaw mcp proxy`.
@@ -197,16 +213,24 @@ func runProxied(ctx context.Context, t *testing.T, p serverPeers, bin string, ex
 		map[string]any{"source": "builtin:sanitizer", "config": map[string]any{"prefix": "auto"}},
 		map[string]any{"source": "builtin:rules"},
 	}})
-	addr := fmt.Sprintf("127.0.0.1:%d", freeServerPort(t))
 	// The suite sends no Authorization header: on loopback, --no-auth is
-	// the documented way to serve it.
-	args := append([]string{"mcp", "proxy", "--listen", addr, "--no-auth",
+	// the documented way to serve it. Port 0: the proxy picks a free port
+	// and names it (a port found free beforehand may be taken meanwhile).
+	args := append([]string{"mcp", "proxy", "--listen", "127.0.0.1:0", "--no-auth",
 		"--policy-config", policy, "--audit-log", filepath.Join(dir, "audit.jsonl")}, extra...)
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), "OPENCLAW_HOME="+home, "OPENCLAW_CONFIG_PATH=",
 		"OPENCLAW_STATE_DIR="+filepath.Join(dir, "state"))
-	logs := startServerProcess(t, cmd, addr)
-	res, out := runServerSuite(ctx, t, p, "http://"+addr+"/mcp")
+	base, logs, err := startServerProcess(t, cmd, func(out string) string {
+		if m := proxyServingLine.FindStringSubmatch(out); m != nil {
+			return m[1]
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, out := runServerSuite(ctx, t, p, base+"/mcp")
 	if t.Failed() || testing.Verbose() {
 		t.Logf("suite output (proxy %q):\n%s\nproxy output:\n%s", extra, out, logs.String())
 	}
