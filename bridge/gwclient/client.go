@@ -25,7 +25,8 @@ const (
 	// client is ready and requests are sent.
 	StateConnected State = iota + 1
 	// StateDisconnected: a ready connection ended; requests in flight failed
-	// and new ones wait for the next connection.
+	// and new ones fail at once with [ErrNotConnected] until the next
+	// connection is ready.
 	StateDisconnected
 	// StateReconnecting: a connection attempt is scheduled after a delay.
 	StateReconnecting
@@ -83,6 +84,7 @@ type Client struct {
 	running bool
 	cancel  context.CancelFunc
 	fatal   error
+	wasUp   bool          // a connection was ready once: requests no longer wait
 	ready   *session      // non-nil while a connection is ready
 	changed chan struct{} // closed and replaced on every change of the above
 	hello   *Hello        // from the latest hello-ok
@@ -261,21 +263,26 @@ func (c *Client) connect(ctx context.Context, hc *http.Client) (*session, error)
 }
 
 // Request sends one Gateway RPC and returns its payload (JSON null when the
-// response carried none). It first waits until the client is ready (the
-// handshake done and sessions.subscribe answered) for at most
-// Options.RequestTimeout (OpenClaw waits without bound: a Gateway that stays
-// down would hang the caller forever), then awaits the response for at
-// most Options.RequestTimeout again. params
-// is encoded with encoding/json; nil becomes {}.
+// response carried none). params is encoded with encoding/json; nil
+// becomes {}.
+//
+// Before the first connection is ready (the handshake done and
+// sessions.subscribe answered), Request waits for it, at most
+// Options.RequestTimeout; OpenClaw's bridge waits here too, without a
+// bound. Once a connection was ready, a Request made while none is (the
+// Gateway went away and the client is reconnecting) fails at once with
+// [ErrNotConnected], as OpenClaw's client answers "gateway not connected".
+// The response is then awaited for at most Options.RequestTimeout.
 //
 // Errors: a Gateway error response is a *[protocol.RequestError] whose
 // Error() is the Gateway's message; a timeout wraps [ErrRequestTimeout]
-// ("gateway request timeout for <method> …"); a connection that dropped
-// before the response wraps [ErrConnectionLost]; after Close, [ErrClosed];
-// after a fatal first connection, that error, wrapped.
+// ("gateway request timeout for <method> …"); no connection after the
+// first wraps [ErrNotConnected]; a connection that dropped before the
+// response wraps [ErrConnectionLost]; after Close, [ErrClosed]; after a
+// fatal first connection, that error, wrapped.
 func (c *Client) Request(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	wctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
-	s, err := c.waitReady(wctx, method)
+	s, err := c.waitReady(wctx, method, true)
 	expired := errors.Is(wctx.Err(), context.DeadlineExceeded)
 	cancel()
 	if err != nil && ctx.Err() == nil && expired {
@@ -290,14 +297,17 @@ func (c *Client) Request(ctx context.Context, method string, params any) (json.R
 // WaitReady blocks until the client is ready, ctx is done, the client is
 // closed or its first connection failed fatally.
 func (c *Client) WaitReady(ctx context.Context) error {
-	_, err := c.waitReady(ctx, "connect")
+	_, err := c.waitReady(ctx, "connect", false)
 	return err
 }
 
-func (c *Client) waitReady(ctx context.Context, what string) (*session, error) {
+// waitReady returns the ready session. With failFast, once a connection
+// was ready, it does not wait for the next one: it fails with
+// ErrNotConnected.
+func (c *Client) waitReady(ctx context.Context, what string, failFast bool) (*session, error) {
 	for {
 		c.mu.Lock()
-		closed, fatal, s, ch := c.closed, c.fatal, c.ready, c.changed
+		closed, fatal, s, ch, wasUp := c.closed, c.fatal, c.ready, c.changed, c.wasUp
 		c.mu.Unlock()
 		switch {
 		case closed:
@@ -310,6 +320,9 @@ func (c *Client) waitReady(ctx context.Context, what string) (*session, error) {
 			default:
 				return s, nil
 			}
+		}
+		if failFast && wasUp {
+			return nil, fmt.Errorf("%w: %s not sent (reconnecting)", ErrNotConnected, what)
 		}
 		select {
 		case <-ch:
@@ -389,7 +402,7 @@ func (c *Client) setHello(h *Hello) {
 
 func (c *Client) setReady(s *session) {
 	c.mu.Lock()
-	c.ready = s
+	c.ready, c.wasUp = s, true
 	c.broadcastLocked()
 	c.mu.Unlock()
 }

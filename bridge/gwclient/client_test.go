@@ -470,6 +470,7 @@ func TestDropMidCallReconnects(t *testing.T) {
 	if !errors.Is(err, gwclient.ErrConnectionLost) || !strings.Contains(err.Error(), "sessions.list") {
 		t.Fatalf("call on a dropped connection: %v, want ErrConnectionLost naming the method", err)
 	}
+	<-reconnected // a call before that fails with ErrNotConnected (TestNotConnectedFailsFast)
 	payload, err := r.c.Request(context.Background(), "sessions.list", nil)
 	if err != nil {
 		t.Fatalf("call after reconnect: %v", err)
@@ -489,12 +490,66 @@ func TestDropMidCallReconnects(t *testing.T) {
 	if recs := g.connectsSnapshot(); len(recs) != 2 || idNumber(t, recs[1].Frame.ID) != 1 {
 		t.Errorf("connects %+v, want a second connect with id 1:…", recs)
 	}
-	<-reconnected
 	mu.Lock()
 	defer mu.Unlock()
 	want := []gwclient.State{gwclient.StateConnected, gwclient.StateDisconnected, gwclient.StateReconnecting, gwclient.StateConnected}
 	if fmt.Sprint(states) != fmt.Sprint(want) {
 		t.Errorf("states %v, want %v", states, want)
+	}
+}
+
+// Once a connection was ready, a call made while the client reconnects
+// fails at once with "gateway not connected" and is not sent, as
+// OpenClaw's client does; before, it waited up to the request timeout
+// (3 minutes by default) for the Gateway to come back. Here the request
+// timeout is an hour, and the reconnect never becomes ready.
+func TestNotConnectedFailsFast(t *testing.T) {
+	t.Parallel()
+	never := make(chan struct{})
+	g := newFakeGateway(t, false, func(n int) behavior {
+		if n == 1 {
+			return behavior{}
+		}
+		return behavior{holdSubscribe: never} // a Gateway that never gets ready again
+	})
+	g.handle = func(fc *fakeConn, f *protocol.Frame) bool {
+		if f.Method == "drop" {
+			fc.ws.CloseNow()
+			return true
+		}
+		return false
+	}
+	o := baseOptions(t, g.URL)
+	o.RequestTimeout = time.Hour
+	dropped := make(chan struct{})
+	var once sync.Once
+	o.OnStateChange = func(sc gwclient.StateChange) {
+		if sc.State == gwclient.StateDisconnected {
+			once.Do(func() { close(dropped) })
+		}
+	}
+	r := start(t, o)
+	waitReady(t, r.c)
+	if _, err := r.c.Request(context.Background(), "drop", nil); !errors.Is(err, gwclient.ErrConnectionLost) {
+		t.Fatalf("call on the dropped connection: %v, want ErrConnectionLost", err)
+	}
+	<-dropped
+	sent := len(g.framesSnapshot())
+	_, err := r.c.Request(context.Background(), "sessions.list", nil)
+	if !errors.Is(err, gwclient.ErrNotConnected) || !strings.HasPrefix(err.Error(), "gateway not connected") ||
+		!strings.Contains(err.Error(), "sessions.list") {
+		t.Fatalf("call while reconnecting: %v, want ErrNotConnected naming sessions.list", err)
+	}
+	for _, f := range g.framesSnapshot()[sent:] {
+		if f.Frame.Method == "sessions.list" {
+			t.Errorf("the refused call was sent on connection %d", f.Conn)
+		}
+	}
+	// WaitReady still waits (here until its context ends).
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := r.c.WaitReady(ctx); !errors.Is(err, context.Canceled) {
+		t.Errorf("WaitReady while reconnecting: %v, want it to wait for its context", err)
 	}
 }
 

@@ -18,6 +18,10 @@ var (
 	ErrClosed = errors.New("gwclient: client closed")
 	// ErrAlreadyRunning is returned by a second call of Run.
 	ErrAlreadyRunning = errors.New("gwclient: Run called twice")
+	// ErrNotConnected is wrapped by the error of a request made while the
+	// client, connected before, is reconnecting: it is not sent. The
+	// message is OpenClaw's ("gateway not connected").
+	ErrNotConnected = errors.New("gateway not connected")
 	// ErrConnectionLost is wrapped by the error of a request whose
 	// connection dropped before its response arrived.
 	ErrConnectionLost = errors.New("gateway connection lost")

@@ -21,10 +21,12 @@ import (
 //
 // The wait for the accepted response and the final one is bounded by ctx
 // only (an approval may stay open for minutes), not by
-// Options.RequestTimeout; the write is. Errors are those of
-// [Client.Request].
+// Options.RequestTimeout; the write is. Like Request, it waits for the
+// first connection (here bounded by ctx only) and fails at once with
+// [ErrNotConnected] while a later one is being re-established. Errors are
+// those of [Client.Request].
 func (c *Client) RequestTwoPhase(ctx context.Context, method string, params any, accepted func(payload json.RawMessage)) (json.RawMessage, error) {
-	s, err := c.waitReady(ctx, method)
+	s, err := c.waitReady(ctx, method, true)
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/openclaw-go/openclaw/gateway/gatewaytest"
 )
 
 // serveBin is the openclaw binary the serve tests run, built once.
@@ -282,5 +284,41 @@ func TestGatewayCommandsRefusePlaintextRemote(t *testing.T) {
 	out, err := exec.Command(bin, "gateway", "seed", "demo", "--url", "ws://203.0.113.7:18789", "--token", "t").CombinedOutput()
 	if err == nil || !strings.Contains(string(out), `SECURITY ERROR: Gateway URL "ws://203.0.113.7:18789" uses plaintext ws://`) {
 		t.Fatalf("gateway seed to a public ws:// address: %v\n%s", err, out)
+	}
+}
+
+// A call made while the Gateway is down, after serve had connected, is
+// answered at once with OpenClaw's "gateway not connected" (before: it
+// waited up to the 3-minute request timeout for the Gateway to return).
+func TestServeGatewayOutageFailsFast(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	gw := gatewaytest.StartSeeded(t)
+	c := startServeChild(t, ctx, "--url", gw.URL, "--token", gw.Token, "--audit-log", "-")
+	c.initialize(t, ctx)
+	c.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"conversations_list","arguments":{}}}`)
+	if text, isErr := resultText(c.answer(t, ctx, 2)); isErr {
+		t.Fatalf("conversations_list with the Gateway up: %s", text)
+	}
+	if err := gw.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until serve noticed the outage: its log says so.
+	for !strings.Contains(c.stderr.String(), "gateway connection lost") {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("serve never noticed the Gateway stop; stderr:\n%s", c.stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	c.send(t, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"conversations_list","arguments":{}}}`)
+	if text, isErr := resultText(c.answer(t, ctx, 3)); !isErr || !strings.HasPrefix(text, "gateway not connected") {
+		t.Fatalf("conversations_list with the Gateway down: %q (isError %v), want \"gateway not connected…\"", text, isErr)
+	}
+	_ = c.stdin.Close()
+	c.rest(t, ctx)
+	if err := c.cmd.Wait(); err != nil {
+		t.Fatalf("exit after stdin EOF: %v; stderr:\n%s", err, c.stderr.String())
 	}
 }

@@ -126,7 +126,18 @@ func TestGatewayRestartKeepsServing(t *testing.T) {
 	if r := mustCall(t, ctx, s, "events_poll", map[string]any{"after_cursor": cursor}); r.IsError {
 		t.Fatalf("events_poll during reconnect: %+v", r)
 	}
-	// Gateway tools wait for readiness and then succeed.
+	// Gateway tools fail at once with "gateway not connected" until the
+	// bridge has reconnected (as OpenClaw's do), then succeed.
+	for strings.Count(s.Stderr(), `msg="gateway connected"`) < 2 {
+		if r := mustCall(t, ctx, s, "conversations_list", nil); r.IsError && !strings.HasPrefix(r.Text, "gateway not connected") {
+			t.Fatalf("conversations_list during the reconnect: %+v\n%s", r, s.Stderr())
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no reconnect:\n%s", s.Stderr())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 	if r := mustCall(t, ctx, s, "conversations_list", nil); r.IsError || !strings.HasPrefix(r.Text, "conversations: 2") {
 		t.Fatalf("conversations_list after the restart: %+v\n%s", r, s.Stderr())
 	}

@@ -124,7 +124,8 @@ func TestBadTokenAgainstLocalGateway(t *testing.T) {
 }
 
 // A Gateway restart (shutdown event, 1012) is survived: the client
-// reconnects to the new process on the same address.
+// reconnects to the new process on the same address; calls in between
+// fail with ErrNotConnected.
 func TestGatewayRestart(t *testing.T) {
 	t.Parallel()
 	url, stop := serve(t, "127.0.0.1:0")
@@ -147,7 +148,14 @@ func TestGatewayRestart(t *testing.T) {
 			t.Fatal("no disconnect after the Gateway stopped")
 		}
 	}
+	// While the Gateway is down a call fails at once, as OpenClaw's does.
+	if _, err := c.Request(ctx(t), "sessions.list", nil); !errors.Is(err, gwclient.ErrNotConnected) {
+		t.Fatalf("while the Gateway is down: %v, want ErrNotConnected", err)
+	}
 	serve(t, strings.TrimPrefix(url, "ws://"))
+	if err := c.WaitReady(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := c.Request(ctx(t), "sessions.list", nil); err != nil {
 		t.Fatalf("after restart: %v", err)
 	}
