@@ -205,6 +205,7 @@ func (b *Bridge) callTool(ctx context.Context, req *mcp.CallToolRequest, spec *t
 	if b.policy == nil {
 		return errorResult("blocked: no policy is configured for the bridge, so no tool runs")
 	}
+	canonicalizeArgs(spec.name, a)
 	call := &policies.ToolCall{
 		Surface:   policies.SurfaceServe,
 		Tool:      policies.ToolRef{Name: spec.name},
@@ -231,6 +232,7 @@ func (b *Bridge) callTool(ctx context.Context, req *mcp.CallToolRequest, spec *t
 			return errorResult(fmt.Sprintf("blocked: policy %q rewrote the arguments of %s into invalid ones: %s",
 				d.Module, spec.name, msg))
 		}
+		canonicalizeArgs(spec.name, a)
 	}
 	if spec.name == ToolPermissionsRespond {
 		if res := b.checkSelfApproval(ctx, req, call, a); res != nil {
@@ -266,8 +268,7 @@ func (b *Bridge) conversationsList(ctx context.Context, a *args) (*mcp.CallToolR
 	if err != nil {
 		return nil, err
 	}
-	channel, _ := a.str("channel")
-	channel = strings.ToLower(channel)
+	channel, _ := a.str("channel") // canonical: trimmed and lowercased
 	buf := []byte(`{"conversations":[`)
 	n := 0
 	for _, row := range rows {

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // This file validates tool arguments the way OpenClaw's zod schemas do, so
@@ -284,4 +287,162 @@ func (p *prop) check(v json.RawMessage) string {
 		}
 	}
 	return ""
+}
+
+// Routing arguments are canonicalized before the before_tool_call chain,
+// so that the policy, the audit log and the Gateway all see one value. The
+// Gateway folds what it is given: a rule on "agent:main:tg-dm" must not be
+// passed by " agent:main:tg-dm" or "AGENT:MAIN:TG-DM", which reach the same
+// conversation (found by a new-user trial against OpenClaw 2026.9.6).
+
+// sessionKeyTools are the tools whose session_key the Gateway resolves
+// (sessions.describe, sessions.get, chat.message.get, send): their key is
+// sent in its canonical form. events_poll and events_wait are not among
+// them: their session_key filters the bridge's own queue by exact match
+// with the Gateway's (already canonical) event keys, as in OpenClaw, so a
+// key in another form matches nothing rather than something else.
+var sessionKeyTools = map[string]bool{
+	ToolConversationGet: true, ToolMessagesRead: true, ToolAttachmentsFetch: true, ToolMessagesSend: true,
+}
+
+// canonicalizeArgs replaces the routing arguments of a call to tool with
+// the values the Gateway and OpenClaw's channel bridge use:
+//   - session_key (see sessionKeyTools): [canonicalSessionKey];
+//   - channel of conversations_list: trimmed and lowercased, as OpenClaw's
+//     filter normalizes it (src/mcp/channel-bridge.ts listConversations,
+//     normalizeOptionalLowercaseString); one that is empty after trimming
+//     is dropped, which is what OpenClaw does (no filter).
+func canonicalizeArgs(tool string, a *args) {
+	switch {
+	case sessionKeyTools[tool]:
+		if s, ok := a.str("session_key"); ok {
+			a.values["session_key"] = appendString(nil, canonicalSessionKey(s))
+		}
+	case tool == ToolConversationsList:
+		if s, ok := a.str("channel"); ok {
+			if c := jsLower(jsTrim(s)); c != "" {
+				a.values["channel"] = appendString(nil, c)
+			} else {
+				a.remove("channel")
+			}
+		}
+	}
+}
+
+// remove drops a known argument.
+func (a *args) remove(k string) {
+	delete(a.values, k)
+	for i, key := range a.keys {
+		if key == k {
+			a.keys = append(a.keys[:i:i], a.keys[i+1:]...)
+			return
+		}
+	}
+}
+
+// Patterns of OpenClaw's case-preserving peer ids, matched against the
+// ASCII-folded key (JavaScript's /i without the u flag folds ASCII only).
+var (
+	signalGroupRE = regexp.MustCompile(`(^|:)signal:group:([^:]+)`)
+	matrixRoomRE  = regexp.MustCompile(`^(?:(?:agent:[^:]*:)+:*)?matrix:(?:channel|group):`)
+)
+
+// canonicalSessionKey is OpenClaw's session key canonicalization,
+// normalizeSessionKeyPreservingOpaquePeerIds (OpenClaw
+// packages/session-url-contract/src/session-key-normalization.ts, earlier
+// src/sessions/session-key-utils.ts), which the Gateway applies to every
+// key it resolves (parseAgentSessionKey, the session store lookups): the
+// key is trimmed and lowercased, except the case-sensitive opaque peer
+// ids OpenClaw preserves, a Signal group id (the segment after
+// "signal:group:", trimmed) and a Matrix room (the tail after
+// "[agent:<id>:]matrix:channel:" or "…:group:", with a ":thread:" marker
+// in it lowercased). The pieces between preserved spans are trimmed and
+// lowercased one by one, as in OpenClaw. "" means blank.
+//
+// Differences from JavaScript that remain: a final capital sigma becomes
+// σ, not ς, and offsets are bytes where JavaScript counts UTF-16 units,
+// which can only move a ":thread:" marker behind leading blanks of a
+// Matrix tail. The bridge sends the Gateway this canonical form (which the
+// Gateway's own normalization leaves as is), so the policy and the Gateway
+// still see the same key.
+func canonicalSessionKey(key string) string {
+	raw := jsTrim(key)
+	if raw == "" {
+		return ""
+	}
+	folded := asciiLower(raw)
+	if !strings.Contains(folded, "signal:") && !strings.Contains(folded, "matrix:") {
+		return jsLower(raw)
+	}
+	type span struct {
+		start, end int
+		trim       bool
+	}
+	var spans []span
+	for _, m := range signalGroupRE.FindAllStringSubmatchIndex(folded, -1) {
+		spans = append(spans, span{m[4], m[5], true})
+	}
+	if m := matrixRoomRE.FindStringIndex(folded); m != nil && m[1] < len(raw) {
+		tail := m[1]
+		if i := strings.LastIndex(folded[tail:], ":thread:"); i < 0 {
+			spans = append(spans, span{tail, len(raw), false})
+		} else {
+			spans = append(spans, span{tail, tail + i, false})
+			if id := tail + i + len(":thread:"); id < len(raw) {
+				spans = append(spans, span{id, len(raw), false})
+			}
+		}
+	}
+	slices.SortStableFunc(spans, func(x, y span) int { return x.start - y.start })
+	var sb strings.Builder
+	cursor := 0
+	for _, s := range spans {
+		if s.end <= s.start || s.start < cursor {
+			continue
+		}
+		sb.WriteString(jsLower(jsTrim(raw[cursor:s.start])))
+		if s.trim {
+			sb.WriteString(jsTrim(raw[s.start:s.end]))
+		} else {
+			sb.WriteString(raw[s.start:s.end])
+		}
+		cursor = s.end
+	}
+	sb.WriteString(jsLower(jsTrim(raw[cursor:])))
+	return sb.String()
+}
+
+// jsTrim is JavaScript's String.prototype.trim: it removes leading and
+// trailing WhiteSpace and LineTerminator code points (ECMA-262: TAB, VT,
+// FF, SP, NBSP, ZWNBSP U+FEFF, category Zs, LF, CR, U+2028, U+2029). It
+// differs from strings.TrimSpace, which keeps U+FEFF and removes U+0085.
+func jsTrim(s string) string { return strings.TrimFunc(s, jsSpace) }
+
+func jsSpace(r rune) bool {
+	switch r {
+	case '\t', '\n', '\v', '\f', '\r', ' ', 0xA0, 0xFEFF, 0x2028, 0x2029:
+		return true
+	}
+	return r > 0xFF && unicode.Is(unicode.Zs, r)
+}
+
+// jsLower is JavaScript's String.prototype.toLowerCase as far as Go's
+// Unicode tables allow: per code point, with U+0130 (İ) becoming "i̇" as
+// in SpecialCasing.txt.
+func jsLower(s string) string {
+	if !strings.ContainsRune(s, 0x130) {
+		return strings.ToLower(s)
+	}
+	return strings.ToLower(strings.ReplaceAll(s, "\u0130", "i\u0307"))
+}
+
+// asciiLower lowercases ASCII letters only, keeping every byte offset.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }

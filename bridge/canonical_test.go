@@ -1,0 +1,136 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/builtin"
+	"github.com/openclaw-go/openclaw/policies/wasmpolicy"
+)
+
+// TestCanonicalSessionKey holds canonicalSessionKey to OpenClaw's
+// normalizeSessionKeyPreservingOpaquePeerIds (2026.9.6), case by case.
+func TestCanonicalSessionKey(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ in, want string }{
+		{"agent:main:main", "agent:main:main"},
+		{" agent:main:tg-dm", "agent:main:tg-dm"},
+		{"agent:main:tg-dm ", "agent:main:tg-dm"},
+		{"AGENT:MAIN:TG-DM", "agent:main:tg-dm"},
+		{"\t\n agent:main:tg-dm\r\n", "agent:main:tg-dm"},
+		{"\u00a0agent:main:tg-dm\u3000", "agent:main:tg-dm"}, // NBSP, ideographic space (Zs)
+		{"\ufeffagent:main:tg-dm", "agent:main:tg-dm"},       // JavaScript trims U+FEFF, Go's TrimSpace does not
+		{"\u2028agent:main:tg-dm\u2029", "agent:main:tg-dm"},
+		{"\u0085agent:main:x", "\u0085agent:main:x"},  // JavaScript keeps NEL, Go's TrimSpace removes it
+		{"agent:main:\u0130x", "agent:main:i\u0307x"}, // İ lowercases to i + combining dot above
+		{"   ", ""},
+		{"", ""},
+		// Signal group ids are case-sensitive: the segment keeps its case and is trimmed.
+		{"Agent:Main:Signal:Group:AbC=", "agent:main:signal:group:AbC="},
+		{"SIGNAL:GROUP:AbC:Thread:X", "signal:group:AbC:thread:x"},
+		{"agent:main:signal:direct:+AB", "agent:main:signal:direct:+ab"},
+		// Matrix rooms keep the whole tail, with a :thread: marker folded.
+		{"AGENT:MAIN:MATRIX:CHANNEL:!RoomId:Example.org", "agent:main:matrix:channel:!RoomId:Example.org"},
+		{"agent:main:matrix:group:!R:S:THREAD:$Ev", "agent:main:matrix:group:!R:S:thread:$Ev"},
+		{"Matrix:Channel:!R", "matrix:channel:!R"},
+		{"agent:main:matrix:direct:@U:S", "agent:main:matrix:direct:@u:s"},
+		// JavaScript's /i without u folds ASCII only: ſ is not s.
+		{"agent:main:\u017figNAL:group:AB", "agent:main:\u017fignal:group:ab"},
+	}
+	for _, tt := range tests {
+		if got := canonicalSessionKey(tt.in); got != tt.want {
+			t.Errorf("canonicalSessionKey(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if got := canonicalSessionKey(canonicalSessionKey(tt.in)); got != canonicalSessionKey(tt.in) {
+			t.Errorf("canonicalSessionKey is not idempotent on %q: %q", tt.in, got)
+		}
+	}
+}
+
+// rulesChain loads the built-in rules module with config into a chain
+// whose audit log is returned.
+func rulesChain(t *testing.T, config string) (*policies.Chain, *syncBuffer) {
+	t.Helper()
+	ctx := context.Background()
+	rules, err := wasmpolicy.Load(ctx, "rules", builtin.Rules(), []byte(config), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rules.Close(ctx) })
+	audit := &syncBuffer{}
+	return policies.NewChain([]policies.ChainEntry{{Hook: rules}},
+		&policies.ChainOptions{Audit: policies.NewAuditLog(audit)}), audit
+}
+
+// TestRoutingArgumentsCanonicalBeforePolicy: a session key or channel in
+// another letter case or with blanks around it is the same conversation
+// for the Gateway, so the built-in rules module must block it as it blocks
+// the canonical form, and the audit log and the Gateway see the canonical
+// value (the new-user trial's bypass on the real Gateway).
+func TestRoutingArgumentsCanonicalBeforePolicy(t *testing.T) {
+	t.Parallel()
+	const config = `{"default":"allow","rules":[
+		{"tool":"messages_send","args":{"session_key":"agent:main:tg-dm"},"decision":"block","reason":"no telegram"},
+		{"tool":"*","args":{"session_key":{"glob":"agent:main:tg-*"}},"decision":"block","reason":"telegram is off-limits"},
+		{"tool":"conversations_list","args":{"channel":"telegram"},"decision":"block","reason":"no telegram list"}]}`
+	blocked := []struct {
+		tool string
+		args map[string]any
+	}{
+		{ToolMessagesSend, map[string]any{"session_key": " agent:main:tg-dm", "text": "x"}},
+		{ToolMessagesSend, map[string]any{"session_key": "agent:main:tg-dm ", "text": "x"}},
+		{ToolMessagesSend, map[string]any{"session_key": "AGENT:MAIN:TG-DM", "text": "x"}},
+		{ToolMessagesSend, map[string]any{"session_key": "\ufeffAgent:Main:Tg-Dm\u00a0", "text": "x"}},
+		{ToolMessagesRead, map[string]any{"session_key": "Agent:Main:TG-DM"}},
+		{ToolConversationGet, map[string]any{"session_key": " AGENT:main:tg-dm "}},
+		{ToolAttachmentsFetch, map[string]any{"session_key": "AGENT:MAIN:TG-DM", "message_id": "m1"}},
+		{ToolConversationsList, map[string]any{"channel": " Telegram "}},
+		{ToolConversationsList, map[string]any{"channel": "TELEGRAM"}},
+	}
+	for _, tt := range blocked {
+		t.Run(tt.tool+"/"+strings.TrimSpace(string(mustJSON(t, tt.args))), func(t *testing.T) {
+			t.Parallel()
+			chain, audit := rulesChain(t, config)
+			gw := &fixtureGateway{t: t}
+			cs := connectClient(t, New(gw, &Options{Policy: chain}), "2025-11-25")
+			res := call(t, cs, context.Background(), tt.tool, tt.args)
+			if !res.IsError || !strings.HasPrefix(resultText(res), `blocked by policy "rules"`) {
+				t.Errorf("result = %q (isError %v), want a block by the rules", resultText(res), res.IsError)
+			}
+			if calls := gw.recorded(); len(calls) != 0 {
+				t.Errorf("a blocked call reached the Gateway: %v", calls)
+			}
+			if _, ok := tt.args["session_key"]; ok && !strings.Contains(audit.String(), `"session_key":"agent:main:tg-dm"`) {
+				t.Errorf("audit = %s, want the canonical session key", audit.String())
+			}
+		})
+	}
+
+	// An allowed key goes to the Gateway in its canonical form.
+	chain, audit := rulesChain(t, config)
+	gw := &fixtureGateway{t: t}
+	cs := connectClient(t, New(gw, &Options{Policy: chain}), "2025-11-25")
+	res := call(t, cs, context.Background(), ToolMessagesRead, map[string]any{"session_key": " Agent:Main:Main\n", "limit": 1})
+	if res.IsError {
+		t.Fatalf("messages_read: %s", resultText(res))
+	}
+	calls := gw.recorded()
+	if len(calls) != 1 || calls[0].Method != "sessions.get" || string(calls[0].Params) != `{"key":"agent:main:main","limit":1}` {
+		t.Errorf("Gateway calls = %v, want sessions.get with the canonical key", calls)
+	}
+	if !strings.Contains(audit.String(), `"session_key":"agent:main:main"`) {
+		t.Errorf("audit = %s, want the canonical session key", audit.String())
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
