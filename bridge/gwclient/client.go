@@ -247,7 +247,7 @@ func (c *Client) connect(ctx context.Context, hc *http.Client) (*session, error)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, &DialError{URL: c.opts.URL, Err: err}
+		return nil, &DialError{URL: c.opts.URL, Err: err, Timeout: c.opts.ChallengeTimeout}
 	}
 	ws.SetReadLimit(c.opts.MaxMessageBytes)
 	s := newSession(c, ws)

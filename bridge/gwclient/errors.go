@@ -1,6 +1,7 @@
 package gwclient
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -44,6 +45,10 @@ var (
 type DialError struct {
 	URL string
 	Err error
+	// Timeout is the bound of the dial (Options.ChallengeTimeout); a dial
+	// that hit it reads "no answer to the WebSocket handshake within
+	// <Timeout>" instead of "context deadline exceeded".
+	Timeout time.Duration
 }
 
 // Error names the URL (secrets redacted: userinfo, token query values)
@@ -64,6 +69,10 @@ func (e *DialError) message() string {
 		}
 	case errors.As(e.Err, &op):
 		return "connecting to " + transport.RedactURL(e.URL) + ": " + op.Error()
+	case errors.Is(e.Err, context.DeadlineExceeded):
+		// The port accepted the connection; nothing answered the upgrade.
+		return fmt.Sprintf("connecting to %s: no answer to the WebSocket handshake within %v (is a Gateway listening there?)",
+			transport.RedactURL(e.URL), e.Timeout)
 	}
 	return "connecting to " + transport.RedactURL(e.URL) + ": " + strings.TrimPrefix(e.Err.Error(), "failed to WebSocket dial: ")
 }
