@@ -46,7 +46,10 @@ func (b *syncBuffer) stderrLines() []string {
 
 // TestCloseWhileServerEverythingWaitsOnUs closes a session while
 // server-everything (stdio) waits on a sampling or elicitation request of
-// a call in flight, and after such a call was cancelled. The server runs
+// a call in flight, after such a call was cancelled, and while it waits on
+// roots/list with no call in flight (the handler, which never answers by
+// itself, must be cancelled, or go-sdk's Close waits for it forever). The
+// Close context is only a guard against a hang. The server runs
 // under `sh -c 'node …; echo "server exit status $?" >&2'`: the line
 // appears only when node exited by itself after its stdin closed (our
 // SIGTERM, sent after the 5 s grace to a server still waiting on us, ends
@@ -60,10 +63,12 @@ func TestCloseWhileServerEverythingWaitsOnUs(t *testing.T) {
 	for _, tc := range []struct {
 		name, tool, args string
 		cancelFirst      bool // cancel the call before Close
+		roots            bool // no call: the server's roots/list is open
 	}{
 		{name: "sampling open", tool: "trigger-sampling-request", args: `{"prompt":"hi"}`},
 		{name: "elicitation open", tool: "trigger-elicitation-request", args: `{}`},
 		{name: "sampling call cancelled", tool: "trigger-sampling-request", args: `{"prompt":"hi"}`, cancelFirst: true},
+		{name: "roots open, no call", roots: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -74,15 +79,7 @@ func TestCloseWhileServerEverythingWaitsOnUs(t *testing.T) {
 				<-ctx.Done() // the client that would answer never does
 				return ctx.Err()
 			}
-			s, err := New([]Server{{
-				Name: "everything",
-				Entry: transport.ServerEntry{
-					Command: "sh",
-					Args:    []string{"-c", `node "$0" stdio; echo "server exit status $?" >&2`, script},
-					// The call must outlive Close: only Close may end it.
-					RequestTimeoutMs: 10 * 60 * 1000, ConnectionTimeoutMs: 60 * 1000,
-				},
-			}}, &Options{
+			opts := &Options{
 				Enforcer: &allowAll{}, Sanitizer: nativeNamer{},
 				Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
 				CreateMessage: func(ctx context.Context, _ string, _ *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
@@ -91,7 +88,21 @@ func TestCloseWhileServerEverythingWaitsOnUs(t *testing.T) {
 				Elicit: func(ctx context.Context, _ string, _ *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 					return nil, wait(ctx, "elicitation")
 				},
-			})
+			}
+			if tc.roots {
+				opts.ListRoots = func(ctx context.Context, _ string) (*mcp.ListRootsResult, error) {
+					return nil, wait(ctx, "roots")
+				}
+			}
+			s, err := New([]Server{{
+				Name: "everything",
+				Entry: transport.ServerEntry{
+					Command: "sh",
+					Args:    []string{"-c", `node "$0" stdio; echo "server exit status $?" >&2`, script},
+					// The call must outlive Close: only Close may end it.
+					RequestTimeoutMs: 10 * 60 * 1000, ConnectionTimeoutMs: 60 * 1000,
+				},
+			}}, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -102,14 +113,18 @@ func TestCloseWhileServerEverythingWaitsOnUs(t *testing.T) {
 			callCtx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			callErr := make(chan error, 1)
-			go func() {
-				_, err := s.CallTool(callCtx, "everything__"+tc.tool, []byte(tc.args))
-				callErr <- err
-			}()
-			select {
-			case <-asked:
-			case err := <-callErr:
-				t.Fatalf("%s ended before the server asked us anything: %v", tc.tool, err)
+			if tc.roots {
+				<-asked
+			} else {
+				go func() {
+					_, err := s.CallTool(callCtx, "everything__"+tc.tool, []byte(tc.args))
+					callErr <- err
+				}()
+				select {
+				case <-asked:
+				case err := <-callErr:
+					t.Fatalf("%s ended before the server asked us anything: %v", tc.tool, err)
+				}
 			}
 			if tc.cancelFirst {
 				cancel()
@@ -118,11 +133,13 @@ func TestCloseWhileServerEverythingWaitsOnUs(t *testing.T) {
 				}
 			}
 			start := time.Now()
-			if err := s.Close(ctx); err != nil {
-				t.Errorf("Close: %v", err)
+			closeCtx, cancelClose := context.WithTimeout(ctx, time.Minute)
+			defer cancelClose()
+			if err := s.Close(closeCtx); err != nil {
+				t.Fatalf("Close: %v", err)
 			}
 			t.Logf("Close took %v", time.Since(start))
-			if !tc.cancelFirst {
+			if !tc.cancelFirst && !tc.roots {
 				if err := <-callErr; !errors.Is(err, ErrClosed) {
 					t.Errorf("call in flight at Close: %v, want ErrClosed", err)
 				}

@@ -154,7 +154,12 @@ func (p *passState) enter(ctx context.Context) (leave func()) {
 // is handled with: the values of the most recent tool call in flight on the
 // server (exact for a server without supportsParallelToolCalls, which runs
 // one call at a time), cancelled when either the request or that call ends.
-// With no call in flight it is the request's own context.
+// With no call in flight it is the request's own context. Either way it is
+// also cancelled when the session closes: go-sdk's ClientSession.Close
+// waits for the handlers in flight, so a handler still waiting on whoever
+// answers (a proxy's client) would hold Session.Close forever; the stdio
+// transport answers the server with an error instead (transport.stdioConn
+// Close).
 func (c *conn) attribute(reqCtx context.Context) (context.Context, context.CancelFunc) {
 	c.px.mu.Lock()
 	var call context.Context
@@ -162,15 +167,22 @@ func (c *conn) attribute(reqCtx context.Context) (context.Context, context.Cance
 		call = c.px.inflight[n-1]
 	}
 	c.px.mu.Unlock()
+	var (
+		ctx    context.Context
+		cancel context.CancelFunc
+		stops  []func() bool
+	)
 	if call == nil {
-		return context.WithCancel(reqCtx)
+		ctx, cancel = context.WithCancel(reqCtx)
+	} else {
+		ctx, cancel = context.WithCancel(context.WithoutCancel(call))
+		stops = append(stops, context.AfterFunc(reqCtx, cancel), context.AfterFunc(call, cancel))
 	}
-	ctx, cancel := context.WithCancel(context.WithoutCancel(call))
-	stopReq := context.AfterFunc(reqCtx, cancel)
-	stopCall := context.AfterFunc(call, cancel)
+	stops = append(stops, context.AfterFunc(c.s.life, cancel))
 	return ctx, func() {
-		stopReq()
-		stopCall()
+		for _, stop := range stops {
+			stop()
+		}
 		cancel()
 	}
 }
