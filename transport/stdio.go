@@ -45,7 +45,13 @@ var ErrClosed = errors.New("transport: connection closed")
 //   - logs each stderr line (capped at [MaxStderrLine]) tagged with the
 //     server name instead of writing it anywhere near our stdout;
 //   - logs and skips stdout lines that are not JSON-RPC 2.0 messages
-//     (banners, debug prints) instead of ending the session.
+//     (banners, debug prints) instead of ending the session;
+//   - on Close, answers with a JSON-RPC error every request the server
+//     sent us (sampling, elicitation, roots, ping) that is still open
+//     before it closes stdin, so that a server waiting on one still exits
+//     on stdin EOF instead of after TerminateDuration and SIGTERM; a
+//     server that sends a request after its stdin closed gets SIGTERM at
+//     once, since nothing can answer it.
 //
 // Each Connect starts one child; a StdioTransport may be connected again
 // after the previous connection closed.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os/exec"
 	"slices"
 	"strings"
@@ -256,5 +257,109 @@ func TestStdioCloseEverything(t *testing.T) {
 				t.Errorf("server-everything exit status %d, want 0 (exited by itself after stdin EOF); log:\n%s", code, lb)
 			}
 		})
+	}
+}
+
+func TestInboundTracksTheServersOpenRequests(t *testing.T) {
+	t.Parallel()
+	decode := func(t *testing.T, line string) jsonrpc.Message {
+		t.Helper()
+		m, err := jsonrpc.DecodeMessage([]byte(line))
+		if err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name     string
+		read     []string // messages read from the server, in order
+		written  []string // messages we wrote, after them
+		want     []any    // raw IDs open at the seal, sorted by their text
+		late     string   // a message read after the seal
+		stranded string   // the method it strands the server with ("" for none)
+	}{
+		{name: "requests with numeric and string IDs stay open",
+			read: []string{`{"jsonrpc":"2.0","id":1,"method":"roots/list"}`, `{"jsonrpc":"2.0","id":"s-2","method":"ping"}`},
+			want: []any{int64(1), "s-2"}},
+		{name: "an answer closes its request, result or error",
+			read:    []string{`{"jsonrpc":"2.0","id":1,"method":"roots/list"}`, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, `{"jsonrpc":"2.0","id":3,"method":"ping"}`},
+			written: []string{`{"jsonrpc":"2.0","id":1,"result":{"roots":[]}}`, `{"jsonrpc":"2.0","id":3,"error":{"code":-1,"message":"no"}}`},
+			want:    []any{int64(2)}},
+		{name: "notifications/cancelled withdraws a request; an unknown or malformed one is ignored",
+			read: []string{`{"jsonrpc":"2.0","id":"a","method":"sampling/createMessage","params":{}}`, `{"jsonrpc":"2.0","id":5,"method":"ping"}`,
+				`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"a"}}`,
+				`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}}`,
+				`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":{"x":1}}}`},
+			want: []any{int64(5)}},
+		{name: "our requests and the server's answers are not its requests",
+			read:    []string{`{"jsonrpc":"2.0","id":1,"result":{}}`, `{"jsonrpc":"2.0","method":"notifications/message","params":{}}`},
+			written: []string{`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`}},
+		{name: "a request after the seal strands the server", late: `{"jsonrpc":"2.0","id":9,"method":"roots/list"}`, stranded: "roots/list"},
+		{name: "a notification after the seal does not", late: `{"jsonrpc":"2.0","method":"notifications/message","params":{}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			in := newInbound()
+			for _, l := range tc.read {
+				in.received(decode(t, l))
+			}
+			for _, l := range tc.written {
+				in.answered(decode(t, l))
+			}
+			var got []any
+			for _, id := range in.seal() {
+				got = append(got, id.Raw())
+			}
+			slices.SortFunc(got, func(a, b any) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("open at the seal = %v, want %v", got, tc.want)
+			}
+			if tc.late != "" {
+				in.received(decode(t, tc.late))
+			}
+			select {
+			case <-in.stranded:
+				if tc.stranded == "" || in.strandedBy() != tc.stranded {
+					t.Errorf("stranded by %q, want %q", in.strandedBy(), tc.stranded)
+				}
+			default:
+				if tc.stranded != "" {
+					t.Errorf("not stranded, want stranded by %q", tc.stranded)
+				}
+			}
+		})
+	}
+}
+
+// TestStdioCloseWithAWriteStuckOnADeafServer: a server that never reads
+// holds a Write of ours (and so writeMu) on a full pipe. Close cannot
+// answer its open request; it gives up on that after closingWriteBudget,
+// closes stdin (which fails the stuck Write) and ends the server.
+func TestStdioCloseWithAWriteStuckOnADeafServer(t *testing.T) {
+	t.Parallel()
+	c, lb := shServer(t, "deaf", `printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"roots/list"}'; exec sleep 3600`, 100*time.Millisecond)
+	readUntil(t, c, "roots/list")
+	big := &jsonrpc.Request{Method: "notifications/message", Params: json.RawMessage(`"` + strings.Repeat("z", 1<<20) + `"`)}
+	wrote := make(chan error, 1)
+	go func() { wrote <- c.Write(context.Background(), big) }()
+	for c.writeMu.TryLock() { // wait until the Write holds writeMu
+		c.writeMu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+	c.Close()
+	if err := <-wrote; err == nil {
+		t.Error("the Write stuck on the deaf server succeeded")
+	}
+	if code := exitCode(t, c); code != 128+15 {
+		t.Errorf("server exit status %d, want 143 (our SIGTERM)", code)
+	}
+	var warned bool
+	for _, r := range lb.records() {
+		if r["msg"] == "transport: server stopped reading its stdin; its requests are closed unanswered" && r["requests"] == float64(1) {
+			warned = true
+		}
+	}
+	if !warned {
+		t.Errorf("no warning that the open request was left unanswered; log:\n%s", lb)
 	}
 }
