@@ -63,6 +63,7 @@ const (
 	AuditRouteGateway     = "bridge:gateway"
 	AuditRouteNone        = "bridge:no-route"
 	AuditRouteSelf        = "bridge:self-approval"
+	AuditRouteAgent       = "bridge:agent-approval"
 )
 
 // routing is the bridge's approval routing state.
@@ -455,47 +456,102 @@ func (b *Bridge) withdraw(ctx context.Context, id string) {
 // answers an approval raised by a call of the same MCP session.
 var ErrSelfApproval = errors.New("an agent cannot approve its own call")
 
-// checkSelfApproval refuses a permissions_respond from the MCP session
-// whose call raised the approval it answers, unless decide_approval
-// allows it: the bridge asks with kind "tool", tool "permissions_respond",
-// the responding client as requester and request
-// {"self_approval":true,"approval_id","decision","tool"}; only allow-once
-// or allow-always lets it through (an empty chain asks, which refuses).
-func (b *Bridge) checkSelfApproval(ctx context.Context, req *mcp.CallToolRequest, call *policies.ToolCall, a *args) *mcp.CallToolResult {
+// ErrAgentApproval is the reason a permissions_respond is refused when it
+// answers a plugin approval an openclaw-go policy raised (pluginId
+// [ApprovalPluginID]) for another call, of this bridge or of another one,
+// or one the bridge cannot tell apart from such an approval.
+var ErrAgentApproval = errors.New("an agent cannot answer an approval an openclaw-go policy raised")
+
+// checkAgentApproval decides whether permissions_respond may answer
+// approval id (canonical: trimmed) of kind. A require_approval verdict of
+// an openclaw-go policy asks a human; an agent answering it through
+// permissions_respond, from any `mcp serve`, would turn the approval into
+// a formality. So the bridge refuses a plugin approval (exec approvals are
+// OpenClaw's own, never raised by openclaw-go) when it is:
+//   - raised by a call of this MCP session (self-approval, audited as
+//     [AuditRouteSelf]);
+//   - raised by this bridge for another MCP session, or seen in a
+//     plugin.approval.requested event with pluginId "openclaw-go" (another
+//     bridge's), audited as [AuditRouteAgent];
+//   - not open in the bridge's tracker under exactly that id (audited as
+//     [AuditRouteAgent]): the Gateway also resolves an id by a
+//     case-insensitive unique prefix among all its pending approvals
+//     (OpenClaw ExecApprovalLifecycle.lookupLocalApprovalId), so an id the
+//     bridge cannot name may be an openclaw-go approval it never saw.
+//
+// Unless decide_approval allows it: the bridge asks with kind "tool",
+// tool "permissions_respond", the responding client as requester, the
+// raising call's session key when known and request
+// {"self_approval","agent_approval":true,"approval_id","decision","tool"?};
+// only allow-once or allow-always lets it through (an empty chain asks,
+// which refuses). Humans answer in OpenClaw (the control UI, approval
+// clients, chat channels) or through the MCP client's own approval form.
+func (b *Bridge) checkAgentApproval(ctx context.Context, req *mcp.CallToolRequest, call *policies.ToolCall, a *args) *mcp.CallToolResult {
+	kind, _ := a.str("kind")
+	if kind != "plugin" {
+		return nil
+	}
 	r := b.routing
 	id, _ := a.str("id")
 	id = normalizeApprovalID(id)
-	toolCallID := b.approvals.toolCallID(id)
+	tracked := b.approvals.get(id)
+	toolCallID := ""
+	if tracked != nil {
+		toolCallID = tracked.toolCallID
+	}
 	r.mu.Lock()
-	raised, ok := r.raised[id]
-	if !ok && toolCallID != "" {
-		raised, ok = r.raising[toolCallID]
+	raised, ours := r.raised[id]
+	if !ours && toolCallID != "" {
+		raised, ours = r.raising[toolCallID]
 	}
 	r.mu.Unlock()
-	if !ok || raised.session != req.Session {
-		return nil
+	self := ours && raised.session == req.Session
+	var why string
+	switch {
+	case self:
+		why = fmt.Sprintf("approval %s was raised by a call of this MCP session and %s", id, ErrSelfApproval)
+	case ours:
+		why = fmt.Sprintf("approval %s was raised by an openclaw-go policy for a call of another MCP session, and %s", id, ErrAgentApproval)
+	case tracked != nil && tracked.pluginID == ApprovalPluginID:
+		raised.tool = tracked.toolName
+		why = fmt.Sprintf("approval %s was raised by an openclaw-go policy (pluginId %q), and %s", id, ApprovalPluginID, ErrAgentApproval)
+	case tracked != nil:
+		return nil // another plugin's approval, open under exactly this id
+	default:
+		why = fmt.Sprintf("plugin approval %s is not open under that exact id in this bridge, so it may be one an "+
+			"openclaw-go policy raised (the Gateway also matches an id prefix), and %s", id, ErrAgentApproval)
 	}
 	decision, _ := a.str("decision")
 	o := newObject(nil)
-	o.bool("self_approval", true)
+	o.bool("self_approval", self)
+	o.bool("agent_approval", true)
 	o.str("approval_id", id)
 	o.str("decision", decision)
-	o.str("tool", raised.tool)
+	if raised.tool != "" {
+		o.str("tool", raised.tool)
+	}
 	areq := &policies.ApprovalRequest{Kind: policies.ApprovalTool, ID: id, Surface: policies.SurfaceServe,
 		SessionKey: raised.sessionKey, Requester: call.Caller, Tool: policies.ToolRef{Name: ToolPermissionsRespond},
 		Request: o.close()}
+	route := AuditRouteAgent
+	if self {
+		route = AuditRouteSelf
+	}
 	start := r.now()
 	if r.decider != nil {
 		out := r.decider.DecideApproval(ctx, areq)
 		if out.Decision == policies.AllowOnce || out.Decision == policies.AllowAlways {
-			r.record(areq, AuditRouteSelf, out.Decision, fmt.Sprintf("self-approval allowed by %q", out.Module), start)
+			what := "agent approval"
+			if self {
+				what = "self-approval"
+			}
+			r.record(areq, route, out.Decision, fmt.Sprintf("%s allowed by %q", what, out.Module), start)
 			return nil
 		}
 	}
-	reason := fmt.Sprintf("approval %s was raised by a call of this MCP session and %s", id, ErrSelfApproval)
-	r.record(areq, AuditRouteSelf, policies.Deny, reason, start)
-	return errorResult("refused: " + reason + "; a human must answer it in OpenClaw, or a decide_approval " +
-		"policy must allow permissions_respond self-approval")
+	r.record(areq, route, policies.Deny, why, start)
+	return errorResult("refused: " + why + "; a human must answer it in OpenClaw, or a decide_approval " +
+		"policy must allow permissions_respond for this requester")
 }
 
 // roundTTL shortens a TTL for messages: whole seconds from 10 s up,

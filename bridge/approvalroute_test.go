@@ -203,10 +203,26 @@ func callAsync(ctx context.Context, cs *mcp.ClientSession, tool string) <-chan c
 	return ch
 }
 
+// resolveAsOperator answers approval id on the Gateway as a human does:
+// from an operator connection of its own (the control UI, an approval
+// client), not through an agent's permissions_respond.
+func resolveAsOperator(t *testing.T, gw *gatewaytest.Gateway, id, decision string) {
+	t.Helper()
+	c, err := gatewaytest.Dial(tctx(t), gw.URL, &gatewaytest.DialOptions{Token: gw.Token, DisplayName: "operator"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Request(tctx(t), "plugin.approval.resolve", map[string]any{"id": id, "decision": decision}); err != nil {
+		t.Fatalf("operator's plugin.approval.resolve: %v", err)
+	}
+}
+
 // The Gateway route end to end: the waiting call's approval shows up in
 // the bridge's own permissions_list_open, the agent cannot approve it
-// itself, a second MCP session (another bridge) resolves it, and the call
-// then runs (allow-once, allow-always) or fails with the reason (deny).
+// itself, nor can an agent of another bridge that sees it, a human
+// resolves it on the Gateway, and the call then runs (allow-once,
+// allow-always) or fails with the reason (deny).
 func TestGatewayApprovalRoute(t *testing.T) {
 	t.Parallel()
 	gw := gatewaytest.StartSeeded(t)
@@ -221,9 +237,14 @@ func TestGatewayApprovalRoute(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.decision, func(t *testing.T) {
 			t.Parallel()
-			agent := startGatewayBridge(t, gw, newIdentity(t), nil,
+			device := newIdentity(t)
+			agent := startGatewayBridge(t, gw, device, nil,
 				Options{Policy: approvalPolicy{tool: ToolConversationsList}}, nil)
-			approver := startGatewayBridge(t, gw, newIdentity(t), nil, Options{Policy: allowAll()}, nil)
+			// Another serve of the same device sees the approval (it is an
+			// approval client of that device); one of another device does
+			// not, and can only guess the id.
+			approver := startGatewayBridge(t, gw, device, nil, Options{Policy: allowAll()}, nil)
+			stranger := startGatewayBridge(t, gw, newIdentity(t), nil, Options{Policy: allowAll()}, nil)
 
 			waiting := callAsync(tctx(t), agent.cs, ToolConversationsList)
 			id := openApprovalID(t, agent.cs, ToolConversationsList)
@@ -236,10 +257,29 @@ func TestGatewayApprovalRoute(t *testing.T) {
 				t.Errorf("self-approval audit = %+v", r)
 			}
 
-			res := call(t, approver.cs, tctx(t), ToolPermissionsRespond, map[string]any{"kind": "plugin", "id": id, "decision": tt.decision})
-			if res.IsError {
-				t.Fatalf("approver's permissions_respond: %s", resultText(res))
+			// Another agent sees the approval and may not answer it either
+			// (the new-user trial's cross-session approval).
+			if seen := openApprovalID(t, approver.cs, ToolConversationsList); seen != id {
+				t.Fatalf("the other bridge lists approval %s, want %s", seen, id)
 			}
+			other := call(t, approver.cs, tctx(t), ToolPermissionsRespond, map[string]any{"kind": "plugin", "id": id, "decision": tt.decision})
+			if !other.IsError || !strings.Contains(resultText(other), ErrAgentApproval.Error()) {
+				t.Errorf("another agent's permissions_respond = %q (isError %v), want a refusal", resultText(other), other.IsError)
+			}
+			if r := approver.audit.find(AuditRouteAgent); r == nil || r.Decision != "deny" || r.Tool != ToolPermissionsRespond {
+				t.Errorf("agent-approval audit = %+v", r)
+			}
+			for _, guess := range []string{id, strings.ToUpper(id[:len("plugin:")+4])} {
+				res := call(t, stranger.cs, tctx(t), ToolPermissionsRespond, map[string]any{"kind": "plugin", "id": guess, "decision": tt.decision})
+				if !res.IsError || !strings.Contains(resultText(res), ErrAgentApproval.Error()) {
+					t.Errorf("another device's agent answering %s = %q (isError %v), want a refusal", guess, resultText(res), res.IsError)
+				}
+			}
+			if open := openApprovalID(t, agent.cs, ToolConversationsList); open != id {
+				t.Fatalf("approval %s is no longer open after the refusals (open: %s)", id, open)
+			}
+
+			resolveAsOperator(t, gw, id, tt.decision)
 			got := <-waiting
 			if got.err != nil {
 				t.Fatal(got.err)

@@ -29,6 +29,10 @@ type trackedApproval struct {
 	createdAt json.RawMessage // a number, or nil
 	expiresAt json.RawMessage // a number, or nil
 	deadline  time.Time       // when the entry expires
+
+	// From request, when it carries them as strings: who raised a plugin
+	// approval and for which call ("" when absent).
+	pluginID, toolName, toolCallID string
 }
 
 func (a *trackedApproval) appendJSON(buf []byte) []byte {
@@ -72,7 +76,9 @@ func newApprovalTracker(now func() time.Time) *approvalTracker {
 	return &approvalTracker{now: now, entries: map[string]*trackedApproval{}}
 }
 
-func normalizeApprovalID(id string) string { return strings.TrimSpace(id) }
+// normalizeApprovalID trims an approval id as OpenClaw does
+// (normalizeApprovalId: JavaScript's trim).
+func normalizeApprovalID(id string) string { return jsTrim(id) }
 
 // approvalPayload is the part of an *.approval.* event the tracker reads.
 type approvalPayload struct {
@@ -101,6 +107,16 @@ func (t *approvalTracker) track(kind string, payload json.RawMessage) {
 	a := &trackedApproval{kind: kind, id: id, deadline: now.Add(DefaultApprovalTTL)}
 	if kindOf(p.Request) == kindObject {
 		a.request = compactJSON(p.Request)
+		var r struct {
+			PluginID   json.RawMessage `json:"pluginId"`
+			ToolName   json.RawMessage `json:"toolName"`
+			ToolCallID json.RawMessage `json:"toolCallId"`
+		}
+		if json.Unmarshal(a.request, &r) == nil {
+			a.pluginID, _ = rawString(r.PluginID)
+			a.toolName, _ = rawString(r.ToolName)
+			a.toolCallID, _ = rawString(r.ToolCallID)
+		}
 	}
 	if kindOf(p.CreatedAtMs) == kindNumber {
 		a.createdAt = compactJSON(p.CreatedAtMs)
@@ -205,19 +221,17 @@ func (t *approvalTracker) deadline(id string) (deadline time.Time, open bool) {
 	return a.deadline, true
 }
 
-// toolCallID returns request.toolCallId of the open approval id, or "".
-func (t *approvalTracker) toolCallID(id string) string {
+// get returns a copy of the approval open under exactly the normalized
+// id, or nil when none is (never seen, resolved or expired).
+func (t *approvalTracker) get(id string) *trackedApproval {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	a := t.entries[normalizeApprovalID(id)]
-	t.mu.Unlock()
-	if a == nil || a.request == nil {
-		return ""
+	if a == nil || !t.now().Before(a.deadline) {
+		return nil
 	}
-	var r struct {
-		ToolCallID string `json:"toolCallId"`
-	}
-	_ = json.Unmarshal(a.request, &r)
-	return r.ToolCallID
+	c := *a
+	return &c
 }
 
 // sweeperActive reports whether the sweeper timer is armed (for tests).

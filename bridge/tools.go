@@ -235,7 +235,7 @@ func (b *Bridge) callTool(ctx context.Context, req *mcp.CallToolRequest, spec *t
 		canonicalizeArgs(spec.name, a)
 	}
 	if spec.name == ToolPermissionsRespond {
-		if res := b.checkSelfApproval(ctx, req, call, a); res != nil {
+		if res := b.checkAgentApproval(ctx, req, call, a); res != nil {
 			return res
 		}
 	}

@@ -311,12 +311,18 @@ var sessionKeyTools = map[string]bool{
 //   - channel of conversations_list: trimmed and lowercased, as OpenClaw's
 //     filter normalizes it (src/mcp/channel-bridge.ts listConversations,
 //     normalizeOptionalLowercaseString); one that is empty after trimming
-//     is dropped, which is what OpenClaw does (no filter).
+//     is dropped, which is what OpenClaw does (no filter);
+//   - id of permissions_respond: trimmed, as OpenClaw's channel bridge
+//     normalizes an approval id before it resolves it (normalizeApprovalId).
 func canonicalizeArgs(tool string, a *args) {
 	switch {
 	case sessionKeyTools[tool]:
 		if s, ok := a.str("session_key"); ok {
 			a.values["session_key"] = appendString(nil, canonicalSessionKey(s))
+		}
+	case tool == ToolPermissionsRespond:
+		if s, ok := a.str("id"); ok {
+			a.values["id"] = appendString(nil, normalizeApprovalID(s))
 		}
 	case tool == ToolConversationsList:
 		if s, ok := a.str("channel"); ok {
