@@ -228,11 +228,18 @@ func (b *Bridge) callTool(ctx context.Context, req *mcp.CallToolRequest, spec *t
 		return errorResult(fmt.Sprintf("blocked: policy returned the unknown outcome %q", d.Outcome))
 	}
 	if len(d.Arguments) > 0 && string(d.Arguments) != string(call.Arguments) {
+		seen := a
 		if a, msg = validateArgs(d.Arguments, spec.props, spec.required); a == nil {
-			return errorResult(fmt.Sprintf("blocked: policy %q rewrote the arguments of %s into invalid ones: %s",
-				d.Module, spec.name, msg))
+			reason := fmt.Sprintf("%s rewrote the arguments of %s into invalid ones: %s", rewriter(&d), spec.name, msg)
+			b.recordRewrite(call, call.SessionKey, "blocked", reason)
+			return errorResult("blocked: " + reason)
 		}
 		canonicalizeArgs(spec.name, a)
+		if changed := changedArgs(spec.props, seen, a); len(changed) > 0 {
+			key, _ := a.str("session_key")
+			b.recordRewrite(call, key, AuditDecisionRewrite, fmt.Sprintf("%s rewrote %s; the call was sent with the rewritten values",
+				rewriter(&d), strings.Join(changed, ", ")))
+		}
 	}
 	if spec.name == ToolPermissionsRespond {
 		if res := b.checkAgentApproval(ctx, req, call, a); res != nil {
@@ -244,6 +251,58 @@ func (b *Bridge) callTool(ctx context.Context, req *mcp.CallToolRequest, spec *t
 		return errorResult(err.Error())
 	}
 	return res
+}
+
+// AuditRewrite is the module of the before_tool_call audit record the
+// bridge writes when the arguments it sends differ from the ones the
+// policy was asked about (a module rewrote them): the record's session_key
+// is the one sent, its decision [AuditDecisionRewrite] (or "blocked" when
+// the rewrite was invalid), its reason names the rewritten arguments.
+// Argument values are not logged, as in every audit record.
+const AuditRewrite = "bridge:rewrite"
+
+// AuditDecisionRewrite is the decision of an [AuditRewrite] record for a
+// call that went out with rewritten arguments.
+const AuditDecisionRewrite = "rewrite"
+
+// rewriter names who rewrote a call's arguments in a message: the
+// decision's module when an allow names one (an enforcer that reports the
+// module it ran). policies.Chain names the module of a block or an
+// approval only, not the one whose rewrite a decision carries (each
+// rewrite passes to the next module), so otherwise the message says "a
+// before_tool_call module" and the chain's audit records list the modules
+// that ran.
+func rewriter(d *policies.Decision) string {
+	if d.Module != "" && d.Outcome == policies.Allow {
+		return fmt.Sprintf("policy %q", d.Module)
+	}
+	return "a before_tool_call module"
+}
+
+// changedArgs lists, in schema order, the arguments whose value differs
+// between what the policy saw and what is sent.
+func changedArgs(props []prop, seen, sent *args) []string {
+	var out []string
+	for i := range props {
+		n := props[i].name
+		v1, ok1 := seen.values[n]
+		v2, ok2 := sent.values[n]
+		if ok1 != ok2 || string(v1) != string(v2) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// recordRewrite writes the [AuditRewrite] record of call.
+func (b *Bridge) recordRewrite(call *policies.ToolCall, sessionKey, decision, reason string) {
+	if b.routing.audit == nil {
+		return
+	}
+	now := b.routing.now()
+	b.routing.audit.Record(policies.AuditRecord{Time: now.UTC(), Hook: policies.HookBeforeToolCall, Surface: call.Surface,
+		SessionKey: sessionKey, Caller: call.Caller.Name, Tool: call.Tool.Name, Server: call.Tool.Server,
+		Module: AuditRewrite, Mode: policies.Enforce, Decision: decision, Reason: reason})
 }
 
 // request calls the Gateway with params already encoded in OpenClaw's key
