@@ -357,17 +357,29 @@ func (b *Bridge) HandleGatewayEvent(name string, payload json.RawMessage) {
 
 // quietHandler demotes the MCP SDK's lifecycle records ("server run start",
 // "server session connected", …) below Warn to Debug, so that stderr of
-// `openclaw mcp serve` shows them only with --verbose.
+// `openclaw mcp serve` shows them only with --verbose. go-sdk's "server run
+// cancelled" is one of them although it logs it at Error: Serve's ctx
+// ending is a requested shutdown, which Serve reports as success.
 type quietHandler struct{ slog.Handler }
+
+// sdkRunCancelled is the message go-sdk's Server.Run logs at Error when its
+// ctx ends.
+const sdkRunCancelled = "server run cancelled"
 
 func (h quietHandler) Enabled(ctx context.Context, l slog.Level) bool {
 	if l < slog.LevelWarn {
 		l = slog.LevelDebug
 	}
-	return h.Handler.Enabled(ctx, l)
+	return h.Handler.Enabled(ctx, l) // an Error passes; Handle may demote it
 }
 
 func (h quietHandler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == sdkRunCancelled {
+		if !h.Handler.Enabled(ctx, slog.LevelDebug) {
+			return nil
+		}
+		r.Level = slog.LevelDebug
+	}
 	if r.Level < slog.LevelWarn {
 		r.Level = slog.LevelDebug
 	}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -68,9 +69,13 @@ func failStart(err error) error {
 }
 
 // failGateway is failStart for a Gateway that is unreachable or refuses
-// us, with OpenClaw's hint on how to check it.
-func failGateway(err error) error {
-	return &exitError{code: 1, err: fmt.Errorf("MCP server failed to start: %s.\nCheck the Gateway with `openclaw gateway status --deep --require-rpc`.", strings.TrimSuffix(err.Error(), "."))}
+// us, with a hint on what to check. (OpenClaw's hint names `openclaw
+// gateway status`, a command this binary does not have.)
+func failGateway(err error, url string) error {
+	return &exitError{code: 1, err: fmt.Errorf("MCP server failed to start: %s.\n"+
+		"Check that an OpenClaw Gateway is running at %s and that the token or password is its gateway.auth one "+
+		"(--url, --token-file or --password-file; OPENCLAW_GATEWAY_URL, OPENCLAW_GATEWAY_TOKEN).",
+		strings.TrimSuffix(err.Error(), "."), transport.RedactURL(url))}
 }
 
 func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
@@ -103,11 +108,15 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 	if err := gwclient.CheckSecureURL(target.URL, os.Getenv(gwclient.EnvAllowInsecurePrivateWS) == "1"); err != nil {
 		return failStart(err)
 	}
-	pol, err := startPolicies(ctx, c.policy, "mcp serve", stderr)
+	warnReadableSecretFile(stderr, "--token-file", c.target.TokenFile)
+	warnReadableSecretFile(stderr, "--password-file", c.target.PasswordFile)
+	identity, err := deviceIdentity(logger)
 	if err != nil {
 		return failStart(err)
 	}
-	identity, err := deviceIdentity(logger)
+	// Last: from here on every exit path closes the policies (or at least
+	// removes the run file `openclaw policy reload` finds this process by).
+	pol, err := startPolicies(ctx, c.policy, "mcp serve", stderr)
 	if err != nil {
 		return failStart(err)
 	}
@@ -203,7 +212,11 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 	case gwErr := <-gwDone:
 		// Run ends by itself only on a fatal first connection. stdout is
 		// sealed; the policies stay loaded until the process exits, so no
-		// in-flight call sees them closed.
+		// in-flight call sees them closed, but the process no longer
+		// takes reloads.
+		if pol.reg != nil {
+			_ = pol.reg.remove()
+		}
 		var re *protocol.RequestError
 		if errors.As(gwErr, &re) {
 			fmt.Fprintf(stderr, "gateway connect failed: GatewayClientRequestError: %s\n", re.Message)
@@ -211,7 +224,7 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 		if gwErr == nil {
 			gwErr = errors.New("gateway client stopped")
 		}
-		return failGateway(gwErr)
+		return failGateway(gwErr, target.URL)
 	}
 	stop()
 	<-gwDone
@@ -288,6 +301,22 @@ func deviceIdentity(logger *slog.Logger) (*protocol.DeviceIdentity, error) {
 	}
 	logger.Warn("using an ephemeral device identity", "err", err)
 	return protocol.NewDeviceIdentity()
+}
+
+// warnReadableSecretFile warns on stderr when the secret file at path
+// (given with flag) can be read by other users: the README asks for a file
+// readable only by its owner. A file that cannot be read is reported by
+// config.Resolve, not here.
+func warnReadableSecretFile(stderr io.Writer, flag, path string) {
+	if path == "" || runtime.GOOS == "windows" {
+		return
+	}
+	fi, err := os.Stat(path)
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o044 == 0 {
+		return
+	}
+	fmt.Fprintf(stderr, "Warning: %s %s is readable by other users (mode %04o); make it readable only by you: chmod 600 %s\n",
+		flag, path, fi.Mode().Perm(), path)
 }
 
 // dropTime removes slog's time attribute: the MCP client timestamps stderr.

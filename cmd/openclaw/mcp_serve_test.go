@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -87,6 +88,7 @@ type serveChild struct {
 	stdin  io.WriteCloser
 	lines  chan map[string]any // stdout, one decoded line each; closed at EOF
 	stderr *lockedBuffer
+	state  string // its OPENCLAW_STATE_DIR
 }
 
 func startServeChild(t *testing.T, ctx context.Context, args ...string) *serveChild {
@@ -99,7 +101,7 @@ func startServeChild(t *testing.T, ctx context.Context, args ...string) *serveCh
 	cmd := exec.CommandContext(ctx, bin, append([]string{"mcp", "serve"}, args...)...)
 	cmd.Env = append(os.Environ(), "HOME="+dir, "OPENCLAW_HOME="+dir, "OPENCLAW_STATE_DIR="+filepath.Join(dir, "state"),
 		"OPENCLAW_CONFIG_PATH="+filepath.Join(dir, "openclaw.json"))
-	c := &serveChild{cmd: cmd, lines: make(chan map[string]any, 64), stderr: &lockedBuffer{}}
+	c := &serveChild{cmd: cmd, lines: make(chan map[string]any, 64), stderr: &lockedBuffer{}, state: filepath.Join(dir, "state")}
 	cmd.Stderr = c.stderr
 	if c.stdin, err = cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
@@ -320,5 +322,47 @@ func TestServeGatewayOutageFailsFast(t *testing.T) {
 	c.rest(t, ctx)
 	if err := c.cmd.Wait(); err != nil {
 		t.Fatalf("exit after stdin EOF: %v; stderr:\n%s", err, c.stderr.String())
+	}
+}
+
+// A Gateway that refuses the connection ends serve with exit 1, a hint
+// that names this binary's own means, no ERROR record for the shutdown,
+// and no run file left behind for `openclaw policy reload` to trip on. A
+// token file other users can read is warned about.
+func TestServeFatalGatewayStartup(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "ws://" + ln.Addr().String()
+	ln.Close() // nothing listens there now: connection refused
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("t\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := startServeChild(t, ctx, "--url", url, "--token-file", tokenFile, "--audit-log", "-")
+	c.rest(t, ctx) // stdin stays open: the Gateway failure alone ends serve
+	_ = c.cmd.Wait()
+	log := c.stderr.String()
+	if code := c.cmd.ProcessState.ExitCode(); code != 1 {
+		t.Fatalf("exit %d, want 1; stderr:\n%s", code, log)
+	}
+	for _, want := range []string{
+		"Warning: --token-file " + tokenFile + " is readable by other users (mode 0644)",
+		"MCP server failed to start: connecting to " + url + ": dial tcp",
+		"Check that an OpenClaw Gateway is running at " + url,
+	} {
+		if !strings.Contains(log, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, log)
+		}
+	}
+	if strings.Contains(log, "gateway status") || strings.Contains(log, "level=ERROR") {
+		t.Errorf("stderr names a command this binary lacks or logs an error for the shutdown:\n%s", log)
+	}
+	if runs, _ := filepath.Glob(filepath.Join(c.state, "openclaw-go", "run", "*.json")); len(runs) != 0 {
+		t.Errorf("run files left after exit: %v", runs)
 	}
 }
