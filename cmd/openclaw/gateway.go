@@ -160,6 +160,7 @@ func resolveSecret(flag, file, env string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("reading token file: %w", err)
 		}
+		warnReadableSecretFile(os.Stderr, "--token-file", file)
 		return strings.TrimSpace(string(data)), nil
 	}
 	return os.Getenv(env), nil
@@ -262,14 +263,23 @@ func newGatewayInjectCmd() *cobra.Command {
 
 func newGatewayApprovalCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "approval", Short: "Raise an exec or plugin approval request on a running Gateway"}
-	for _, k := range []struct{ kind, named string }{{"exec", "an exec"}, {"plugin", "a plugin"}} {
+	for _, k := range []struct{ kind, named, use, long string }{
+		{"exec", "an exec", "exec --command CMD [flags]",
+			"Raise an exec approval request on a running Gateway and print its answer: the acceptance, or with\n" +
+				"--wait the decision. --command is required; --id picks the approval id (default: a new UUID)."},
+		{"plugin", "a plugin", "plugin --plugin-id ID --title TEXT --description TEXT [flags]",
+			"Raise a plugin approval request on a running Gateway and print its answer: the acceptance, or with\n" +
+				"--wait the decision. --plugin-id, --title and --description are required. There is no --id: as in\n" +
+				"OpenClaw, the Gateway names every plugin approval itself (plugin:<uuid>) and prints the id it chose."},
+	} {
 		kind := k.kind
 		var g gatewayClientFlags
 		var req gateway.ApprovalRequest
 		var timeout time.Duration
 		sub := &cobra.Command{
-			Use:   kind,
+			Use:   k.use,
 			Short: "Raise " + k.named + " approval request and print the Gateway's answer",
+			Long:  k.long,
 			Args:  cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
 				req.Kind = kind
@@ -295,14 +305,14 @@ func newGatewayApprovalCmd() *cobra.Command {
 		f := sub.Flags()
 		if kind == "exec" {
 			f.StringVar(&req.ID, "id", "", "approval id (default: a new UUID)")
-			f.StringVar(&req.Command, "command", "", "the command awaiting approval")
+			f.StringVar(&req.Command, "command", "", "the command awaiting approval (required)")
 			f.StringVar(&req.Cwd, "cwd", "", "its working directory")
 			f.StringVar(&req.Host, "host", "gateway", "where it would run")
 			sub.MarkFlagRequired("command")
 		} else {
-			f.StringVar(&req.PluginID, "plugin-id", "", "plugin id")
-			f.StringVar(&req.Title, "title", "", "title")
-			f.StringVar(&req.Description, "description", "", "description")
+			f.StringVar(&req.PluginID, "plugin-id", "", "plugin id (required)")
+			f.StringVar(&req.Title, "title", "", "title (required)")
+			f.StringVar(&req.Description, "description", "", "description (required)")
 			f.StringVar(&req.Severity, "severity", "", "severity")
 			f.StringVar(&req.ToolName, "tool-name", "", "tool name")
 			sub.MarkFlagRequired("plugin-id")
