@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/builtin"
 	"github.com/openclaw-go/openclaw/policies/wasmpolicy"
@@ -133,4 +135,47 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestDuplicateArgumentLastWins: serve reads the arguments before the
+// policy, a repeated key keeping its last value (JSON.parse in OpenClaw),
+// so the policy judges the value the tool then uses; docs/rules.md says
+// why the rules module's duplicate block does not apply here.
+func TestDuplicateArgumentLastWins(t *testing.T) {
+	t.Parallel()
+	const config = `{"default":"allow","rules":[
+		{"args":{"session_key":{"glob":"agent:main:tg-*"}},"decision":"block","reason":"telegram is off-limits"}]}`
+	tests := []struct {
+		args      string
+		wantBlock bool
+		wantKey   string // the key sent to the Gateway when allowed
+	}{
+		{`{"session_key":"agent:main:main","session_key":"agent:main:tg-dm"}`, true, ""},
+		{`{"session_key":"agent:main:tg-dm","session_key":"agent:main:main"}`, false, "agent:main:main"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.args, func(t *testing.T) {
+			t.Parallel()
+			chain, audit := rulesChain(t, config)
+			gw := &fixtureGateway{t: t}
+			cs := connectClient(t, New(gw, &Options{Policy: chain}), "2025-11-25")
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolMessagesRead, Arguments: json.RawMessage(tt.args)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls := gw.recorded()
+			if tt.wantBlock {
+				if !res.IsError || !strings.Contains(resultText(res), "telegram is off-limits") || len(calls) != 0 {
+					t.Errorf("result %q (isError %v), Gateway calls %v; want a block and none", resultText(res), res.IsError, calls)
+				}
+				return
+			}
+			if res.IsError || len(calls) != 1 || !strings.Contains(string(calls[0].Params), `"key":"`+tt.wantKey+`"`) {
+				t.Errorf("result %q (isError %v), Gateway calls %v; want sessions.get of %s", resultText(res), res.IsError, calls, tt.wantKey)
+			}
+			if !strings.Contains(audit.String(), `"session_key":"`+tt.wantKey+`"`) {
+				t.Errorf("audit = %s, want the key used", audit.String())
+			}
+		})
+	}
 }
