@@ -67,12 +67,14 @@ func (e *DialError) message() string {
 		if errors.As(e.Err, &fp) {
 			return "connecting to " + transport.RedactURL(e.URL) + ": " + fp.Error()
 		}
-	case errors.As(e.Err, &op):
+	case errors.As(e.Err, &op) && op.Op == "dial":
 		return "connecting to " + transport.RedactURL(e.URL) + ": " + op.Error()
 	case errors.Is(e.Err, context.DeadlineExceeded):
 		// The port accepted the connection; nothing answered the upgrade.
 		return fmt.Sprintf("connecting to %s: no answer to the WebSocket handshake within %v (is a Gateway listening there?)",
 			transport.RedactURL(e.URL), e.Timeout)
+	case errors.As(e.Err, &op):
+		return "connecting to " + transport.RedactURL(e.URL) + ": " + op.Error()
 	}
 	return "connecting to " + transport.RedactURL(e.URL) + ": " + strings.TrimPrefix(e.Err.Error(), "failed to WebSocket dial: ")
 }
