@@ -88,7 +88,10 @@ func run(ctx context.Context, scenario, serverURL, rawCtx string) error {
 			return fmt.Errorf("MCP_CONFORMANCE_CONTEXT: %w", err)
 		}
 	}
-	entry := transport.ServerEntry{URL: serverURL, Transport: "streamable-http"}
+	// The suite checks behaviour, not speed: the listing gets seconds, not
+	// OpenClaw's 1500 ms bound, which a loaded machine overran when the
+	// tools/list of auth/scope-step-up re-authorized first.
+	entry := transport.ServerEntry{URL: serverURL, Transport: "streamable-http", RequestTimeoutMs: 30000}
 	topts := &transport.Options{Logger: log}
 	if strings.HasPrefix(scenario, "auth/") {
 		entry.Auth = "oauth"
