@@ -3,7 +3,9 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -175,6 +177,94 @@ func TestDuplicateArgumentLastWins(t *testing.T) {
 			}
 			if !strings.Contains(audit.String(), `"session_key":"`+tt.wantKey+`"`) {
 				t.Errorf("audit = %s, want the key used", audit.String())
+			}
+		})
+	}
+}
+
+// aliasGateway resolves session keys as the real Gateway does for a
+// single-agent configuration: "main" and unscoped keys belong to agent
+// "main", empty segments are dropped. It records every call.
+type aliasGateway struct {
+	mu    sync.Mutex
+	calls []gatewayCall
+}
+
+func (g *aliasGateway) HasMethod(string) bool { return false }
+
+func (g *aliasGateway) Request(_ context.Context, method string, params any) (json.RawMessage, error) {
+	raw, _ := json.Marshal(params)
+	g.mu.Lock()
+	g.calls = append(g.calls, gatewayCall{method, raw})
+	g.mu.Unlock()
+	var p struct{ Key string }
+	_ = json.Unmarshal(raw, &p)
+	var parts []string
+	for _, s := range strings.Split(p.Key, ":") {
+		if s != "" {
+			parts = append(parts, s)
+		}
+	}
+	if len(parts) < 3 || parts[0] != "agent" {
+		parts = append([]string{"agent", "main"}, parts...)
+	}
+	key := strings.Join(parts, ":")
+	switch method {
+	case "sessions.describe":
+		if key == "agent:main:nobody" {
+			return json.RawMessage(`{"session":null}`), nil
+		}
+		return json.RawMessage(`{"session":{"key":"` + key + `","deliveryContext":{"channel":"telegram","to":"42"}}}`), nil
+	case "sessions.get":
+		return json.RawMessage(`{"messages":[]}`), nil
+	}
+	return nil, errors.New("unexpected " + method)
+}
+
+func (g *aliasGateway) recorded() []gatewayCall {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]gatewayCall(nil), g.calls...)
+}
+
+// TestSessionAliasResolvedBeforePolicy: a key the Gateway resolves with
+// its configuration ("main", an unscoped "tg-dm", "agent::main::tg-dm")
+// is put to the policy as the key of the session it reaches, found with
+// sessions.describe; a canonical key costs no extra request.
+func TestSessionAliasResolvedBeforePolicy(t *testing.T) {
+	t.Parallel()
+	const config = `{"default":"allow","rules":[
+		{"args":{"session_key":{"glob":"agent:main:tg-*"}},"decision":"block","reason":"telegram is off-limits"}]}`
+	tests := []struct {
+		key       string
+		wantBlock bool
+		wantCalls string // methods and keys, in order
+	}{
+		{"tg-dm", true, "sessions.describe tg-dm"},
+		{" TG-DM ", true, "sessions.describe tg-dm"},
+		{"agent::main::tg-dm", true, "sessions.describe agent::main::tg-dm"},
+		{"main", false, "sessions.describe main, sessions.get agent:main:main"},
+		{"nobody", false, "sessions.describe nobody, sessions.get nobody"},
+		{"agent:main:main", false, "sessions.get agent:main:main"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key, func(t *testing.T) {
+			t.Parallel()
+			chain, _ := rulesChain(t, config)
+			gw := &aliasGateway{}
+			cs := connectClient(t, New(gw, &Options{Policy: chain}), "2025-11-25")
+			res := call(t, cs, context.Background(), ToolMessagesRead, map[string]any{"session_key": tt.key})
+			if blocked := res.IsError && strings.Contains(resultText(res), "telegram is off-limits"); blocked != tt.wantBlock {
+				t.Errorf("result = %q (isError %v), want blocked %v", resultText(res), res.IsError, tt.wantBlock)
+			}
+			var got []string
+			for _, c := range gw.recorded() {
+				var p struct{ Key string }
+				_ = json.Unmarshal(c.Params, &p)
+				got = append(got, c.Method+" "+p.Key)
+			}
+			if strings.Join(got, ", ") != tt.wantCalls {
+				t.Errorf("Gateway calls = %q, want %q", strings.Join(got, ", "), tt.wantCalls)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -206,6 +207,11 @@ func (b *Bridge) callTool(ctx context.Context, req *mcp.CallToolRequest, spec *t
 		return errorResult("blocked: no policy is configured for the bridge, so no tool runs")
 	}
 	canonicalizeArgs(spec.name, a)
+	if sessionKeyTools[spec.name] {
+		if err := b.resolveSessionAlias(ctx, a); err != nil {
+			return errorResult(err.Error())
+		}
+	}
 	call := &policies.ToolCall{
 		Surface:   policies.SurfaceServe,
 		Tool:      policies.ToolRef{Name: spec.name},
@@ -303,6 +309,63 @@ func (b *Bridge) recordRewrite(call *policies.ToolCall, sessionKey, decision, re
 	b.routing.audit.Record(policies.AuditRecord{Time: now.UTC(), Hook: policies.HookBeforeToolCall, Surface: call.Surface,
 		SessionKey: sessionKey, Caller: call.Caller.Name, Tool: call.Tool.Name, Server: call.Tool.Server,
 		Module: AuditRewrite, Mode: policies.Enforce, Decision: decision, Reason: reason})
+}
+
+// agentIDRE is OpenClaw's valid agent id (src/routing/session-key.ts
+// VALID_ID_RE), lowercase as in a canonical key.
+var agentIDRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+// scopedSessionKey reports whether a canonical session key names its
+// conversation by itself: "agent:<valid agent id>:<rest>" without an empty
+// segment. Any other key ("main", "tg-dm", "agent::main:x", "global") is
+// an alias the Gateway resolves with its configuration (the default
+// agent, session.mainKey, its compatibility owners: OpenClaw
+// src/gateway/session-store-key.ts resolveSessionStoreKey), which the
+// bridge does not know.
+func scopedSessionKey(key string) bool {
+	parts := strings.Split(key, ":")
+	if len(parts) < 3 || parts[0] != "agent" || !agentIDRE.MatchString(parts[1]) {
+		return false
+	}
+	for _, p := range parts[2:] {
+		if p == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// resolveSessionAlias replaces a session_key that is an alias (see
+// [scopedSessionKey]) by the key of the session the Gateway resolves it to,
+// with sessions.describe, so that the policy judges the conversation the
+// tool will reach ("main" is "agent:main:main", "tg-dm" may be
+// "agent:main:tg-dm"). A key the Gateway resolves to no session stays as
+// it is: the tool finds nothing either. A Gateway error fails the call.
+// Canonical agent-scoped keys, the ones conversations_list returns, cost
+// no request.
+func (b *Bridge) resolveSessionAlias(ctx context.Context, a *args) error {
+	key, ok := a.str("session_key")
+	if !ok || key == "" || scopedSessionKey(key) {
+		return nil
+	}
+	p := newObject(nil)
+	p.str("key", key)
+	payload, err := b.request(ctx, "sessions.describe", p.close())
+	if err != nil {
+		return fmt.Errorf("resolving session key %q: %w", key, err)
+	}
+	var res struct {
+		Session struct {
+			Key json.RawMessage `json:"key"`
+		} `json:"session"`
+	}
+	if err := json.Unmarshal(payload, &res); err != nil {
+		return fmt.Errorf("resolving session key %q: sessions.describe: decoding result: %w", key, err)
+	}
+	if k, ok := nonEmptyString(res.Session.Key); ok {
+		a.values["session_key"] = appendString(nil, canonicalSessionKey(k))
+	}
+	return nil
 }
 
 // request calls the Gateway with params already encoded in OpenClaw's key
