@@ -90,7 +90,9 @@ type Options struct {
 	LookupEnv func(string) (string, bool)
 	// TerminateDuration is how long Close lets a stdio server exit by
 	// itself after its stdin is closed, then again after SIGTERM, before
-	// SIGKILL. 0 means 5 s (the go-sdk CommandTransport default).
+	// SIGKILL; a server that sends a request after its stdin closed, which
+	// nothing can answer, gets SIGTERM at once. 0 means 5 s (the go-sdk
+	// CommandTransport default).
 	TerminateDuration time.Duration
 	// MaxMessageBytes caps one JSON-RPC message read from a stdio child;
 	// a longer line is logged and skipped. 0 means 64 MiB.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -69,7 +70,9 @@ func TestStdioJunkStderrEnvAndLargeMessages(t *testing.T) {
 		return "", false
 	}
 	e := misbehaveEntry("-banner")
-	e.Env = map[string]any{"MISBEHAVE_SECRET": "hunter2-very-secret", "COUNT": 3.0, "FLAG": true, "GITHUB_TOKEN": "ghtok"}
+	// GORACE: a -race build's supervisor sets its own and must give the
+	// server back the configured value.
+	e.Env = map[string]any{"MISBEHAVE_SECRET": "hunter2-very-secret", "COUNT": 3.0, "FLAG": true, "GITHUB_TOKEN": "ghtok", "GORACE": "halt_on_error=1"}
 	r := resolve(t, "junky", e, &Options{Logger: log, LookupEnv: lookup})
 	cs := connect(t, r.Transport, "")
 
@@ -87,7 +90,8 @@ func TestStdioJunkStderrEnvAndLargeMessages(t *testing.T) {
 	if err := json.Unmarshal([]byte(callText(t, cs, "env", nil)), &env); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"COUNT=3", "FLAG=true", "GITHUB_TOKEN=ghtok", "HOME=/home/test", "MISBEHAVE_SECRET=hunter2-very-secret", "PATH=" + os.Getenv("PATH")}
+	slices.Sort(env) // the order of an environment means nothing
+	want := []string{"COUNT=3", "FLAG=true", "GITHUB_TOKEN=ghtok", "GORACE=halt_on_error=1", "HOME=/home/test", "MISBEHAVE_SECRET=hunter2-very-secret", "PATH=" + os.Getenv("PATH")}
 	if strings.Join(env, "\n") != strings.Join(want, "\n") {
 		t.Errorf("child env:\n%s\nwant:\n%s", strings.Join(env, "\n"), strings.Join(want, "\n"))
 	}

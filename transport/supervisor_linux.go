@@ -17,9 +17,12 @@ import (
 // package's init function sees the variable and becomes the supervisor
 // before main runs. argv after argv[0] is the server's command line.
 const (
-	supervisorEnv       = "OPENCLAW_GO_STDIO_SUPERVISOR"
-	supervisorGraceEnv  = "OPENCLAW_GO_STDIO_SUPERVISOR_GRACE_MS"
-	prSetChildSubreaper = 36 // PR_SET_CHILD_SUBREAPER, linux/prctl.h
+	supervisorEnv      = "OPENCLAW_GO_STDIO_SUPERVISOR"
+	supervisorGraceEnv = "OPENCLAW_GO_STDIO_SUPERVISOR_GRACE_MS"
+	// supervisorOrigGORACEEnv carries the server's own GORACE value past
+	// the supervisor of a -race build (see supervisorRaceEnv).
+	supervisorOrigGORACEEnv = "OPENCLAW_GO_STDIO_SUPERVISOR_GORACE"
+	prSetChildSubreaper     = 36 // PR_SET_CHILD_SUBREAPER, linux/prctl.h
 )
 
 var sigTerm = syscall.SIGTERM
@@ -56,9 +59,37 @@ func supervisedCommand(path string, args, env []string, grace time.Duration) (*e
 	cmd.Env = append(append([]string(nil), env...),
 		supervisorEnv+"=1",
 		supervisorGraceEnv+"="+strconv.FormatInt(grace.Milliseconds(), 10))
+	if raceBuild {
+		// The server gets the environment as given: the supervisor puts
+		// GORACE back (supervisorOrigGORACEEnv) before it starts it.
+		orig, had := "", false
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, "GORACE="); ok {
+				orig, had = v, true
+			}
+		}
+		cmd.Env = append(cmd.Env, supervisorRaceEnv(env))
+		if had {
+			cmd.Env = append(cmd.Env, supervisorOrigGORACEEnv+"="+orig)
+		}
+	}
 	cmd.ExtraFiles = []*os.File{r}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return cmd, w, nil
+}
+
+// supervisorRaceEnv returns the GORACE setting of a -race build's
+// supervisor: the race runtime sleeps 1 s at exit by default
+// (atexit_sleep_ms), which every stdio Close would wait for. Options the
+// environment already sets are kept.
+func supervisorRaceEnv(env []string) string {
+	v := "atexit_sleep_ms=0"
+	for _, kv := range env {
+		if old, ok := strings.CutPrefix(kv, "GORACE="); ok && old != "" {
+			v = old + " " + v
+		}
+	}
+	return "GORACE=" + v
 }
 
 func killGroup(pid int) { _ = syscall.Kill(-pid, syscall.SIGKILL) }
@@ -84,6 +115,14 @@ func runSupervisor(argv []string) int {
 	}
 	os.Unsetenv(supervisorEnv)
 	os.Unsetenv(supervisorGraceEnv)
+	if raceBuild {
+		if orig, had := os.LookupEnv(supervisorOrigGORACEEnv); had {
+			os.Setenv("GORACE", orig)
+		} else {
+			os.Unsetenv("GORACE")
+		}
+		os.Unsetenv(supervisorOrigGORACEEnv)
+	}
 	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
 		return fail("prctl(PR_SET_CHILD_SUBREAPER): %v", errno)
 	}
