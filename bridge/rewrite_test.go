@@ -80,7 +80,7 @@ func TestRewriteAudited(t *testing.T) {
 			wantText: "blocked: a before_tool_call module rewrote the arguments of messages_read into invalid ones: " +
 				"Too small: expected string to have >=1 characters at session_key",
 			wantError: true,
-			wantRecord: &policies.AuditRecord{SessionKey: "agent:main:main", Decision: "blocked",
+			wantRecord: &policies.AuditRecord{SessionKey: "agent:main:main", Decision: string(policies.Block),
 				Reason: "a before_tool_call module rewrote the arguments of messages_read into invalid ones: " +
 					"Too small: expected string to have >=1 characters at session_key"},
 		},

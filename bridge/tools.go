@@ -237,7 +237,7 @@ func (b *Bridge) callTool(ctx context.Context, req *mcp.CallToolRequest, spec *t
 		seen := a
 		if a, msg = validateArgs(d.Arguments, spec.props, spec.required); a == nil {
 			reason := fmt.Sprintf("%s rewrote the arguments of %s into invalid ones: %s", rewriter(&d), spec.name, msg)
-			b.recordRewrite(call, call.SessionKey, "blocked", reason)
+			b.recordRewrite(call, call.SessionKey, string(policies.Block), reason)
 			return errorResult("blocked: " + reason)
 		}
 		canonicalizeArgs(spec.name, a)
@@ -262,7 +262,7 @@ func (b *Bridge) callTool(ctx context.Context, req *mcp.CallToolRequest, spec *t
 // AuditRewrite is the module of the before_tool_call audit record the
 // bridge writes when the arguments it sends differ from the ones the
 // policy was asked about (a module rewrote them): the record's session_key
-// is the one sent, its decision [AuditDecisionRewrite] (or "blocked" when
+// is the one sent, its decision [AuditDecisionRewrite] (or "block" when
 // the rewrite was invalid), its reason names the rewritten arguments.
 // Argument values are not logged, as in every audit record.
 const AuditRewrite = "bridge:rewrite"
