@@ -372,6 +372,7 @@ func TestLoadRefusals(t *testing.T) {
 
 func TestFailClosed(t *testing.T) {
 	t.Parallel()
+	const capMsg = `wasm module "rego": before_tool_call: wall-clock cap of 2s exceeded (`
 	for _, tc := range []struct {
 		name string
 		opts *opa.Options
@@ -403,7 +404,9 @@ func TestFailClosed(t *testing.T) {
 				if v.Decision != policies.Block || v.Reason != err.Error() {
 					t.Errorf("verdict %+v, want a block with the error as reason", v)
 				}
-				if !strings.Contains(err.Error(), tc.want) {
+				// A spinning guest that the machine starves of CPU for 2 s
+				// is stopped by the wall-clock cap instead.
+				if !strings.Contains(err.Error(), tc.want) && !(tc.kind == wasmhost.ErrTimeout && strings.Contains(err.Error(), capMsg)) {
 					t.Errorf("error = %q, want it to contain %q", err, tc.want)
 				}
 				// The failed instance is gone; the module keeps serving.
