@@ -269,3 +269,17 @@ func TestSessionAliasResolvedBeforePolicy(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkCanonicalSessionKey measures the per-call cost of the
+// canonicalization: the common already-canonical key, one to fold, and a
+// Matrix key that takes the span path.
+func BenchmarkCanonicalSessionKey(b *testing.B) {
+	for _, key := range []string{"agent:main:main", " AGENT:Main:TG-DM ", "agent:main:matrix:channel:!RoomId:Example.org:thread:$Ev"} {
+		b.Run(strings.TrimSpace(key), func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				_ = canonicalSessionKey(key)
+			}
+		})
+	}
+}
