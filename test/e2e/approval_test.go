@@ -25,7 +25,15 @@ func TestApprovalThroughGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	agent := serve(t, ctx, gw, tokenFile, "--policy-config", policy, "--audit-log", audit)
-	human := serve(t, ctx, gw, tokenFile)
+	// The human's serve is trusted to answer approvals: an agent's
+	// permissions_respond may not answer an approval an openclaw-go policy
+	// raised unless decide_approval allows it for that requester.
+	humanPolicy := filepath.Join(dir, "human.json")
+	if err := os.WriteFile(humanPolicy, []byte(`{"modules":[{"source":"builtin:rules"},{"source":"builtin:approvals","config":{"default":"ask","rules":[
+		{"kind":"tool","tool":"permissions_respond","requester":"go-sdk-e2e","decision":"allow-once","reason":"the operator's console"}]}}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	human := serve(t, ctx, gw, tokenFile, "--policy-config", humanPolicy)
 	// Approval events are delivered to the connections subscribed when the
 	// request is raised, never replayed: wait until the human's bridge is
 	// connected (a Gateway-backed call waits for readiness).
