@@ -63,7 +63,7 @@ func TestRewriteAudited(t *testing.T) {
 			tool:    ToolMessagesSend, args: map[string]any{"session_key": "agent:main:other", "text": "my secret"},
 			wantText: "unsupported channel: imessage", wantError: true, // the captured send answer
 			wantRecord: &policies.AuditRecord{SessionKey: "agent:main:main", Decision: AuditDecisionRewrite,
-				Reason: "a before_tool_call module rewrote session_key, text; the call was sent with the rewritten values"},
+				Reason: `policy "redact" rewrote session_key, text; the call was sent with the rewritten values`},
 			wantGateway: `{"key":"agent:main:main","includeDerivedTitles":true,"includeLastMessage":true}`,
 		},
 		{
@@ -77,11 +77,11 @@ func TestRewriteAudited(t *testing.T) {
 			name:    "invalid rewrite",
 			rewrite: `{"session_key":""}`,
 			tool:    ToolMessagesRead, args: map[string]any{"session_key": "agent:main:main"},
-			wantText: "blocked: a before_tool_call module rewrote the arguments of messages_read into invalid ones: " +
+			wantText: `blocked: policy "redact" rewrote the arguments of messages_read into invalid ones: ` +
 				"Too small: expected string to have >=1 characters at session_key",
 			wantError: true,
 			wantRecord: &policies.AuditRecord{SessionKey: "agent:main:main", Decision: string(policies.Block),
-				Reason: "a before_tool_call module rewrote the arguments of messages_read into invalid ones: " +
+				Reason: `policy "redact" rewrote the arguments of messages_read into invalid ones: ` +
 					"Too small: expected string to have >=1 characters at session_key"},
 		},
 		{

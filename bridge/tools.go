@@ -279,6 +279,9 @@ const AuditDecisionRewrite = "rewrite"
 // before_tool_call module" and the chain's audit records list the modules
 // that ran.
 func rewriter(d *policies.Decision) string {
+	if d.RewrittenBy != "" {
+		return fmt.Sprintf("policy %q", d.RewrittenBy)
+	}
 	if d.Module != "" && d.Outcome == policies.Allow {
 		return fmt.Sprintf("policy %q", d.Module)
 	}

@@ -97,10 +97,11 @@ func (c *Chain) BeforeToolCall(ctx context.Context, call *ToolCall) Decision {
 		if len(v.Arguments) > 0 && v.Decision != Block {
 			cur.Arguments = v.Arguments
 			d.Arguments = v.Arguments
+			d.RewrittenBy = name
 		}
 		if v.Decision.rank() > d.Outcome.rank() {
 			d = Decision{Outcome: v.Decision, Reason: v.Reason, Module: name, Title: v.Title,
-				Description: v.Description, TimeoutMs: v.TimeoutMs, Arguments: d.Arguments}
+				Description: v.Description, TimeoutMs: v.TimeoutMs, Arguments: d.Arguments, RewrittenBy: d.RewrittenBy}
 		}
 		if d.Outcome == Block {
 			break

@@ -72,6 +72,15 @@ func TestChainStopsAtFirstBlockAndPassesRewrites(t *testing.T) {
 	if string(seen) != `{"x":2}` || string(d.Arguments) != `{"x":2}` {
 		t.Fatalf("rewrite not passed on: seen %s, final %s", seen, d.Arguments)
 	}
+	if d.RewrittenBy != "r" {
+		t.Errorf("RewrittenBy = %q, want the rewriting module r", d.RewrittenBy)
+	}
+	// A later require_approval keeps the name of the module that rewrote.
+	ask := fixed{name: "a", v: Verdict{Decision: RequireApproval, Title: "ok?"}}
+	if d := NewChain([]ChainEntry{{Hook: rewrite}, {Hook: ask}}, nil).BeforeToolCall(context.Background(),
+		&ToolCall{Arguments: json.RawMessage(`{"x":1}`)}); d.Module != "a" || d.RewrittenBy != "r" || string(d.Arguments) != `{"x":2}` {
+		t.Errorf("after a rewrite and an approval: %+v", d)
+	}
 	var buf bytes.Buffer
 	never := fixed{name: "never", err: errors.New("must not run")}
 	d = NewChain([]ChainEntry{{Hook: fixed{name: "c", v: Verdict{Decision: Block}}}, {Hook: never}},

@@ -146,6 +146,9 @@ type Decision struct {
 	Description string
 	TimeoutMs   int64
 	Arguments   json.RawMessage
+	// RewrittenBy names the module whose rewrite Arguments carry (the last
+	// enforcing module that returned arguments), "" when none did.
+	RewrittenBy string
 }
 
 // Message is the text a surface shows the caller for a decision that is not
