@@ -95,8 +95,10 @@ type Options struct {
 	ApprovalMemory *policies.ApprovalMemory
 	// Audit receives one decide_approval record per decision the routing
 	// makes (modules bridge:elicitation, bridge:gateway, bridge:no-route,
-	// bridge:self-approval, bridge:gateway-policy); the Approvals chain
-	// audits its own. nil discards them.
+	// bridge:self-approval, bridge:agent-approval, bridge:gateway-policy)
+	// and one before_tool_call record per call whose arguments a module
+	// rewrote (bridge:rewrite); the Approvals chain audits its own. nil
+	// discards them.
 	Audit policies.AuditSink
 }
 

@@ -55,13 +55,26 @@
 //   - With neither, the call fails closed: "no approval route is
 //     configured".
 //
-// An agent cannot approve its own call: permissions_respond from the MCP
-// session whose call raised the approval is refused, unless decide_approval
-// answers allow-once or allow-always for kind "tool", tool
-// "permissions_respond" and a request carrying "self_approval":true. A
-// human's allow-always is remembered per session key and tool
-// ([Options].ApprovalMemory). Each routing decision is audited
-// ([Options].Audit, hook decide_approval, modules bridge:*).
+// No agent answers an approval an openclaw-go policy raised:
+// permissions_respond of a plugin approval raised by any openclaw-go bridge
+// (its own MCP session, another session, or pluginId "openclaw-go" seen from
+// another serve), or of an id the bridge cannot name exactly (the Gateway
+// also resolves prefixes), is refused (ErrAgentApproval) unless
+// decide_approval answers allow-once or allow-always for kind "tool", tool
+// "permissions_respond" and a request carrying "self_approval" and
+// "agent_approval". Humans answer in OpenClaw, through a Claude channel
+// reply, or through the MCP client's own form. A human's allow-always is
+// remembered per session key and tool ([Options].ApprovalMemory). Each
+// routing decision is audited ([Options].Audit, hook decide_approval,
+// modules bridge:*).
+//
+// Routing arguments are canonical before the policy runs: session_key in
+// OpenClaw's form (trimmed, lowercased but for Signal and Matrix ids; an
+// alias resolved with sessions.describe), the channel filter of
+// conversations_list trimmed and lowercased, so the policy, the audit log
+// and the Gateway see one value. When the arguments sent differ from those
+// the policy saw, a bridge:rewrite record names the module and the
+// rewritten argument names (never their values).
 //
 // # Gateway approvals
 //
