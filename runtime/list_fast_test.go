@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -206,6 +207,33 @@ func TestDecodeToolsErrors(t *testing.T) {
 // refPage decodes a tools/list result with encoding/json the way go-sdk
 // reads it (member names matched exactly, the last duplicate kept), the
 // schemas left raw: the reference of FuzzSplitPage.
+// refStrings reads the string members of one tool object the way go-sdk's
+// decoder fills a struct: keys matched exactly (case-sensitive), members
+// in order, a null leaving the earlier value (a map keeps only the last
+// occurrence of a repeated key, even a null one).
+func refStrings(obj json.RawMessage, dst map[string]*string) error {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if _, err := dec.Token(); err != nil { // {
+		return err
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return err
+		}
+		if p, ok := dst[tok.(string)]; ok && string(v) != "null" {
+			if err := json.Unmarshal(v, p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func refPage(in []byte) ([]*mcp.Tool, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(in, &top); err != nil {
@@ -215,23 +243,23 @@ func refPage(in []byte) ([]*mcp.Tool, error) {
 		return nil, fmt.Errorf("result is null")
 	}
 	var items []map[string]json.RawMessage
+	var raws []json.RawMessage
 	if raw, ok := top["tools"]; ok {
 		if err := json.Unmarshal(raw, &items); err != nil {
 			return nil, err
 		}
+		if err := json.Unmarshal(raw, &raws); err != nil {
+			return nil, err
+		}
 	}
 	var tools []*mcp.Tool
-	for _, m := range items {
+	for i, m := range items {
 		if m == nil {
 			continue // a null entry
 		}
 		t := &mcp.Tool{}
-		for key, dst := range map[string]*string{"name": &t.Name, "title": &t.Title, "description": &t.Description} {
-			if raw, ok := m[key]; ok {
-				if err := json.Unmarshal(raw, dst); err != nil {
-					return nil, err
-				}
-			}
+		if err := refStrings(raws[i], map[string]*string{"name": &t.Name, "title": &t.Title, "description": &t.Description}); err != nil {
+			return nil, err
 		}
 		for key, dst := range map[string]*any{"inputSchema": &t.InputSchema, "outputSchema": &t.OutputSchema} {
 			if raw, ok := m[key]; ok && string(raw) != "null" {
@@ -264,6 +292,8 @@ func FuzzSplitPage(f *testing.F) {
 		`{"tools":[{"name":"a","annotations":{"readOnlyHint":true,"title":"t"},"_meta":{"x":1},"icons":[{"src":"https://x/i.png"}]}]}`,
 		`{"tools":[{"name":"a","Name":"b","name":"c","extra":{"deep":[[[]]]}}]}`,
 		`{"tools":[{"name":7}]}`,
+		`{"tools":[{"name":"a","title":"x","title":null}]}`,
+		`{"tools":[{"name":"a","Name":"b","TITLE":"t"}]}`,
 		`{"tools":{}}`,
 		` { "tools" : [ { "name" : "a" } ] , "nextCursor" : "" } `,
 		"{\"tools\":[{\"name\":\"bad \xff utf8\"}]}",
