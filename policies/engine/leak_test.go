@@ -22,11 +22,12 @@ func heapAfterGC() uint64 {
 	return ms.HeapAlloc
 }
 
-// settledGoroutines waits (bounded) for goroutines that are ending, such
-// as the closers of discarded instances, and returns the count.
+// settledGoroutines waits (up to 30 s, a hang guard: a loaded machine may
+// run them late) for goroutines that are ending, such as the closers of
+// discarded instances, and returns the count.
 func settledGoroutines(limit int) int {
 	n := runtime.NumGoroutine()
-	for i := 0; i < 100 && n > limit; i++ {
+	for deadline := time.Now().Add(30 * time.Second); n > limit && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 		n = runtime.NumGoroutine()
 	}
