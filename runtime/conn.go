@@ -457,8 +457,11 @@ func (c *conn) call(ctx context.Context, t *Tool, args []byte) (*mcp.CallToolRes
 		return nil, err
 	}
 	defer release()
-	// Server-to-client requests that arrive meanwhile belong to this call.
-	defer c.px.enter(context.WithValue(ctx, callInfoKey{}, CallInfo{Tool: t.Name, Server: c.cfg.Name}))()
+	// Server-to-client requests that arrive meanwhile belong to this call;
+	// so do the input requests of its result (inputs.go), answered under
+	// the ctx it is sent with.
+	ctx = context.WithValue(ctx, callInfoKey{}, CallInfo{Tool: t.Name, Server: c.cfg.Name})
+	defer c.px.enter(ctx)()
 	params := &mcp.CallToolParams{Name: t.Upstream.Name}
 	if len(args) > 0 {
 		params.Arguments = json.RawMessage(args)

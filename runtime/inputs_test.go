@@ -102,8 +102,9 @@ func TestInputRequestsAnswered(t *testing.T) {
 	)
 	record := func(ctx context.Context, what, server string) {
 		tag, _ := ctx.Value(ctxTag{}).(string)
+		ci, _ := CallFromContext(ctx) // set for tools/call only
 		mu.Lock()
-		seen = append(seen, fmt.Sprintf("%s %s tag=%s", what, server, tag))
+		seen = append(seen, fmt.Sprintf("%s %s tag=%s call=%s", what, server, tag, ci.Tool))
 		mu.Unlock()
 	}
 	s := open(t, []Server{inProcess(t, "inq", inputServer(t, "inq"))}, &Options{
@@ -151,8 +152,12 @@ func TestInputRequestsAnswered(t *testing.T) {
 	slices.Sort(seen) // the input requests of one round are answered concurrently
 	var wantSeen []string
 	for _, tag := range []string{"call", "prompt", "read"} {
+		call := ""
+		if tag == "call" {
+			call = "inq__ask"
+		}
 		for _, what := range []string{"elicit", "roots", "sampling"} {
-			wantSeen = append(wantSeen, fmt.Sprintf("%s inq tag=%s", what, tag))
+			wantSeen = append(wantSeen, fmt.Sprintf("%s inq tag=%s call=%s", what, tag, call))
 		}
 	}
 	slices.Sort(wantSeen)
