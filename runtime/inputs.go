@@ -2,12 +2,14 @@ package runtime
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sync/errgroup"
 )
@@ -189,7 +191,11 @@ func (c *conn) answerInput(ctx context.Context, ask mcp.InputRequest) (method st
 		if o.Elicit == nil {
 			return "elicitation/create", nil, errNoHandler
 		}
-		ans, err := answered(o.Elicit(ctx, c.cfg.Name, p))
+		r, err := o.Elicit(ctx, c.cfg.Name, p)
+		if err == nil && r != nil {
+			err = checkElicitAnswer(p, r)
+		}
+		ans, err := answered(r, err)
 		return "elicitation/create", ans, err
 	case *mcp.CreateMessageParams:
 		if o.CreateMessage == nil {
@@ -224,6 +230,41 @@ func (c *conn) answerInput(ctx context.Context, ask mcp.InputRequest) (method st
 		return "roots/list", r, nil
 	}
 	return fmt.Sprintf("%T", ask), nil, errors.New("unknown kind of input request")
+}
+
+// checkElicitAnswer checks an accepted elicitation's content against the
+// requested schema, as a client must (MCP 2025-11-25, elicitation: the
+// content conforms to requestedSchema). An answer that does not is refused
+// here, on the first round and with the reason, instead of the server
+// asking the same person again round after round.
+func checkElicitAnswer(p *mcp.ElicitParams, r *mcp.ElicitResult) error {
+	if r.Action != "accept" || p.RequestedSchema == nil || r.Content == nil {
+		return nil
+	}
+	raw, err := json.Marshal(p.RequestedSchema)
+	if err != nil {
+		return fmt.Errorf("the requested schema: %w", err)
+	}
+	var schema jsonschema.Schema
+	if err := json.Unmarshal(raw, &schema); err != nil {
+		return fmt.Errorf("the requested schema: %w", err)
+	}
+	resolved, err := schema.Resolve(nil)
+	if err != nil {
+		return fmt.Errorf("the requested schema cannot be resolved: %w", err)
+	}
+	// The content as the server will read it: JSON values, not Go types.
+	var content any
+	if raw, err = json.Marshal(r.Content); err == nil {
+		err = json.Unmarshal(raw, &content)
+	}
+	if err != nil {
+		return fmt.Errorf("the answer's content: %w", err)
+	}
+	if err := resolved.Validate(content); err != nil {
+		return fmt.Errorf("the handler's answer does not match the requested schema: %w", err)
+	}
+	return nil
 }
 
 // answered turns a handler's answer into an input response; an answer of

@@ -235,3 +235,44 @@ func TestInputRequestsRounds(t *testing.T) {
 		t.Errorf("always asks was called %d times, want %d", n, maxInputRounds)
 	}
 }
+
+// TestInputRequestsElicitAnswerChecked: an accepted elicitation whose
+// content does not match the requested schema is refused on the first
+// round with the reason; the person behind Options.Elicit is not asked
+// again round after round.
+func TestInputRequestsElicitAnswerChecked(t *testing.T) {
+	t.Parallel()
+	srv := newServer("form", &mcp.ServerOptions{SupportedProtocolVersions: rev20260728})
+	mcp.AddTool(srv, &mcp.Tool{Name: "ask"}, func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		if el, ok := req.Params.InputResponses["who"].(*mcp.ElicitResult); ok {
+			if name, _ := el.Content["name"].(string); name != "" {
+				return textResult("hello " + name), nil, nil
+			}
+		}
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"who": &mcp.ElicitParams{Message: "name?",
+			RequestedSchema: &jsonschema.Schema{Type: "object", Required: []string{"name"},
+				Properties: map[string]*jsonschema.Schema{"name": {Type: "string"}}}}}}, nil, nil
+	})
+	var asked atomic.Int32
+	answer := map[string]any{"nom": "ada"} // the wrong field
+	s := open(t, []Server{inProcess(t, "form", srv)}, &Options{
+		ProtocolVersion: rev20260728[0],
+		Elicit: func(context.Context, string, *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+			asked.Add(1)
+			return &mcp.ElicitResult{Action: "accept", Content: answer}, nil
+		},
+	})
+	_, err := s.CallTool(context.Background(), "form__ask", nil)
+	var ie *InputRequestError
+	if !errors.As(err, &ie) || ie.Method != "elicitation/create" || !strings.Contains(err.Error(), "does not match the requested schema") {
+		t.Fatalf("error = %v: want an *InputRequestError saying the answer does not match", err)
+	}
+	if n := asked.Load(); n != 1 {
+		t.Errorf("the handler was asked %d times, want once", n)
+	}
+	answer = map[string]any{"name": "ada"}
+	res, err := s.CallTool(context.Background(), "form__ask", nil)
+	if err != nil || resultText(t, res) != "hello ada" {
+		t.Fatalf("a matching answer: %v, %v", res, err)
+	}
+}
