@@ -252,6 +252,10 @@ func (c *conn) relist(ctx context.Context) {
 		return // the connection ended meanwhile (watch): nothing to list
 	}
 	tools, err := listTools(c.principalCtx(ctx), cs, caps, c.cfg.listTimeout())
+	tools, repeated := uniqueTools(tools)
+	for _, name := range repeated {
+		c.s.log.Warn("MCP server lists a tool more than once: its first definition is kept", "server", c.cfg.Name, "tool", name)
+	}
 	c.mu.Lock()
 	c.listed = true
 	if err != nil {
@@ -266,6 +270,37 @@ func (c *conn) relist(ctx context.Context) {
 	if err != nil {
 		c.fail("tools/list", err)
 	}
+}
+
+// uniqueTools drops every tool whose name an earlier tool has (exact
+// comparison), returning the kept tools and the repeated names, each once.
+// MCP tool names are unique per server: a repeated name would otherwise
+// reach the sanitizer as a second tool, get a suffixed name ("t-2") that
+// no tool policy entry written for the name matches, and route to the
+// same upstream tool, past a tools.deny entry. tools is not modified.
+func uniqueTools(tools []*mcp.Tool) ([]*mcp.Tool, []string) {
+	seen := make(map[string]bool, len(tools))
+	var out []*mcp.Tool
+	var repeated []string
+	for i, t := range tools {
+		if !seen[t.Name] {
+			seen[t.Name] = true
+			if out != nil {
+				out = append(out, t)
+			}
+			continue
+		}
+		if out == nil {
+			out = append(make([]*mcp.Tool, 0, len(tools)-1), tools[:i]...)
+		}
+		if !slices.Contains(repeated, t.Name) {
+			repeated = append(repeated, t.Name)
+		}
+	}
+	if out == nil {
+		return tools, nil
+	}
+	return out, repeated
 }
 
 // listTools follows nextCursor with OpenClaw's caps (§11.5), each request

@@ -528,7 +528,7 @@ func (s *Session) rebuild(ctx context.Context) (*catalog, error) {
 			if name == "" || !allowed(c.cfg.ToolFilter, t.Name, name) {
 				continue
 			}
-			if rule := policy.hides(name); rule != "" {
+			if rule := policy.hides(name, c.cfg.Name, t.Name); rule != "" {
 				cat.hidden[name] = &HiddenToolError{Tool: name, Server: c.cfg.Name, Rule: rule}
 				continue
 			}

@@ -146,23 +146,47 @@ func compileToolPolicy(p *config.ToolPolicy) *toolPolicy {
 }
 
 // hides returns the rule that hides the tool exposed as name, or "" when
-// it is visible.
-func (tp *toolPolicy) hides(name string) string {
+// it is visible. server and raw are the raw server and tool names: an
+// entry matches the exposed name or `<server>__<raw>`, so that an entry
+// written for a tool keeps naming it when the sanitizer renamed it (a
+// reserved or colliding name gets a "-2" suffix, `T` after `t` becomes
+// `server__T-2`). For a tool whose names need no change both are the
+// same, as in OpenClaw, which matches the exposed name.
+func (tp *toolPolicy) hides(name, server, raw string) string {
 	if tp == nil {
 		return ""
 	}
 	lower := strings.ToLower(name)
+	alias := ""
+	if !isJoined(name, server, raw) {
+		alias = strings.ToLower(server + "__" + raw)
+	}
 	for _, st := range tp.steps {
 		if p, ok := match(st.deny, lower); ok {
 			return fmt.Sprintf("%s entry %q", st.denyKey, p.raw)
 		}
+		if alias != "" {
+			if p, ok := match(st.deny, alias); ok {
+				return fmt.Sprintf("%s entry %q (it names %q, the tool's server and upstream name)", st.denyKey, p.raw, server+"__"+raw)
+			}
+		}
 		if st.hasAllow {
-			if _, ok := match(st.allow, lower); !ok {
+			_, ok := match(st.allow, lower)
+			if !ok && alias != "" {
+				_, ok = match(st.allow, alias)
+			}
+			if !ok {
 				return st.notAllowed
 			}
 		}
 	}
 	return ""
+}
+
+// isJoined reports whether name is exactly `<server>__<raw>`.
+func isJoined(name, server, raw string) bool {
+	return len(name) == len(server)+2+len(raw) && strings.HasPrefix(name, server) &&
+		name[len(server):len(server)+2] == "__" && strings.HasSuffix(name, raw)
 }
 
 // ToolPolicy is the tool policy of openclaw.json that Options.ToolPolicy

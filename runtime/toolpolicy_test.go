@@ -179,16 +179,18 @@ func BenchmarkToolPolicy5000(b *testing.B) {
 		Profile: "coding", Deny: []string{"*__delete*", "secrets__*"},
 		Sandboxed: true, Sandbox: config.SandboxToolPolicy{AlsoAllow: []string{"web_search", "server-1*__*", "bundle-mcp"}},
 	})
-	names := make([]string, 0, 5000)
+	type name struct{ exposed, server, raw string }
+	names := make([]name, 0, 5000)
 	for i := range 50 {
 		for j := range 100 {
-			names = append(names, "server-"+strconv.Itoa(i)+"__tool_"+strconv.Itoa(j))
+			server, raw := "server-"+strconv.Itoa(i), "tool_"+strconv.Itoa(j)
+			names = append(names, name{server + "__" + raw, server, raw})
 		}
 	}
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, n := range names {
-			_ = tp.hides(n)
+			_ = tp.hides(n.exposed, n.server, n.raw)
 		}
 	}
 }

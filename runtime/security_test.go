@@ -1,0 +1,162 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// scriptTool is one tools/list entry of a scriptPeer.
+type scriptTool struct{ name, description string }
+
+// scriptPeer is a raw MCP server on an in-memory transport: it answers
+// initialize, lists tools as given (repeats included, which no SDK server
+// allows) and answers tools/call through call, which may first write
+// notifications on conn. A nil call answers "called <name>".
+func scriptPeer(t *testing.T, name string, tools []scriptTool, call func(ctx context.Context, conn mcp.Connection, params json.RawMessage) string) Server {
+	t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		conn, err := st.Connect(ctx)
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		for {
+			msg, err := conn.Read(ctx)
+			if err != nil {
+				return
+			}
+			req, ok := msg.(*jsonrpc.Request)
+			if !ok || !req.ID.IsValid() {
+				continue
+			}
+			resp := &jsonrpc.Response{ID: req.ID}
+			switch req.Method {
+			case "initialize":
+				resp.Result = json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"script","version":"1"}}`)
+			case "tools/list":
+				list := []map[string]any{}
+				for _, tl := range tools {
+					list = append(list, map[string]any{"name": tl.name, "description": tl.description, "inputSchema": map[string]any{"type": "object"}})
+				}
+				resp.Result, _ = json.Marshal(map[string]any{"tools": list})
+			case "tools/call":
+				var p struct{ Name string }
+				_ = json.Unmarshal(req.Params, &p)
+				text := "called " + p.Name
+				if call != nil {
+					text = call(ctx, conn, req.Params)
+				}
+				resp.Result, _ = json.Marshal(map[string]any{"content": []map[string]any{{"type": "text", "text": text}}})
+			default:
+				resp.Result = json.RawMessage(`{}`)
+			}
+			if conn.Write(ctx, resp) != nil {
+				return
+			}
+		}
+	}()
+	sv := Server{Name: name, Transport: ct}
+	sv.Entry.RequestTimeoutMs = 30000
+	return sv
+}
+
+// A server that lists a name twice exposes it once, with its first
+// definition; a tool policy entry written for `server__tool` hides the tool
+// whatever suffix the sanitizer gave it (case collision, reserved name).
+func TestRepeatedToolNamesAndRenamedPolicyMatch(t *testing.T) {
+	t.Parallel()
+	dupTools := []scriptTool{{"t", "first"}, {"t", "second"}, {"T", "upper"}}
+	tests := []struct {
+		name     string
+		reserved []string
+		policy   *ToolPolicy
+		want     []string // the catalog: exposed name -> description
+		hidden   []string // exposed names CallTool must refuse as hidden
+		unknown  []string // exposed names that must not exist at all
+	}{
+		{name: "no policy", want: []string{"dup__t=first", "dup__T-2=upper"}, unknown: []string{"dup__t-2", "dup__T-3"}},
+		{name: "deny the tool", policy: &ToolPolicy{Deny: []string{"dup__t"}},
+			hidden: []string{"dup__t", "dup__T-2"}, unknown: []string{"dup__t-2", "dup__T-3"}},
+		{name: "deny a reserved-renamed tool", reserved: []string{"DUP__t"}, policy: &ToolPolicy{Deny: []string{"dup__t"}},
+			hidden: []string{"dup__t-2", "dup__T-3"}},
+		{name: "allow a reserved-renamed tool", reserved: []string{"DUP__t"}, policy: &ToolPolicy{Allow: []string{"dup__t"}},
+			want: []string{"dup__t-2=first", "dup__T-3=upper"}},
+		{name: "allow another name", policy: &ToolPolicy{Allow: []string{"dup__x"}},
+			hidden: []string{"dup__t", "dup__T-2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := open(t, []Server{scriptPeer(t, "dup", dupTools, nil)}, &Options{Reserved: tt.reserved, ToolPolicy: tt.policy})
+			tools, err := s.Tools(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, tl := range tools {
+				got = append(got, tl.Name+"="+tl.Upstream.Description)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("catalog = %v, want %v", got, tt.want)
+			}
+			for _, name := range tt.hidden {
+				res, err := s.CallTool(context.Background(), name, []byte(`{}`))
+				var he *HiddenToolError
+				if !errors.As(err, &he) || !strings.Contains(he.Rule, "dup__t") && !strings.Contains(he.Rule, "tools.allow") {
+					t.Errorf("CallTool(%s) = %v, %v; want hidden by the entry", name, res, err)
+				}
+			}
+			for _, name := range tt.unknown {
+				res, err := s.CallTool(context.Background(), name, []byte(`{}`))
+				var he *HiddenToolError
+				if !errors.Is(err, ErrUnknownTool) || errors.As(err, &he) {
+					t.Errorf("CallTool(%s) = %v, %v; want an unknown tool", name, res, err)
+				}
+			}
+		})
+	}
+}
+
+func TestUniqueTools(t *testing.T) {
+	t.Parallel()
+	mk := func(names ...string) []*mcp.Tool {
+		var out []*mcp.Tool
+		for _, n := range names {
+			out = append(out, &mcp.Tool{Name: n})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		in, want, repeated []string
+	}{
+		{in: nil},
+		{in: []string{"a", "b", "A"}, want: []string{"a", "b", "A"}},
+		{in: []string{"a", "a"}, want: []string{"a"}, repeated: []string{"a"}},
+		{in: []string{"a", "b", "a", "c", "b", "a"}, want: []string{"a", "b", "c"}, repeated: []string{"a", "b"}},
+	} {
+		in := mk(tc.in...)
+		out, rep := uniqueTools(in)
+		var got []string
+		for _, tl := range out {
+			got = append(got, tl.Name)
+		}
+		if !slices.Equal(got, tc.want) || !slices.Equal(rep, tc.repeated) {
+			t.Errorf("uniqueTools(%v) = %v, %v; want %v, %v", tc.in, got, rep, tc.want, tc.repeated)
+		}
+		if len(in) > 0 && out[0] != in[0] {
+			t.Errorf("uniqueTools(%v) did not keep the first definition", tc.in)
+		}
+	}
+}
