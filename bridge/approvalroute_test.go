@@ -189,6 +189,16 @@ func openApprovalID(t *testing.T, cs *mcp.ClientSession, tool string) string {
 	return ""
 }
 
+// knowsRaised reports whether the bridge has read the Gateway's accepted
+// answer for approval id, that is, whether it can withdraw it.
+func (g *gwBridge) knowsRaised(id string) bool {
+	r := g.b.routing
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.raised[normalizeApprovalID(id)]
+	return ok
+}
+
 type callResult struct {
 	res *mcp.CallToolResult
 	err error
@@ -384,6 +394,15 @@ func TestGatewayApprovalFailures(t *testing.T) {
 		cctx, cancel := context.WithCancel(tctx(t))
 		waiting := callAsync(cctx, agent.cs, ToolEventsPoll)
 		id := openApprovalID(t, agent.cs, ToolEventsPoll)
+		// Listed open on the Gateway does not mean the bridge has read the
+		// Gateway's "accepted" answer naming it: cancel once it has. (A
+		// cancellation in between leaves the approval open: raiseOnGateway
+		// cannot withdraw an id it has not read; reported, not covered here.)
+		for ctx := tctx(t); !agent.knowsRaised(id); time.Sleep(5 * time.Millisecond) {
+			if ctx.Err() != nil {
+				t.Fatalf("the bridge never read the accepted answer for %s", id)
+			}
+		}
 		cancel()
 		if r := <-waiting; r.err == nil {
 			t.Errorf("cancelled call returned %q, want the client's cancellation error", resultText(r.res))
