@@ -37,6 +37,7 @@ type ConfigError struct {
 	Issue string
 }
 
+// Error reads `<path>: <issue>`, or the issue alone when Path is empty.
 func (e *ConfigError) Error() string {
 	if e.Path == "" {
 		return e.Issue

@@ -110,9 +110,19 @@
 // The package never loads Wasm itself: it is handed the policy interfaces,
 // which cmd/openclaw fills with the policy engine.
 //
+// A catalog needs a sanitize_tool_names module: with no policy file,
+// load the default modules a catalog-building surface uses.
+//
+//	eng, err := engine.Load(ctx, &engine.Options{
+//		DefaultModules: []string{"builtin:rules", "builtin:sanitizer", "builtin:approvals"},
+//	})
+//	if err != nil { … }
+//	defer eng.Close(ctx)
 //	doc, _ := config.LoadDocument(path)
 //	resolved, diags := doc.ResolveServers()
-//	s, err := runtime.New(runtime.ServersFromConfig(resolved), &runtime.Options{
+//	// ServersFromDocument keeps each entry's oauth block (per-requester
+//	// identity); ServersFromConfig does not.
+//	s, err := runtime.New(runtime.ServersFromDocument(doc, resolved), &runtime.Options{
 //		Enforcer:  eng, // *engine.Engine: before_tool_call
 //		Sanitizer: eng, // sanitize_tool_names
 //		Approvals: eng, // decide_approval
@@ -120,7 +130,7 @@
 //		Caller:    policies.Caller{Name: "my-harness"},
 //	})
 //	if err != nil { … }
-//	defer s.Close(context.Background())
+//	defer s.Close(context.Background()) // stdio servers get transport.Options.TerminateDuration to exit
 //	if err := s.Connect(ctx); err != nil { … } // the catalog could not be named
 //	tools, _ := s.Tools(ctx) // hand tools[i].Name and .Upstream.InputSchema to the LLM
 //	res, err := s.CallTool(ctx, "everything__echo", []byte(`{"message":"hi"}`))

@@ -76,9 +76,14 @@ func (e *PausedError) Error() string {
 // fails the session: its ServerError is listed by Session.Diagnostics and
 // returned by calls routed to it.
 type ServerError struct {
+	// Server is the server's name in mcp.servers.
 	Server string
-	Op     string
-	Err    error
+	// Op is the step that failed: "resolve", "connect", "tools/list",
+	// "tools/call", "resources/read", "prompts/get",
+	// "completion/complete" or "close".
+	Op string
+	// Err is the cause, with secrets redacted.
+	Err error
 }
 
 // Error reads `runtime: MCP server "web": connect: <cause>`.

@@ -43,6 +43,9 @@ type InputRequestError struct {
 	Err error
 }
 
+// Error reads `MCP server "x" asked for elicitation/create (input request
+// "who"): <cause>`, or `MCP server "x": input requests: <cause>` when the
+// loop gave up.
 func (e *InputRequestError) Error() string {
 	if e.Method == "" {
 		return fmt.Sprintf("MCP server %q: input requests: %v", e.Server, e.Err)
@@ -50,6 +53,7 @@ func (e *InputRequestError) Error() string {
 	return fmt.Sprintf("MCP server %q asked for %s (input request %q): %v", e.Server, e.Method, e.ID, e.Err)
 }
 
+// Unwrap returns Err.
 func (e *InputRequestError) Unwrap() error { return e.Err }
 
 // errNoHandler is the cause when the embedder supplied no handler for what a

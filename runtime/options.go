@@ -90,9 +90,12 @@ const (
 
 // Event reports a change of a server's state to Options.OnEvent.
 type Event struct {
-	Kind   EventKind
+	// Kind says what happened.
+	Kind EventKind
+	// Server is the server's name in mcp.servers.
 	Server string
-	Time   time.Time
+	// Time is when it happened (wall clock).
+	Time time.Time
 	// Until is the end of a pause (EventPaused).
 	Until time.Time
 	// Err is the cause (EventFailed, EventPaused).
