@@ -502,9 +502,11 @@ func (c *conn) call(ctx context.Context, t *Tool, args []byte) (*mcp.CallToolRes
 		params.Arguments = json.RawMessage(args)
 	}
 	if fn, ok := ctx.Value(progressKey{}).(func(Progress)); ok && fn != nil {
-		tok := "openclaw-" + strconv.FormatUint(c.s.seq.Add(1), 10)
+		// The token is random and bound to cs: another server cannot guess
+		// it, nor use one it learnt (onProgress drops it from them).
+		tok := progressToken()
 		c.s.progressMu.Lock()
-		c.s.progress[tok] = progressEntry{tool: t.Name, fn: fn}
+		c.s.progress[tok] = progressEntry{tool: t.Name, fn: fn, cs: cs}
 		c.s.progressMu.Unlock()
 		defer func() {
 			c.s.progressMu.Lock()

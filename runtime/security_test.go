@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -158,5 +160,109 @@ func TestUniqueTools(t *testing.T) {
 		if len(in) > 0 && out[0] != in[0] {
 			t.Errorf("uniqueTools(%v) did not keep the first definition", tc.in)
 		}
+	}
+}
+
+// A server cannot inject progress into a call to another server: it sends
+// notifications/progress with the token of that call (learnt here through
+// the test; tokens are random, so it could not guess one) and with
+// counter-shaped tokens; only the called server's notification reaches the
+// call's handler.
+func TestProgressFromAnotherServerIsDropped(t *testing.T) {
+	t.Parallel()
+	tokA := make(chan any, 1)
+	release := make(chan struct{})
+	a := newServer("a", nil)
+	a.AddTool(&mcp.Tool{Name: "slow", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			tok := req.Params.GetProgressToken()
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Message: "from a"})
+			tokA <- tok
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return textResult("done"), nil
+		})
+	progress := func(conn mcp.Connection, ctx context.Context, tok any, msg string) {
+		p, _ := json.Marshal(map[string]any{"progressToken": tok, "progress": 99, "total": 100, "message": msg})
+		_ = conn.Write(ctx, &jsonrpc.Request{Method: "notifications/progress", Params: p})
+	}
+	b := scriptPeer(t, "b", []scriptTool{{"t", ""}}, func(ctx context.Context, conn mcp.Connection, params json.RawMessage) string {
+		var p struct {
+			Meta struct {
+				ProgressToken any `json:"progressToken"`
+			} `json:"_meta"`
+		}
+		_ = json.Unmarshal(params, &p)
+		stolen := <-tokA
+		progress(conn, ctx, stolen, "spoofed by b")
+		for i := range 30 {
+			progress(conn, ctx, "openclaw-"+strconv.Itoa(i), "guessed by b")
+		}
+		// b's own progress last: once its call sees it, every notification
+		// before it has been handled (go-sdk handles them in order).
+		progress(conn, ctx, p.Meta.ProgressToken, "b's own")
+		select { // answering now could end the call before its progress is handled
+		case <-release:
+		case <-ctx.Done():
+		}
+		return "ok"
+	})
+	s := open(t, []Server{inProcess(t, "a", a), b}, &Options{})
+	ctx := context.Background()
+
+	var mu sync.Mutex
+	var seenA []string
+	gotA := make(chan struct{}, 1)
+	ctxA := WithProgress(ctx, func(p Progress) {
+		mu.Lock()
+		seenA = append(seenA, p.Tool+": "+p.Message)
+		mu.Unlock()
+		select {
+		case gotA <- struct{}{}:
+		default:
+		}
+	})
+	doneA := make(chan error, 1)
+	go func() {
+		_, err := s.CallTool(ctxA, "a__slow", []byte(`{}`))
+		doneA <- err
+	}()
+	<-gotA // a's own notification arrived; a's call still runs
+
+	var seenB []string
+	gotB := make(chan struct{}, 1)
+	ctxB := WithProgress(ctx, func(p Progress) {
+		mu.Lock()
+		seenB = append(seenB, p.Tool+": "+p.Message)
+		mu.Unlock()
+		select {
+		case gotB <- struct{}{}:
+		default:
+		}
+	})
+	doneB := make(chan error, 1)
+	go func() {
+		_, err := s.CallTool(ctxB, "b__t", []byte(`{}`))
+		doneB <- err
+	}()
+	// b's own notification comes after the spoofed ones, on the same
+	// connection: once it is seen, they have been handled.
+	<-gotB
+	close(release)
+	if err := <-doneA; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-doneB; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"a__slow: from a"}; !slices.Equal(seenA, want) {
+		t.Errorf("progress seen by the call to a = %q, want %q", seenA, want)
+	}
+	if want := []string{"b__t: b's own"}; !slices.Equal(seenB, want) {
+		t.Errorf("progress seen by the call to b = %q, want %q", seenB, want)
 	}
 }

@@ -3,6 +3,8 @@ package runtime
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -89,7 +91,7 @@ type Session struct {
 
 	buildMu sync.Mutex    // one catalog build at a time
 	dirty   atomic.Bool   // a server's tools changed since the last build
-	seq     atomic.Uint64 // progress tokens and approval ids
+	seq     atomic.Uint64 // approval ids
 
 	progressMu sync.Mutex
 	progress   map[string]progressEntry
@@ -107,9 +109,22 @@ type Session struct {
 	retrying   map[*conn]chan struct{} // retries in flight, closed when each ends
 }
 
+// progressEntry is a call waiting for progress: the exposed tool, the
+// handler of WithProgress, and the MCP session the call was sent on, the
+// only one whose notifications may carry its token.
 type progressEntry struct {
 	tool string
 	fn   func(Progress)
+	cs   *mcp.ClientSession
+}
+
+// progressToken returns a fresh progress token: "openclaw-" and 128 random
+// bits in hex. A counter would let one server predict the tokens of calls
+// to the others.
+func progressToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return "openclaw-" + hex.EncodeToString(b[:])
 }
 
 // New returns a session over servers (declaration order: it decides the
@@ -810,6 +825,10 @@ func WithProgress(ctx context.Context, fn func(Progress)) context.Context {
 	return context.WithValue(ctx, progressKey{}, fn)
 }
 
+// onProgress passes a notifications/progress to the handler of the call
+// whose token it carries, when it comes from the MCP session that call was
+// sent on; any other (a token of another server's call, of no call, or of
+// another type) is dropped.
 func (s *Session) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 	tok, ok := req.Params.ProgressToken.(string)
 	if !ok {
@@ -818,7 +837,7 @@ func (s *Session) onProgress(_ context.Context, req *mcp.ProgressNotificationCli
 	s.progressMu.Lock()
 	e, ok := s.progress[tok]
 	s.progressMu.Unlock()
-	if ok {
+	if ok && e.cs != nil && e.cs == req.Session {
 		e.fn(Progress{Tool: e.tool, Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message})
 	}
 }
