@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/policies"
 )
 
 // scriptTool is one tools/list entry of a scriptPeer.
@@ -264,5 +267,105 @@ func TestProgressFromAnotherServerIsDropped(t *testing.T) {
 	}
 	if want := []string{"b__t: b's own"}; !slices.Equal(seenB, want) {
 		t.Errorf("progress seen by the call to b = %q, want %q", seenB, want)
+	}
+}
+
+// ctxHook allows every call whose context is live and fails on a dead one,
+// as a Wasm module's host call does; it counts the calls it saw.
+type ctxHook struct {
+	mu   sync.Mutex
+	args []string
+}
+
+func (h *ctxHook) Name() string { return "rules" }
+
+func (h *ctxHook) BeforeToolCall(ctx context.Context, call *policies.ToolCall) (policies.Verdict, error) {
+	h.mu.Lock()
+	h.args = append(h.args, string(call.Arguments))
+	h.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return policies.Verdict{}, err
+	}
+	return policies.Verdict{Decision: policies.Allow}, nil
+}
+
+// auditRecords is an in-memory audit sink.
+type auditRecords struct {
+	mu  sync.Mutex
+	rec []policies.AuditRecord
+}
+
+func (a *auditRecords) Record(r policies.AuditRecord) {
+	a.mu.Lock()
+	a.rec = append(a.rec, r)
+	a.mu.Unlock()
+}
+
+// A cancelled call returns the context's error (audited as cancelled, not
+// blamed on the policy); arguments that are not a JSON object are refused,
+// naming the tool, before the policy or the server sees them.
+func TestCallToolArgumentsAndCancellation(t *testing.T) {
+	t.Parallel()
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name    string
+		ctx     context.Context
+		args    string
+		want    string // the result text, or "" for an error
+		is      error  // the error, by errors.Is
+		errText string // in the error's text
+		policy  bool   // the policy saw the call
+		audit   string // the audited decision, "" for none
+	}{
+		{name: "object", ctx: context.Background(), args: `{"a":1}`, want: `echo: {"a":1}`, policy: true, audit: "allow"},
+		{name: "empty", ctx: context.Background(), args: ``, want: `echo: {}`, policy: true, audit: "allow"},
+		{name: "blank", ctx: context.Background(), args: " \n", want: `echo: {}`, policy: true, audit: "allow"},
+		{name: "null", ctx: context.Background(), args: `null`, want: `echo: {}`, policy: true, audit: "allow"},
+		{name: "not json", ctx: context.Background(), args: `not json`, is: ErrInvalidArguments, errText: `tool "s__echo": the arguments are not valid JSON`},
+		{name: "array", ctx: context.Background(), args: `[1,2]`, is: ErrInvalidArguments, errText: `tool "s__echo": the arguments are a JSON array`},
+		{name: "string", ctx: context.Background(), args: `"x"`, is: ErrInvalidArguments, errText: "a JSON string"},
+		{name: "two objects", ctx: context.Background(), args: `{}{}`, is: ErrInvalidArguments, errText: "not valid JSON"},
+		{name: "cancelled", ctx: cancelled, args: `{}`, is: context.Canceled, errText: "context canceled", policy: true, audit: policies.DecisionCancelled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			srv := newServer("s", nil)
+			echoTool(srv, "echo")
+			hook, audit := &ctxHook{}, &auditRecords{}
+			chain := policies.NewChain([]policies.ChainEntry{{Hook: hook}}, &policies.ChainOptions{Audit: audit})
+			s := open(t, []Server{inProcess(t, "s", srv)}, &Options{Enforcer: chain})
+			toolNames(t, s) // the catalog is built before a cancelled call
+			res, err := s.CallTool(tt.ctx, "s__echo", []byte(tt.args))
+			if tt.want != "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := resultText(t, res); got != tt.want {
+					t.Errorf("result %q, want %q", got, tt.want)
+				}
+			} else {
+				var pe *PolicyError
+				if !errors.Is(err, tt.is) || errors.As(err, &pe) || !strings.Contains(fmt.Sprint(err), tt.errText) {
+					t.Fatalf("CallTool(%q) = %v, %v; want %v containing %q, not a policy error", tt.args, res, err, tt.is, tt.errText)
+				}
+			}
+			hook.mu.Lock()
+			saw := len(hook.args) > 0
+			hook.mu.Unlock()
+			if saw != tt.policy {
+				t.Errorf("policy saw the call: %v, want %v", saw, tt.policy)
+			}
+			audit.mu.Lock()
+			defer audit.mu.Unlock()
+			var got string
+			if len(audit.rec) > 0 {
+				got = audit.rec[0].Decision
+			}
+			if got != tt.audit {
+				t.Errorf("audited %q, want %q", got, tt.audit)
+			}
+		})
 	}
 }

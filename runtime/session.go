@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -630,8 +631,9 @@ func localeRanks(names []string) []int {
 	return rank
 }
 
-// CallTool calls the tool exposed as name with args (a JSON object; nil
-// means {}). Every call first passes before_tool_call (surface "embedded",
+// CallTool calls the tool exposed as name with args (a JSON object; nil,
+// blank or JSON null mean none: other JSON, or no JSON, is refused with
+// ErrInvalidArguments before any policy runs). Every call first passes before_tool_call (surface "embedded",
 // Options.Caller and SessionKey): a block returns a *PolicyError with the
 // module's reason; require_approval goes to Options.Approvals
 // (decide_approval), then, for "ask", to Options.Approve. The call then runs
@@ -641,7 +643,9 @@ func localeRanks(names []string) []int {
 // their turn. Progress notifications go to the handler of WithProgress.
 //
 // The result is the server's, tool errors (isError) included. Errors:
-// ErrClosed, ErrUnknownTool (wrapped), *PolicyError, *PausedError, and a
+// ErrClosed, ErrUnknownTool (wrapped), ErrInvalidArguments (wrapped),
+// *PolicyError, *PausedError, ctx.Err() when ctx ends first (also while
+// the policy decides: a chain audits that call as cancelled), and a
 // *ServerError for a server that is not connected or failed the request;
 // three consecutive failures pause the server (EventPaused).
 func (s *Session) CallTool(ctx context.Context, name string, args []byte) (*mcp.CallToolResult, error) {
@@ -693,6 +697,10 @@ func (s *Session) callTool(ctx context.Context, name string, args []byte) (*mcp.
 // callConn runs the policy and the call of t on c, whose connection the
 // caller holds (c.rl.acquire).
 func (s *Session) callConn(ctx context.Context, c *conn, t *Tool, args []byte) (*mcp.CallToolResult, error) {
+	args, err := objectArguments(t.Name, args)
+	if err != nil {
+		return nil, err
+	}
 	c, release, err := c.forPrincipal(ctx) // per-requester OAuth: the principal's connection
 	if err != nil {
 		return nil, err
@@ -706,6 +714,12 @@ func (s *Session) callConn(ctx context.Context, c *conn, t *Tool, args []byte) (
 		Arguments:  args,
 	}
 	d := s.opts.Enforcer.BeforeToolCall(ctx, call)
+	if err := ctx.Err(); err != nil {
+		// The caller gave up (or its deadline passed) while the policy ran:
+		// the call does not run, and the policy did not refuse it (a chain
+		// audits it as cancelled and blocks only to stop it).
+		return nil, err
+	}
 	if d.Arguments != nil {
 		args = d.Arguments
 	}
@@ -725,6 +739,41 @@ func (s *Session) callConn(ctx context.Context, c *conn, t *Tool, args []byte) (
 		return c.utility(ctx, t, args)
 	}
 	return c.call(ctx, t, args)
+}
+
+// ErrInvalidArguments is wrapped by CallTool when the arguments are not a
+// JSON object: MCP's tools/call "arguments" is an object (or absent).
+var ErrInvalidArguments = errors.New("runtime: tool arguments must be a JSON object")
+
+// objectArguments checks a call's arguments before any policy sees them:
+// empty, blank or JSON null mean none (nil is returned); otherwise they
+// must be one JSON object. The error wraps ErrInvalidArguments and names
+// the exposed tool.
+func objectArguments(tool string, args []byte) ([]byte, error) {
+	trimmed := bytes.TrimSpace(args)
+	if len(trimmed) == 0 || string(trimmed) == "null" {
+		return nil, nil
+	}
+	if !json.Valid(trimmed) {
+		return nil, fmt.Errorf("%w: tool %q: the arguments are not valid JSON", ErrInvalidArguments, tool)
+	}
+	if trimmed[0] != '{' {
+		return nil, fmt.Errorf("%w: tool %q: the arguments are a JSON %s", ErrInvalidArguments, tool, jsonKind(trimmed[0]))
+	}
+	return args, nil
+}
+
+// jsonKind names the kind of a JSON value by its first byte.
+func jsonKind(b byte) string {
+	switch b {
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	}
+	return "number"
 }
 
 // approve settles a require_approval decision: decide_approval first, then

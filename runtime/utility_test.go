@@ -105,6 +105,7 @@ func TestUtilityToolsCall(t *testing.T) {
 		want             []string // text blocks; for JSON, substrings of the one block
 		json             bool
 		isError          bool
+		err              error // refused before the policy, with this error
 	}{
 		{name: "resources_list", tool: "kb__resources_list", json: true,
 			want: []string{`"resources": [`, `"uri": "kb://notes/a"`, `"uri": "kb://notes/b"`, `"mimeType": "text/plain"`}},
@@ -118,7 +119,7 @@ func TestUtilityToolsCall(t *testing.T) {
 		{name: "read, uri not a string", tool: "kb__resources_read", args: `{"uri":3}`, want: []string{"uri is required"}, isError: true},
 		{name: "prompt argument not a string", tool: "kb__prompts_get", args: `{"name":"greet","arguments":{"who":1}}`,
 			want: []string{"arguments.who must be a string"}, isError: true},
-		{name: "arguments not an object", tool: "kb__prompts_get", args: `[1]`, want: []string{"arguments must be a JSON object"}, isError: true},
+		{name: "arguments not an object", tool: "kb__prompts_get", args: `[1]`, err: ErrInvalidArguments},
 		{name: "unknown resource", tool: "kb__resources_read", args: `{"uri":"kb://notes/zzz"}`, json: true,
 			want: []string{`MCP server "kb": resources_read:`}, isError: true},
 		{name: "unknown prompt", tool: "kb__prompts_get", args: `{"name":"nope"}`, json: true,
@@ -130,6 +131,12 @@ func TestUtilityToolsCall(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			res, err := s.CallTool(context.Background(), tt.tool, []byte(tt.args))
+			if tt.err != nil {
+				if !errors.Is(err, tt.err) {
+					t.Fatalf("CallTool = %v, %v; want %v", res, err, tt.err)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -160,8 +167,14 @@ func TestUtilityToolsCall(t *testing.T) {
 		// Every call passed before_tool_call with the operation as the
 		// original tool name.
 		seen := pol.seen()
-		if len(seen) != len(tests) {
-			t.Errorf("policy saw %d calls, want %d", len(seen), len(tests))
+		want := 0
+		for _, tt := range tests {
+			if tt.err == nil {
+				want++
+			}
+		}
+		if len(seen) != want {
+			t.Errorf("policy saw %d calls, want %d", len(seen), want)
 		}
 		for _, c := range seen {
 			if c.Tool.Server != "kb" || "kb__"+c.Tool.Original != c.Tool.Name || c.Surface != policies.SurfaceEmbedded {
