@@ -536,8 +536,22 @@ func (c *conn) call(ctx context.Context, t *Tool, args []byte) (*mcp.CallToolRes
 		err = fmt.Errorf("no answer within the request timeout (%v): %w", timeout, err)
 	}
 	se := &ServerError{Server: c.cfg.Name, Op: "tools/call", Err: redact(c.red(), err)}
+	if !timedOut && clientRefused(err) {
+		return nil, se
+	}
 	c.failed(se, timedOut)
 	return nil, se
+}
+
+// clientRefused reports whether err is this client's refusal of a server's
+// input request (SEP-2322, an *InputRequestError naming a Method): the
+// embedder has no handler for it, or its handler failed or answered
+// wrongly. The server did its part, so the failure does not count toward
+// its pause (nor does it reset the count). A server that exhausts the
+// loop's limits (Method "": it stayed busy, or kept asking) does count.
+func clientRefused(err error) bool {
+	var ire *InputRequestError
+	return errors.As(err, &ire) && ire.Method != ""
 }
 
 // failed counts a failed call and pauses the server at the limit.

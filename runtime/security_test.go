@@ -369,3 +369,55 @@ func TestCallToolArgumentsAndCancellation(t *testing.T) {
 		})
 	}
 }
+
+// An input request the session refuses (no handler, or a failing one) is
+// not the server's failure: however often it happens, the server is not
+// paused. A server that exhausts the loop's limits is, as before.
+func TestRefusedInputRequestsDoNotPause(t *testing.T) {
+	t.Parallel()
+	failing := func(ctx context.Context, server string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+		return nil, errors.New("the person is away")
+	}
+	for _, tc := range []struct {
+		name   string
+		elicit func(context.Context, string, *mcp.ElicitParams) (*mcp.ElicitResult, error)
+	}{{"no handler", nil}, {"failing handler", failing}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := open(t, []Server{inProcess(t, "inq", inputServer(t, "inq"))}, &Options{
+				ProtocolVersion: rev20260728[0], PauseAfter: 2, Elicit: tc.elicit,
+			})
+			ctx := context.Background()
+			for i := range 3 {
+				for _, call := range []struct{ tool, args string }{{"inq__ask", `{}`}, {"inq__resources_read", `{"uri":"test://input"}`}} {
+					_, err := s.CallTool(ctx, call.tool, []byte(call.args))
+					var ie *InputRequestError
+					if !errors.As(err, &ie) || ie.Method == "" {
+						t.Fatalf("call %d of %s: err = %v, want an *InputRequestError naming what was asked", i+1, call.tool, err)
+					}
+				}
+			}
+			if st := s.Status()[0]; !st.PausedUntil.IsZero() {
+				t.Errorf("status %+v: paused for the client's refusals", st)
+			}
+		})
+	}
+	t.Run("server stays busy", func(t *testing.T) {
+		t.Parallel()
+		srv := newServer("busy", &mcp.ServerOptions{SupportedProtocolVersions: rev20260728})
+		mcp.AddTool(srv, &mcp.Tool{Name: "always_busy"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{}}, nil, nil
+		})
+		s := open(t, []Server{inProcess(t, "busy", srv)}, &Options{ProtocolVersion: rev20260728[0], PauseAfter: 2})
+		ctx := context.Background()
+		for i := range 2 {
+			if _, err := s.CallTool(ctx, "busy__always_busy", nil); err == nil || !strings.Contains(err.Error(), "stayed busy") {
+				t.Fatalf("call %d: err = %v, want 'stayed busy'", i+1, err)
+			}
+		}
+		var pe *PausedError
+		if _, err := s.CallTool(ctx, "busy__always_busy", nil); !errors.As(err, &pe) {
+			t.Fatalf("third call: err = %v, want the server paused", err)
+		}
+	})
+}

@@ -647,7 +647,10 @@ func localeRanks(names []string) []int {
 // *PolicyError, *PausedError, ctx.Err() when ctx ends first (also while
 // the policy decides: a chain audits that call as cancelled), and a
 // *ServerError for a server that is not connected or failed the request;
-// three consecutive failures pause the server (EventPaused).
+// three consecutive failures pause the server (EventPaused). An input
+// request (SEP-2322) this session refuses, having no handler or a failing
+// one, fails the call with an *InputRequestError naming its Method; it is
+// not the server's failure and does not count.
 func (s *Session) CallTool(ctx context.Context, name string, args []byte) (*mcp.CallToolResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(s.life, cancel)

@@ -72,7 +72,8 @@ func utilityOps(caps *mcp.ServerCapabilities) []string {
 // utility runs the utility tool t with args, under the same rules as a
 // tool call: paused servers refuse, calls take turns unless the server
 // supports parallel calls, the request timeout bounds each request, and a
-// transport failure or timeout counts toward the pause. Bad arguments and
+// transport failure or timeout counts toward the pause (a refused input
+// request does not: clientRefused). Bad arguments and
 // the server's JSON-RPC errors (an unknown URI or prompt) are tool errors
 // (isError), as a tool's own errors are.
 func (c *conn) utility(ctx context.Context, t *Tool, args []byte) (*mcp.CallToolResult, error) {
@@ -110,6 +111,9 @@ func (c *conn) utility(ctx context.Context, t *Tool, args []byte) (*mcp.CallTool
 		err = fmt.Errorf("no answer within the request timeout (%v): %w", timeout, err)
 	}
 	se := &ServerError{Server: c.cfg.Name, Op: t.Utility, Err: redact(c.red(), err)}
+	if !timedOut && clientRefused(err) {
+		return nil, se
+	}
 	c.failed(se, timedOut)
 	return nil, se
 }
