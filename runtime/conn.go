@@ -131,8 +131,11 @@ func (c *conn) connect(ctx context.Context) bool {
 	cs, err := client.Connect(cctx, tr, sopts)
 	cancel()
 	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		switch {
+		case errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil:
 			err = fmt.Errorf("no answer within the connection timeout (%v): %w", timeout, err)
+		case ctx.Err() != nil && c.s.life.Err() == nil:
+			err = fmt.Errorf("stopped before the server answered: the caller's context ended (%w)", err)
 		}
 		c.fail("connect", err)
 		return false
@@ -252,6 +255,16 @@ func (c *conn) relist(ctx context.Context) {
 		return // the connection ended meanwhile (watch): nothing to list
 	}
 	tools, err := listTools(c.principalCtx(ctx), cs, caps, c.cfg.listTimeout())
+	if err != nil && ctx.Err() != nil && c.s.life.Err() == nil {
+		// The caller's context ended (a short Connect ctx, a Tools caller
+		// that gave up): not the server's failure. Nothing is recorded, and
+		// the next catalog use lists the server again, without waiting
+		// ListRetryDelay.
+		c.dirty.Store(true)
+		c.s.dirty.Store(true)
+		c.s.log.Debug("listing an MCP server's tools stopped: the caller's context ended", "server", c.cfg.Name, "err", ctx.Err().Error())
+		return
+	}
 	tools, repeated := uniqueTools(tools)
 	for _, name := range repeated {
 		c.s.log.Warn("MCP server lists a tool more than once: its first definition is kept", "server", c.cfg.Name, "tool", name)
@@ -323,10 +336,12 @@ func listTools(ctx context.Context, cs *mcp.ClientSession, caps *mcp.ServerCapab
 			if pages == 1 && methodNotFound(err) && caps != nil && caps.Tools == nil && (caps.Resources != nil || caps.Prompts != nil) {
 				return nil, nil // a resources- or prompts-only server (§11.5)
 			}
+			// The callers' errors name the step (ServerError.Op
+			// "tools/list"): no prefix here.
 			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-				return nil, fmt.Errorf("tools/list: no answer within %v: %w", timeout, err)
+				return nil, fmt.Errorf("no answer within %v: %w", timeout, err)
 			}
-			return nil, fmt.Errorf("tools/list: %w", err)
+			return nil, err
 		}
 		tools = append(tools, res.Tools...)
 		if len(tools) > MaxListTools {

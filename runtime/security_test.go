@@ -20,23 +20,38 @@ import (
 // scriptTool is one tools/list entry of a scriptPeer.
 type scriptTool struct{ name, description string }
 
+// scriptHooks change how a scriptPeer answers; nil fields keep the default.
+type scriptHooks struct {
+	// list runs before each tools/list is answered (n counts them from 1),
+	// in its own goroutine; a non-nil error is sent as the JSON-RPC error.
+	list func(ctx context.Context, n int) *jsonrpc.Error
+	// call answers a tools/call with a text, and may first write
+	// notifications on conn; the default answers "called <name>".
+	call func(ctx context.Context, conn mcp.Connection, params json.RawMessage) string
+}
+
 // scriptPeer is a raw MCP server on an in-memory transport: it answers
 // initialize, lists tools as given (repeats included, which no SDK server
-// allows) and answers tools/call through call, which may first write
-// notifications on conn. A nil call answers "called <name>".
-func scriptPeer(t *testing.T, name string, tools []scriptTool, call func(ctx context.Context, conn mcp.Connection, params json.RawMessage) string) Server {
+// allows) and answers tools/call, as hooks say.
+func scriptPeer(t *testing.T, name string, tools []scriptTool, hooks scriptHooks) Server {
 	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	t.Cleanup(func() { cancel(); <-done })
-	go func() {
-		defer close(done)
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	wg.Go(func() {
 		conn, err := st.Connect(ctx)
 		if err != nil {
 			return
 		}
 		defer conn.Close()
+		var writeMu sync.Mutex
+		write := func(resp *jsonrpc.Response) {
+			writeMu.Lock()
+			defer writeMu.Unlock()
+			_ = conn.Write(ctx, resp)
+		}
+		lists := 0
 		for {
 			msg, err := conn.Read(ctx)
 			if err != nil {
@@ -56,22 +71,31 @@ func scriptPeer(t *testing.T, name string, tools []scriptTool, call func(ctx con
 					list = append(list, map[string]any{"name": tl.name, "description": tl.description, "inputSchema": map[string]any{"type": "object"}})
 				}
 				resp.Result, _ = json.Marshal(map[string]any{"tools": list})
+				if hooks.list != nil {
+					lists++
+					n := lists
+					wg.Go(func() {
+						if jerr := hooks.list(ctx, n); jerr != nil {
+							resp.Result, resp.Error = nil, jerr
+						}
+						write(resp)
+					})
+					continue
+				}
 			case "tools/call":
 				var p struct{ Name string }
 				_ = json.Unmarshal(req.Params, &p)
 				text := "called " + p.Name
-				if call != nil {
-					text = call(ctx, conn, req.Params)
+				if hooks.call != nil {
+					text = hooks.call(ctx, conn, req.Params)
 				}
 				resp.Result, _ = json.Marshal(map[string]any{"content": []map[string]any{{"type": "text", "text": text}}})
 			default:
 				resp.Result = json.RawMessage(`{}`)
 			}
-			if conn.Write(ctx, resp) != nil {
-				return
-			}
+			write(resp)
 		}
-	}()
+	})
 	sv := Server{Name: name, Transport: ct}
 	sv.Entry.RequestTimeoutMs = 30000
 	return sv
@@ -104,7 +128,7 @@ func TestRepeatedToolNamesAndRenamedPolicyMatch(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			s := open(t, []Server{scriptPeer(t, "dup", dupTools, nil)}, &Options{Reserved: tt.reserved, ToolPolicy: tt.policy})
+			s := open(t, []Server{scriptPeer(t, "dup", dupTools, scriptHooks{})}, &Options{Reserved: tt.reserved, ToolPolicy: tt.policy})
 			tools, err := s.Tools(context.Background())
 			if err != nil {
 				t.Fatal(err)
@@ -191,7 +215,7 @@ func TestProgressFromAnotherServerIsDropped(t *testing.T) {
 		p, _ := json.Marshal(map[string]any{"progressToken": tok, "progress": 99, "total": 100, "message": msg})
 		_ = conn.Write(ctx, &jsonrpc.Request{Method: "notifications/progress", Params: p})
 	}
-	b := scriptPeer(t, "b", []scriptTool{{"t", ""}}, func(ctx context.Context, conn mcp.Connection, params json.RawMessage) string {
+	b := scriptPeer(t, "b", []scriptTool{{"t", ""}}, scriptHooks{call: func(ctx context.Context, conn mcp.Connection, params json.RawMessage) string {
 		var p struct {
 			Meta struct {
 				ProgressToken any `json:"progressToken"`
@@ -211,7 +235,7 @@ func TestProgressFromAnotherServerIsDropped(t *testing.T) {
 		case <-ctx.Done():
 		}
 		return "ok"
-	})
+	}})
 	s := open(t, []Server{inProcess(t, "a", a), b}, &Options{})
 	ctx := context.Background()
 
@@ -418,6 +442,57 @@ func TestRefusedInputRequestsDoNotPause(t *testing.T) {
 		var pe *PausedError
 		if _, err := s.CallTool(ctx, "busy__always_busy", nil); !errors.As(err, &pe) {
 			t.Fatalf("third call: err = %v, want the server paused", err)
+		}
+	})
+}
+
+// A listing that Connect's context cuts short is not the server's failure:
+// no diagnostic, and the next catalog use lists the server at once (not
+// ListRetryDelay later). A listing the server fails is named once
+// ("tools/list: <cause>", not "tools/list: tools/list: ...").
+func TestListingCutByTheCaller(t *testing.T) {
+	t.Parallel()
+	t.Run("short Connect ctx", func(t *testing.T) {
+		t.Parallel()
+		listing, release := make(chan struct{}), make(chan struct{})
+		slow := scriptPeer(t, "slow", []scriptTool{{"t", ""}}, scriptHooks{list: func(ctx context.Context, n int) *jsonrpc.Error {
+			if n == 1 {
+				close(listing)
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+			}
+			return nil
+		}})
+		s, err := New([]Server{slow}, &Options{Enforcer: &allowAll{}, Sanitizer: nativeNamer{}, Logger: quietLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close(context.Background()) })
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { <-listing; cancel() }()
+		if err := s.Connect(ctx); err != nil {
+			t.Fatalf("Connect = %v, want nil: the catalog is named without the cut listing", err)
+		}
+		close(release)
+		if d := s.Diagnostics(); len(d) != 0 {
+			t.Errorf("diagnostics %v, want none: the caller ended the listing", d)
+		}
+		if got := toolNames(t, s); !slices.Equal(got, []string{"slow__t"}) {
+			t.Errorf("catalog after Connect = %v, want [slow__t] listed again at once", got)
+		}
+	})
+	t.Run("server fails the listing", func(t *testing.T) {
+		t.Parallel()
+		broken := scriptPeer(t, "broken", []scriptTool{{"t", ""}}, scriptHooks{list: func(context.Context, int) *jsonrpc.Error {
+			return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "disk on fire"}
+		}})
+		s := open(t, []Server{broken}, &Options{})
+		d := s.Diagnostics()
+		if len(d) != 1 || !strings.Contains(d[0].Error(), `MCP server "broken": tools/list: `) || strings.Contains(d[0].Error(), "tools/list: tools/list") ||
+			!strings.Contains(d[0].Error(), "disk on fire") {
+			t.Errorf("diagnostics %v, want one naming tools/list once and the cause", d)
 		}
 	})
 }

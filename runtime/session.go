@@ -183,6 +183,15 @@ func New(servers []Server, opts *Options) (*Session, error) {
 // the session is closed, Connect was already called, or the catalog cannot
 // be named (a failing sanitize_tool_names policy: no unsanitized name is
 // ever exposed).
+//
+// ctx bounds all of Connect, on top of each server's own timeouts. When it
+// ends first, a server still connecting fails (a "connect" diagnostic
+// saying the caller's context ended; it is retried on the first catalog use
+// ListRetryDelay later), and a server still listing its tools is left
+// unlisted without a diagnostic: the next Tools or CallTool lists it. A
+// ctx shorter than the slowest server's connection timeout therefore
+// trades a complete first catalog for a prompt return; pass a ctx without
+// a deadline to wait for every server's own bounds.
 func (s *Session) Connect(ctx context.Context) error {
 	s.mu.Lock()
 	switch {
