@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,7 +49,8 @@ type conn struct {
 	pausedUntil  time.Time
 	pauseGen     uint64
 	pauseTimer   *time.Timer
-	recycle      bool // the session was dropped after timeouts: redial on next call
+	pauseErr     *ServerError // the failure that paused the server, its diagnostic meanwhile
+	recycle      bool         // the session was dropped after timeouts: redial on next call
 
 	pr principalState // per-requester OAuth connections (principal.go)
 }
@@ -60,7 +62,12 @@ func (c *conn) fail(op string, err error) {
 	c.mu.Lock()
 	c.err = se
 	c.mu.Unlock()
-	c.s.log.Warn("MCP server failed", "server", c.cfg.Name, "op", op, "err", err.Error())
+	c.report(se)
+}
+
+// report logs a recorded diagnostic and emits EventFailed.
+func (c *conn) report(se *ServerError) {
+	c.s.log.Warn("MCP server failed", "server", c.cfg.Name, "op", se.Op, "err", se.Err.Error())
 	c.s.emit(Event{Kind: EventFailed, Server: c.cfg.Name, Err: se})
 }
 
@@ -171,33 +178,58 @@ func (c *conn) connect(ctx context.Context) bool {
 	return true
 }
 
-// watch waits for cs to end. When it ends while still the server's session
-// (the server exited or dropped the connection; not closed by Close, a
-// reload, the idle reaper or a recycle, which all clear c.cs first), the
-// server is marked failed at once: it counts as disconnected, its tools
-// leave the catalog on its next use, EventFailed is emitted (op "connect")
-// and, like a failed connect, it is retried on the first catalog use
-// ListRetryDelay later. A principal's own connection is instead redialed
-// by that principal's next call. Calls in flight on cs fail with the
-// connection's error.
+// watch waits for cs to end and then marks the server's session ended
+// (ended), unless it was closed on purpose (by Close, a reload, the idle
+// reaper or a recycle, which all clear c.cs first) or a failed call marked
+// it already.
 func (c *conn) watch(cs *mcp.ClientSession) {
 	werr := cs.Wait()
+	if werr == nil {
+		werr = errors.New("the server closed it")
+	}
+	c.ended(cs, werr, true)
+}
+
+// ended marks cs, when it is still the server's session, as ended by
+// cause: the server counts as disconnected at once (Status), its tools
+// leave the catalog on its next use, EventFailed is emitted with a
+// "session" *ServerError ("the connection ended: <cause>") and, like a
+// failed connect, it is retried on the first catalog use ListRetryDelay
+// later. A principal's own connection is instead redialed by that
+// principal's next call. Calls in flight on cs fail with the connection's
+// error. cs is closed, releasing the transport: at once when wait (the
+// watcher, cs already done), else in the background (a call saw the
+// connection fail; the watcher's Wait returns once cs is closed).
+func (c *conn) ended(cs *mcp.ClientSession, cause error, wait bool) {
 	c.mu.Lock()
 	if c.cs != cs {
 		c.mu.Unlock()
-		return // closed on purpose
+		return // closed on purpose, or marked already
 	}
 	c.cs, c.caps, c.listed, c.tools, c.listFailedAt = nil, nil, false, nil, time.Time{}
+	// The diagnostic is set with the disconnection: Status never shows a
+	// server disconnected without it.
+	se := &ServerError{Server: c.cfg.Name, Op: "session", Err: redact(c.redactor, fmt.Errorf("the connection ended: %w", cause))}
+	c.err = se
 	sub := c.pr.sub
 	if sub {
 		c.recycle = true
 	}
 	c.mu.Unlock()
 	c.px.reset()
-	_ = cs.Close() // releases the transport (idempotent)
-	err := errors.New("connection ended")
-	if werr != nil {
-		err = fmt.Errorf("connection ended: %w", werr)
+	if wait {
+		_ = cs.Close() // releases the transport (idempotent)
+	} else {
+		c.s.mu.Lock()
+		if !c.s.closed { // Close waits for bg only after setting closed
+			drop := cs
+			c.s.bg.Go(func() { _ = drop.Close() })
+			cs = nil
+		}
+		c.s.mu.Unlock()
+		if cs != nil {
+			_ = cs.Close()
+		}
 	}
 	// The catalog is marked stale and the retry scheduled before
 	// EventFailed is emitted: whoever reacts to the event sees a catalog
@@ -211,7 +243,16 @@ func (c *conn) watch(cs *mcp.ClientSession) {
 		}
 		c.s.retryMu.Unlock()
 	}
-	c.fail("connect", err)
+	c.report(se)
+}
+
+// connectionEnded reports whether a request's error says that its MCP
+// session is over: go-sdk refuses requests on a closed connection
+// (mcp.ErrConnectionClosed), and fails the requests in flight with the
+// read error when the connection ends (io.EOF from a stdio server that
+// exited, or a stream that broke off).
+func connectionEnded(err error) bool {
+	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // toolsChanged handles notifications/tools/list_changed. It only marks the
@@ -555,6 +596,9 @@ func (c *conn) call(ctx context.Context, t *Tool, args []byte) (*mcp.CallToolRes
 		return nil, se
 	}
 	c.failed(se, timedOut)
+	if !timedOut && connectionEnded(err) {
+		c.ended(cs, err, false) // now, not when the watcher gets to it
+	}
 	return nil, se
 }
 
@@ -584,6 +628,11 @@ func (c *conn) failed(cause error, timedOut bool) {
 	d := c.s.opts.PauseDuration
 	until := time.Now().Add(d)
 	c.pausedUntil, c.failures = until, 0
+	// A paused server is not healthy: its last failure is its diagnostic
+	// (Status, Diagnostics) until the pause ends or it connects again.
+	if se, ok := cause.(*ServerError); ok {
+		c.err, c.pauseErr = se, se
+	}
 	c.pauseGen++
 	gen := c.pauseGen
 	var drop *mcp.ClientSession
@@ -630,6 +679,10 @@ func (c *conn) resume(gen uint64) {
 		return
 	}
 	c.pausedUntil, c.pauseTimer = time.Time{}, nil
+	if c.err != nil && c.err == c.pauseErr {
+		c.err = nil
+	}
+	c.pauseErr = nil
 	c.mu.Unlock()
 	c.s.emit(Event{Kind: EventResumed, Server: c.cfg.Name})
 }

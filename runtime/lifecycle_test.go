@@ -93,8 +93,8 @@ func TestDeadStdioServerRestartsOnUse(t *testing.T) {
 	}
 	failed := ev.wait(t, EventFailed, "everything")
 	var se *ServerError
-	if !errors.As(failed.Err, &se) || se.Op != "connect" || !strings.Contains(se.Error(), "connection ended") {
-		t.Errorf("EventFailed error = %v, want a connect *ServerError saying the connection ended", failed.Err)
+	if !errors.As(failed.Err, &se) || se.Op != "session" || !strings.Contains(se.Error(), "the connection ended") {
+		t.Errorf("EventFailed error = %v, want a session *ServerError saying the connection ended", failed.Err)
 	}
 	if st := statusOf(t, s, "everything"); st.Connected || st.Err == nil {
 		t.Errorf("status after the kill = %+v, want disconnected with a diagnostic", st)

@@ -475,10 +475,14 @@ func TestPauseAfterConsecutiveFailures(t *testing.T) {
 	if err.Error() != wantMsg {
 		t.Errorf("error = %q, want %q", err, wantMsg)
 	}
-	if st := s.Status()[0]; !st.PausedUntil.Equal(ev.Until) {
-		t.Errorf("status paused until %v, want %v", st.PausedUntil, ev.Until)
+	var se *ServerError
+	if st := s.Status()[0]; !st.PausedUntil.Equal(ev.Until) || !errors.As(st.Err, &se) || !strings.Contains(se.Error(), "tools/call: ") || !strings.Contains(se.Error(), "backend down") {
+		t.Errorf("status %+v, want paused until %v with the failure that paused it", st, ev.Until)
 	}
 	evs.wait(t, EventResumed, "flaky")
+	if st := s.Status()[0]; st.Err != nil || !st.PausedUntil.IsZero() {
+		t.Errorf("status after the pause %+v, want healthy", st)
+	}
 	res, err := s.CallTool(ctx, "flaky__op", nil)
 	if err != nil || resultText(t, res) != "ok" {
 		t.Fatalf("after the pause: %v %v", res, err)

@@ -914,13 +914,19 @@ type ServerStatus struct {
 	Launch string
 	// Enabled is false for a disabled server.
 	Enabled bool
-	// Connected reports an open MCP session.
+	// Connected reports an open MCP session. It is false as soon as a call
+	// saw the session end (a stdio server that exited mid-call), and while
+	// a server paused after timeouts waits to be redialed.
 	Connected bool
 	// Tools is the count of the server's tools in the current catalog.
 	Tools int
 	// PausedUntil is the end of the current pause, zero when not paused.
 	PausedUntil time.Time
-	// Err is the latest diagnostic (a *ServerError), nil when healthy.
+	// Err is the latest diagnostic (a *ServerError), nil when healthy. Its
+	// Op says what failed: "resolve", "connect" (connecting), "tools/list",
+	// "session" (an open session ended: the server exited or dropped the
+	// connection), or, while the server is paused, the op of the failure
+	// that paused it ("tools/call" or a utility's).
 	Err error
 	// Principals are, for a per-requester OAuth server, the principals it
 	// has a connection for, sorted: the listing principal and each one that

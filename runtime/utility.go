@@ -115,6 +115,9 @@ func (c *conn) utility(ctx context.Context, t *Tool, args []byte) (*mcp.CallTool
 		return nil, se
 	}
 	c.failed(se, timedOut)
+	if !timedOut && connectionEnded(err) {
+		c.ended(cs, err, false)
+	}
 	return nil, se
 }
 
