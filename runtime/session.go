@@ -189,9 +189,12 @@ func New(servers []Server, opts *Options) (*Session, error) {
 // saying the caller's context ended; it is retried on the first catalog use
 // ListRetryDelay later), and a server still listing its tools is left
 // unlisted without a diagnostic: the next Tools or CallTool lists it. A
-// ctx shorter than the slowest server's connection timeout therefore
-// trades a complete first catalog for a prompt return; pass a ctx without
-// a deadline to wait for every server's own bounds.
+// sanitizer that honours ctx (the Wasm policy engine does) then fails to
+// name the catalog, and Connect returns that error, wrapping ctx's: the
+// session is connected all the same, and the next Tools or CallTool names
+// the catalog. A ctx shorter than the slowest server's connection timeout
+// therefore trades a complete first catalog for a prompt return; pass a
+// ctx without a deadline to wait for every server's own bounds.
 func (s *Session) Connect(ctx context.Context) error {
 	s.mu.Lock()
 	switch {
