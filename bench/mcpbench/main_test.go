@@ -316,8 +316,11 @@ func TestSummarize(t *testing.T) {
 
 func TestSampleRSS(t *testing.T) {
 	t.Parallel()
-	// A child of a child, so that descendants are found past the first level.
-	cmd := exec.Command("sh", "-c", "sleep 30 & wait")
+	// A tree of its own: sh, a child sh and a sleep under it, so that
+	// descendants are found past the first level. Sampling the test process
+	// instead counted the children that parallel tests start and stop
+	// meanwhile, so the per-sample peaks no longer added up.
+	cmd := exec.Command("sh", "-c", "sh -c 'sleep 30 & wait' & wait")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -325,26 +328,27 @@ func TestSampleRSS(t *testing.T) {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	// Wait until sh has started sleep.
-	deadline := time.Now().Add(10 * time.Second)
-	for len(descendants(cmd.Process.Pid)) == 0 {
+	// Wait until the inner sh has started sleep.
+	root := cmd.Process.Pid
+	deadline := time.Now().Add(30 * time.Second) // a hang guard, not a timing assertion
+	for len(descendants(root)) < 2 {
 		if time.Now().After(deadline) {
-			t.Fatal("sh never started sleep")
+			t.Fatal("sh never started sh and sleep")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan rssReport, 1)
-	go func() { done <- sampleRSS(ctx, os.Getpid(), 10*time.Millisecond) }()
+	go func() { done <- sampleRSS(ctx, root, 10*time.Millisecond) }()
 	time.Sleep(50 * time.Millisecond)
 	cancel()
 	rep := <-done
-	if rep.Err != "" || rep.Samples < 1 || rep.PID != os.Getpid() {
+	if rep.Err != "" || rep.Samples < 1 || rep.PID != root {
 		t.Fatalf("report %+v", rep)
 	}
 	if rep.MaxChildren < 2 || rep.ChildrenPeakMiB <= 0 || rep.PeakMiB <= 0 || rep.HWMMiB < rep.PeakMiB-1 || // the kernel updates VmHWM lazily
 		rep.TotalPeakMiB < rep.PeakMiB+rep.ChildrenPeakMiB-0.2 {
-		t.Fatalf("want the test process and its sh and sleep: %+v", rep)
+		t.Fatalf("want sh and its sh and sleep: %+v", rep)
 	}
 
 	// A process that is gone ends the sampling with an error.
