@@ -13,9 +13,14 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// idleConnTimeout is how long an idle HTTP connection to an MCP server is
+// kept: under the 5 s after which Node servers close theirs.
+const idleConnTimeout = 4 * time.Second
 
 const (
 	sessionIDHeader       = "Mcp-Session-Id"
@@ -77,6 +82,11 @@ func newBaseTransport(name string, e ServerEntry, r *Resolved) (*http.Transport,
 		ResponseHeaderTimeout: r.RequestTimeout,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConnsPerHost:   8,
+		// Node's http.Server closes a keep-alive connection after 5 s idle
+		// (keepAliveTimeout); a request sent on it as it closes fails with
+		// "connection reset by peer", and a POST is not retried. Dropping
+		// idle connections first avoids that race.
+		IdleConnTimeout: idleConnTimeout,
 	}, nil
 }
 
