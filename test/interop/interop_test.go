@@ -449,7 +449,9 @@ func TestRunFailcase(t *testing.T) {
 		want    Failcase // Stderr: a substring; ExitAfter ignored
 	}{
 		{"failstart", 30 * time.Second, Failcase{InitializeAnswered: true, Exited: true, Code: 1, Stderr: "MCP server failed to start"}},
-		{"full", time.Second, Failcase{InitializeAnswered: true, ListAnswered: true}},
+		// A server that keeps running: the timeout is how long it has to
+		// answer both requests before it is killed (seconds: loaded CI).
+		{"full", 5 * time.Second, Failcase{InitializeAnswered: true, ListAnswered: true}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.mode, func(t *testing.T) {
