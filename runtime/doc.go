@@ -31,7 +31,8 @@
 //
 // A server whose connection failed, or whose connection ends (the process
 // exited or was killed, the server closed the stream), is marked failed at
-// once: [Session.Status] shows it disconnected with its diagnostic,
+// once: [Session.Status] shows it disconnected with its diagnostic (op
+// "session" for a connection that ended while in use),
 // [EventFailed] is emitted, its calls in flight fail and its tools leave the
 // catalog. It is connected again on the first use of the catalog at least
 // 5 s later (OpenClaw's catalog failure retry, [EventRetrying]), never in a

@@ -71,8 +71,7 @@ func (e *PausedError) Error() string {
 		e.Server, e.Failures, e.Until.UTC().Format("2006-01-02T15:04:05.000Z"))
 }
 
-// ServerError is a server's diagnostic: what failed (Op: "resolve",
-// "connect", "tools/list", "tools/call") and why. A failing server never
+// ServerError is a server's diagnostic: what failed (Op) and why. A failing server never
 // fails the session: its ServerError is listed by Session.Diagnostics and
 // returned by calls routed to it.
 type ServerError struct {
@@ -80,7 +79,8 @@ type ServerError struct {
 	Server string
 	// Op is the step that failed: "resolve", "connect", "tools/list",
 	// "tools/call", "resources/read", "prompts/get",
-	// "completion/complete" or "close".
+	// "completion/complete", "close", or "session" (the connection ended
+	// while in use: the server exited or closed it).
 	Op string
 	// Err is the cause, with secrets redacted.
 	Err error
@@ -102,5 +102,6 @@ type ListError struct {
 	Reason string
 }
 
-// Error reads `tools/list: more than 128 pages`.
-func (e *ListError) Error() string { return "tools/list: " + e.Reason }
+// Error reads `listing broke OpenClaw's caps: more than 128 pages` (the
+// ServerError around it names the tools/list step).
+func (e *ListError) Error() string { return "listing broke OpenClaw's caps: " + e.Reason }

@@ -310,7 +310,7 @@ func TestListCaps(t *testing.T) {
 			if !errors.As(ev.Err, &le) || !strings.Contains(le.Error(), tc.want) {
 				t.Errorf("failure = %v, want a *ListError with %q", ev.Err, tc.want)
 			}
-			if d := s.Diagnostics(); len(d) != 1 || !strings.Contains(d[0].Error(), `MCP server "raw": tools/list:`) {
+			if d := s.Diagnostics(); len(d) != 1 || !strings.Contains(d[0].Error(), `MCP server "raw": tools/list: listing broke OpenClaw's caps: `) {
 				t.Errorf("diagnostics = %v", d)
 			}
 		})
