@@ -326,6 +326,7 @@ type AdminError struct {
 	Message string
 }
 
+// Error reads `gateway admin: <message> (<code>, HTTP <status>)`.
 func (e *AdminError) Error() string {
 	return fmt.Sprintf("gateway admin: %s (%s, HTTP %d)", e.Message, e.Code, e.Status)
 }

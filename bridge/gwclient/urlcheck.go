@@ -32,6 +32,8 @@ type PlaintextRemoteError struct {
 	AllowPrivate bool
 }
 
+// Error is OpenClaw's SECURITY ERROR line followed by the fix, on several
+// lines.
 func (e *PlaintextRemoteError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "SECURITY ERROR: Gateway URL %q uses plaintext ws:// to a non-loopback address.\n", e.URL)

@@ -96,6 +96,7 @@ type RequestError struct {
 	ErrorShape
 }
 
+// Error returns the Gateway's message alone.
 func (e *RequestError) Error() string { return e.Message }
 
 // IsRetryable reports whether the Gateway marked the error retryable.
