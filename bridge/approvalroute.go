@@ -402,7 +402,15 @@ func (b *Bridge) raiseOnGateway(ctx context.Context, req *mcp.CallToolRequest, c
 			b.withdraw(ctx, aid)
 			return deny(fmt.Sprintf("approval %s expired after %s without a decision", aid, roundTTL(ttl)))
 		case ctx.Err() != nil:
-			return deny("the call was cancelled before the approval reached the gateway")
+			// The Gateway may have registered it without the bridge
+			// having read its id: find it by the toolCallId sent, now or
+			// when its plugin.approval.requested event arrives.
+			bg := context.WithoutCancel(ctx)
+			if id := b.approvals.claimOwn(areq.ID, r.now().Add(ttl+raiseGrace), func(id string) { b.withdraw(bg, id) }); id != "" {
+				b.withdraw(ctx, id)
+				return deny(fmt.Sprintf("the call was cancelled; approval %s withdrawn", id))
+			}
+			return deny("the call was cancelled before the gateway named the approval (withdrawn if it registered one)")
 		}
 		return deny("the approval could not be raised on the gateway: " + err.Error())
 	}

@@ -3,6 +3,7 @@ package bridge
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -395,9 +396,9 @@ func TestGatewayApprovalFailures(t *testing.T) {
 		waiting := callAsync(cctx, agent.cs, ToolEventsPoll)
 		id := openApprovalID(t, agent.cs, ToolEventsPoll)
 		// Listed open on the Gateway does not mean the bridge has read the
-		// Gateway's "accepted" answer naming it: cancel once it has. (A
-		// cancellation in between leaves the approval open: raiseOnGateway
-		// cannot withdraw an id it has not read; reported, not covered here.)
+		// Gateway's "accepted" answer naming it: cancel once it has, so the
+		// audit names the id. (A cancellation in between is withdrawn by
+		// toolCallId: TestCancelledBeforeAcceptedWithdraws.)
 		for ctx := tctx(t); !agent.knowsRaised(id); time.Sleep(5 * time.Millisecond) {
 			if ctx.Err() != nil {
 				t.Fatalf("the bridge never read the accepted answer for %s", id)
@@ -637,5 +638,104 @@ func TestSelfApprovalBeforeAccepted(t *testing.T) {
 	raiser.release <- "deny"
 	if r := <-waiting; r.err != nil || !r.res.IsError || !strings.Contains(resultText(r.res), "denied on the gateway") {
 		t.Errorf("denied call: %v %q", r.err, resultText(r.res))
+	}
+}
+
+// silentRaiser is a Gateway that registers the approval but whose
+// "accepted" answer (and, unless early, its plugin.approval.requested
+// event) has not reached the bridge when the call is cancelled. raised
+// gets the toolCallId the bridge sent.
+type silentRaiser struct {
+	b      **Bridge
+	early  bool
+	raised chan string
+}
+
+func (r silentRaiser) RaiseApproval(ctx context.Context, _ string, params any, _ func(json.RawMessage)) (json.RawMessage, error) {
+	var p struct {
+		ToolName   string `json:"toolName"`
+		ToolCallID string `json:"toolCallId"`
+	}
+	raw, _ := json.Marshal(params)
+	_ = json.Unmarshal(raw, &p)
+	if r.early {
+		(*r.b).HandleGatewayEvent("plugin.approval.requested", approvalEvent("plugin:silent-early", p.ToolName, p.ToolCallID))
+	}
+	r.raised <- p.ToolCallID
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func approvalEvent(id, tool, toolCallID string) json.RawMessage {
+	ev, _ := json.Marshal(map[string]any{"approvalKind": "plugin", "id": id,
+		"request": map[string]any{"pluginId": ApprovalPluginID, "toolName": tool, "toolCallId": toolCallID}})
+	return ev
+}
+
+// A call cancelled before the bridge read the Gateway's answer naming its
+// approval still withdraws it: found by the toolCallId the bridge sent,
+// whether its plugin.approval.requested event came before the
+// cancellation or comes after it. Another plugin's approval with the same
+// toolCallId is left alone.
+func TestCancelledBeforeAcceptedWithdraws(t *testing.T) {
+	t.Parallel()
+	for _, early := range []bool{true, false} {
+		t.Run(fmt.Sprintf("event before the cancellation %t", early), func(t *testing.T) {
+			t.Parallel()
+			var b *Bridge
+			raiser := silentRaiser{b: &b, early: early, raised: make(chan string, 1)}
+			gw := &fixtureGateway{t: t}
+			b = New(gw, &Options{Policy: approvalPolicy{tool: ToolEventsPoll}, ApprovalRaiser: raiser})
+			cs := connectClient(t, b, "")
+			cctx, cancel := context.WithCancel(tctx(t))
+			waiting := callAsync(cctx, cs, ToolEventsPoll)
+			var toolCallID string
+			select {
+			case toolCallID = <-raiser.raised:
+			case <-tctx(t).Done():
+				t.Fatal("the approval was never raised")
+			}
+			cancel()
+			if r := <-waiting; r.err == nil {
+				t.Fatalf("cancelled call returned %q", resultText(r.res))
+			}
+			want := "plugin:silent-early"
+			if !early {
+				want = "plugin:silent-late"
+				// The Gateway's event for someone else's plugin first, then ours.
+				other, _ := json.Marshal(map[string]any{"approvalKind": "plugin", "id": "plugin:other",
+					"request": map[string]any{"pluginId": "another-plugin", "toolName": ToolEventsPoll, "toolCallId": toolCallID}})
+				// The raise may still be unwinding: wait until it gave up
+				// on the approval before the events arrive.
+				for ctx := tctx(t); ; time.Sleep(5 * time.Millisecond) {
+					b.approvals.mu.Lock()
+					_, waitingForIt := b.approvals.orphans[toolCallID]
+					b.approvals.mu.Unlock()
+					if waitingForIt {
+						break
+					}
+					if ctx.Err() != nil {
+						t.Fatal("the bridge never started waiting for the approval's event")
+					}
+				}
+				b.HandleGatewayEvent("plugin.approval.requested", other)
+				b.HandleGatewayEvent("plugin.approval.requested", approvalEvent(want, ToolEventsPoll, toolCallID))
+			}
+			var resolved []string
+			for ctx := tctx(t); ctx.Err() == nil; time.Sleep(5 * time.Millisecond) {
+				resolved = resolved[:0]
+				for _, c := range gw.recorded() {
+					if c.Method == "plugin.approval.resolve" {
+						resolved = append(resolved, string(c.Params))
+					}
+				}
+				if len(resolved) > 0 {
+					break
+				}
+			}
+			if len(resolved) != 1 || !strings.Contains(resolved[0], `"id":"`+want+`"`) || !strings.Contains(resolved[0], `"decision":"deny"`) {
+				t.Errorf("resolves sent = %v, want one deny of %s", resolved, want)
+			}
+		})
 	}
 }

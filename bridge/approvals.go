@@ -70,10 +70,45 @@ type approvalTracker struct {
 	entries map[string]*trackedApproval
 	sweeper *time.Timer
 	closed  bool
+	// orphans are the bridge's own plugin approvals whose call ended
+	// before the bridge learnt their id, keyed by the toolCallId it sent:
+	// when one shows up, withdraw is called with its id (see claimOwn).
+	orphans map[string]orphanApproval
+}
+
+// orphanApproval is a raised approval still to be withdrawn once seen.
+type orphanApproval struct {
+	until    time.Time
+	withdraw func(id string)
 }
 
 func newApprovalTracker(now func() time.Time) *approvalTracker {
-	return &approvalTracker{now: now, entries: map[string]*trackedApproval{}}
+	return &approvalTracker{now: now, entries: map[string]*trackedApproval{}, orphans: map[string]orphanApproval{}}
+}
+
+// claimOwn finds the open plugin approval the bridge raised with
+// toolCallID (pluginId [ApprovalPluginID]) and returns its id. When none
+// is open yet, withdraw is remembered until the time until and called,
+// on a goroutine of its own, with the id of such an approval as soon as it
+// is tracked: a call cancelled after the Gateway registered its approval
+// but before the bridge read the "accepted" answer naming it would
+// otherwise leave it open for a human until it expires.
+func (t *approvalTracker) claimOwn(toolCallID string, until time.Time, withdraw func(id string)) string {
+	if toolCallID == "" {
+		return ""
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.now()
+	for id, a := range t.entries {
+		if a.toolCallID == toolCallID && a.pluginID == ApprovalPluginID && now.Before(a.deadline) {
+			return id
+		}
+	}
+	if !t.closed {
+		t.orphans[toolCallID] = orphanApproval{until: until, withdraw: withdraw}
+	}
+	return ""
 }
 
 // normalizeApprovalID trims an approval id as OpenClaw does
@@ -135,6 +170,15 @@ func (t *approvalTracker) track(kind string, payload json.RawMessage) {
 	}
 	t.entries[id] = a
 	t.scheduleLocked()
+	for key, o := range t.orphans {
+		if !now.Before(o.until) {
+			delete(t.orphans, key)
+		}
+	}
+	if o, ok := t.orphans[a.toolCallID]; ok && a.toolCallID != "" && a.pluginID == ApprovalPluginID {
+		delete(t.orphans, a.toolCallID)
+		go o.withdraw(id) // a Gateway request, bounded by withdrawTimeout
+	}
 }
 
 // resolve drops the approval named by a *.resolved payload.
@@ -246,6 +290,7 @@ func (t *approvalTracker) close() {
 	defer t.mu.Unlock()
 	t.closed = true
 	clear(t.entries)
+	clear(t.orphans)
 	if t.sweeper != nil {
 		t.sweeper.Stop()
 		t.sweeper = nil
