@@ -53,6 +53,8 @@ type conn struct {
 	recycle      bool         // the session was dropped after timeouts: redial on next call
 
 	pr principalState // per-requester OAuth connections (principal.go)
+
+	lives sync.Map // *mcp.ClientSession → *handlerLife (handlerlife.go)
 }
 
 // fail records a diagnostic and reports it.
@@ -164,7 +166,7 @@ func (c *conn) connect(ctx context.Context) bool {
 	}
 	c.s.mu.Unlock()
 	if closed {
-		_ = cs.Close()
+		_ = c.closeSession(cs)
 		return false
 	}
 	c.px.resDirty.Store(true) // a new session may list other resources and prompts
@@ -218,17 +220,17 @@ func (c *conn) ended(cs *mcp.ClientSession, cause error, wait bool) {
 	c.mu.Unlock()
 	c.px.reset()
 	if wait {
-		_ = cs.Close() // releases the transport (idempotent)
+		_ = c.closeSession(cs) // releases the transport (idempotent)
 	} else {
 		c.s.mu.Lock()
 		if !c.s.closed { // Close waits for bg only after setting closed
 			drop := cs
-			c.s.bg.Go(func() { _ = drop.Close() })
+			c.s.bg.Go(func() { _ = c.closeSession(drop) })
 			cs = nil
 		}
 		c.s.mu.Unlock()
 		if cs != nil {
-			_ = cs.Close()
+			_ = c.closeSession(cs)
 		}
 	}
 	// The catalog is marked stale and the retry scheduled before
@@ -648,12 +650,12 @@ func (c *conn) failed(cause error, timedOut bool) {
 		c.s.mu.Lock()
 		if !c.s.closed {
 			cs := drop
-			c.s.bg.Go(func() { _ = cs.Close() })
+			c.s.bg.Go(func() { _ = c.closeSession(cs) })
 			drop = nil
 		}
 		c.s.mu.Unlock()
 		if drop != nil {
-			_ = drop.Close()
+			_ = c.closeSession(drop)
 		}
 	}
 	perr := &PausedError{Server: c.cfg.Name, Failures: c.s.opts.PauseAfter, Until: until}
@@ -700,7 +702,7 @@ func (c *conn) reap() bool {
 	if cs == nil {
 		return false
 	}
-	if err := cs.Close(); err != nil {
+	if err := c.closeSession(cs); err != nil {
 		c.s.log.Warn("closing an idle MCP server", "server", c.cfg.Name, "err", redact(c.red(), err).Error())
 	}
 	return true
@@ -720,7 +722,7 @@ func (c *conn) close() error {
 	if cs == nil {
 		return perr
 	}
-	if err := cs.Close(); err != nil {
+	if err := c.closeSession(cs); err != nil {
 		se := &ServerError{Server: c.cfg.Name, Op: "close", Err: redact(c.red(), err)}
 		if perr != nil {
 			return errors.Join(se, perr)

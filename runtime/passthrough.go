@@ -155,12 +155,13 @@ func (p *passState) enter(ctx context.Context) (leave func()) {
 // server (exact for a server without supportsParallelToolCalls, which runs
 // one call at a time), cancelled when either the request or that call ends.
 // With no call in flight it is the request's own context. Either way it is
-// also cancelled when the session closes: go-sdk's ClientSession.Close
-// waits for the handlers in flight, so a handler still waiting on whoever
-// answers (a proxy's client) would hold Session.Close forever; the stdio
-// transport answers the server with an error instead (transport.stdioConn
-// Close).
-func (c *conn) attribute(reqCtx context.Context) (context.Context, context.CancelFunc) {
+// also cancelled when the Session closes or when cs, the MCP session the
+// request came on, is closed (a reload retiring it, the idle reaper, a
+// recycle: see closeSession): go-sdk's ClientSession.Close waits for the
+// handlers in flight, so a handler still waiting on whoever answers (a
+// proxy's client) would hold that close forever; the stdio transport
+// answers the server with an error instead (transport.stdioConn Close).
+func (c *conn) attribute(reqCtx context.Context, cs *mcp.ClientSession) (context.Context, context.CancelFunc) {
 	c.px.mu.Lock()
 	var call context.Context
 	if n := len(c.px.inflight); n > 0 {
@@ -179,6 +180,9 @@ func (c *conn) attribute(reqCtx context.Context) (context.Context, context.Cance
 		stops = append(stops, context.AfterFunc(reqCtx, cancel), context.AfterFunc(call, cancel))
 	}
 	stops = append(stops, context.AfterFunc(c.s.life, cancel))
+	if cs != nil {
+		stops = append(stops, context.AfterFunc(c.handlerLife(cs), cancel))
+	}
 	return ctx, func() {
 		for _, stop := range stops {
 			stop()
@@ -210,21 +214,21 @@ func (c *conn) clientOptions() *mcp.ClientOptions {
 	}
 	if fn := o.OnLog; fn != nil {
 		co.LoggingMessageHandler = func(ctx context.Context, req *mcp.LoggingMessageRequest) {
-			ctx, cancel := c.attribute(ctx)
+			ctx, cancel := c.attribute(ctx, req.Session)
 			defer cancel()
 			fn(ctx, c.cfg.Name, req.Params)
 		}
 	}
 	if fn := o.CreateMessage; fn != nil {
 		co.CreateMessageHandler = func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			ctx, cancel := c.attribute(ctx)
+			ctx, cancel := c.attribute(ctx, req.Session)
 			defer cancel()
 			return fn(ctx, c.cfg.Name, req.Params)
 		}
 	}
 	if fn := o.Elicit; fn != nil {
 		co.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			ctx, cancel := c.attribute(ctx)
+			ctx, cancel := c.attribute(ctx, req.Session)
 			defer cancel()
 			return fn(ctx, c.cfg.Name, req.Params)
 		}
@@ -246,15 +250,16 @@ func (c *conn) clientOptions() *mcp.ClientOptions {
 func (c *conn) requestMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	roots, elicit := c.s.opts.ListRoots, c.s.opts.Elicit
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		cs, _ := req.GetSession().(*mcp.ClientSession)
 		if er, ok := req.(*mcp.ElicitRequest); ok && method == "elicitation/create" && elicit != nil && er.Params != nil {
-			ctx, cancel := c.attribute(ctx)
+			ctx, cancel := c.attribute(ctx, cs)
 			defer cancel()
 			return elicit(ctx, c.cfg.Name, er.Params)
 		}
 		if method != "roots/list" || roots == nil {
 			return next(ctx, method, req)
 		}
-		ctx, cancel := c.attribute(ctx)
+		ctx, cancel := c.attribute(ctx, cs)
 		defer cancel()
 		res, err := roots(ctx, c.cfg.Name)
 		if err != nil {
