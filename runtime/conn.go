@@ -575,8 +575,13 @@ func (c *conn) call(ctx context.Context, t *Tool, args []byte) (*mcp.CallToolRes
 	}
 	timeout := c.cfg.requestTimeout()
 	rctx, cancel := context.WithTimeout(ctx, timeout)
+	// Close fails the calls in flight at once (ErrClosed below), without
+	// waiting for the transport to close: a stdio server may take its whole
+	// grace to stop.
+	stopLife := context.AfterFunc(c.s.life, cancel)
 	res, err := cs.CallTool(rctx, params)
 	timedOut := rctx.Err() != nil && ctx.Err() == nil
+	stopLife()
 	cancel()
 	if err == nil {
 		c.mu.Lock()

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -20,6 +22,19 @@ import (
 const childServerEnv = "OPENCLAW_RUNTIME_TEST_CHILD"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(childServerEnv) == "stubborn" {
+		// A server whose tool never answers and which does not exit when
+		// its stdin closes: only SIGTERM after the grace ends it.
+		srv := newServer("stubborn", nil)
+		echoTool(srv, "ping")
+		srv.AddTool(&mcp.Tool{Name: "hang", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				fmt.Fprintln(os.Stderr, "hang: started")
+				select {}
+			})
+		_ = srv.Run(context.Background(), &mcp.StdioTransport{})
+		select {}
+	}
 	if os.Getenv(childServerEnv) == "exiting" {
 		srv := newServer("exiting", nil)
 		echoTool(srv, "ping")
@@ -75,3 +90,73 @@ func TestStdioServerExitMidCallIsStatusAtOnce(t *testing.T) {
 		t.Errorf("catalog %v, want the exited server's tools gone", names)
 	}
 }
+
+// Session.Close fails the calls in flight at once with ErrClosed, also on
+// a stdio server that takes its whole grace to stop: the calls do not wait
+// for the transport to close.
+func TestCloseFailsStdioCallsAtOnce(t *testing.T) {
+	t.Parallel()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Skip(err)
+	}
+	started := make(chan struct{}, 1)
+	logger := slog.New(lineHandler(func(msg string, attrs map[string]string) {
+		if msg == "server stderr" && attrs["line"] == "hang: started" {
+			select {
+			case started <- struct{}{}:
+			default:
+			}
+		}
+	}))
+	sv := Server{Name: "stubborn", Entry: transport.ServerEntry{
+		Command: exe, Env: map[string]any{childServerEnv: "stubborn"},
+		RequestTimeoutMs: 120000, ConnectionTimeoutMs: 30000,
+	}}
+	s, err := New([]Server{sv}, &Options{Enforcer: &allowAll{}, Sanitizer: nativeNamer{}, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	called := make(chan error, 1)
+	go func() {
+		_, err := s.CallTool(ctx, "stubborn__hang", []byte(`{}`))
+		called <- err
+	}()
+	hang := time.After(60 * time.Second) // a hang guard, not a timing assertion
+	select {
+	case <-started:
+	case <-hang:
+		t.Fatal("the call never reached the server")
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close(context.Background()) }()
+	select {
+	case err := <-called:
+		if !errors.Is(err, ErrClosed) {
+			t.Errorf("call in flight at Close: %v, want ErrClosed", err)
+		}
+	case <-closed:
+		t.Fatal("Close returned before the call in flight failed: the call waited for the transport")
+	case <-hang:
+		t.Fatal("the call in flight never failed")
+	}
+	<-closed
+}
+
+// lineHandler is a slog.Handler that hands each record's message and
+// string attributes to fn.
+type lineHandler func(msg string, attrs map[string]string)
+
+func (h lineHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h lineHandler) Handle(_ context.Context, r slog.Record) error {
+	attrs := map[string]string{}
+	r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
+	h(r.Message, attrs)
+	return nil
+}
+func (h lineHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h lineHandler) WithGroup(string) slog.Handler      { return h }
