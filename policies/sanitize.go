@@ -83,7 +83,7 @@ var ErrInvalidNames = errors.New("policies: invalid sanitized names")
 
 // ErrNoSanitizer is returned by a [SanitizeChain] with no module in enforce
 // mode: without a sanitizer there are no names to expose.
-var ErrNoSanitizer = errors.New("policies: no sanitize_tool_names module in enforce mode")
+var ErrNoSanitizer = errors.New("policies: no sanitize_tool_names module in enforce mode (load builtin:sanitizer, or a module exporting sanitize_tool_names)")
 
 // SanitizeError is the diagnostic of a failed catalog build: the module
 // that failed and, where the failure concerns one server or tool, which.
