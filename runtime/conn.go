@@ -222,16 +222,7 @@ func (c *conn) ended(cs *mcp.ClientSession, cause error, wait bool) {
 	if wait {
 		_ = c.closeSession(cs) // releases the transport (idempotent)
 	} else {
-		c.s.mu.Lock()
-		if !c.s.closed { // Close waits for bg only after setting closed
-			drop := cs
-			c.s.bg.Go(func() { _ = c.closeSession(drop) })
-			cs = nil
-		}
-		c.s.mu.Unlock()
-		if cs != nil {
-			_ = c.closeSession(cs)
-		}
+		c.closeSessionLater(cs)
 	}
 	// The catalog is marked stale and the retry scheduled before
 	// EventFailed is emitted: whoever reacts to the event sees a catalog
@@ -650,18 +641,7 @@ func (c *conn) failed(cause error, timedOut bool) {
 	}
 	c.mu.Unlock()
 	if drop != nil {
-		// Closing may take the transport's terminate duration: the session
-		// owns it, and Close waits for it (bg.Go before closed is set).
-		c.s.mu.Lock()
-		if !c.s.closed {
-			cs := drop
-			c.s.bg.Go(func() { _ = c.closeSession(cs) })
-			drop = nil
-		}
-		c.s.mu.Unlock()
-		if drop != nil {
-			_ = c.closeSession(drop)
-		}
+		c.closeSessionLater(drop)
 	}
 	perr := &PausedError{Server: c.cfg.Name, Failures: c.s.opts.PauseAfter, Until: until}
 	c.s.log.Warn("MCP server paused", "server", c.cfg.Name, "until", until, "err", cause.Error())

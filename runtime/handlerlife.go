@@ -42,3 +42,19 @@ func (c *conn) closeSession(cs *mcp.ClientSession) error {
 	c.lives.Delete(cs)
 	return err
 }
+
+// closeSessionLater closes cs in the background: closing may take the
+// transport's terminate duration, which the caller must not wait for. The
+// Session owns that goroutine (its Close waits for bg); once Close has
+// begun, bg is no longer joined and cs is closed here and now.
+func (c *conn) closeSessionLater(cs *mcp.ClientSession) {
+	c.s.mu.Lock()
+	closed := c.s.closed // Close waits for bg only after setting closed
+	if !closed {
+		c.s.bg.Go(func() { _ = c.closeSession(cs) })
+	}
+	c.s.mu.Unlock()
+	if closed {
+		_ = c.closeSession(cs)
+	}
+}
