@@ -306,15 +306,7 @@ func (s *TokenStore) Load(server, serverURL string) (*Credentials, error) {
 // (serverURL), or nil and no error when there are none; principal "" means
 // the shared credentials, as [TokenStore.Load].
 func (s *TokenStore) LoadPrincipal(server, serverURL, principal string) (*Credentials, error) {
-	p := s.PrincipalPath(server, serverURL, principal)
-	data, err := os.ReadFile(p)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("transport: reading OAuth credentials of %q: %w", server, err)
-	}
-	return parseCredentials(server, p, data)
+	return loadFile(server, s.PrincipalPath(server, serverURL, principal))
 }
 
 // parseCredentials decodes the credentials file p of server.
