@@ -44,6 +44,16 @@ type userFixture struct {
 
 func newUserFixture(t testing.TB) *userFixture { t.Helper(); return newUserFixtureWith(t, false) }
 
+// aliceAndBob returns a fresh token store in which alice (user Alice) and
+// bob (user Bob) are logged in to f, neither token expired.
+func (f *userFixture) aliceAndBob(t testing.TB) *transport.TokenStore {
+	t.Helper()
+	store := transport.NewTokenStore(filepath.Join(t.TempDir(), "mcp-oauth"))
+	f.login(t, store, "alice", "Alice", false)
+	f.login(t, store, "bob", "Bob", false)
+	return store
+}
+
 // newUserFixtureWith is newUserFixture; with resource, the server also
 // serves the resource docs://me, whose text is the session's user.
 func newUserFixtureWith(t testing.TB, resource bool) *userFixture {
@@ -325,9 +335,7 @@ func TestPerRequesterConcurrentPrincipals(t *testing.T) {
 func TestPerRequesterIdleReap(t *testing.T) {
 	t.Parallel()
 	f := newUserFixture(t)
-	store := transport.NewTokenStore(filepath.Join(t.TempDir(), "mcp-oauth"))
-	f.login(t, store, "alice", "Alice", false)
-	f.login(t, store, "bob", "Bob", false)
+	store := f.aliceAndBob(t)
 	evs := newEvents()
 	sv := f.perRequester()
 	sv.ListPrincipal = "alice"
@@ -422,9 +430,7 @@ func TestServersFromDocument(t *testing.T) {
 func TestPerRequesterFirstPrincipalLists(t *testing.T) {
 	t.Parallel()
 	f := newUserFixture(t)
-	store := transport.NewTokenStore(filepath.Join(t.TempDir(), "mcp-oauth"))
-	f.login(t, store, "alice", "Alice", false)
-	f.login(t, store, "bob", "Bob", false)
+	store := f.aliceAndBob(t)
 	ctx := context.Background()
 	s := startSession(t, ctx, []Server{f.perRequester()}, store, &Options{})
 	if got := toolNames(t, s); len(got) != 0 {
@@ -467,9 +473,7 @@ func TestPerRequesterFirstPrincipalLists(t *testing.T) {
 func TestPerRequesterPauseIsPerPrincipal(t *testing.T) {
 	t.Parallel()
 	f := newUserFixture(t)
-	store := transport.NewTokenStore(filepath.Join(t.TempDir(), "mcp-oauth"))
-	f.login(t, store, "alice", "Alice", false)
-	f.login(t, store, "bob", "Bob", false)
+	store := f.aliceAndBob(t)
 	sv := f.perRequester()
 	sv.ListPrincipal = "alice"
 	ctx := context.Background()
@@ -556,9 +560,7 @@ func BenchmarkPerRequesterCall(b *testing.B) {
 func TestPerRequesterPolicyBeforeConnection(t *testing.T) {
 	t.Parallel()
 	f := newUserFixture(t)
-	store := transport.NewTokenStore(filepath.Join(t.TempDir(), "mcp-oauth"))
-	f.login(t, store, "alice", "Alice", false)
-	f.login(t, store, "bob", "Bob", false)
+	store := f.aliceAndBob(t)
 	sv := f.perRequester()
 	sv.ListPrincipal = "alice"
 	ctx := context.Background()
@@ -586,9 +588,7 @@ func TestPerRequesterPolicyBeforeConnection(t *testing.T) {
 func TestPerRequesterPassthroughIsTheListingPrincipals(t *testing.T) {
 	t.Parallel()
 	f := newUserFixtureWith(t, true)
-	store := transport.NewTokenStore(filepath.Join(t.TempDir(), "mcp-oauth"))
-	f.login(t, store, "alice", "Alice", false)
-	f.login(t, store, "bob", "Bob", false)
+	store := f.aliceAndBob(t)
 	ctx := context.Background()
 	srv := f.perRequester()
 	srv.ListPrincipal = "alice"
