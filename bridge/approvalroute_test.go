@@ -600,15 +600,8 @@ type earlyEventRaiser struct {
 }
 
 func (r earlyEventRaiser) RaiseApproval(ctx context.Context, _ string, params any, _ func(json.RawMessage)) (json.RawMessage, error) {
-	var p struct {
-		ToolName   string `json:"toolName"`
-		ToolCallID string `json:"toolCallId"`
-	}
-	raw, _ := json.Marshal(params)
-	_ = json.Unmarshal(raw, &p)
-	ev, _ := json.Marshal(map[string]any{"approvalKind": "plugin", "id": "plugin:early",
-		"request": map[string]any{"pluginId": ApprovalPluginID, "toolName": p.ToolName, "toolCallId": p.ToolCallID}})
-	(*r.b).HandleGatewayEvent("plugin.approval.requested", ev)
+	tool, toolCallID := raisedTool(params)
+	(*r.b).HandleGatewayEvent("plugin.approval.requested", approvalEvent("plugin:early", tool, toolCallID))
 	select {
 	case d := <-r.release:
 		return json.RawMessage(`{"id":"plugin:early","decision":"` + d + `"}`), nil
@@ -652,20 +645,29 @@ type silentRaiser struct {
 }
 
 func (r silentRaiser) RaiseApproval(ctx context.Context, _ string, params any, _ func(json.RawMessage)) (json.RawMessage, error) {
+	tool, toolCallID := raisedTool(params)
+	if r.early {
+		(*r.b).HandleGatewayEvent("plugin.approval.requested", approvalEvent("plugin:silent-early", tool, toolCallID))
+	}
+	r.raised <- toolCallID
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// raisedTool returns the toolName and toolCallId of plugin.approval.request
+// params as the bridge sent them.
+func raisedTool(params any) (tool, toolCallID string) {
 	var p struct {
 		ToolName   string `json:"toolName"`
 		ToolCallID string `json:"toolCallId"`
 	}
 	raw, _ := json.Marshal(params)
 	_ = json.Unmarshal(raw, &p)
-	if r.early {
-		(*r.b).HandleGatewayEvent("plugin.approval.requested", approvalEvent("plugin:silent-early", p.ToolName, p.ToolCallID))
-	}
-	r.raised <- p.ToolCallID
-	<-ctx.Done()
-	return nil, ctx.Err()
+	return p.ToolName, p.ToolCallID
 }
 
+// approvalEvent is the payload of plugin.approval.requested for an
+// approval the bridge raised.
 func approvalEvent(id, tool, toolCallID string) json.RawMessage {
 	ev, _ := json.Marshal(map[string]any{"approvalKind": "plugin", "id": id,
 		"request": map[string]any{"pluginId": ApprovalPluginID, "toolName": tool, "toolCallId": toolCallID}})
