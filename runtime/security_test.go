@@ -496,3 +496,35 @@ func TestListingCutByTheCaller(t *testing.T) {
 		}
 	})
 }
+
+// A module's rewrite is held to the caller's rule: arguments that are not
+// one JSON object are refused as a block naming the module; a rewrite into
+// an object is what the server gets.
+func TestRewrittenArgumentsChecked(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct{ rewrite, want, errText string }{
+		{rewrite: `{"b":2}`, want: `echo: {"b":2}`},
+		{rewrite: `[1,2]`, errText: `blocked by policy "rewriter": rewrote the arguments into invalid ones: ` +
+			`runtime: tool arguments must be a JSON object: tool "s__echo": the arguments are a JSON array`},
+		{rewrite: `{"b":`, errText: `policy "rewriter": rewrote the arguments into invalid ones`},
+	} {
+		t.Run(tt.rewrite, func(t *testing.T) {
+			t.Parallel()
+			srv := newServer("s", nil)
+			echoTool(srv, "echo")
+			s := open(t, []Server{inProcess(t, "s", srv)}, &Options{Enforcer: fixedPolicy{
+				Outcome: policies.Allow, Module: "rules", RewrittenBy: "rewriter", Arguments: json.RawMessage(tt.rewrite)}})
+			res, err := s.CallTool(context.Background(), "s__echo", []byte(`{"a":1}`))
+			if tt.want != "" {
+				if err != nil || resultText(t, res) != tt.want {
+					t.Fatalf("call = %v, %v; want %q", res, err, tt.want)
+				}
+				return
+			}
+			var pe *PolicyError
+			if !errors.As(err, &pe) || pe.Module != "rewriter" || !strings.Contains(err.Error(), tt.errText) {
+				t.Fatalf("call = %v, %v; want a *PolicyError of rewriter containing %q", res, err, tt.errText)
+			}
+		})
+	}
+}

@@ -735,8 +735,15 @@ func (s *Session) callConn(ctx context.Context, c *conn, t *Tool, args []byte) (
 		// audits it as cancelled and blocks only to stop it).
 		return nil, err
 	}
-	if d.Arguments != nil {
-		args = d.Arguments
+	if d.Arguments != nil && d.Outcome != policies.Block {
+		// A module's rewrite is held to the same rule as the caller's
+		// arguments: one JSON object, or the call is refused (fail closed).
+		rewritten, err := objectArguments(t.Name, d.Arguments)
+		if err != nil {
+			return nil, &PolicyError{Tool: t.Name, Server: t.Server, Outcome: policies.Block, Module: d.RewrittenBy,
+				Reason: "rewrote the arguments into invalid ones: " + err.Error()}
+		}
+		args = rewritten
 	}
 	switch d.Outcome {
 	case policies.Allow:
