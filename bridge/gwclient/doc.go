@@ -13,9 +13,14 @@
 //     with signedAt = the challenge ts), read hello-ok, send
 //     sessions.subscribe {} and only then become ready;
 //   - request ids "<n>:<uuid-v4>", n counting from 1 on each connection;
+//   - the URL must be wss://, or ws:// to loopback, a private or
+//     link-local address, a .local or .ts.net name ([CheckSecureURL],
+//     OpenClaw's isSecureWebSocketUrl);
 //   - the first connection is fatal unless the error is retryable (§2.5);
 //     after it, drops are retried forever with a 1 s doubling backoff capped
-//     at 30 s;
+//     at 30 s; requests made before the first connection wait for it, those
+//     made while a later connection is down fail at once with
+//     [ErrNotConnected] ("gateway not connected", as OpenClaw answers);
 //   - keep-alive: the socket is closed with 4000 "tick timeout" when nothing
 //     arrived for more than 2 × tickIntervalMs and no request is pending;
 //   - two-phase requests ([Client.RequestTwoPhase]): an approval request
