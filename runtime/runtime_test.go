@@ -220,19 +220,63 @@ func TestPagination(t *testing.T) {
 // lets a test send cursors no SDK server would.
 func rawPeer(t *testing.T, name string, list func(cursor string) (tools []string, next string)) Server {
 	t.Helper()
+	return rawServer(t, name, func(_ context.Context, _ *rawConn, req *jsonrpc.Request) *jsonrpc.Response {
+		resp := &jsonrpc.Response{ID: req.ID}
+		if req.Method != "tools/list" {
+			resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: " + req.Method}
+			return resp
+		}
+		var p struct{ Cursor string }
+		_ = json.Unmarshal(req.Params, &p)
+		names, next := list(p.Cursor)
+		var tools []map[string]any
+		for _, n := range names {
+			tools = append(tools, map[string]any{"name": n, "inputSchema": map[string]any{"type": "object"}})
+		}
+		resp.Result, _ = json.Marshal(map[string]any{"tools": tools, "nextCursor": next})
+		return resp
+	})
+}
+
+// rawConn is the server end of a rawServer: writes are serialized, and
+// goroutines started with Go end before the test does.
+type rawConn struct {
+	mcp.Connection
+	mu sync.Mutex
+	wg sync.WaitGroup
+}
+
+// Write sends msg, one writer at a time (responses answered later and a
+// hook's notifications may interleave); an error means the connection is
+// gone.
+func (r *rawConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.Connection.Write(ctx, msg)
+}
+
+// rawServer runs a raw MCP peer on an in-memory transport, for answers no
+// SDK server would give: it answers initialize (2025-11-25, tools) itself
+// and every other request with handle, which returns the response, or nil
+// when it answers later (rawConn.Write from a goroutine of rawConn.wg).
+// Notifications are ignored.
+func rawServer(t *testing.T, name string, handle func(ctx context.Context, conn *rawConn, req *jsonrpc.Request) *jsonrpc.Response) Server {
+	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
+	conn := &rawConn{}
 	done := make(chan struct{})
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() { cancel(); <-done; conn.wg.Wait() })
 	go func() {
 		defer close(done)
-		conn, err := st.Connect(ctx)
+		c, err := st.Connect(ctx)
 		if err != nil {
 			return
 		}
-		defer conn.Close()
+		defer c.Close()
+		conn.Connection = c
 		for {
-			msg, err := conn.Read(ctx)
+			msg, err := c.Read(ctx)
 			if err != nil {
 				return
 			}
@@ -240,22 +284,11 @@ func rawPeer(t *testing.T, name string, list func(cursor string) (tools []string
 			if !ok || !req.ID.IsValid() {
 				continue
 			}
-			resp := &jsonrpc.Response{ID: req.ID}
-			switch req.Method {
-			case "initialize":
-				resp.Result = json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"raw","version":"1"}}`)
-			case "tools/list":
-				var p struct{ Cursor string }
-				_ = json.Unmarshal(req.Params, &p)
-				names, next := list(p.Cursor)
-				var tools []map[string]any
-				for _, n := range names {
-					tools = append(tools, map[string]any{"name": n, "inputSchema": map[string]any{"type": "object"}})
-				}
-				b, _ := json.Marshal(map[string]any{"tools": tools, "nextCursor": next})
-				resp.Result = b
-			default:
-				resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: " + req.Method}
+			var resp *jsonrpc.Response
+			if req.Method == "initialize" {
+				resp = &jsonrpc.Response{ID: req.ID, Result: json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"` + name + `","version":"1"}}`)}
+			} else if resp = handle(ctx, conn, req); resp == nil {
+				continue
 			}
 			if conn.Write(ctx, resp) != nil {
 				return

@@ -30,75 +30,45 @@ type scriptHooks struct {
 	call func(ctx context.Context, conn mcp.Connection, params json.RawMessage) string
 }
 
-// scriptPeer is a raw MCP server on an in-memory transport: it answers
-// initialize, lists tools as given (repeats included, which no SDK server
-// allows) and answers tools/call, as hooks say.
+// scriptPeer is a raw MCP server on an in-memory transport: it lists
+// tools as given (repeats included, which no SDK server allows) and
+// answers tools/call, as hooks say.
 func scriptPeer(t *testing.T, name string, tools []scriptTool, hooks scriptHooks) Server {
 	t.Helper()
-	ct, st := mcp.NewInMemoryTransports()
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	wg.Go(func() {
-		conn, err := st.Connect(ctx)
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		var writeMu sync.Mutex
-		write := func(resp *jsonrpc.Response) {
-			writeMu.Lock()
-			defer writeMu.Unlock()
-			_ = conn.Write(ctx, resp)
-		}
-		lists := 0
-		for {
-			msg, err := conn.Read(ctx)
-			if err != nil {
-				return
+	lists := 0
+	return rawServer(t, name, func(ctx context.Context, conn *rawConn, req *jsonrpc.Request) *jsonrpc.Response {
+		resp := &jsonrpc.Response{ID: req.ID}
+		switch req.Method {
+		case "tools/list":
+			list := []map[string]any{}
+			for _, tl := range tools {
+				list = append(list, map[string]any{"name": tl.name, "description": tl.description, "inputSchema": map[string]any{"type": "object"}})
 			}
-			req, ok := msg.(*jsonrpc.Request)
-			if !ok || !req.ID.IsValid() {
-				continue
+			resp.Result, _ = json.Marshal(map[string]any{"tools": list})
+			if hooks.list != nil {
+				lists++
+				n := lists
+				conn.wg.Go(func() {
+					if jerr := hooks.list(ctx, n); jerr != nil {
+						resp.Result, resp.Error = nil, jerr
+					}
+					_ = conn.Write(ctx, resp)
+				})
+				return nil
 			}
-			resp := &jsonrpc.Response{ID: req.ID}
-			switch req.Method {
-			case "initialize":
-				resp.Result = json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"script","version":"1"}}`)
-			case "tools/list":
-				list := []map[string]any{}
-				for _, tl := range tools {
-					list = append(list, map[string]any{"name": tl.name, "description": tl.description, "inputSchema": map[string]any{"type": "object"}})
-				}
-				resp.Result, _ = json.Marshal(map[string]any{"tools": list})
-				if hooks.list != nil {
-					lists++
-					n := lists
-					wg.Go(func() {
-						if jerr := hooks.list(ctx, n); jerr != nil {
-							resp.Result, resp.Error = nil, jerr
-						}
-						write(resp)
-					})
-					continue
-				}
-			case "tools/call":
-				var p struct{ Name string }
-				_ = json.Unmarshal(req.Params, &p)
-				text := "called " + p.Name
-				if hooks.call != nil {
-					text = hooks.call(ctx, conn, req.Params)
-				}
-				resp.Result, _ = json.Marshal(map[string]any{"content": []map[string]any{{"type": "text", "text": text}}})
-			default:
-				resp.Result = json.RawMessage(`{}`)
+		case "tools/call":
+			var p struct{ Name string }
+			_ = json.Unmarshal(req.Params, &p)
+			text := "called " + p.Name
+			if hooks.call != nil {
+				text = hooks.call(ctx, conn, req.Params)
 			}
-			write(resp)
+			resp.Result, _ = json.Marshal(map[string]any{"content": []map[string]any{{"type": "text", "text": text}}})
+		default:
+			resp.Result = json.RawMessage(`{}`)
 		}
+		return resp
 	})
-	sv := Server{Name: name, Transport: ct}
-	sv.Entry.RequestTimeoutMs = 30000
-	return sv
 }
 
 // A server that lists a name twice exposes it once, with its first
