@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -532,7 +533,12 @@ func TestElicitationRoute(t *testing.T) {
 					mu.Lock()
 					asked = append(asked, req.Params.Message)
 					mu.Unlock()
-					return tt.answer, nil
+					// A fresh answer per call: go-sdk writes the requested
+					// schema's defaults into the result's Content map, and the
+					// two protocol versions' subtests run in parallel.
+					answer := *tt.answer
+					answer.Content = maps.Clone(tt.answer.Content)
+					return &answer, nil
 				}
 				audit := &auditBuffer{}
 				b := New(&fixtureGateway{t: t}, &Options{Policy: approvalPolicy{tool: ToolEventsPoll}, Audit: audit,

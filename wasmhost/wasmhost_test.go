@@ -390,7 +390,12 @@ func TestPoolBoundAndClose(t *testing.T) {
 func TestCallerDeadline(t *testing.T) {
 	t.Parallel()
 	m := load(t, "hostile", &wasmhost.Options{NoCache: true, CallTimeout: time.Minute})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	// A warm instance with its input buffer allocated, so that the only
+	// guest code the caller's deadline can interrupt is the looping export
+	// (on a loaded machine a cold call can spend the whole deadline in
+	// instantiation or alloc, which report their own step).
+	echo(t, m, "warm")
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	_, err := m.CallBytes(ctx, "before_tool_call", []byte("hostile_loop"))
 	if !errors.Is(err, wasmhost.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) ||
