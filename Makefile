@@ -21,8 +21,10 @@ rego:
 	bash guests/rego/build.sh
 
 ## test: every test, with the race detector. The end-to-end tests spawn the built binary
-## and real MCP clients (go-sdk, and the Node SDK from $(PEERS_DIR), see `make peers`).
-test:
+## and real MCP peers (go-sdk, the Node SDK, npm MCP servers, the conformance suite), which
+## `make peers` installs into $(PEERS_DIR) first; a test whose peer is missing skips with a
+## message saying so (under CI=true it fails).
+test: peers
 	$(GO) test -race -count=1 ./...
 	cd guests/sdk/go && GOWORK=off $(GO) test -race -count=1 .
 
@@ -48,9 +50,10 @@ demo: build
 interop: build
 	bash bench/interop.sh
 
-## peers: the pinned real MCP peers (Node SDK client, servers) into $(PEERS_DIR).
+## peers: the pinned real MCP peers (Node SDK client, servers, conformance suite, go-sdk
+## fixtures) into $(PEERS_DIR); does nothing when they are installed.
 peers:
-	bash ../shared/peers/mcp/install.sh
+	bash test/peers/install.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2000x ./policies/... ./bridge/...

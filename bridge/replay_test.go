@@ -21,12 +21,12 @@ import (
 	"github.com/openclaw-go/openclaw/policies"
 )
 
-// The golden data in testdata/openclaw/ is real traffic of OpenClaw 2026.9.6
-// (`openclaw mcp serve` against a real Gateway), copied from
-// shared/fixtures/openclaw/. transcript.jsonl is the stdio side, ws-frames.jsonl
-// the Gateway side of the same run.
+// The golden data in the repository's testdata/openclaw/ is real traffic of
+// OpenClaw 2026.9.6 (`openclaw mcp serve` against a real Gateway).
+// transcript.jsonl is the stdio side, ws-frames.jsonl the Gateway side of the
+// same run.
 
-const fixtures = "testdata/openclaw"
+const fixtures = "../testdata/openclaw"
 
 func readJSONL(t testing.TB, path string) []json.RawMessage {
 	t.Helper()

@@ -481,10 +481,10 @@ func TestRedactArgs(t *testing.T) {
 }
 
 // The env filter must drop and keep exactly what OpenClaw 2026.9.6 dropped
-// and kept on the wire (shared/fixtures/openclaw/stdio-env-policy.json).
+// and kept on the wire (testdata/openclaw/stdio-env-policy.json).
 func TestStdioEnvFilterMatchesOpenClaw(t *testing.T) {
 	t.Parallel()
-	data, err := os.ReadFile("../../shared/fixtures/openclaw/stdio-env-policy.json")
+	data, err := os.ReadFile("../testdata/openclaw/stdio-env-policy.json")
 	if err != nil {
 		t.Fatal(err)
 	}

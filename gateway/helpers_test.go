@@ -15,7 +15,7 @@ import (
 	"github.com/openclaw-go/openclaw/gateway/protocol"
 )
 
-const fixtureDir = "../../shared/fixtures/openclaw/gateway-frames/"
+const fixtureDir = "../testdata/openclaw/gateway-frames/"
 
 // fixture reads a captured real Gateway frame; tests skip when the shared
 // fixtures are not checked out beside the repository.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/engine"
 	"github.com/openclaw-go/openclaw/runtime"
@@ -525,30 +525,10 @@ func TestPassthroughApprovalByElicitation(t *testing.T) {
 	}
 }
 
-// peersDir returns PEERS_DIR (default ../.peers) when it holds path, or
-// skips (fails in CI).
-func peersFile(t *testing.T, path string) string {
-	t.Helper()
-	dir := os.Getenv("PEERS_DIR")
-	if dir == "" {
-		dir = "../.peers"
-	}
-	p, _ := filepath.Abs(filepath.Join(dir, path))
-	if _, err := os.Stat(p); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("peer missing in CI (make peers): %v", err)
-		}
-		t.Skipf("peer missing (make peers, or set PEERS_DIR): %v", err)
-	}
-	return p
-}
-
 func TestPassthroughServerEverything(t *testing.T) {
 	t.Parallel()
-	script := peersFile(t, "npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node missing")
-	}
+	script := testkit.Peer(t, testkit.ServerEverything)
+	testkit.Node(t)
 	st := newStack(t, []runtime.Server{{Name: "everything", Entry: transport.ServerEntry{
 		Command: "node", Args: []string{script, "stdio"}, RequestTimeoutMs: 30000, ConnectionTimeoutMs: 30000,
 	}}}, asker{}, "")
@@ -639,7 +619,7 @@ func TestPassthroughServerEverything(t *testing.T) {
 
 func TestPassthroughConformanceServer(t *testing.T) {
 	t.Parallel()
-	bin := peersFile(t, "bin/everything-server")
+	bin := testkit.Peer(t, testkit.GoEverythingServer)
 	st := newStack(t, []runtime.Server{{Name: "conf", Entry: transport.ServerEntry{
 		Command: bin, RequestTimeoutMs: 30000, ConnectionTimeoutMs: 30000,
 	}}}, asker{}, "2025-11-25")

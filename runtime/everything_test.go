@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -15,30 +14,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/transport"
 )
 
-// everythingScript returns server-everything's entry point under PEERS_DIR
-// (default ../.peers), or skips when it is absent and CI is unset.
+// everythingScript returns server-everything's entry point, or skips when
+// it or node is not installed (fails in CI).
 func everythingScript(t testing.TB) string {
 	t.Helper()
-	dir := os.Getenv("PEERS_DIR")
-	if dir == "" {
-		dir = "../.peers"
-	}
-	script := filepath.Join(dir, "npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-	_, err := os.Stat(script)
-	if err == nil {
-		_, err = exec.LookPath("node")
-	}
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("server-everything or node missing in CI (make peers): %v", err)
-		}
-		t.Skipf("server-everything or node missing (make peers, or set PEERS_DIR): %v", err)
-	}
-	abs, _ := filepath.Abs(script)
-	return abs
+	testkit.Node(t)
+	return testkit.Peer(t, testkit.ServerEverything)
 }
 
 // processesWithEnv returns the PIDs of live processes whose environment

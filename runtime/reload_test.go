@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"reflect"
 	goruntime "runtime"
 	"slices"
@@ -20,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/transport"
 )
@@ -343,24 +343,10 @@ func TestReloadWhileCalling(t *testing.T) {
 }
 
 // everythingServer returns the go-sdk conformance everything-server
-// (stdio) under PEERS_DIR, or skips when it is absent and CI is unset.
+// (stdio), or skips when it is not installed (fails in CI).
 func everythingServer(t testing.TB) string {
 	t.Helper()
-	dir := os.Getenv("PEERS_DIR")
-	if dir == "" {
-		dir = "../.peers"
-	}
-	bin, err := filepath.Abs(filepath.Join(dir, "bin", "everything-server"))
-	if err == nil {
-		_, err = os.Stat(bin)
-	}
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("everything-server missing in CI (make peers): %v", err)
-		}
-		t.Skipf("everything-server missing (make peers, or set PEERS_DIR): %v", err)
-	}
-	return bin
+	return testkit.Peer(t, testkit.GoEverythingServer)
 }
 
 // Real child processes: a reload starts the added server's, stops the

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/internal/testkit"
 )
 
 // misbehaveBin is the testdata/misbehave server, built once by TestMain.
@@ -164,24 +166,9 @@ func waitGone(t *testing.T, pids []int) {
 // peers returns the directory of the installed MCP peers, or skips.
 func peers(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv("PEERS_DIR")
-	if dir == "" {
-		dir = "../.peers"
-	}
-	if _, err := os.Stat(filepath.Join(dir, "npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("MCP peers not installed under %s (make peers): %v", dir, err)
-		}
-		t.Skipf("MCP peers not installed under %s; run make peers or set PEERS_DIR", dir)
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("node not on PATH")
-		}
-		t.Skip("node not on PATH")
-	}
-	abs, _ := filepath.Abs(dir)
-	return abs
+	testkit.Peer(t, testkit.ServerEverything)
+	testkit.Node(t)
+	return testkit.PeersDir()
 }
 
 func peerScript(dir, pkg string) string {

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
@@ -22,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/engine"
 	"github.com/openclaw-go/openclaw/proxy"
@@ -37,23 +37,7 @@ var echoArgs = json.RawMessage(`{"message":"bench"}`)
 // everything returns node and server-everything's script, or skips.
 func everything(tb testing.TB) (node, script string) {
 	tb.Helper()
-	peers := os.Getenv("PEERS_DIR")
-	if peers == "" {
-		peers = filepath.Join("..", "..", ".peers")
-	}
-	script = filepath.Join(peers, "npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-	if _, err := os.Stat(script); err != nil {
-		tb.Skipf("server-everything not installed (PEERS_DIR=%s): %v", peers, err)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		tb.Skip("node is not on PATH")
-	}
-	abs, err := filepath.Abs(script)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return node, abs
+	return testkit.Node(tb), testkit.Peer(tb, testkit.ServerEverything)
 }
 
 // quiet is a logger that drops everything.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
 	"github.com/openclaw-go/openclaw/gateway/protocol"
 )
 
@@ -24,7 +25,7 @@ import (
 // OpenClaw 2026.9.6 captures and checks our connect with
 // protocol.VerifyConnect, so it stays pinned to real traffic.
 
-const fixtureDir = "../../../shared/fixtures/openclaw/"
+const fixtureDir = "../../testdata/openclaw/"
 
 func readFixture(t testing.TB, rel string) []byte {
 	t.Helper()

@@ -132,7 +132,7 @@ func FuzzDecodeFrame(f *testing.F) {
 }
 
 func BenchmarkDecodeFrame(b *testing.B) {
-	frame, err := os.ReadFile("../../../shared/fixtures/openclaw/gateway-frames/rpc-sessions.list.json")
+	frame, err := os.ReadFile("../../testdata/openclaw/gateway-frames/rpc-sessions.list.json")
 	if err != nil {
 		b.Skipf("fixture not available: %v", err)
 	}

@@ -21,23 +21,14 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/internal/testkit"
 )
 
 // TestMCPProxyStdio spawns the built binary as `openclaw mcp proxy` in front
 // of server-everything and talks to it with the go-sdk client.
 func TestMCPProxyStdio(t *testing.T) {
-	peers := os.Getenv("PEERS_DIR")
-	if peers == "" {
-		t.Skip("PEERS_DIR not set (server-everything needed)")
-	}
-	script := filepath.Join(peers, "npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node missing")
-	}
-	if _, err := os.Stat(script); err != nil {
-		t.Skipf("server-everything missing: %v", err)
-	}
+	node, script, _ := proxyPeers(t)
 	dir := t.TempDir()
 	bin := buildOpenclaw(t, dir)
 	home, policy := writeEverythingFixture(t, dir, node, script)
@@ -187,19 +178,7 @@ func alive(pid string) bool {
 // skips the test when they are missing.
 func proxyPeers(t *testing.T) (node, everything, peers string) {
 	t.Helper()
-	peers = os.Getenv("PEERS_DIR")
-	if peers == "" {
-		t.Skip("PEERS_DIR not set (server-everything needed)")
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node missing")
-	}
-	everything = filepath.Join(peers, "npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-	if _, err := os.Stat(everything); err != nil {
-		t.Skipf("server-everything missing: %v", err)
-	}
-	return node, everything, peers
+	return testkit.Node(t), testkit.Peer(t, testkit.ServerEverything), testkit.PeersDir()
 }
 
 // httpProxy is a running `openclaw mcp proxy --listen`.
@@ -413,10 +392,7 @@ func TestMCPProxyHTTP(t *testing.T) {
 	})
 
 	t.Run("inspector CLI", func(t *testing.T) {
-		cli := filepath.Join(peers, "npm/node_modules/@modelcontextprotocol/inspector-cli/build/index.js")
-		if _, err := os.Stat(cli); err != nil {
-			t.Skipf("inspector CLI missing: %v", err)
-		}
+		cli := testkit.Peer(t, testkit.InspectorCLI)
 		for _, path := range []string{"/mcp", "/sse"} {
 			cmd := exec.CommandContext(ctx, node, cli, hp.base+path, "--method", "tools/call", "--tool-name", "everything__echo",
 				"--tool-arg", "message=from inspector", "--header", "Authorization: Bearer "+hp.token)
@@ -758,17 +734,7 @@ func TestMCPProxyStdioMetricsListen(t *testing.T) {
 // the client is told the tools changed and sees the added server's tools;
 // a removed server's child process stops; the tool policy is read again.
 func TestMCPProxyReload(t *testing.T) {
-	peers := os.Getenv("PEERS_DIR")
-	if peers == "" {
-		t.Skip("PEERS_DIR not set (the go-sdk everything-server needed)")
-	}
-	server, err := filepath.Abs(filepath.Join(peers, "bin", "everything-server"))
-	if err == nil {
-		_, err = os.Stat(server)
-	}
-	if err != nil {
-		t.Skipf("everything-server missing: %v", err)
-	}
+	server := testkit.Peer(t, testkit.GoEverythingServer)
 	dir := t.TempDir()
 	bin := buildOpenclaw(t, dir)
 	home := filepath.Join(dir, "home")
@@ -989,10 +955,7 @@ func TestMCPProxyStdioNodeAndInspector(t *testing.T) {
 	})
 
 	t.Run("inspector CLI", func(t *testing.T) {
-		cli := filepath.Join(peers, "npm/node_modules/@modelcontextprotocol/inspector-cli/build/index.js")
-		if _, err := os.Stat(cli); err != nil {
-			t.Skipf("inspector CLI missing: %v", err)
-		}
+		cli := testkit.Peer(t, testkit.InspectorCLI)
 		args := append(append([]string{cli, bin}, proxyArgs...), "--method", "tools/call", "--tool-name", "everything__echo", "--tool-arg", "message=from inspector stdio")
 		cmd := exec.CommandContext(ctx, node, args...)
 		cmd.Dir = filepath.Join(peers, "npm/node_modules") // it reads ../package.json

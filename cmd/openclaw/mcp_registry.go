@@ -20,7 +20,7 @@ import (
 // The registry commands: `openclaw mcp list | show | set | unset | status |
 // doctor`, reading and writing mcp.servers in OpenClaw's openclaw.json with
 // OpenClaw's texts and exit codes (shared/reference/openclaw-protocol.md
-// §11.9, golden transcripts in shared/fixtures/openclaw/cli/). Results go to
+// §11.9, golden transcripts in testdata/openclaw/cli/). Results go to
 // stdout, failures and warnings to stderr.
 
 // Sentences of ours where OpenClaw prints a hint or a note (the captured

@@ -13,7 +13,7 @@ import (
 	"testing"
 )
 
-const cliFixtures = "../../../shared/fixtures/openclaw/cli/"
+const cliFixtures = "../../testdata/openclaw/cli/"
 
 // registryCLI runs the real binary against its own OpenClaw home.
 type registryCLI struct {

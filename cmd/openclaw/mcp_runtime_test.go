@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/runtime"
 )
 
@@ -105,16 +106,12 @@ func (c *runtimeCLI) newHome(t *testing.T, servers map[string]any, files map[str
 // stdio, or "" when it is not installed (a failure in CI).
 func everythingEntry(t *testing.T) map[string]any {
 	t.Helper()
-	dir := os.Getenv("PEERS_DIR")
-	if dir == "" {
-		dir = "../../.peers"
-	}
-	script, _ := filepath.Abs(filepath.Join(dir, "npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js"))
+	script := filepath.Join(testkit.PeersDir(), testkit.ServerEverything)
 	_, statErr := os.Stat(script)
 	_, nodeErr := exec.LookPath("node")
 	if statErr != nil || nodeErr != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("server-everything or node missing in CI (make peers): %v %v", statErr, nodeErr)
+		if testkit.InCI() {
+			testkit.Missing(t, "node and "+script)
 		}
 		return nil
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-const fixtures = "../../../shared/fixtures/openclaw/gateway-frames/"
+const fixtures = "../../testdata/openclaw/gateway-frames/"
 
 func readFixture(t *testing.T, name string) []byte {
 	t.Helper()

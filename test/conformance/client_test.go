@@ -19,6 +19,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/openclaw-go/openclaw/internal/testkit"
 )
 
 // scenarioResult is one `✓ name: N passed, M failed[, W warnings]` line of
@@ -53,43 +55,6 @@ func parseSummary(out string) map[string]scenarioResult {
 		}
 	}
 	return res
-}
-
-// suite finds the conformance CLI and returns the node arguments that run
-// it, or skips.
-func suite(t *testing.T) []string {
-	t.Helper()
-	peers := os.Getenv("PEERS_DIR")
-	if peers == "" {
-		peers, _ = filepath.Abs("../../.peers")
-	}
-	cli := filepath.Join(peers, "npm/node_modules/@modelcontextprotocol/conformance/dist/index.js")
-	if _, err := os.Stat(cli); err != nil {
-		t.Skipf("conformance suite not installed (PEERS_DIR=%s; make peers): %v", peers, err)
-	}
-	out, err := exec.Command("node", "--version").Output()
-	if err != nil {
-		t.Skipf("node not found: %v", err)
-	}
-	major, _ := strconv.Atoi(strings.TrimPrefix(strings.SplitN(strings.TrimSpace(string(out)), ".", 2)[0], "v"))
-	if major >= 22 {
-		return []string{cli}
-	}
-	// node 20 lacks fs.globSync, which the CLI imports (mcp-peers.md §3).
-	var hooks []string
-	if d := os.Getenv("PEERS_SCRIPTS"); d != "" {
-		hooks = append(hooks, filepath.Join(d, "node20-globsync-hook.mjs"))
-	}
-	hooks = append(hooks, "../../../shared/peers/mcp/node20-globsync-hook.mjs")
-	for _, h := range hooks {
-		if abs, err := filepath.Abs(h); err == nil {
-			if _, err := os.Stat(abs); err == nil {
-				return []string{"--import", abs, cli}
-			}
-		}
-	}
-	t.Skipf("node %d needs node20-globsync-hook.mjs (PEERS_SCRIPTS or ../shared/peers/mcp)", major)
-	return nil
 }
 
 // buildClient builds ./client into a temporary folder.
@@ -194,7 +159,7 @@ var knownClientFailures = map[string]string{
 // with no failed check, except the known failures, which must still fail.
 func TestClientConformance(t *testing.T) {
 	t.Parallel()
-	node := suite(t)
+	node := testkit.ConformanceArgs(t)
 	bin := buildClient(t)
 	core := append(slices.Clone(coreScenarios), authScenarios...)
 	for _, tc := range []struct {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/policies/engine"
 	"github.com/openclaw-go/openclaw/runtime"
 	"github.com/openclaw-go/openclaw/transport"
@@ -40,17 +40,9 @@ const (
 //     2026-07-28, its server/discover fails and the client falls back to
 //     initialize with 2025-11-25.
 func TestServerProtocolRevisions(t *testing.T) {
-	dir := os.Getenv("PEERS_DIR")
-	if dir == "" {
-		t.Skip("PEERS_DIR not set (server-everything and the go-sdk everything-server are needed)")
-	}
-	goFixture := filepath.Join(dir, "bin/everything-server")
-	nodeScript := filepath.Join(dir, "npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-	for _, f := range []string{goFixture, nodeScript} {
-		if _, err := os.Stat(f); err != nil {
-			t.Skipf("peer missing: %v", err)
-		}
-	}
+	goFixture := testkit.Peer(t, testkit.GoEverythingServer)
+	nodeScript := testkit.Peer(t, testkit.ServerEverything)
+	testkit.Node(t)
 	goEntry := transport.ServerEntry{Command: goFixture}
 	nodeEntry := transport.ServerEntry{Command: "node", Args: []string{nodeScript, "stdio"}}
 	const goTool, goArgs, goText = "everything__test_simple_text", `{}`, "simple text"

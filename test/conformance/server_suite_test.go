@@ -16,65 +16,28 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/openclaw-go/openclaw/internal/testkit"
 )
 
-// serverPeers locates the peers the server-mode suite needs under
-// $PEERS_DIR, skipping the test when one is missing: node, the conformance
-// CLI (@modelcontextprotocol/conformance) and the go-sdk fixture
+// serverPeers locates the peers the server-mode suite needs, skipping the
+// test when one is missing (failing in CI): node, the conformance CLI
+// (@modelcontextprotocol/conformance) and the go-sdk fixture
 // everything-server.
 type serverPeers struct {
-	node        string // node executable
-	suite       string // the conformance CLI's dist/index.js
-	everything  string // go-sdk conformance everything-server
-	nodeImports []string
+	node       string   // node executable
+	suite      []string // node arguments that run the conformance CLI
+	everything string   // go-sdk conformance everything-server
 }
 
 func findServerPeers(t *testing.T) serverPeers {
 	t.Helper()
-	dir := os.Getenv("PEERS_DIR")
-	if dir == "" {
-		t.Skip("PEERS_DIR not set (the conformance suite and the go-sdk everything-server are needed)")
+	return serverPeers{
+		node:       testkit.Node(t),
+		suite:      testkit.ConformanceArgs(t),
+		everything: testkit.Peer(t, testkit.GoEverythingServer),
 	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node not found")
-	}
-	p := serverPeers{
-		node:       node,
-		suite:      filepath.Join(dir, "npm/node_modules/@modelcontextprotocol/conformance/dist/index.js"),
-		everything: filepath.Join(dir, "bin/everything-server"),
-	}
-	for _, f := range []string{p.suite, p.everything} {
-		if _, err := os.Stat(f); err != nil {
-			t.Skipf("peer missing: %v", err)
-		}
-	}
-	// The suite imports fs.globSync (node >= 22) though only its tier-check
-	// command calls it: on older node, give it one that says so.
-	hook := filepath.Join(t.TempDir(), "globsync-hook.mjs")
-	if err := os.WriteFile(hook, []byte(serverGlobSyncHook), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	p.nodeImports = []string{"--import", hook}
-	return p
 }
-
-// serverGlobSyncHook is a Node ESM loader hook: when node:fs lacks
-// globSync (node 20), modules of the conformance CLI that import "fs" get
-// node:fs plus a globSync that throws; on newer node it does nothing.
-const serverGlobSyncHook = `import { register } from "node:module";
-import fs from "node:fs";
-if (!fs.globSync) {
-  const shim = 'export * from "node:fs"; export { default } from "node:fs";' +
-    ' export function globSync() { throw new Error("fs.globSync needs node >= 22"); }';
-  const url = "data:text/javascript," + encodeURIComponent(shim);
-  const hooks = "export async function resolve(spec, ctx, next) {" +
-    " if ((spec === 'fs' || spec === 'node:fs') && (ctx.parentURL || '').includes('/conformance/dist/'))" +
-    " return { url: " + JSON.stringify(url) + ", shortCircuit: true };" +
-    " return next(spec, ctx); }";
-  register("data:text/javascript," + encodeURIComponent(hooks));
-}
-`
 
 // serverCheck is one check of a scenario's checks.json, as the suite
 // writes it.
@@ -172,7 +135,7 @@ func parseServerResults(dir string) (serverResults, error) {
 func runServerSuite(ctx context.Context, t *testing.T, p serverPeers, url string) (serverResults, string) {
 	t.Helper()
 	out := t.TempDir()
-	args := append(slices.Clone(p.nodeImports), p.suite, "server", "--url", url, "-o", out)
+	args := append(slices.Clone(p.suite), "server", "--url", url, "-o", out)
 	cmd := exec.CommandContext(ctx, p.node, args...)
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf

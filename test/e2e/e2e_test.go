@@ -1,7 +1,7 @@
 // Package e2e_test drives the built `openclaw` binary with real MCP clients
 // (the go-sdk client and the official Node SDK client) against a local
 // Gateway child process, and checks the MCP surface against the real
-// OpenClaw 2026.9.6 captures in shared/fixtures/openclaw.
+// OpenClaw 2026.9.6 captures in testdata/openclaw.
 package e2e_test
 
 import (
@@ -19,11 +19,12 @@ import (
 	"time"
 
 	"github.com/openclaw-go/openclaw/internal/e2e"
+	"github.com/openclaw-go/openclaw/internal/testkit"
 )
 
 var bin string // the openclaw binary built for this test run
 
-const fixtures = "../../../shared/fixtures/openclaw"
+const fixtures = "../../testdata/openclaw"
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "openclaw-e2e-bin-")
@@ -252,7 +253,7 @@ func rawServe(t *testing.T, ctx context.Context, args []string, lines ...string)
 func fixture(t *testing.T, name string) map[string]any {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(fixtures, name))
-	if err != nil {
+		t.Fatalf("fixture %s: %v", name, err)
 		t.Skipf("fixture %s not available: %v", name, err)
 	}
 	var m map[string]any
@@ -315,16 +316,9 @@ func TestGoldenInitializeAndToolsList(t *testing.T) {
 // nine tools (test/e2e/node/client.mjs).
 func TestNodeSDKClient(t *testing.T) {
 	t.Parallel()
-	peers := os.Getenv("PEERS_DIR")
-	if peers == "" {
-		peers, _ = filepath.Abs("../../.peers")
-	}
-	if _, err := os.Stat(filepath.Join(peers, "npm/node_modules/@modelcontextprotocol/sdk")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("the Node SDK peer is missing in CI (PEERS_DIR=%s): run `make peers`", peers)
-		}
-		t.Skipf("Node SDK not installed (PEERS_DIR=%s); run `make peers`", peers)
-	}
+	testkit.Node(t)
+	testkit.Peer(t, testkit.NodeSDK)
+	peers := testkit.PeersDir()
 	ctx, gw, tokenFile := setup(t)
 	cmd := exec.CommandContext(ctx, "node", "node/client.mjs")
 	cmd.Env = append(os.Environ(), "OPENCLAW_BIN="+bin, "GATEWAY_URL="+gw.URL, "GATEWAY_TOKEN="+gw.Token,

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs the real MCP peers the tests run against, pinned, into $PEERS_DIR (default: .peers at
+# the repository root): the npm packages into $PEERS_DIR/npm, go-sdk's conformance fixtures into
+# $PEERS_DIR/bin. Needs node, npm and go; the npm registry and the Go module proxy are the only
+# network it uses. A second run with the same pins does nothing (the stamp file records them).
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+PEERS_DIR=${PEERS_DIR:-$repo/.peers}
+mkdir -p "$PEERS_DIR"
+PEERS_DIR=$(cd "$PEERS_DIR" && pwd)
+
+npm_pins=(
+  @modelcontextprotocol/server-everything@2026.8.31
+  @modelcontextprotocol/server-filesystem@2026.8.31
+  @modelcontextprotocol/server-memory@2026.8.31
+  @modelcontextprotocol/conformance@0.1.16
+  @modelcontextprotocol/inspector-cli@1.0.3
+  @modelcontextprotocol/sdk@1.32.2
+  supergateway@4.0.0
+  mcp-proxy@6.7.19
+)
+go_pins=(
+  github.com/modelcontextprotocol/go-sdk/conformance/everything-server@v1.8.0
+  github.com/modelcontextprotocol/go-sdk/conformance/everything-client@v1.8.0
+)
+stamp="$PEERS_DIR/.installed"
+want=$(printf '%s\n' "${npm_pins[@]}" "${go_pins[@]}")
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  echo "MCP peers already installed in $PEERS_DIR"
+  exit 0
+fi
+for tool in node npm go; do
+  command -v "$tool" >/dev/null || { echo "install.sh: $tool is not on PATH (the MCP peers need node, npm and go)" >&2; exit 1; }
+done
+
+echo "Installing the MCP peers into $PEERS_DIR (npm, then go install)"
+mkdir -p "$PEERS_DIR/npm" "$PEERS_DIR/bin"
+cd "$PEERS_DIR/npm"
+[ -f package.json ] || npm init -y >/dev/null
+npm install --no-audit --no-fund --loglevel=error "${npm_pins[@]}"
+# go-sdk's own conformance fixtures, built outside this module so its go.mod is untouched.
+cd "$PEERS_DIR"
+GOFLAGS=-mod=mod GOBIN="$PEERS_DIR/bin" go install "${go_pins[@]}"
+printf '%s\n' "$want" >"$stamp"
+echo "MCP peers installed in $PEERS_DIR"
