@@ -253,8 +253,8 @@ func rawServe(t *testing.T, ctx context.Context, args []string, lines ...string)
 func fixture(t *testing.T, name string) map[string]any {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(fixtures, name))
+	if err != nil {
 		t.Fatalf("fixture %s: %v", name, err)
-		t.Skipf("fixture %s not available: %v", name, err)
 	}
 	var m map[string]any
 	if err := json.Unmarshal(data, &m); err != nil {
