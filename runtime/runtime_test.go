@@ -185,22 +185,6 @@ func TestToolFilter(t *testing.T) {
 	}
 }
 
-func TestGlobMatch(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		pattern, s string
-		want       bool
-	}{
-		{"abc", "abc", true}, {"abc", "abcd", false}, {"*", "", true}, {"a*", "a", true},
-		{"*c", "abc", true}, {"a*c", "ac", true}, {"a*b*c", "a-b-c", true}, {"a*b*c", "a-c", false},
-		{"*a*a", "a", false}, {"*a*a", "aa", true}, {"x**y", "xy", true}, {"a*a", "a", false},
-	} {
-		if got := globMatch(tc.pattern, tc.s); got != tc.want {
-			t.Errorf("globMatch(%q, %q) = %v, want %v", tc.pattern, tc.s, got, tc.want)
-		}
-	}
-}
-
 func TestPagination(t *testing.T) {
 	t.Parallel()
 	srv := newServer("paged", &mcp.ServerOptions{PageSize: 5})

@@ -191,7 +191,7 @@ func allowed(f *config.ToolFilter, raw, exposed string) bool {
 			if p = strings.TrimSpace(p); p == "" {
 				continue
 			}
-			if globMatch(p, raw) || globMatch(p, exposed) {
+			if g := compileGlob(p); g.match(raw) || g.match(exposed) {
 				return true
 			}
 		}
@@ -201,26 +201,4 @@ func allowed(f *config.ToolFilter, raw, exposed string) bool {
 		return false
 	}
 	return !matches(f.Exclude)
-}
-
-// globMatch reports whether s matches pattern, in which `*` matches any run
-// of characters (none included) and every other character itself.
-func globMatch(pattern, s string) bool {
-	parts := strings.Split(pattern, "*")
-	if len(parts) == 1 {
-		return pattern == s
-	}
-	if !strings.HasPrefix(s, parts[0]) {
-		return false
-	}
-	s = s[len(parts[0]):]
-	last := parts[len(parts)-1]
-	for _, p := range parts[1 : len(parts)-1] {
-		i := strings.Index(s, p)
-		if i < 0 {
-			return false
-		}
-		s = s[i+len(p):]
-	}
-	return strings.HasSuffix(s, last)
 }

@@ -50,33 +50,12 @@ type policyStep struct {
 }
 
 // toolPattern is one entry: a plugin-wide entry (bundle-mcp,
-// group:plugins) or a case-insensitive `*` glob on the exposed name, split
-// at its stars once (lowercased).
+// group:plugins) or a case-insensitive glob on the exposed name (compiled
+// from the lowercased entry).
 type toolPattern struct {
 	raw    string
 	plugin bool
-	parts  []string
-}
-
-// matches reports whether the lowercased name matches the glob: parts[0]
-// is a prefix, the last part a suffix, the others appear in order between.
-func (p *toolPattern) matches(name string) bool {
-	if len(p.parts) == 1 {
-		return name == p.parts[0]
-	}
-	first, last := p.parts[0], p.parts[len(p.parts)-1]
-	if len(name) < len(first)+len(last) || !strings.HasPrefix(name, first) || !strings.HasSuffix(name, last) {
-		return false
-	}
-	mid := name[len(first) : len(name)-len(last)]
-	for _, part := range p.parts[1 : len(p.parts)-1] {
-		i := strings.Index(mid, part)
-		if i < 0 {
-			return false
-		}
-		mid = mid[i+len(part):]
-	}
-	return true
+	glob   glob
 }
 
 func compilePatterns(entries []string) []toolPattern {
@@ -86,7 +65,7 @@ func compilePatterns(entries []string) []toolPattern {
 		if n == "" {
 			continue
 		}
-		out = append(out, toolPattern{raw: e, plugin: n == MCPPluginID || n == "group:plugins", parts: strings.Split(n, "*")})
+		out = append(out, toolPattern{raw: e, plugin: n == MCPPluginID || n == "group:plugins", glob: compileGlob(n)})
 	}
 	return out
 }
@@ -94,7 +73,7 @@ func compilePatterns(entries []string) []toolPattern {
 // match returns the first pattern that matches the lowercased exposed name.
 func match(ps []toolPattern, lower string) (toolPattern, bool) {
 	for i := range ps {
-		if ps[i].plugin || ps[i].matches(lower) {
+		if ps[i].plugin || ps[i].glob.match(lower) {
 			return ps[i], true
 		}
 	}

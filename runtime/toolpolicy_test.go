@@ -194,32 +194,3 @@ func BenchmarkToolPolicy5000(b *testing.B) {
 		}
 	}
 }
-
-func TestToolPatternGlob(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		pattern, name string
-		want          bool
-	}{
-		{"docs__search", "docs__search", true},
-		{"docs__search", "docs__search2", false},
-		{"*", "anything", true},
-		{"*", "", true},
-		{"docs__*", "docs__", true},
-		{"docs__*", "doc__x", false},
-		{"*__fetch", "web__fetch", true},
-		{"*__fetch", "web__fetcher", false},
-		{"a*a", "a", false},
-		{"a*a", "aa", true},
-		{"out*graph*", "outlook-graph__send", true},
-		{"*x*y*", "yx", false},
-		{"*x*y*", "axby", true},
-		{"**", "q", true},
-	}
-	for _, tt := range tests {
-		p := compilePatterns([]string{tt.pattern})[0]
-		if got := p.matches(tt.name); got != tt.want {
-			t.Errorf("%q matches %q = %v, want %v", tt.pattern, tt.name, got, tt.want)
-		}
-	}
-}
