@@ -159,7 +159,7 @@ func (b *Bridge) approve(ctx context.Context, req *mcp.CallToolRequest, call *po
 	if st := req.Params.RequestState; st != "" {
 		return b.elicitAnswer(req, call, d, st)
 	}
-	id, err := newUUID()
+	id, err := newID()
 	if err != nil {
 		return errorResult(d.Message() + "; generating the approval id failed: " + err.Error())
 	}
@@ -249,7 +249,7 @@ var elicitSchema = json.RawMessage(`{"type":"object","properties":{` +
 // arguments by an unguessable requestState kept here until the TTL.
 func (b *Bridge) elicit(req *mcp.CallToolRequest, call *policies.ToolCall, d *policies.Decision, areq *policies.ApprovalRequest, ttl time.Duration) *mcp.CallToolResult {
 	r := b.routing
-	state, err := newUUID()
+	state, err := newID()
 	if err != nil {
 		return errorResult(d.Message() + "; generating the approval form id failed: " + err.Error())
 	}

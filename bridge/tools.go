@@ -2,8 +2,6 @@ package bridge
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -11,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openclaw-go/openclaw/policies"
@@ -764,7 +763,7 @@ func (b *Bridge) messagesSend(ctx context.Context, a *args) (*mcp.CallToolResult
 	if c == nil {
 		return nil, fmt.Errorf("Conversation not found for session %s", key)
 	}
-	idem, err := newUUID()
+	idem, err := newID()
 	if err != nil {
 		return nil, fmt.Errorf("generating idempotency key: %w", err)
 	}
@@ -828,23 +827,12 @@ func (b *Bridge) permissionsRespond(ctx context.Context, a *args) (*mcp.CallTool
 	return okResult("approval resolved", resultEnvelope(payload)), nil
 }
 
-// newUUID returns a random RFC 4122 version 4 UUID.
-func newUUID() (string, error) {
-	var u [16]byte
-	if _, err := rand.Read(u[:]); err != nil {
+// newID returns a random (version 4) UUID in canonical form, or the error
+// of the system's random source.
+func newID() (string, error) {
+	u, err := uuid.NewRandom()
+	if err != nil {
 		return "", err
 	}
-	u[6] = u[6]&0x0f | 0x40
-	u[8] = u[8]&0x3f | 0x80
-	var s [36]byte
-	hex.Encode(s[0:8], u[0:4])
-	s[8] = '-'
-	hex.Encode(s[9:13], u[4:6])
-	s[13] = '-'
-	hex.Encode(s[14:18], u[6:8])
-	s[18] = '-'
-	hex.Encode(s[19:23], u[8:10])
-	s[23] = '-'
-	hex.Encode(s[24:], u[10:])
-	return string(s[:]), nil
+	return u.String(), nil
 }

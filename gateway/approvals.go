@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/openclaw-go/openclaw/gateway/protocol"
 )
 
@@ -141,7 +143,7 @@ func (s *Server) openApproval(kind string, p approvalParams, requester *conn, re
 			return bad(err.Error())
 		}
 		if a.id == "" {
-			a.id = newUUID()
+			a.id = uuid.NewString()
 		}
 		for _, f := range execRequestFields {
 			switch f {
@@ -166,7 +168,7 @@ func (s *Server) openApproval(kind string, p approvalParams, requester *conn, re
 				return bad(f + " is required")
 			}
 		}
-		a.id = "plugin:" + newUUID()
+		a.id = "plugin:" + uuid.NewString()
 		for _, f := range pluginRequestFields {
 			a.request = a.request.set(f, p.value(f))
 		}

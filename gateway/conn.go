@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/coder/websocket"
+	"github.com/google/uuid"
+
 	"github.com/openclaw-go/openclaw/gateway/protocol"
 )
 
@@ -46,7 +48,7 @@ type conn struct {
 }
 
 func newConn(s *Server, ws *websocket.Conn) *conn {
-	return &conn{srv: s, ws: ws, id: newUUID(), nonce: newUUID(), notify: make(chan struct{}, 1)}
+	return &conn{srv: s, ws: ws, id: uuid.NewString(), nonce: uuid.NewString(), notify: make(chan struct{}, 1)}
 }
 
 func (c *conn) isReady() bool { return c.ready.Load() }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
 	"github.com/openclaw-go/openclaw/gateway"
 	"github.com/openclaw-go/openclaw/gateway/gatewaytest"
 	"github.com/openclaw-go/openclaw/gateway/protocol"

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/openclaw-go/openclaw/gateway/protocol"
 )
 
@@ -350,7 +352,7 @@ func (s *Server) deliver(channel, to, sessionKey, text, idem string) (any, *prot
 	if prev, ok := s.idemGet("send\x00" + idem); ok {
 		return prev, nil
 	}
-	messageID := newUUID()
+	messageID := uuid.NewString()
 	result := object{{"runId", idem}, {"messageId", messageID}, {"channel", channel}, {"to", to}}
 	if sessionKey != "" {
 		result = result.set("sessionKey", sessionKey)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/google/uuid"
+
 	"github.com/openclaw-go/openclaw/gateway/protocol"
 )
 
@@ -75,7 +77,7 @@ func New(opts *Options) (*Server, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
-		opts: o, token: token, store: st, bootID: newUUID(), start: o.Now(),
+		opts: o, token: token, store: st, bootID: uuid.NewString(), start: o.Now(),
 		baseCtx: ctx, baseCancel: cancel,
 		conns: map[*conn]struct{}{}, approvals: map[approvalKey]*approval{},
 		deviceTokens: map[string]string{}, idem: map[string]any{},

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/google/uuid"
 )
 
 // Route is where a conversation's replies go: OpenClaw's session
@@ -270,7 +271,7 @@ func (s *store) upsertLocked(upd sessionRecord, now int64) (*session, error) {
 			rec.AgentID = agentIDFromKey(rec.Key)
 		}
 		if rec.SessionID == "" {
-			rec.SessionID = "sess-" + newUUID()
+			rec.SessionID = "sess-" + uuid.NewString()
 		}
 		if rec.CreatedAt == 0 {
 			rec.CreatedAt = now
@@ -331,7 +332,7 @@ type newMessage struct {
 // session's updatedAt to now; seeded history does not. s.mu must be held.
 func (s *store) appendLocked(sess *session, nm newMessage, now int64, live bool) (*storedMessage, error) {
 	if nm.id == "" {
-		nm.id = newUUID()
+		nm.id = uuid.NewString()
 	}
 	if _, dup := sess.byID[nm.id]; dup {
 		return nil, fmt.Errorf("gateway: session %s already has message %s", sess.rec.Key, nm.id)
@@ -409,18 +410,6 @@ func agentIDFromKey(key string) string {
 		return parts[1]
 	}
 	return "main"
-}
-
-// newUUID returns a random RFC 4122 version 4 UUID.
-func newUUID() string {
-	var b [16]byte
-	if _, err := io.ReadFull(rand.Reader, b[:]); err != nil {
-		panic("gateway: crypto/rand failed: " + err.Error())
-	}
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	h := hex.EncodeToString(b[:])
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
 // randomToken returns n random bytes, base64url-encoded.

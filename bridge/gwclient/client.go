@@ -5,14 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/openclaw-go/openclaw/transport"
 	"net"
 	"net/http"
 	"net/url"
 	"sync"
 	"time"
 
+	"github.com/openclaw-go/openclaw/transport"
+
 	"github.com/coder/websocket"
+
 	"github.com/openclaw-go/openclaw/gateway/protocol"
 )
 

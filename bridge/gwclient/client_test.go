@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
 	"github.com/openclaw-go/openclaw/bridge/gwclient"
 	"github.com/openclaw-go/openclaw/gateway/protocol"
 )

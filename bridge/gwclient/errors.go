@@ -5,12 +5,14 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/openclaw-go/openclaw/transport"
 	"net"
 	"strings"
 	"time"
 
+	"github.com/openclaw-go/openclaw/transport"
+
 	"github.com/coder/websocket"
+
 	"github.com/openclaw-go/openclaw/gateway/protocol"
 )
 

@@ -3,7 +3,6 @@ package gwclient
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"testing"
 	"time"
 
@@ -116,24 +115,5 @@ func TestNodePlatform(t *testing.T) {
 		if p, f := nodePlatform(goos), nodeOSType(goos); p != want[0] || f != want[1] {
 			t.Errorf("%s → %s/%s, want %s/%s", goos, p, f, want[0], want[1])
 		}
-	}
-}
-
-func TestNewUUID(t *testing.T) {
-	t.Parallel()
-	re := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
-	seen := map[string]bool{}
-	for range 1000 {
-		u := newUUID()
-		if !re.MatchString(u) || seen[u] {
-			t.Fatalf("bad or repeated uuid %q", u)
-		}
-		seen[u] = true
-	}
-}
-
-func BenchmarkNewUUID(b *testing.B) {
-	for b.Loop() {
-		_ = newUUID()
 	}
 }

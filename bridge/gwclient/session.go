@@ -2,8 +2,6 @@ package gwclient
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +12,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/google/uuid"
+
 	"github.com/openclaw-go/openclaw/gateway/protocol"
 )
 
@@ -212,7 +212,7 @@ func isAccepted(payload json.RawMessage) bool {
 // the read loop) and the wait goes on for the final response, which is
 // then bounded by ctx only, not by timeout.
 func (s *session) callPhased(ctx context.Context, method string, params any, timeout time.Duration, accepted func(json.RawMessage)) (json.RawMessage, error) {
-	id := strconv.FormatInt(s.nextID.Add(1), 10) + ":" + newUUID()
+	id := strconv.FormatInt(s.nextID.Add(1), 10) + ":" + uuid.NewString()
 	f, err := protocol.Request(id, method, params)
 	if err != nil {
 		return nil, err
@@ -449,23 +449,4 @@ func truncate(b []byte, n int) string {
 		return string(b)
 	}
 	return string(b[:n]) + "…"
-}
-
-// newUUID returns a random RFC 4122 version 4 UUID in canonical form.
-func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	var out [36]byte
-	hex.Encode(out[0:8], b[0:4])
-	out[8] = '-'
-	hex.Encode(out[9:13], b[4:6])
-	out[13] = '-'
-	hex.Encode(out[14:18], b[6:8])
-	out[18] = '-'
-	hex.Encode(out[19:23], b[8:10])
-	out[23] = '-'
-	hex.Encode(out[24:], b[10:])
-	return string(out[:])
 }
