@@ -533,44 +533,54 @@ func (c *conn) admit(ctx context.Context) (cs *mcp.ClientSession, release func()
 	return cs, release, nil
 }
 
-// call runs tools/call for t upstream, one at a time unless the server
-// supports parallel calls, bounded by the request timeout.
+// call runs tools/call for t upstream, on the one request path.
 func (c *conn) call(ctx context.Context, t *Tool, args []byte) (*mcp.CallToolResult, error) {
+	return c.request(ctx, t, "tools/call", func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CallToolResult, error) {
+		params := &mcp.CallToolParams{Name: t.Upstream.Name}
+		if len(args) > 0 {
+			params.Arguments = json.RawMessage(args)
+		}
+		if fn, ok := ctx.Value(progressKey{}).(func(Progress)); ok && fn != nil {
+			// The token is random and bound to cs: another server cannot
+			// guess it, nor use one it learnt (onProgress drops it from them).
+			tok := progressToken()
+			c.s.progressMu.Lock()
+			c.s.progress[tok] = progressEntry{tool: t.Name, fn: fn, cs: cs}
+			c.s.progressMu.Unlock()
+			defer func() {
+				c.s.progressMu.Lock()
+				delete(c.s.progress, tok)
+				c.s.progressMu.Unlock()
+			}()
+			params.SetProgressToken(tok)
+		}
+		return cs.CallTool(ctx, params)
+	})
+}
+
+// request is the one path of a tool's request upstream (op is tools/call,
+// or the MCP method behind a utility tool): admission (pause, connect, the
+// server's turn when it does not support parallel calls), the call's
+// attribution (server-to-client requests that arrive meanwhile, and the
+// input requests of its result, belong to it), the request timeout, the
+// Session's life (Close fails the request at once with ErrClosed, without
+// waiting for the transport to close: a stdio server may take its whole
+// grace to stop), and the failure accounting (pause, a dead connection
+// marked at once; a JSON-RPC error answer is returned as a *ServerError
+// but does not count toward the pause). do sends the request on cs under
+// ctx.
+func (c *conn) request(ctx context.Context, t *Tool, op string, do func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
 	cs, release, err := c.admit(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	// Server-to-client requests that arrive meanwhile belong to this call;
-	// so do the input requests of its result (inputs.go), answered under
-	// the ctx it is sent with.
 	ctx = context.WithValue(ctx, callInfoKey{}, CallInfo{Tool: t.Name, Server: c.cfg.Name})
 	defer c.px.enter(ctx)()
-	params := &mcp.CallToolParams{Name: t.Upstream.Name}
-	if len(args) > 0 {
-		params.Arguments = json.RawMessage(args)
-	}
-	if fn, ok := ctx.Value(progressKey{}).(func(Progress)); ok && fn != nil {
-		// The token is random and bound to cs: another server cannot guess
-		// it, nor use one it learnt (onProgress drops it from them).
-		tok := progressToken()
-		c.s.progressMu.Lock()
-		c.s.progress[tok] = progressEntry{tool: t.Name, fn: fn, cs: cs}
-		c.s.progressMu.Unlock()
-		defer func() {
-			c.s.progressMu.Lock()
-			delete(c.s.progress, tok)
-			c.s.progressMu.Unlock()
-		}()
-		params.SetProgressToken(tok)
-	}
 	timeout := c.cfg.requestTimeout()
 	rctx, cancel := context.WithTimeout(ctx, timeout)
-	// Close fails the calls in flight at once (ErrClosed below), without
-	// waiting for the transport to close: a stdio server may take its whole
-	// grace to stop.
 	stopLife := context.AfterFunc(c.s.life, cancel)
-	res, err := cs.CallTool(rctx, params)
+	res, err := do(rctx, cs)
 	timedOut := rctx.Err() != nil && ctx.Err() == nil
 	stopLife()
 	cancel()
@@ -589,7 +599,16 @@ func (c *conn) call(ctx context.Context, t *Tool, args []byte) (*mcp.CallToolRes
 	if timedOut {
 		err = fmt.Errorf("no answer within the request timeout (%v): %w", timeout, err)
 	}
-	se := &ServerError{Server: c.cfg.Name, Op: "tools/call", Err: redact(c.red(), err)}
+	se := &ServerError{Server: c.cfg.Name, Op: op, Err: redact(c.red(), err)}
+	if !timedOut && serverAnswered(err) {
+		// The server answered, with a JSON-RPC error: it works, and the
+		// answer is the caller's. Only failures to answer count toward the
+		// pause, which takes the server away from every caller.
+		c.mu.Lock()
+		c.failures = 0
+		c.mu.Unlock()
+		return nil, se
+	}
 	if !timedOut && clientRefused(err) {
 		return nil, se
 	}
@@ -598,6 +617,31 @@ func (c *conn) call(ctx context.Context, t *Tool, args []byte) (*mcp.CallToolRes
 		c.ended(cs, err, false) // now, not when the watcher gets to it
 	}
 	return nil, se
+}
+
+// Codes go-sdk gives the errors it makes itself rather than receives
+// (its internal jsonrpc2 package: ErrClientClosing, ErrServerClosing,
+// ErrRejected). A transport's refusal of a request (an HTTP status without
+// a JSON-RPC error body, such as 500) comes back as ErrRejected.
+const (
+	codeClientClosing       = -32003
+	codeServerClosing       = -32004
+	codeRejectedByTransport = -32005
+)
+
+// serverAnswered reports whether err is the server's own JSON-RPC error
+// answer to the request (over stdio, SSE, or HTTP with any status that
+// carries a JSON-RPC error body), as opposed to a failure to get one.
+func serverAnswered(err error) bool {
+	var rpc *jsonrpc.Error
+	if !errors.As(err, &rpc) {
+		return false
+	}
+	switch rpc.Code {
+	case codeClientClosing, codeServerClosing, codeRejectedByTransport:
+		return false
+	}
+	return true
 }
 
 // clientRefused reports whether err is this client's refusal of a server's

@@ -32,6 +32,11 @@ func TestMain(m *testing.M) {
 				fmt.Fprintln(os.Stderr, "hang: started")
 				select {}
 			})
+		srv.AddResource(&mcp.Resource{URI: "hang://forever", Name: "forever"},
+			func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+				fmt.Fprintln(os.Stderr, "hang: started")
+				select {}
+			})
 		_ = srv.Run(context.Background(), &mcp.StdioTransport{})
 		select {}
 	}
@@ -93,9 +98,24 @@ func TestStdioServerExitMidCallIsStatusAtOnce(t *testing.T) {
 
 // Session.Close fails the calls in flight at once with ErrClosed, also on
 // a stdio server that takes its whole grace to stop: the calls do not wait
-// for the transport to close.
+// for the transport to close. A utility tool's request (resources/read)
+// takes the same path as a server tool's tools/call.
 func TestCloseFailsStdioCallsAtOnce(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct{ tool, args string }{
+		{"stubborn__hang", `{}`},
+		{"stubborn__resources_read", `{"uri":"hang://forever"}`},
+	} {
+		t.Run(tc.tool, func(t *testing.T) {
+			t.Parallel()
+			closeMidCall(t, tc.tool, tc.args)
+		})
+	}
+}
+
+// closeMidCall calls tool on the stubborn stdio server and closes the
+// Session once the server has the request.
+func closeMidCall(t *testing.T, tool, args string) {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Skip(err)
@@ -123,7 +143,7 @@ func TestCloseFailsStdioCallsAtOnce(t *testing.T) {
 	}
 	called := make(chan error, 1)
 	go func() {
-		_, err := s.CallTool(ctx, "stubborn__hang", []byte(`{}`))
+		_, err := s.CallTool(ctx, tool, []byte(args))
 		called <- err
 	}()
 	hang := time.After(60 * time.Second) // a hang guard, not a timing assertion

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -81,44 +80,16 @@ func (c *conn) utility(ctx context.Context, t *Tool, args []byte) (*mcp.CallTool
 	if bad != "" {
 		return toolError(bad), nil
 	}
-	cs, release, err := c.admit(ctx)
-	if err != nil {
-		return nil, err
+	res, err := c.request(ctx, t, t.Utility, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CallToolResult, error) {
+		return c.runUtility(ctx, cs, t.Utility, in)
+	})
+	var se *ServerError
+	if errors.As(err, &se) && serverAnswered(se.Err) && !errors.Is(err, context.DeadlineExceeded) {
+		// The server answered with a JSON-RPC error: a tool error, as
+		// OpenClaw's utility tools report it.
+		return toolError(fmt.Sprintf("MCP server %q: %s: %s", c.cfg.Name, t.Utility, se.Err.Error())), nil
 	}
-	defer release()
-	timeout := c.cfg.requestTimeout()
-	rctx, cancel := context.WithTimeout(ctx, timeout)
-	res, err := c.runUtility(rctx, cs, t.Utility, in)
-	timedOut := rctx.Err() != nil && ctx.Err() == nil
-	cancel()
-	if err == nil {
-		c.mu.Lock()
-		c.failures = 0
-		c.mu.Unlock()
-		return res, nil
-	}
-	if cerr := c.s.closedErr(); cerr != nil {
-		return nil, cerr
-	}
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	var rpc *jsonrpc.Error
-	if !timedOut && errors.As(err, &rpc) {
-		return toolError(fmt.Sprintf("MCP server %q: %s: %s", c.cfg.Name, t.Utility, redact(c.red(), err).Error())), nil
-	}
-	if timedOut {
-		err = fmt.Errorf("no answer within the request timeout (%v): %w", timeout, err)
-	}
-	se := &ServerError{Server: c.cfg.Name, Op: t.Utility, Err: redact(c.red(), err)}
-	if !timedOut && clientRefused(err) {
-		return nil, se
-	}
-	c.failed(se, timedOut)
-	if !timedOut && connectionEnded(err) {
-		c.ended(cs, err, false)
-	}
-	return nil, se
+	return res, err
 }
 
 // utilityInput is the decoded arguments of a utility call.
