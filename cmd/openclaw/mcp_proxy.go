@@ -74,7 +74,7 @@ func checkProxyFlags(c *proxyConfig) error {
 }
 
 func newMCPProxyCmd() *cobra.Command {
-	c := proxyConfig{policy: policyFlags{defaults: proxyDefaultModules}}
+	c := proxyConfig{policy: policyFlags{defaults: proxyDefaultModules, naming: namingModule}}
 	cmd := &cobra.Command{
 		Use:   "proxy",
 		Short: "Serve the tools of every configured MCP server as one MCP server, over stdio or HTTP",

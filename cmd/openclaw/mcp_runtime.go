@@ -32,6 +32,11 @@ import (
 // call), OpenClaw's tool names, and decide_approval's "ask a human".
 var runtimeDefaultModules = []string{"builtin:rules", "builtin:sanitizer", "builtin:approvals"}
 
+// namingModule names imported tools when the configured policies have no
+// sanitize_tool_names module in enforce mode (engine.Options.NamingModule):
+// a user who adds a before_tool_call module keeps OpenClaw's tool names.
+const namingModule = "builtin:sanitizer"
+
 // runtimeFlags are the inputs shared by `mcp tools` and `mcp call`.
 type runtimeFlags struct {
 	policy  policyFlags
@@ -123,6 +128,7 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve runti
 		AuditLog:       f.policy.auditLog,
 		Logger:         logger,
 		DefaultModules: runtimeDefaultModules,
+		NamingModule:   namingModule,
 	})
 	if err != nil {
 		return nil, regFail(cmd, "openclaw mcp: policies: "+err.Error())
@@ -161,11 +167,7 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve runti
 	if err := s.Connect(ctx); err != nil {
 		printServerDiagnostics(stderr, s)
 		rs.close(context.WithoutCancel(ctx), stderr)
-		msg := "openclaw mcp: the tool catalog could not be built: " + err.Error()
-		if errors.Is(err, policies.ErrNoSanitizer) {
-			msg += "\nAdd builtin:sanitizer to the policies (--policy builtin:sanitizer, or a module in the policy file): a catalog is never exposed unnamed."
-		}
-		return nil, regFail(cmd, msg)
+		return nil, regFail(cmd, "openclaw mcp: the tool catalog could not be built: "+err.Error())
 	}
 	printServerDiagnostics(stderr, s)
 	return rs, nil

@@ -199,12 +199,12 @@ func TestMCPToolsAndCall(t *testing.T) {
 			stderr:  []string{`No usable MCP server named "nope"`},
 		},
 		{
-			name:    "a catalog that cannot be named exits 1",
+			name:    "a policy file with no naming module keeps OpenClaw's names",
 			servers: map[string]any{"tiny": tiny},
 			files:   map[string]string{"policy.json": rulesOnlyPolicy},
-			args:    []string{"mcp", "tools", "--policy-config", "policy.json"},
-			code:    1,
-			stderr:  []string{"the tool catalog could not be built", "no sanitize_tool_names module", "Add builtin:sanitizer"},
+			args:    []string{"mcp", "tools", "-v", "--policy-config", "policy.json"},
+			stdout:  []string{"tiny__echo"},
+			stderr:  []string{"policy active: sanitizer (builtin:sanitizer", "OpenClaw's tool names"},
 		},
 		{
 			name:    "call prints the text content",

@@ -20,6 +20,7 @@ type policyFlags struct {
 	config   string             // --policy-config FILE
 	auditLog string             // --audit-log FILE, "-" for stderr
 	defaults []string           // modules loaded when no flag names one; nil: builtin:rules
+	naming   string             // engine.Options.NamingModule: "" for a surface that names no imported tools
 	auditTap policies.AuditSink // also receives every audit record (metrics); may be nil
 }
 
@@ -48,6 +49,7 @@ func startPolicies(ctx context.Context, fl policyFlags, what string, stderr io.W
 		Logger:     logger,
 		// DefaultModules: serve's nil is builtin:rules alone.
 		DefaultModules: fl.defaults,
+		NamingModule:   fl.naming,
 		OnReload: func(res engine.ReloadResult, err error) {
 			if lp.reg != nil {
 				lp.reg.reloaded(lp.Engine.Modules(), res, err)

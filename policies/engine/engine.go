@@ -131,6 +131,13 @@ type Options struct {
 	// call and audits it (DESIGN.md §3). A surface that builds catalogs
 	// adds "builtin:sanitizer" here.
 	DefaultModules []string
+	// NamingModule is the source of a sanitize_tool_names module (such as
+	// "builtin:sanitizer") added, with its default config, to every loaded
+	// set in which no module names tools in enforce mode, so that a policy
+	// file or --policy that lists only other hooks keeps catalogs named.
+	// "" adds none: such a set refuses to name a catalog
+	// (policies.ErrNoSanitizer). A surface that builds catalogs sets it.
+	NamingModule string
 	// OnReload, when set, is called after every reload attempt (from
 	// Reload or Watch) with its result or error, while reloads are held
 	// off: a process uses it to publish which policies are active. It
@@ -394,23 +401,23 @@ func (e *Engine) build(ctx context.Context, specs []config.PolicyModule, default
 		}
 	}
 	var errs []error
-	for _, spec := range specs {
+	add := func(spec config.PolicyModule, defaulted bool) {
 		wasm, err := readSource(spec)
 		if err != nil {
 			errs = append(errs, err)
-			continue
+			return
 		}
 		key := generationKey(spec, wasm)
 		if g := old[spec.Name]; g != nil && g.key == key {
 			g.refs.Add(1)
 			s.members = append(s.members, newMember(g, spec))
 			res.Unchanged = append(res.Unchanged, spec.Name)
-			continue
+			return
 		}
 		g, err := e.load(ctx, spec, wasm, defaulted)
 		if err != nil {
 			errs = append(errs, err)
-			continue
+			return
 		}
 		g.key = key
 		s.members = append(s.members, newMember(g, spec))
@@ -420,8 +427,18 @@ func (e *Engine) build(ctx context.Context, specs []config.PolicyModule, default
 			res.Added = append(res.Added, spec.Name)
 		}
 	}
+	for _, spec := range specs {
+		add(spec, defaulted)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, ReloadResult{}, err
+	}
+	if spec, ok := e.namingSpec(s, specs); ok {
+		add(spec, true)
+		if err := errors.Join(errs...); err != nil {
+			return nil, ReloadResult{}, err
+		}
+		specs = append(slices.Clone(specs), spec)
 	}
 	if prev != nil {
 		for _, m := range prev.members {
@@ -431,6 +448,25 @@ func (e *Engine) build(ctx context.Context, specs []config.PolicyModule, default
 		}
 	}
 	return s, res, nil
+}
+
+// namingSpec returns the Options.NamingModule spec to add to s, loaded
+// from specs, when no member of s names tools in enforce mode.
+func (e *Engine) namingSpec(s *set, specs []config.PolicyModule) (config.PolicyModule, bool) {
+	src := e.opts.NamingModule
+	if src == "" {
+		return config.PolicyModule{}, false
+	}
+	for _, m := range s.members {
+		if m.info.Mode == policies.Enforce && slices.Contains(m.info.Hooks, policies.HookSanitizeToolNames) {
+			return config.PolicyModule{}, false
+		}
+	}
+	name := config.DefaultModuleName(src)
+	if slices.ContainsFunc(specs, func(spec config.PolicyModule) bool { return spec.Name == name }) {
+		name = "default-" + name
+	}
+	return config.PolicyModule{Name: name, Source: src}, true
 }
 
 func newMember(g *generation, spec config.PolicyModule) member {

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -517,5 +519,62 @@ func TestWatchFollowsSymlinkSwap(t *testing.T) {
 		must(os.Symlink(target, tmp))
 		must(os.Rename(tmp, filepath.Join(dir, "..data")))
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// NamingModule keeps catalogs named when the configured set has no
+// sanitize_tool_names module in enforce mode, on load and on every reload;
+// a set that names tools itself gets none added.
+func TestNamingModule(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	rulesOnly := `{"modules":[{"source":"builtin:rules"}]}`
+	withNames := `{"modules":[{"source":"builtin:rules"},{"name":"names","source":"builtin:sanitizer"}]}`
+	pf := writeFile(t, dir, "policy.json", []byte(rulesOnly))
+	req := &policies.SanitizeRequest{Servers: []policies.SanitizeServer{{Name: "my docs", Tools: []string{"search pages"}}}}
+	ctx := context.Background()
+
+	bare, _ := load(t, engine.Options{ConfigFile: pf})
+	if _, err := bare.SanitizeToolNames(ctx, req); !errors.Is(err, policies.ErrNoSanitizer) {
+		t.Fatalf("without NamingModule: %v, want ErrNoSanitizer", err)
+	}
+
+	e, _ := load(t, engine.Options{ConfigFile: pf, NamingModule: "builtin:sanitizer"})
+	names := func(step string) []string {
+		t.Helper()
+		var out []string
+		for _, m := range e.Modules() {
+			out = append(out, fmt.Sprintf("%s default=%v", m.Name, m.Default))
+		}
+		res, err := e.SanitizeToolNames(ctx, req)
+		if err != nil || res.Servers[0].Safe != "my-docs" || res.Servers[0].Tools[0].Name != "my-docs__search-pages" {
+			t.Fatalf("%s: names %+v, %v", step, res, err)
+		}
+		return out
+	}
+	if got := names("load"); !slices.Equal(got, []string{"rules default=false", "sanitizer default=true"}) {
+		t.Errorf("load: modules %v", got)
+	}
+	for _, step := range []struct {
+		name, policy string
+		want         engine.ReloadResult
+		modules      []string
+	}{
+		{"the file names tools", withNames, engine.ReloadResult{Added: []string{"names"}, Removed: []string{"sanitizer"}, Unchanged: []string{"rules"}},
+			[]string{"rules default=false", "names default=false"}},
+		{"the file names none again", rulesOnly, engine.ReloadResult{Added: []string{"sanitizer"}, Removed: []string{"names"}, Unchanged: []string{"rules"}},
+			[]string{"rules default=false", "sanitizer default=true"}},
+	} {
+		replaceFile(t, pf, []byte(step.policy))
+		res, err := e.Reload(ctx)
+		if err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		if a, b := mustJSON(t, res), mustJSON(t, step.want); a != b {
+			t.Errorf("%s: result %s, want %s", step.name, a, b)
+		}
+		if got := names(step.name); !slices.Equal(got, step.modules) {
+			t.Errorf("%s: modules %v, want %v", step.name, got, step.modules)
+		}
 	}
 }
