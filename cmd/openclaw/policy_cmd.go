@@ -88,7 +88,8 @@ func newPolicyInspectCmd() *cobra.Command {
 		Long: `Inspect describes a policy module without running a decision: its policy ABI version,
 the hooks and other exports with their signatures, its imports, size, sha256 (to pin it
 in a policy file) and initial/maximum memory, and whether this host would load it
-(with --config, or the built-in's default config). ` + fileArgHelp,
+(with --config, or the built-in's default config). It exits 1 when the module
+would not load, after describing it. ` + fileArgHelp,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := mf.configJSON()
@@ -104,9 +105,15 @@ in a policy file) and initial/maximum memory, and whether this host would load i
 				enc := json.NewEncoder(out)
 				enc.SetEscapeHTML(false)
 				enc.SetIndent("", "  ")
-				return enc.Encode(in)
+				if err := enc.Encode(in); err != nil {
+					return err
+				}
+			} else {
+				printInspection(out, in)
 			}
-			printInspection(out, in)
+			if !in.Loadable {
+				return &exitError{code: 1, err: fmt.Errorf("openclaw policy inspect: %s would not load: %s", args[0], in.LoadError)}
+			}
 			return nil
 		},
 	}

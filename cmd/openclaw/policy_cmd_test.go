@@ -46,27 +46,28 @@ func TestPolicyInspect(t *testing.T) {
 	for _, tt := range []struct {
 		file string
 		want []string
+		code int // 1 when the module would not load
 	}{
 		{testdataWasm + "hostile.wasm", []string{
 			"abi version  1\n", "hooks        before_tool_call\n", "memory       1 pages initial (64 KiB), no declared max\n",
 			"loads        yes\n", "size         1116 bytes\n",
-			"before_tool_call    func    (i32, i32) -> (i64)", "imports (1):\n  openclaw_policy.log  func  (i32, i32, i32) -> ()"}},
+			"before_tool_call    func    (i32, i32) -> (i64)", "imports (1):\n  openclaw_policy.log  func  (i32, i32, i32) -> ()"}, 0},
 		{testdataWasm + "abi2.wasm", []string{"abi version  2\n",
-			"loads        no: wasm module \"abi2\": policy_abi_version: policy ABI version 2 is not supported (this host speaks version 1)"}},
+			"loads        no: wasm module \"abi2\": policy_abi_version: policy ABI version 2 is not supported (this host speaks version 1)"}, 1},
 		{testdataWasm + "import_env.wasm", []string{"imports (1):\n  env.abort  func  (i32, i32, i32, i32) -> ()",
-			`loads        no: wasm module "import_env": unsupported import "env"."abort"`}},
+			`loads        no: wasm module "import_env": unsupported import "env"."abort"`}, 1},
 		{testdataWasm + "bigmem.wasm", []string{"memory       300 pages initial (18.75 MiB), no declared max",
-			"initial memory of 300 pages is over the cap of 256 pages"}},
-		{testdataWasm + "nohooks.wasm", []string{"hooks        -\n", "exports no hook"}},
+			"initial memory of 300 pages is over the cap of 256 pages"}, 1},
+		{testdataWasm + "nohooks.wasm", []string{"hooks        -\n", "exports no hook"}, 1},
 		{"../../guests/rego/policy.wasm", []string{"format       opa\n", "abi version  OPA Wasm ABI 1.", "hooks        before_tool_call, sanitize_tool_names, decide_approval\n",
-			"memory       2 pages initial (128 KiB), no declared max, imported\n", "loads        yes\n", "  env.memory        memory  min 2\n"}},
-		{"builtin:rules", []string{"source       builtin:rules\n", "sha256       " + rulesSHA256(t) + "\n", "loads        yes\n"}},
+			"memory       2 pages initial (128 KiB), no declared max, imported\n", "loads        yes\n", "  env.memory        memory  min 2\n"}, 0},
+		{"builtin:rules", []string{"source       builtin:rules\n", "sha256       " + rulesSHA256(t) + "\n", "loads        yes\n"}, 0},
 	} {
 		t.Run(filepath.Base(tt.file), func(t *testing.T) {
 			t.Parallel()
 			out, code, err := runPolicyCLI(t, "policy", "inspect", tt.file)
-			if code != 0 {
-				t.Fatalf("exit %d: %v\n%s", code, err, out)
+			if code != tt.code || (code != 0 && !strings.Contains(err.Error(), "would not load")) {
+				t.Fatalf("exit %d (want %d): %v\n%s", code, tt.code, err, out)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(out, w) {
