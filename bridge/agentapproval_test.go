@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 )
 
 // TestAgentApprovalRule: permissions_respond may answer OpenClaw's own
@@ -48,7 +49,7 @@ func TestAgentApprovalRule(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			gw := &fixtureGateway{t: t}
-			audit := &auditBuffer{}
+			audit := &policiestest.AuditRecorder{}
 			opts := &Options{Policy: allowAll(), Audit: audit}
 			var dec *deciderDouble
 			if tt.decide != nil {
@@ -78,7 +79,7 @@ func TestAgentApprovalRule(t *testing.T) {
 				if len(sent) != 0 {
 					t.Errorf("a refused answer reached the Gateway: %v", sent)
 				}
-				if r := audit.find(AuditRouteAgent); r == nil || r.Decision != "deny" || r.Caller != "hook-test" {
+				if r := audit.Find(AuditRouteAgent); r == nil || r.Decision != "deny" || r.Caller != "hook-test" {
 					t.Errorf("audit = %+v, want a deny of %s", r, AuditRouteAgent)
 				}
 				return
@@ -90,7 +91,7 @@ func TestAgentApprovalRule(t *testing.T) {
 				t.Errorf("Gateway calls = %v, want one resolve %s", sent, tt.wantSent)
 			}
 			if tt.decide != nil {
-				if r := audit.find(AuditRouteAgent); r == nil || r.Decision != "allow-once" {
+				if r := audit.Find(AuditRouteAgent); r == nil || r.Decision != "allow-once" {
 					t.Errorf("audit = %+v, want the policy's allow-once", r)
 				}
 			}

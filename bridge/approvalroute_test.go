@@ -16,6 +16,7 @@ import (
 	"github.com/openclaw-go/openclaw/gateway/gatewaytest"
 	"github.com/openclaw-go/openclaw/gateway/protocol"
 	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 )
 
 // approvalPolicy requires approval for one tool and allows the others.
@@ -30,31 +31,6 @@ func (p approvalPolicy) BeforeToolCall(_ context.Context, call *policies.ToolCal
 	}
 	return policies.Decision{Outcome: policies.RequireApproval, Module: "rules", Reason: "a human must confirm",
 		TimeoutMs: p.timeoutMs, Arguments: call.Arguments}
-}
-
-// auditBuffer keeps audit records.
-type auditBuffer struct {
-	mu      sync.Mutex
-	records []policies.AuditRecord
-}
-
-func (a *auditBuffer) Record(r policies.AuditRecord) {
-	a.mu.Lock()
-	a.records = append(a.records, r)
-	a.mu.Unlock()
-}
-
-// find returns the first record of module, or nil.
-func (a *auditBuffer) find(module string) *policies.AuditRecord {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for i := range a.records {
-		if a.records[i].Module == module {
-			r := a.records[i]
-			return &r
-		}
-	}
-	return nil
 }
 
 // deciderDouble answers decide_approval with decide(req), recording the
@@ -86,7 +62,7 @@ func tctx(t *testing.T) context.Context {
 type gwBridge struct {
 	b     *Bridge
 	cs    *mcp.ClientSession
-	audit *auditBuffer
+	audit *policiestest.AuditRecorder
 }
 
 // startGatewayBridge connects a bridge to gw as `mcp serve` does, with
@@ -105,7 +81,7 @@ func startGatewayBridge(t *testing.T, gw *gatewaytest.Gateway, id, raiseAs *prot
 	}
 	ro := *o
 	ro.Identity = raiseAs
-	audit := &auditBuffer{}
+	audit := &policiestest.AuditRecorder{}
 	opts.ApprovalRaiser = gwclient.NewApprovalRaiser(&ro)
 	opts.Audit = audit
 	b = New(client, &opts)
@@ -265,7 +241,7 @@ func TestGatewayApprovalRoute(t *testing.T) {
 			if !self.IsError || !strings.Contains(resultText(self), "cannot approve its own call") {
 				t.Errorf("self-approval = %q (isError %v), want a refusal", resultText(self), self.IsError)
 			}
-			if r := agent.audit.find(AuditRouteSelf); r == nil || r.Decision != "deny" {
+			if r := agent.audit.Find(AuditRouteSelf); r == nil || r.Decision != "deny" {
 				t.Errorf("self-approval audit = %+v", r)
 			}
 
@@ -278,7 +254,7 @@ func TestGatewayApprovalRoute(t *testing.T) {
 			if !other.IsError || !strings.Contains(resultText(other), ErrAgentApproval.Error()) {
 				t.Errorf("another agent's permissions_respond = %q (isError %v), want a refusal", resultText(other), other.IsError)
 			}
-			if r := approver.audit.find(AuditRouteAgent); r == nil || r.Decision != "deny" || r.Tool != ToolPermissionsRespond {
+			if r := approver.audit.Find(AuditRouteAgent); r == nil || r.Decision != "deny" || r.Tool != ToolPermissionsRespond {
 				t.Errorf("agent-approval audit = %+v", r)
 			}
 			for _, guess := range []string{id, strings.ToUpper(id[:len("plugin:")+4])} {
@@ -304,7 +280,7 @@ func TestGatewayApprovalRoute(t *testing.T) {
 			} else if !got.res.IsError || !strings.Contains(text, tt.wantErr) || !strings.Contains(text, id) {
 				t.Fatalf("denied call = %q, want isError containing %q and the id", text, tt.wantErr)
 			}
-			if r := agent.audit.find(AuditRouteGateway); r == nil || r.Decision != tt.decision || r.Tool != ToolConversationsList || r.Caller != "agent" {
+			if r := agent.audit.Find(AuditRouteGateway); r == nil || r.Decision != tt.decision || r.Tool != ToolConversationsList || r.Caller != "agent" {
 				t.Errorf("routing audit = %+v, want %s", r, tt.decision)
 			}
 			if tt.decision != "allow-always" {
@@ -349,7 +325,7 @@ func TestGatewayAllowAlwaysRemembered(t *testing.T) {
 	if again.IsError {
 		t.Fatalf("second call = %q, want it to run from memory", resultText(again))
 	}
-	if r := agent.audit.find(policies.MemoryModule); r == nil || r.SessionKey != "agent:main:main" {
+	if r := agent.audit.Find(policies.MemoryModule); r == nil || r.SessionKey != "agent:main:main" {
 		t.Errorf("memory audit = %+v", r)
 	}
 	other := call(t, agent.cs, tctx(t), ToolPermissionsListOpen, nil)
@@ -372,7 +348,7 @@ func TestGatewayApprovalFailures(t *testing.T) {
 		if !res.IsError || !strings.Contains(resultText(res), "expired after") {
 			t.Errorf("expired call = %q", resultText(res))
 		}
-		if r := agent.audit.find(AuditRouteGateway); r == nil || r.Decision != "deny" {
+		if r := agent.audit.Find(AuditRouteGateway); r == nil || r.Decision != "deny" {
 			t.Errorf("audit = %+v", r)
 		}
 	})
@@ -411,7 +387,7 @@ func TestGatewayApprovalFailures(t *testing.T) {
 		}
 		ctx := tctx(t)
 		for ctx.Err() == nil {
-			if r := agent.audit.find(AuditRouteGateway); r != nil {
+			if r := agent.audit.Find(AuditRouteGateway); r != nil {
 				if !strings.Contains(r.Reason, "cancelled; approval "+id+" withdrawn") {
 					t.Errorf("audit reason %q", r.Reason)
 				}
@@ -454,7 +430,7 @@ func TestSelfApprovalAllowedByPolicy(t *testing.T) {
 	if r := <-waiting; r.err != nil || r.res.IsError {
 		t.Fatalf("self-approved call: %v %q", r.err, resultText(r.res))
 	}
-	if r := agent.audit.find(AuditRouteSelf); r == nil || r.Decision != "allow-once" || !strings.Contains(r.Reason, `"approvals"`) {
+	if r := agent.audit.Find(AuditRouteSelf); r == nil || r.Decision != "allow-once" || !strings.Contains(r.Reason, `"approvals"`) {
 		t.Errorf("self-approval audit = %+v", r)
 	}
 }
@@ -479,7 +455,7 @@ func TestDecideApprovalFirst(t *testing.T) {
 			dec := &deciderDouble{decide: func(*policies.ApprovalRequest) policies.ApprovalVerdict {
 				return policies.ApprovalVerdict{Decision: tt.decision, Reason: "not on weekends"}
 			}}
-			audit := &auditBuffer{}
+			audit := &policiestest.AuditRecorder{}
 			b := New(&fixtureGateway{t: t}, &Options{Policy: approvalPolicy{tool: ToolMessagesRead},
 				Approvals: policies.NewApprovalChain([]policies.ApprovalEntry{{Decider: dec}}, nil), Audit: audit})
 			cs := connectClient(t, b, "")
@@ -500,7 +476,7 @@ func TestDecideApprovalFirst(t *testing.T) {
 				t.Errorf("decide_approval saw %+v (request %s)", req, req.Request)
 			}
 			if tt.decision == policies.Ask {
-				if r := audit.find(AuditRouteNone); r == nil || r.Decision != "deny" {
+				if r := audit.Find(AuditRouteNone); r == nil || r.Decision != "deny" {
 					t.Errorf("no-route audit = %+v", r)
 				}
 			}
@@ -540,7 +516,7 @@ func TestElicitationRoute(t *testing.T) {
 					answer.Content = maps.Clone(tt.answer.Content)
 					return &answer, nil
 				}
-				audit := &auditBuffer{}
+				audit := &policiestest.AuditRecorder{}
 				b := New(&fixtureGateway{t: t}, &Options{Policy: approvalPolicy{tool: ToolEventsPoll}, Audit: audit,
 					ApprovalRaiser: refusingRaiser{t}})
 				cs := connectElicit(t, b, elicit, version)
@@ -561,7 +537,7 @@ func TestElicitationRoute(t *testing.T) {
 				if tt.wantErr == "" {
 					want = "allow-once"
 				}
-				if r := audit.find(AuditRouteElicitation); r == nil || r.Decision != want {
+				if r := audit.Find(AuditRouteElicitation); r == nil || r.Decision != want {
 					t.Errorf("audit = %+v, want %s", r, want)
 				}
 			})

@@ -11,6 +11,7 @@ import (
 	"github.com/openclaw-go/openclaw/gateway/protocol"
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/builtin"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 	"github.com/openclaw-go/openclaw/policies/wasmpolicy"
 )
 
@@ -80,18 +81,15 @@ func pluginParams(pluginID, tool string) map[string]any {
 }
 
 // waitAudit waits for a record of module whose reason mentions id.
-func waitAudit(t *testing.T, a *auditBuffer, module, id string) policies.AuditRecord {
+func waitAudit(t *testing.T, a *policiestest.AuditRecorder, module, id string) policies.AuditRecord {
 	t.Helper()
 	ctx := tctx(t)
 	for ctx.Err() == nil {
-		a.mu.Lock()
-		for _, r := range a.records {
+		for _, r := range a.Records() {
 			if r.Module == module && strings.Contains(r.Reason, id) {
-				a.mu.Unlock()
 				return r
 			}
 		}
-		a.mu.Unlock()
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatalf("no %s audit record for %s", module, id)
@@ -100,18 +98,15 @@ func waitAudit(t *testing.T, a *auditBuffer, module, id string) policies.AuditRe
 
 // waitAuditDecision waits for a bridge:gateway-policy record of decision
 // whose reason mentions id.
-func waitAuditDecision(t *testing.T, a *auditBuffer, id, decision string) policies.AuditRecord {
+func waitAuditDecision(t *testing.T, a *policiestest.AuditRecorder, id, decision string) policies.AuditRecord {
 	t.Helper()
 	ctx := tctx(t)
 	for ctx.Err() == nil {
-		a.mu.Lock()
-		for _, r := range a.records {
+		for _, r := range a.Records() {
 			if r.Module == AuditGatewayPolicy && r.Decision == decision && strings.Contains(r.Reason, id) {
-				a.mu.Unlock()
 				return r
 			}
 		}
-		a.mu.Unlock()
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatalf("no %s audit record for %s", decision, id)
@@ -224,8 +219,8 @@ func TestGatewayApprovalsDecidedByPolicy(t *testing.T) {
 			}
 			// The worker is FIFO and the own approval's event came first:
 			// had it been put to the policy, it would be resolved by now.
-			if agent.audit.find(AuditGatewayPolicy).Reason != r.Reason {
-				t.Errorf("an earlier approval was decided: %+v", agent.audit.find(AuditGatewayPolicy))
+			if agent.audit.Find(AuditGatewayPolicy).Reason != r.Reason {
+				t.Errorf("an earlier approval was decided: %+v", agent.audit.Find(AuditGatewayPolicy))
 			}
 			if ids := listedIDs(t, agent); !contains(ids, own) {
 				t.Errorf("the bridge's own approval %s left the list %v", own, ids)
@@ -310,7 +305,7 @@ func TestGatewayApprovalsWithoutPolicy(t *testing.T) {
 		t.Errorf("decided %q without a policy", d)
 	default:
 	}
-	if r := agent.audit.find(AuditGatewayPolicy); r != nil {
+	if r := agent.audit.Find(AuditGatewayPolicy); r != nil {
 		t.Errorf("audit without a policy: %+v", r)
 	}
 }

@@ -104,6 +104,6 @@ func TestRealGatewayApprovalRoute(t *testing.T) {
 	unseen := startGatewayBridge(t, gw, id, newIdentity(t), Options{Policy: approvalPolicy{tool: ToolEventsPoll}}, nil)
 	res = call(t, unseen.cs, tctx(t), ToolEventsPoll, nil)
 	t.Logf("raised by another device: %s", resultText(res))
-	raw, _ := json.Marshal(unseen.audit.find(AuditRouteGateway))
+	raw, _ := json.Marshal(unseen.audit.Find(AuditRouteGateway))
 	t.Logf("audit: %s", raw)
 }

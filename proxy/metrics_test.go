@@ -3,10 +3,10 @@ package proxy
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 )
 
 // counters gathers the counters of one metric family as "label values
@@ -36,29 +36,18 @@ func counters(t *testing.T, m *Metrics, name string) map[string]float64 {
 func TestAuditSinkCountsModules(t *testing.T) {
 	t.Parallel()
 	m := NewMetrics()
-	var next recordSink
+	var next policiestest.AuditRecorder
 	sink := m.AuditSink(&next)
 	sink.Record(policies.AuditRecord{Hook: policies.HookBeforeToolCall, Module: "rules", Decision: "block"})
 	sink.Record(policies.AuditRecord{Hook: policies.HookBeforeToolCall, Module: "rules", Decision: "block"})
 	sink.Record(policies.AuditRecord{Hook: policies.HookDecideApproval, Module: "approvals", Error: "trap"})
-	if len(next.recs) != 3 {
-		t.Fatalf("passed on %d records, want 3", len(next.recs))
+	if len(next.Records()) != 3 {
+		t.Fatalf("passed on %d records, want 3", len(next.Records()))
 	}
 	got := counters(t, m, "openclaw_policy_module_decisions_total")
 	if got["block/before_tool_call/rules"] != 2 || got["error/decide_approval/approvals"] != 1 {
 		t.Fatalf("module decisions = %v", got)
 	}
-}
-
-type recordSink struct {
-	mu   sync.Mutex
-	recs []policies.AuditRecord
-}
-
-func (r *recordSink) Record(rec policies.AuditRecord) {
-	r.mu.Lock()
-	r.recs = append(r.recs, rec)
-	r.mu.Unlock()
 }
 
 // fixedDecider answers every approval request with one decision.

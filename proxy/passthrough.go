@@ -51,7 +51,7 @@ func NewRelay() *Relay {
 }
 
 // Install sets o's CreateMessage, Elicit, ListRoots, OnLog and Approve to
-// the Relay's, and wraps o.OnEvent (still called first) so that list
+// the Relay's (Approver "mcp-client": the calling client answers), and wraps o.OnEvent (still called first) so that list
 // changes and resource updates reach the Proxy. The upstream servers are
 // then told the runtime supports sampling, elicitation and roots; a request
 // is refused when no downstream client can answer it.
@@ -63,6 +63,7 @@ func (r *Relay) Install(o *runtime.Options) {
 	o.ListRoots = r.listRoots
 	o.OnLog = r.onLog
 	o.Approve = r.approve
+	o.Approver = "mcp-client"
 }
 
 func (r *Relay) attach(p *Proxy) error {

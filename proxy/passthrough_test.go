@@ -18,6 +18,7 @@ import (
 	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/engine"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 	"github.com/openclaw-go/openclaw/runtime"
 	"github.com/openclaw-go/openclaw/transport"
 )
@@ -25,24 +26,6 @@ import (
 // legacy is the protocol revision on which a server may send requests to
 // the client while serving a call (2026-07-28 uses SEP-2322 input requests).
 var legacy = []string{"2025-11-25"}
-
-// auditSink collects audit records.
-type auditSink struct {
-	mu  sync.Mutex
-	rec []policies.AuditRecord
-}
-
-func (a *auditSink) Record(r policies.AuditRecord) {
-	a.mu.Lock()
-	a.rec = append(a.rec, r)
-	a.mu.Unlock()
-}
-
-func (a *auditSink) all() []policies.AuditRecord {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return slices.Clone(a.rec)
-}
 
 // asker is a before_tool_call module that wants approval for tools whose
 // original name starts with "danger".
@@ -145,14 +128,14 @@ func (d *downstream) clientOptions(full, approve bool) *mcp.ClientOptions {
 type stack struct {
 	sess  *runtime.Session
 	p     *Proxy
-	audit *auditSink
+	audit *policiestest.AuditRecorder
 }
 
 func newStack(t *testing.T, servers []runtime.Server, hook policies.BeforeToolCallHook, upstreamVersion string) *stack {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	audit := &auditSink{}
+	audit := &policiestest.AuditRecorder{}
 	relay := NewRelay()
 	opts := runtime.Options{
 		Enforcer:  policies.NewChain([]policies.ChainEntry{{Hook: hook}}, &policies.ChainOptions{Audit: audit}),
@@ -512,7 +495,7 @@ func TestPassthroughApprovalByElicitation(t *testing.T) {
 				}
 			}
 			var hooks []string
-			for _, r := range st.audit.all() {
+			for _, r := range st.audit.Records() {
 				if r.Surface != policies.SurfaceProxy || r.Tool != "up__danger" || r.Caller == "" {
 					t.Errorf("audit record %+v: want surface proxy, tool up__danger, a caller", r)
 				}
@@ -672,7 +655,7 @@ func TestPassthroughApprovalEngine(t *testing.T) {
 		{"source": "builtin:approvals"}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	audit := &auditSink{}
+	audit := &policiestest.AuditRecorder{}
 	eng, err := engine.Load(ctx, &engine.Options{ConfigFile: policy, Audit: audit, Logger: discard()})
 	if err != nil {
 		t.Fatal(err)
@@ -708,7 +691,7 @@ func TestPassthroughApprovalEngine(t *testing.T) {
 		t.Errorf("elicitations = %d, want 1", n)
 	}
 	var seen []string
-	for _, r := range audit.all() {
+	for _, r := range audit.Records() {
 		if r.Tool != "up__danger" {
 			continue
 		}

@@ -118,6 +118,15 @@ type Options struct {
 	// Approve asks the embedder's human. nil refuses every call that
 	// needs approval and that Approvals did not allow.
 	Approve ApprovalFunc
+	// Approver names who Approve asks (such as "terminal", or
+	// "mcp-client" for a proxy asking its caller through elicitation): the
+	// module of the audit record of each answer is "approve:" + Approver.
+	// "" means "approve:embedder".
+	Approver string
+	// Audit, when set, receives one record of each answer Approve gives
+	// (hook decide_approval: allow-once, or deny with the refusal's
+	// reason), beside the modules' own records. nil records none.
+	Audit policies.AuditSink
 	// Caller and SessionKey identify the embedder's agent in hook inputs
 	// and audit records; [WithCaller] overrides Caller for one call.
 	Caller     policies.Caller

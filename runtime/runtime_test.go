@@ -21,6 +21,7 @@ import (
 
 	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 	"github.com/openclaw-go/openclaw/transport"
 )
 
@@ -427,6 +428,43 @@ func TestPolicyOutcomes(t *testing.T) {
 				if r.Kind != policies.ApprovalTool || r.Surface != policies.SurfaceEmbedded || r.Tool.Original != "act" || !strings.Contains(string(r.Request), `"reason":"writes need a human"`) {
 					t.Errorf("decide_approval input = %+v (%s)", r, r.Request)
 				}
+			}
+		})
+	}
+}
+
+// Every answer of Options.Approve is audited under "approve:"+Approver,
+// with the refusal's reason; decide_approval's own answers are not (the
+// engine records those).
+func TestApprovalAnswersAudited(t *testing.T) {
+	t.Parallel()
+	ask := policies.Decision{Outcome: policies.RequireApproval, Module: "rules", Reason: "writes need a human"}
+	for _, tc := range []struct {
+		name     string
+		approve  ApprovalFunc
+		approver string
+		want     string // decision and reason of the one record; "" for none
+	}{
+		{"approved", func(context.Context, *ApprovalRequest) (bool, error) { return true, nil }, "terminal", "allow-once/"},
+		{"refused", func(context.Context, *ApprovalRequest) (bool, error) { return false, nil }, "terminal", "deny/refused"},
+		{"error", func(context.Context, *ApprovalRequest) (bool, error) { return false, errors.New("user away") }, "", "deny/user away"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := newServer("srv", nil)
+			echoTool(srv, "act")
+			audit := &policiestest.AuditRecorder{}
+			s := open(t, []Server{inProcess(t, "srv", srv)}, &Options{Enforcer: fixedPolicy(ask), Approve: tc.approve, Approver: tc.approver, Audit: audit})
+			_, _ = s.CallTool(context.Background(), "srv__act", []byte(`{}`))
+			recs := audit.Records()
+			who := tc.approver
+			if who == "" {
+				who = "embedder"
+			}
+			if len(recs) != 1 || recs[0].Hook != policies.HookDecideApproval || recs[0].Module != "approve:"+who ||
+				recs[0].Tool != "srv__act" || recs[0].Server != "srv" || recs[0].Surface != policies.SurfaceEmbedded ||
+				recs[0].Decision+"/"+recs[0].Reason != tc.want {
+				t.Fatalf("audit %+v, want one approve:%s record %s", recs, who, tc.want)
 			}
 		})
 	}

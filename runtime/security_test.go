@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 )
 
 // scriptTool is one tools/list entry of a scriptPeer.
@@ -283,18 +284,6 @@ func (h *ctxHook) BeforeToolCall(ctx context.Context, call *policies.ToolCall) (
 	return policies.Verdict{Decision: policies.Allow}, nil
 }
 
-// auditRecords is an in-memory audit sink.
-type auditRecords struct {
-	mu  sync.Mutex
-	rec []policies.AuditRecord
-}
-
-func (a *auditRecords) Record(r policies.AuditRecord) {
-	a.mu.Lock()
-	a.rec = append(a.rec, r)
-	a.mu.Unlock()
-}
-
 // A cancelled call returns the context's error (audited as cancelled, not
 // blamed on the policy); arguments that are not a JSON object are refused,
 // naming the tool, before the policy or the server sees them.
@@ -327,7 +316,7 @@ func TestCallToolArgumentsAndCancellation(t *testing.T) {
 			t.Parallel()
 			srv := newServer("s", nil)
 			echoTool(srv, "echo")
-			hook, audit := &ctxHook{}, &auditRecords{}
+			hook, audit := &ctxHook{}, &policiestest.AuditRecorder{}
 			chain := policies.NewChain([]policies.ChainEntry{{Hook: hook}}, &policies.ChainOptions{Audit: audit})
 			s := open(t, []Server{inProcess(t, "s", srv)}, &Options{Enforcer: chain})
 			toolNames(t, s) // the catalog is built before a cancelled call
@@ -351,11 +340,9 @@ func TestCallToolArgumentsAndCancellation(t *testing.T) {
 			if saw != tt.policy {
 				t.Errorf("policy saw the call: %v, want %v", saw, tt.policy)
 			}
-			audit.mu.Lock()
-			defer audit.mu.Unlock()
 			var got string
-			if len(audit.rec) > 0 {
-				got = audit.rec[0].Decision
+			if recs := audit.Records(); len(recs) > 0 {
+				got = recs[0].Decision
 			}
 			if got != tt.audit {
 				t.Errorf("audited %q, want %q", got, tt.audit)

@@ -837,21 +837,47 @@ func (s *Session) approve(ctx context.Context, t *Tool, d policies.Decision, arg
 		actx, cancel = context.WithTimeout(ctx, timeout)
 	}
 	defer cancel()
+	start := time.Now()
+	caller := s.caller(ctx)
 	ok, err := s.opts.Approve(actx, &ApprovalRequest{
 		Tool: *t, Arguments: args, Module: d.Module, Title: d.Title, Description: d.Description,
-		Reason: d.Reason, Timeout: timeout, SessionKey: s.opts.SessionKey, Caller: s.caller(ctx),
+		Reason: d.Reason, Timeout: timeout, SessionKey: s.opts.SessionKey, Caller: caller,
 	})
+	var reason string
 	switch {
 	case ctx.Err() != nil:
+		s.recordAnswer(t, caller, policies.Deny, "the call was cancelled: "+ctx.Err().Error(), start)
 		return ctx.Err()
 	case actx.Err() != nil && (err != nil || !ok):
-		return refuse("", fmt.Sprintf("not answered within %v", timeout))
+		reason = fmt.Sprintf("not answered within %v", timeout)
 	case err != nil:
-		return refuse("", err.Error())
+		reason = err.Error()
 	case !ok:
-		return refuse("", "")
+		reason = "refused"
+	default:
+		s.recordAnswer(t, caller, policies.AllowOnce, "", start)
+		return nil
 	}
-	return nil
+	s.recordAnswer(t, caller, policies.Deny, reason, start)
+	if reason == "refused" {
+		reason = ""
+	}
+	return refuse("", reason)
+}
+
+// recordAnswer audits the answer of Options.Approve to a call of t.
+func (s *Session) recordAnswer(t *Tool, caller policies.Caller, decision policies.ApprovalDecision, reason string, start time.Time) {
+	if s.opts.Audit == nil {
+		return
+	}
+	who := s.opts.Approver
+	if who == "" {
+		who = "embedder"
+	}
+	s.opts.Audit.Record(policies.AuditRecord{Time: start.UTC(), Hook: policies.HookDecideApproval, Surface: s.surface(),
+		SessionKey: s.opts.SessionKey, Caller: caller.Name, Tool: t.Name, Server: t.Server,
+		Module: "approve:" + who, Mode: policies.Enforce, Decision: string(decision), Reason: reason,
+		DurationUs: time.Since(start).Microseconds()})
 }
 
 // Progress is one notifications/progress of a running call.

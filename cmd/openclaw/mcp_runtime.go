@@ -80,9 +80,10 @@ func (rs *runtimeSession) close(ctx context.Context, stderr io.Writer) {
 // servers through the runtime and prints each server's diagnostic on
 // stderr. When only is not empty, every other server is declared disabled:
 // it still takes part in naming (so exposed names do not change) but is not
-// started. approve asks a human for require_approval outcomes (nil refuses).
+// started. approve asks a human for require_approval outcomes (a nil ask
+// refuses) and names who answers in the audit log.
 // A returned error has already been printed.
-func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve runtime.ApprovalFunc) (*runtimeSession, error) {
+func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve approver) (*runtimeSession, error) {
 	if f.principal != "" {
 		// Every later use of the command's context (connecting, listing,
 		// calling) is made on behalf of this principal.
@@ -151,7 +152,9 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve runti
 		Enforcer:   eng,
 		Sanitizer:  eng,
 		Approvals:  eng,
-		Approve:    approve,
+		Approve:    approve.ask,
+		Approver:   approve.name,
+		Audit:      eng.AuditSink(),
 		ToolPolicy: toolPolicy,
 		Caller:     policies.Caller{Name: "openclaw-go-cli", Version: version},
 		Logger:     logger,
@@ -218,7 +221,7 @@ stderr and contributes no tools; the exit code is 0 whenever the catalog was bui
 could not be named or openclaw.json is invalid.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rs, err := openRuntime(cmd, &f, server, nil)
+			rs, err := openRuntime(cmd, &f, server, approver{})
 			if err != nil {
 				return err
 			}
@@ -298,9 +301,9 @@ to such a server is refused.`,
 			if err != nil {
 				return regFail(cmd, "openclaw mcp call: --args: "+err.Error())
 			}
-			approve := refuseApproval
+			approve := approver{"nobody", refuseApproval}
 			if isTerminal(os.Stdin) {
-				approve = terminalApproval(os.Stdin, cmd.ErrOrStderr())
+				approve = approver{"terminal", terminalApproval(os.Stdin, cmd.ErrOrStderr())}
 			}
 			rs, err := openRuntime(cmd, &f, "", approve)
 			if err != nil {
@@ -418,6 +421,13 @@ func isTerminal(f *os.File) bool {
 	}
 	null, err := os.Stat(os.DevNull)
 	return err != nil || !os.SameFile(fi, null)
+}
+
+// approver is who `mcp call` asks when a policy requires approval: the
+// callback and its name in the audit record of each answer.
+type approver struct {
+	name string
+	ask  runtime.ApprovalFunc
 }
 
 // refuseApproval is the approval callback when nobody can be asked.

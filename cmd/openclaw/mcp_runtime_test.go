@@ -142,6 +142,7 @@ type runtimeCase struct {
 	stderr  []string // substrings stderr must hold
 	noOut   []string // substrings stdout must not hold
 	noErr   []string // substrings stderr must not hold
+	audit   []string // substrings the audit log must hold
 }
 
 func TestMCPToolsAndCall(t *testing.T) {
@@ -279,6 +280,8 @@ func TestMCPToolsAndCall(t *testing.T) {
 			code:    1,
 			stderr:  []string{"approval refused", "stdin is not a terminal", "echo needs a human"},
 			noOut:   []string{"tiny says"},
+			audit: []string{`"hook":"before_tool_call","surface":"embedded","caller":"openclaw-go-cli","tool":"tiny__echo","server":"tiny","module":"rules","mode":"enforce","decision":"require_approval"`,
+				`"hook":"decide_approval","surface":"embedded","caller":"openclaw-go-cli","tool":"tiny__echo","server":"tiny","module":"approve:nobody","mode":"enforce","decision":"deny","reason":"module \"rules\" asks for approval (echo needs a human), and stdin is not a terminal`},
 		},
 		{
 			name:    "a call to a server that failed",
@@ -350,7 +353,12 @@ func TestMCPToolsAndCall(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			stdout, stderr, code := r.run(t, append(tc.args, audit...)...)
+			args := append(tc.args, audit...)
+			auditLog := filepath.Join(r.work, "audit.jsonl")
+			if tc.audit != nil {
+				args = append(tc.args, "--audit-log", auditLog)
+			}
+			stdout, stderr, code := r.run(t, args...)
 			if code != tc.code {
 				t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, stdout, stderr)
 			}
@@ -372,6 +380,17 @@ func TestMCPToolsAndCall(t *testing.T) {
 			for _, s := range tc.noErr {
 				if strings.Contains(stderr, s) {
 					t.Errorf("stderr holds %q:\n%s", s, stderr)
+				}
+			}
+			if tc.audit != nil {
+				log, err := os.ReadFile(auditLog)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, s := range tc.audit {
+					if !strings.Contains(string(log), s) {
+						t.Errorf("audit log lacks %q:\n%s", s, log)
+					}
 				}
 			}
 		})
