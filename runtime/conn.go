@@ -575,6 +575,7 @@ func (c *conn) request(ctx context.Context, t *Tool, op string, do func(ctx cont
 		return nil, err
 	}
 	defer release()
+	defer c.s.requestStarted()()
 	ctx = context.WithValue(ctx, callInfoKey{}, CallInfo{Tool: t.Name, Server: c.cfg.Name})
 	defer c.px.enter(ctx)()
 	timeout := c.cfg.requestTimeout()

@@ -76,6 +76,13 @@ type Session struct {
 	// upstream request) are cancelled, which sends notifications/cancelled.
 	life    context.Context
 	endLife context.CancelFunc
+	// requests counts upstream requests in flight (conn.request); drained
+	// (capacity 1) is signalled when the last one returns after life
+	// ended, so that Close lets them return, cancelled, before it closes
+	// their transports (go-sdk retires a cancelled request under a lock
+	// that closing the connection holds).
+	requests atomic.Int64
+	drained  chan struct{}
 
 	// use is held shared by every Tools and CallTool; the idle reaper
 	// only takes it with TryLock, so it never disconnects a session in use.
@@ -173,7 +180,26 @@ func New(servers []Server, opts *Options) (*Session, error) {
 	}
 	s.set.Store(set)
 	s.life, s.endLife = context.WithCancel(context.Background())
+	s.drained = make(chan struct{}, 1)
 	return s, nil
+}
+
+// closeDrain bounds how long Close waits for the upstream requests in
+// flight to return once cancelled.
+const closeDrain = time.Second
+
+// requestStarted counts an upstream request in flight; call the returned
+// func when it returns.
+func (s *Session) requestStarted() (done func()) {
+	s.requests.Add(1)
+	return func() {
+		if s.requests.Add(-1) == 0 && s.life.Err() != nil {
+			select {
+			case s.drained <- struct{}{}:
+			default:
+			}
+		}
+	}
 }
 
 // Connect connects every enabled server concurrently, each bounded by its
@@ -1039,6 +1065,16 @@ func (s *Session) Close(ctx context.Context) error {
 	errc := make(chan error, 1)
 	go func() {
 		defer close(s.closeDone)
+		// Requests in flight were cancelled with life: let them return
+		// before their transports close under them.
+		if s.requests.Load() > 0 {
+			t := time.NewTimer(closeDrain)
+			select {
+			case <-s.drained:
+			case <-t.C:
+			}
+			t.Stop()
+		}
 		// No Reload swaps the set any more: it checks closed under mu.
 		conns := s.set.Load().conns
 		errs := make([]error, len(conns))
