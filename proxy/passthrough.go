@@ -368,7 +368,10 @@ func (r *Relay) approve(ctx context.Context, req *runtime.ApprovalRequest) (bool
 	if res.Action != "accept" {
 		return false, fmt.Errorf("the MCP client answered %q", res.Action)
 	}
-	approved, _ := res.Content["approve"].(bool)
+	approved, ok := res.Content["approve"].(bool)
+	if !ok {
+		return false, errors.New(`the MCP client accepted the approval form without an "approve" answer`)
+	}
 	return approved, nil
 }
 

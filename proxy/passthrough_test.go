@@ -58,6 +58,9 @@ type downstream struct {
 	changed  []string
 	elicited []*mcp.ElicitParams
 	notify   chan string // "log", "updated", "tools", "resources", "prompts"
+	// acceptEmpty makes the client accept approval forms with no content
+	// (set before clientOptions).
+	acceptEmpty bool
 }
 
 func (d *downstream) note(kind string) {
@@ -117,6 +120,9 @@ func (d *downstream) clientOptions(full, approve bool) *mcp.ClientOptions {
 		d.elicited = append(d.elicited, req.Params)
 		d.mu.Unlock()
 		if strings.HasPrefix(req.Params.Message, "Approve") {
+			if d.acceptEmpty {
+				return &mcp.ElicitResult{Action: "accept"}, nil
+			}
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": approve}}, nil
 		}
 		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada", "username": "Ada"}}, nil
@@ -461,17 +467,19 @@ func TestPassthroughApprovalByElicitation(t *testing.T) {
 		approve   bool
 		wantText  string
 		wantError bool
+		empty     bool // the client accepts with no content
 	}{
-		{"approved", true, true, "deleted", false},
-		{"refused", true, false, "approval refused", true},
-		{"client cannot be asked", false, false, "no elicitation capability", true},
+		{"approved", true, true, "deleted", false, false},
+		{"refused", true, false, "approval denied by the approver", true, false},
+		{"accepted with no answer", true, false, `approval denied by the approver: the MCP client accepted the approval form without an "approve" answer`, true, true},
+		{"client cannot be asked", false, false, "no elicitation capability", true, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			_, srv, _ := upstream(t)
 			st := newStack(t, []runtime.Server{srv}, asker{}, "")
-			d := &downstream{notify: make(chan string, 64)}
+			d := &downstream{notify: make(chan string, 64), acceptEmpty: tc.empty}
 			cs := st.connect(t, "approver", d.clientOptions(tc.full, tc.approve))
 			got, isErr := toolText(t, cs, "up__danger", nil)
 			if isErr != tc.wantError || !strings.Contains(got, tc.wantText) {

@@ -371,34 +371,11 @@ func (p *Proxy) answer(ctx context.Context, res *mcp.CallToolResult, err error) 
 	}
 	var pe *runtime.PolicyError
 	if errors.As(err, &pe) {
-		return toolError(policyMessage(pe)), nil
+		return toolError(pe.Message()), nil
 	}
 	// Paused, not connected, failed upstream: the model may retry or
 	// choose another tool, so it is told as a tool error.
 	return toolError(err.Error()), nil
-}
-
-// policyMessage is the text of a refused call: the module's reason, with
-// the module named; for an approval that was not granted, says so.
-func policyMessage(pe *runtime.PolicyError) string {
-	if pe.Outcome == policies.RequireApproval {
-		msg := "approval refused"
-		if pe.Reason != "" {
-			msg += ": " + pe.Reason
-		}
-		if pe.Module != "" {
-			msg += fmt.Sprintf(" (policy %s)", pe.Module)
-		}
-		return msg
-	}
-	reason := pe.Reason
-	if reason == "" {
-		reason = "blocked by policy"
-	}
-	if pe.Module != "" {
-		return fmt.Sprintf("%s (policy %s)", reason, pe.Module)
-	}
-	return reason
 }
 
 func toolError(msg string) *mcp.CallToolResult {

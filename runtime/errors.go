@@ -37,20 +37,27 @@ type PolicyError struct {
 	Reason string
 }
 
-// Error reads `runtime: tool "web__fetch": blocked by policy "rules": reason`
-// or `runtime: tool "web__fetch": approval denied: reason`.
+// Error reads `runtime: tool "web__fetch": ` followed by [PolicyError.Message].
 func (e *PolicyError) Error() string {
+	return fmt.Sprintf("runtime: tool %q: %s", e.Tool, e.Message())
+}
+
+// Message is the refusal as every surface shows it to the caller:
+// `blocked by policy "rules": reason`, `approval denied by policy
+// "approvals": reason` (decide_approval denied), or `approval denied by
+// the approver: reason` (the human, or nobody to ask).
+func (e *PolicyError) Message() string {
 	if e.Outcome == policies.Block {
-		return fmt.Sprintf("runtime: tool %q: %s", e.Tool, policies.Decision{Outcome: policies.Block, Module: e.Module, Reason: e.Reason}.Message())
+		return policies.Decision{Outcome: policies.Block, Module: e.Module, Reason: e.Reason}.Message()
 	}
 	who := "the approver"
 	if e.Module != "" {
 		who = fmt.Sprintf("policy %q", e.Module)
 	}
 	if e.Reason == "" {
-		return fmt.Sprintf("runtime: tool %q: approval denied by %s", e.Tool, who)
+		return "approval denied by " + who
 	}
-	return fmt.Sprintf("runtime: tool %q: approval denied by %s: %s", e.Tool, who, e.Reason)
+	return fmt.Sprintf("approval denied by %s: %s", who, e.Reason)
 }
 
 // PausedError refuses a call to a server paused after consecutive failures

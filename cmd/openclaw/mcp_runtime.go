@@ -331,14 +331,8 @@ func printCallResult(cmd *cobra.Command, name string, asJSON bool, rs *runtimeSe
 			return regFail(cmd, fmt.Sprintf("openclaw mcp call: unknown tool %q: hidden by %s.", regSanitize(name), regSanitize(he.Rule)))
 		case errors.Is(err, runtime.ErrUnknownTool):
 			return regFail(cmd, fmt.Sprintf("openclaw mcp call: unknown tool %q. See the catalog with: openclaw mcp tools", regSanitize(name)))
-		case errors.As(err, &pe) && pe.Outcome == policies.Block:
-			return regFail(cmd, fmt.Sprintf("openclaw mcp call: %s: blocked by policy %q: %s", pe.Tool, pe.Module, regSanitize(pe.Reason)))
 		case errors.As(err, &pe):
-			who := "approval refused"
-			if pe.Module != "" {
-				who = fmt.Sprintf("approval denied by policy %q", pe.Module)
-			}
-			return regFail(cmd, fmt.Sprintf("openclaw mcp call: %s: %s: %s", pe.Tool, who, regSanitize(pe.Reason)))
+			return regFail(cmd, fmt.Sprintf("openclaw mcp call: %s: %s", pe.Tool, regSanitize(pe.Message())))
 		default:
 			return regFail(cmd, "openclaw mcp call: "+regSanitize(err.Error()))
 		}
