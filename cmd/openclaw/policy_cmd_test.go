@@ -200,6 +200,26 @@ func TestPolicyTestAmbiguousOutput(t *testing.T) {
 	}
 }
 
+// `policy test` shows a module's log lines with its name; a start
+// function that never returns is refused saying it timed out, and after
+// how long.
+func TestPolicyTestGuestLogAndStartTimeout(t *testing.T) {
+	t.Parallel()
+	cases := filepath.Join(t.TempDir(), "log.jsonl")
+	if err := os.WriteFile(cases, []byte(`{"name":"logs","input":{"surface":"serve","session_key":"hostile_log","tool":{"name":"x"}},"expect":{"decision":"allow"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code, err := runPolicyCLI(t, "policy", "test", testdataWasm+"hostile.wasm", "--cases", cases)
+	if code != 0 || !strings.Contains(out, `level=INFO msg="hello from the guest" module=hostile`) {
+		t.Errorf("exit %d (%v), want the guest's line:\n%s", code, err, out)
+	}
+	_, code, err = runPolicyCLI(t, "policy", "test", testdataWasm+"startloop.wasm", "--cases", cases)
+	if code != 2 || err == nil || !strings.Contains(err.Error(), `wasm module "startloop": instantiating: the start function timed out: `) ||
+		!strings.Contains(err.Error(), "1s") {
+		t.Errorf("start loop: exit %d, %v; want exit 2 saying the start function timed out after 1s", code, err)
+	}
+}
+
 func TestPolicyTestJSON(t *testing.T) {
 	t.Parallel()
 	out, code, _ := runPolicyCLI(t, "policy", "test", "builtin:rules", "--json", "--timeout-ms", "10000",
