@@ -2,9 +2,7 @@ package wasmpolicy_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 
@@ -16,18 +14,7 @@ import (
 // loadParrot loads guests/testdata/parrot.wasm, whose hooks all answer
 // answer byte for byte.
 func loadParrot(t *testing.T, answer string) *wasmpolicy.Module {
-	t.Helper()
-	wasm, err := os.ReadFile("../../guests/testdata/parrot.wasm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := wasmpolicy.Load(context.Background(), "parrot", wasm, json.RawMessage(answer),
-		&wasmpolicy.Options{Host: wasmhost.Options{NoCache: true, PoolSize: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Close(context.Background()) })
-	return m
+	return loadFile(t, "parrot", "../../guests/testdata/parrot.wasm", answer, wasmhost.Options{NoCache: true, PoolSize: 1})
 }
 
 // TestAmbiguousOutputFailsClosed: a module answer that JSON readers could

@@ -14,20 +14,25 @@ import (
 	"github.com/openclaw-go/openclaw/wasmhost"
 )
 
-// loadHooks loads testdata/hooks.wasm in the given mode (see hooks.wat).
-func loadHooks(t *testing.T, mode string) *wasmpolicy.Module {
+// loadFile loads the module at path as name with config, closed when the
+// test ends.
+func loadFile(t *testing.T, name, path, config string, host wasmhost.Options) *wasmpolicy.Module {
 	t.Helper()
-	wasm, err := os.ReadFile("testdata/hooks.wasm")
+	wasm, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := wasmpolicy.Load(context.Background(), "hooks", wasm, json.RawMessage(mode),
-		&wasmpolicy.Options{Host: wasmhost.Options{CallTimeout: 50 * time.Millisecond, PoolSize: 1}})
+	m, err := wasmpolicy.Load(context.Background(), name, wasm, json.RawMessage(config), &wasmpolicy.Options{Host: host})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close(context.Background()) })
 	return m
+}
+
+// loadHooks loads testdata/hooks.wasm in the given mode (see hooks.wat).
+func loadHooks(t *testing.T, mode string) *wasmpolicy.Module {
+	return loadFile(t, "hooks", "testdata/hooks.wasm", mode, wasmhost.Options{CallTimeout: 50 * time.Millisecond, PoolSize: 1})
 }
 
 var hookCases = []struct {

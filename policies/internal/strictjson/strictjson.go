@@ -259,11 +259,9 @@ func (c *checker) object(s *shape) error {
 				child = f
 			}
 		}
-		c.path = append(c.path, key)
-		if err := c.value(child); err != nil {
+		if err := c.member(key, child); err != nil {
 			return err
 		}
-		c.path = c.path[:len(c.path)-1]
 		c.ws()
 	}
 }
@@ -283,12 +281,19 @@ func (c *checker) array(s *shape) error {
 		if c.b[c.i] == ',' {
 			c.i++
 		}
-		c.path = append(c.path, fmt.Sprintf("[%d]", n))
-		if err := c.value(elem); err != nil {
+		if err := c.member(fmt.Sprintf("[%d]", n), elem); err != nil {
 			return err
 		}
-		c.path = c.path[:len(c.path)-1]
 	}
+}
+
+// member checks the value at c.i against s, with where ("key" or "[n]")
+// added to the path for errors.
+func (c *checker) member(where string, s *shape) error {
+	c.path = append(c.path, where)
+	err := c.value(s)
+	c.path = c.path[:len(c.path)-1]
+	return err
 }
 
 func (c *checker) errorf(format string, args ...any) error {
