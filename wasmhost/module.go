@@ -393,7 +393,7 @@ func (m *Module) CallBytesChecked(ctx context.Context, export string, input []by
 			err = cerr
 		}
 	}
-	m.release(inst, err)
+	m.release(ctx, inst, err)
 	if err != nil {
 		return nil, err
 	}
@@ -412,7 +412,7 @@ func (m *Module) Call(ctx context.Context, export string, params ...uint64) ([]u
 	cctx, dl := m.deadline(ctx, m.opts.CallTimeout)
 	res, err := inst.callRaw(cctx, ctx, export, params)
 	dl.Stop()
-	m.release(inst, err)
+	m.release(ctx, inst, err)
 	return res, err
 }
 
@@ -423,8 +423,8 @@ func (m *Module) deadline(ctx context.Context, limit time.Duration) (context.Con
 
 // release returns inst to the pool, or discards it after an error or when
 // it is broken, and frees the pool slot.
-func (m *Module) release(inst *Instance, err error) {
-	m.pool.Release(inst, err != nil || inst.broken)
+func (m *Module) release(ctx context.Context, inst *Instance, err error) {
+	m.pool.Release(ctx, inst, err != nil || inst.broken)
 }
 
 func (m *Module) discard(inst *Instance) {

@@ -530,6 +530,7 @@ func (m *Module) beforeToolCall(ctx context.Context, call *policies.ToolCall) (p
 			Err: fmt.Errorf("encoding the input: %w", err)}
 	}
 	var v policies.Verdict
+	ctx = wasmhost.WithCaller(ctx, policies.RequesterKey(call.SessionKey, call.Caller))
 	_, err = m.eval(ctx, h, in, func(out []byte) error {
 		var err error
 		v, err = wasmpolicy.DecodeVerdict(out)
@@ -573,7 +574,7 @@ func (m *Module) eval(ctx context.Context, h policies.Hook, input []byte, check 
 			err = cerr
 		}
 	}
-	m.pool.Release(inst, err != nil)
+	m.pool.Release(ctx, inst, err != nil)
 	if err != nil {
 		return nil, err
 	}

@@ -305,6 +305,7 @@ func (m *Module) decideApproval(ctx context.Context, req *policies.ApprovalReque
 			Err: fmt.Errorf("encoding the input: %w", err)}
 	}
 	var v policies.ApprovalVerdict
+	ctx = wasmhost.WithCaller(ctx, policies.RequesterKey(req.SessionKey, req.Requester))
 	_, err = m.host.CallBytesChecked(ctx, export, input, func(out []byte) error {
 		var err error
 		v, err = DecodeApprovalVerdict(out)

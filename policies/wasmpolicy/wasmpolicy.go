@@ -251,6 +251,7 @@ func (m *Module) beforeToolCall(ctx context.Context, call *policies.ToolCall) (p
 	// The verdict is decoded before the instance returns to the pool, so
 	// that an instance that answered garbage is discarded, never reused.
 	var v policies.Verdict
+	ctx = wasmhost.WithCaller(ctx, policies.RequesterKey(call.SessionKey, call.Caller))
 	_, err = m.host.CallBytesChecked(ctx, export, in, func(out []byte) error {
 		var ok bool
 		if v, ok = m.verdicts.get(out); ok {
