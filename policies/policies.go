@@ -64,6 +64,21 @@ type Caller struct {
 	Version string `json:"version,omitempty"`
 }
 
+// RequesterKey names who asked for a decision, so that a module's
+// instances can be shared fairly between requesters (a requester whose
+// calls make a module fail is served after the others): the session key
+// when there is one, else "client:" and the caller's name and version, ""
+// when neither is known (no one in particular).
+func RequesterKey(sessionKey string, c Caller) string {
+	switch {
+	case sessionKey != "":
+		return sessionKey
+	case c.Name != "" || c.Version != "":
+		return "client:" + c.Name + "/" + c.Version
+	}
+	return ""
+}
+
 // ToolRef names the tool being called: Name is the exposed name, Server and
 // Original the upstream server and tool name where the tool was imported
 // (empty for the bridge's own tools).

@@ -80,7 +80,8 @@ type Options struct {
 	// NoCache disables the on-disk compilation cache.
 	NoCache bool
 	// Logger receives the guest's openclaw_policy.log records (at most 64
-	// per call, each cut to 1 KiB) with a "module" attribute. nil discards.
+	// per call, each cut to 1 KiB) with a "module" attribute, rate-limited
+	// per module ([GuestLog]). nil discards.
 	Logger *slog.Logger
 	// OutputLimit is how many bytes of the guest's WASI stdout and stderr
 	// are kept per call (the tail), to be attached to an [Error]. 0 means
@@ -118,6 +119,7 @@ type Module struct {
 	wasi     bool
 
 	pool *Pool[*Instance]
+	log  *GuestLog // openclaw_policy.log; nil discards
 
 	byMod sync.Map // api.Module -> *Instance, for host functions
 
@@ -209,6 +211,7 @@ func Load(ctx context.Context, name string, wasm []byte, opts *Options) (*Module
 		WithMemoryLimitPages(maxMemoryPages)
 	m.rt, m.cache = NewRuntime(ctx, rc, o.CacheDir, o.NoCache)
 	m.pool = NewPool(name, o.PoolSize, m.newInstance, m.discard)
+	m.log = NewGuestLog(o.Logger, name)
 
 	if err := m.link(ctx, wasm); err != nil {
 		return nil, errors.Join(err, m.closeRuntime(ctx))
@@ -390,7 +393,7 @@ func (m *Module) CallBytesChecked(ctx context.Context, export string, input []by
 			err = cerr
 		}
 	}
-	m.release(inst, err)
+	m.release(ctx, inst, err)
 	if err != nil {
 		return nil, err
 	}
@@ -409,7 +412,7 @@ func (m *Module) Call(ctx context.Context, export string, params ...uint64) ([]u
 	cctx, dl := m.deadline(ctx, m.opts.CallTimeout)
 	res, err := inst.callRaw(cctx, ctx, export, params)
 	dl.Stop()
-	m.release(inst, err)
+	m.release(ctx, inst, err)
 	return res, err
 }
 
@@ -420,8 +423,8 @@ func (m *Module) deadline(ctx context.Context, limit time.Duration) (context.Con
 
 // release returns inst to the pool, or discards it after an error or when
 // it is broken, and frees the pool slot.
-func (m *Module) release(inst *Instance, err error) {
-	m.pool.Release(inst, err != nil || inst.broken)
+func (m *Module) release(ctx context.Context, inst *Instance, err error) {
+	m.pool.Release(ctx, inst, err != nil || inst.broken)
 }
 
 func (m *Module) discard(inst *Instance) {
@@ -444,6 +447,10 @@ func (m *Module) newInstance(ctx context.Context) (*Instance, error) {
 	if err != nil {
 		if m.pool.Closing() {
 			return nil, m.pool.ClosedError("")
+		}
+		if ctx.Err() == nil && ictx.Err() != nil {
+			// The only guest code instantiation runs is the start function.
+			return nil, &Error{Module: m.name, Kind: KindLoad, Err: wrapMsg(err, "instantiating: the start function timed out: %s", timeoutMessage(ictx, m.opts.InitTimeout))}
 		}
 		return nil, &Error{Module: m.name, Kind: KindLoad, Err: fmt.Errorf("instantiating: %w", err)}
 	}
@@ -507,36 +514,4 @@ func (m *Module) closeRuntime(ctx context.Context) error {
 		}
 	}
 	return err
-}
-
-// hostLog implements openclaw_policy.log(level, ptr, len).
-func (m *Module) hostLog(ctx context.Context, mod api.Module, stack []uint64) {
-	v, ok := m.byMod.Load(mod)
-	if !ok {
-		return
-	}
-	inst := v.(*Instance)
-	level, ptr, n := int32(stack[0]), uint32(stack[1]), uint32(stack[2])
-	b, ok := inst.mem.Read(ptr, n)
-	if !ok {
-		inst.abiErr = fmt.Errorf("openclaw_policy.log: message [%d, %d) is outside memory of %d bytes", ptr, uint64(ptr)+uint64(n), inst.mem.Size())
-		panic(inst.abiErr)
-	}
-	inst.logs++
-	if m.opts.Logger == nil || inst.logs > maxLogsPerCall {
-		return
-	}
-	if len(b) > maxLogMessage {
-		b = b[:maxLogMessage]
-	}
-	lvl := slog.LevelDebug
-	switch {
-	case level >= 3:
-		lvl = slog.LevelError
-	case level == 2:
-		lvl = slog.LevelWarn
-	case level == 1:
-		lvl = slog.LevelInfo
-	}
-	m.opts.Logger.Log(ctx, lvl, string(b), "module", m.name)
 }

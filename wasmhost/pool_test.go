@@ -39,17 +39,17 @@ func TestPoolReusesAndDiscards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Release(a, false)
+	p.Release(ctx, a, false)
 	b, _ := p.Acquire(ctx, "f")
 	if b != a {
 		t.Fatalf("idle instance %d not reused (got %d)", a, b)
 	}
-	p.Release(b, true)
+	p.Release(ctx, b, true)
 	c, _ := p.Acquire(ctx, "f")
 	if c == b || p.destroyed.Load() != 1 {
 		t.Fatalf("discarded instance reused or not destroyed: got %d, destroyed %d", c, p.destroyed.Load())
 	}
-	p.Release(c, false)
+	p.Release(ctx, c, false)
 }
 
 // TestPoolBound: no more than Size instances are in use at once.
@@ -75,7 +75,7 @@ func TestPoolBound(t *testing.T) {
 			}
 			time.Sleep(time.Millisecond)
 			inUse.Add(-1)
-			p.Release(inst, false)
+			p.Release(ctx, inst, false)
 		})
 	}
 	wg.Wait()
@@ -101,7 +101,7 @@ func TestPoolErrors(t *testing.T) {
 	if _, err := p.Acquire(cctx, "g"); !errors.As(err, &e) || e.Kind != wasmhost.KindCanceled {
 		t.Fatalf("cancelled: got %v, want KindCanceled", err)
 	}
-	p.Release(inst, false)
+	p.Release(ctx, inst, false)
 
 	boom := errors.New("boom")
 	f := newCountingPool(1, boom)

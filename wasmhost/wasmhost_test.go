@@ -219,6 +219,8 @@ func TestLoadErrors(t *testing.T) {
 			_, err := inst.CallBytes(ctx, "before_tool_call", []byte("hostile_loop"))
 			return err
 		}}, `wasm module "m": initializing instance: deadline of 20ms exceeded`},
+		{"start function past the deadline", fixture(t, "startloop"), wasmhost.Options{InitTimeout: 20 * time.Millisecond},
+			`wasm module "m": instantiating: the start function timed out: deadline of 20ms exceeded`},
 		{"init hook refuses", fixture(t, "hostile"), wasmhost.Options{Init: func(context.Context, *wasmhost.Instance) error {
 			return errors.New("no thanks")
 		}}, "no thanks"},

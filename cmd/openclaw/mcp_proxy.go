@@ -237,6 +237,7 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	// records) and tell a block from a tool error.
 	metrics := proxy.NewMetrics()
 	c.policy.auditTap = metrics.AuditSink(nil)
+	c.policy.verbose = c.verbose
 	pol, err := startPolicies(ctx, c.policy, "mcp proxy", stderr)
 	if err != nil {
 		return failStart(err)

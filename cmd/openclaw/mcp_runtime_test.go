@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -152,6 +153,11 @@ func TestMCPToolsAndCall(t *testing.T) {
 	broken := map[string]any{"command": "/nonexistent/openclaw-test-server"}
 	blockedEnv := map[string]any{"command": cli.tiny, "env": map[string]string{"LD_PRELOAD": "/tmp/x.so"}}
 	audit := []string{"--audit-log", os.DevNull}
+	hostile, err := filepath.Abs(testdataWasm + "hostile.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loudPolicy := `{"modules": [` + sanitizerModule + `, {"name": "loud", "source": ` + strconv.Quote(hostile) + `}]}`
 
 	tests := []runtimeCase{
 		{
@@ -206,6 +212,22 @@ func TestMCPToolsAndCall(t *testing.T) {
 			args:    []string{"mcp", "tools", "-v", "--policy-config", "policy.json"},
 			stdout:  []string{"tiny__echo"},
 			stderr:  []string{"policy active: sanitizer (builtin:sanitizer", "OpenClaw's tool names"},
+		},
+		{
+			name:    "a module's log line shows with -v, attributed to it",
+			servers: map[string]any{"tiny": tiny},
+			files:   map[string]string{"policy.json": loudPolicy},
+			args:    []string{"mcp", "call", "tiny__echo", "--args", `{"message":"hostile_log"}`, "--policy-config", "policy.json", "-v"},
+			stdout:  []string{"hostile_log"},
+			stderr:  []string{`level=INFO msg="hello from the guest" module=loud`},
+		},
+		{
+			name:    "without -v a module's info line is not shown",
+			servers: map[string]any{"tiny": tiny},
+			files:   map[string]string{"policy.json": loudPolicy},
+			args:    []string{"mcp", "call", "tiny__echo", "--args", `{"message":"hostile_log"}`, "--policy-config", "policy.json"},
+			stdout:  []string{"hostile_log"},
+			noErr:   []string{"hello from the guest"},
 		},
 		{
 			name:    "call prints the text content",

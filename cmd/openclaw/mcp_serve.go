@@ -116,6 +116,7 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 	}
 	// Last: from here on every exit path closes the policies (or at least
 	// removes the run file `openclaw policy reload` finds this process by).
+	c.policy.verbose = c.verbose
 	pol, err := startPolicies(ctx, c.policy, "mcp serve", stderr)
 	if err != nil {
 		return failStart(err)

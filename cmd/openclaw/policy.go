@@ -22,6 +22,7 @@ type policyFlags struct {
 	defaults []string           // modules loaded when no flag names one; nil: builtin:rules
 	naming   string             // engine.Options.NamingModule: "" for a surface that names no imported tools
 	auditTap policies.AuditSink // also receives every audit record (metrics); may be nil
+	verbose  bool               // -v: the modules' debug log lines too
 }
 
 // livePolicies is a running process's policy engine with what keeps it
@@ -37,9 +38,15 @@ type livePolicies struct {
 // startPolicies loads the policy engine for a long-running command (what
 // is "mcp serve"), announces the active modules on stderr, registers the
 // process for `openclaw policy reload` and starts swapping modules when
-// their files change or SIGHUP arrives. Close undoes all of it.
+// their files change or SIGHUP arrives. Close undoes all of it. The
+// modules' own log lines go to stderr with their names, from info level
+// (debug too with fl.verbose).
 func startPolicies(ctx context.Context, fl policyFlags, what string, stderr io.Writer) (*livePolicies, error) {
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{ReplaceAttr: dropTime}))
+	level := slog.LevelInfo
+	if fl.verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: dropTime}))
 	lp := &livePolicies{}
 	eng, err := engine.Load(ctx, &engine.Options{
 		ConfigFile: fl.config,

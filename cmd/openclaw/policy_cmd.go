@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -65,16 +66,19 @@ func (f *moduleFlags) configJSON() (json.RawMessage, error) {
 	return json.RawMessage(data), nil
 }
 
-func (f *moduleFlags) host() wasmhost.Options {
-	return wasmhost.Options{CallTimeout: time.Duration(f.timeoutMs) * time.Millisecond, MemoryLimitPages: uint32(f.memPages)}
+// host returns the sandbox options of the flags; the module's own log
+// lines (every level) go to stderr with its name.
+func (f *moduleFlags) host(stderr io.Writer) wasmhost.Options {
+	return wasmhost.Options{CallTimeout: time.Duration(f.timeoutMs) * time.Millisecond, MemoryLimitPages: uint32(f.memPages),
+		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: dropTime}))}
 }
 
-func (f *moduleFlags) open(ctx context.Context, source string) (modCloser, error) {
+func (f *moduleFlags) open(ctx context.Context, source string, stderr io.Writer) (modCloser, error) {
 	cfg, err := f.configJSON()
 	if err != nil {
 		return nil, err
 	}
-	return engine.OpenModule(ctx, source, cfg, f.host())
+	return engine.OpenModule(ctx, source, cfg, f.host(stderr))
 }
 
 type modCloser interface{ Close(context.Context) error }
@@ -96,7 +100,7 @@ would not load, after describing it. ` + fileArgHelp,
 			if err != nil {
 				return err
 			}
-			in, err := engine.Inspect(cmd.Context(), args[0], cfg, mf.host())
+			in, err := engine.Inspect(cmd.Context(), args[0], cfg, mf.host(cmd.ErrOrStderr()))
 			if err != nil {
 				return err
 			}
@@ -232,7 +236,7 @@ the module or the cases cannot be loaded. ` + fileArgHelp,
 				return &exitError{code: 2, err: err}
 			}
 			ctx := cmd.Context()
-			m, err := engine.OpenModule(ctx, args[0], cfg, mf.host())
+			m, err := engine.OpenModule(ctx, args[0], cfg, mf.host(cmd.ErrOrStderr()))
 			if err != nil {
 				return &exitError{code: 2, err: err}
 			}
@@ -328,7 +332,7 @@ warm-up; it prints p50/p90/p99/max/mean latency per hook. Inputs are the cases' 
 			if err != nil {
 				return err
 			}
-			m, err := engine.OpenModule(ctx, args[0], cfg, mf.host())
+			m, err := engine.OpenModule(ctx, args[0], cfg, mf.host(cmd.ErrOrStderr()))
 			if err != nil {
 				return err
 			}

@@ -176,6 +176,51 @@ func TestPolicyTest(t *testing.T) {
 	}
 }
 
+// TestPolicyTestAmbiguousOutput: `policy test` of a module whose answers
+// JSON readers could take two ways (testdata parrot.wasm answers its
+// config) reports each call as failed with the key named: a repeated
+// "decision" is no allow-always, a "Decision" is no allow.
+func TestPolicyTestAmbiguousOutput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for i, tt := range []struct{ answer, want string }{
+		{`{"decision":"deny","decision":"allow-always"}`, `repeated field \"decision\"`},
+		{`{"Decision":"allow-always"}`, `unknown field \"Decision\"`},
+		{`{"decision":"allow","DECISION":"deny"}`, `unknown field \"DECISION\"`},
+	} {
+		cases := filepath.Join(dir, strconv.Itoa(i)+".jsonl")
+		lines := `{"name":"approval","hook":"decide_approval","input":{"kind":"exec","session_key":"agent:main:main","request":{"command":"rm -rf /"}},"expect":{"error":"` + tt.want + `"}}` + "\n" +
+			`{"name":"call","input":{"surface":"serve","tool":{"name":"x"}},"expect":{"error":"` + tt.want + `"}}` + "\n"
+		if err := os.WriteFile(cases, []byte(lines), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, code, err := runPolicyCLI(t, "policy", "test", testdataWasm+"parrot.wasm", "--config", tt.answer, "--cases", cases)
+		if code != 0 || !strings.Contains(out, "\n2 passed, 0 failed\n") {
+			t.Errorf("%s: exit %d (%v), want both calls failed naming the key:\n%s", tt.answer, code, err, out)
+		}
+	}
+}
+
+// `policy test` shows a module's log lines with its name; a start
+// function that never returns is refused saying it timed out, and after
+// how long.
+func TestPolicyTestGuestLogAndStartTimeout(t *testing.T) {
+	t.Parallel()
+	cases := filepath.Join(t.TempDir(), "log.jsonl")
+	if err := os.WriteFile(cases, []byte(`{"name":"logs","input":{"surface":"serve","session_key":"hostile_log","tool":{"name":"x"}},"expect":{"decision":"allow"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code, err := runPolicyCLI(t, "policy", "test", testdataWasm+"hostile.wasm", "--cases", cases)
+	if code != 0 || !strings.Contains(out, `level=INFO msg="hello from the guest" module=hostile`) {
+		t.Errorf("exit %d (%v), want the guest's line:\n%s", code, err, out)
+	}
+	_, code, err = runPolicyCLI(t, "policy", "test", testdataWasm+"startloop.wasm", "--cases", cases)
+	if code != 2 || err == nil || !strings.Contains(err.Error(), `wasm module "startloop": instantiating: the start function timed out: `) ||
+		!strings.Contains(err.Error(), "1s") {
+		t.Errorf("start loop: exit %d, %v; want exit 2 saying the start function timed out after 1s", code, err)
+	}
+}
+
 func TestPolicyTestJSON(t *testing.T) {
 	t.Parallel()
 	out, code, _ := runPolicyCLI(t, "policy", "test", "builtin:rules", "--json", "--timeout-ms", "10000",

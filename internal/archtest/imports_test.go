@@ -48,6 +48,7 @@ func TestImportRules(t *testing.T) {
 		why    string
 	}{
 		{"policies", true, func(d string) bool { return !isStd(d) }, "the policy contract is a stdlib-only leaf"},
+		{"policies/internal/strictjson", false, func(d string) bool { return !isStd(d) }, "the strict decoder of module output is a stdlib-only leaf"},
 		{"gateway/protocol", true, func(d string) bool { return !isStd(d) }, "the protocol vocabulary is a stdlib-only leaf"},
 		{"config", false, func(d string) bool { return strings.HasPrefix(d, module+"/") }, "config is a leaf"},
 		{"wasmhost", false, func(d string) bool {

@@ -118,12 +118,16 @@ type Options struct {
 	// module. It must not block.
 	AuditTap policies.AuditSink
 	// Logger receives the outcome of every reload (modules swapped, or the
-	// reason a reload was refused). nil means a text logger on os.Stderr.
+	// reason a reload was refused) and, unless Host.Logger is set, the
+	// modules' own log lines (openclaw_policy.log, Rego print) with the
+	// module's name, rate-limited per module (wasmhost.GuestLog). nil
+	// means a text logger on os.Stderr.
 	Logger *slog.Logger
 	// Host holds sandbox settings applied to every module (pool size,
-	// compilation cache, guest logger). A module's timeout_ms and
-	// memory_limit_pages override CallTimeout and MemoryLimitPages; zero
-	// fields are wasmhost's defaults. Init and ErrorExport must be zero.
+	// compilation cache, guest logger: nil means Logger). A module's
+	// timeout_ms and memory_limit_pages override CallTimeout and
+	// MemoryLimitPages; zero fields are wasmhost's defaults. Init and
+	// ErrorExport must be zero.
 	Host wasmhost.Options
 	// DefaultModules are the module sources loaded when neither
 	// ConfigFile nor Files name any module, each with its default config.
@@ -299,6 +303,9 @@ func Load(ctx context.Context, opts *Options) (_ *Engine, err error) {
 	e.logger = e.opts.Logger
 	if e.logger == nil {
 		e.logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	if e.opts.Host.Logger == nil {
+		e.opts.Host.Logger = e.logger
 	}
 	specs, auditLog, defaulted, err := e.specs()
 	if err != nil {

@@ -228,6 +228,32 @@ func TestAuditModeRecordsButNeverBlocks(t *testing.T) {
 	}
 }
 
+// A module's openclaw_policy.log lines reach the engine's Logger with the
+// module's name, when no Host.Logger is given: the path of every surface
+// (serve, proxy, mcp call) and of a reload.
+func TestGuestLogReachesLogger(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, dir, "hostile.wasm", fixture(t, "hostile"))
+	pf := writeFile(t, dir, "policy.json", []byte(`{"modules":[{"name":"loud","source":"hostile.wasm"}]}`))
+	e, logs := load(t, engine.Options{ConfigFile: pf})
+	if d := e.BeforeToolCall(context.Background(), call("hostile_log")); d.Outcome != policies.Allow {
+		t.Fatalf("decision = %+v", d)
+	}
+	if !strings.Contains(logs.String(), `level=INFO msg="hello from the guest" module=loud`) {
+		t.Fatalf("logs %q lack the guest's line", logs.String())
+	}
+	// A reloaded module logs the same way.
+	replaceFile(t, pf, []byte(`{"modules":[{"name":"louder","source":"hostile.wasm"}]}`))
+	if _, err := e.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.BeforeToolCall(context.Background(), call("hostile_log"))
+	if !strings.Contains(logs.String(), `level=INFO msg="hello from the guest" module=louder`) {
+		t.Fatalf("logs %q lack the reloaded module's line", logs.String())
+	}
+}
+
 func TestHooksSelectsTheChain(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()

@@ -95,6 +95,7 @@ func (m *Module) decideApproval(ctx context.Context, req *policies.ApprovalReque
 			Err: fmt.Errorf("encoding the input: %w", err)}
 	}
 	var v policies.ApprovalVerdict
+	ctx = wasmhost.WithCaller(ctx, policies.RequesterKey(req.SessionKey, req.Requester))
 	_, err = m.eval(ctx, h, input, func(out []byte) error {
 		var err error
 		v, err = wasmpolicy.DecodeApprovalVerdict(out)

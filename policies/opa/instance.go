@@ -13,6 +13,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/openclaw-go/openclaw/policies/internal/strictjson"
 	"github.com/openclaw-go/openclaw/wasmhost"
 )
 
@@ -154,7 +155,7 @@ func (i *instance) dumpExport(ctx context.Context, export string, v any) error {
 	if err != nil {
 		return err
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
+	if err := strictjson.Unmarshal(raw, v); err != nil {
 		return i.abiErr(export, "invalid answer %s: %v", quote(raw), err)
 	}
 	return nil
@@ -216,7 +217,7 @@ func (i *instance) unwrapResult(export, entrypoint string, raw []byte) ([]byte, 
 		}
 	}
 	var set []map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &set); err != nil {
+	if err := strictjson.Unmarshal(raw, &set); err != nil {
 		return nil, i.abiErr(export, "invalid result set %s: %v", quote(raw), err)
 	}
 	switch {

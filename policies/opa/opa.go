@@ -120,7 +120,8 @@ type Options struct {
 	// MemoryLimitPages, CallTimeout (per evaluation), InitTimeout (per new
 	// instance), MaxResultBytes (the evaluation's JSON result), PoolSize,
 	// CacheDir and NoCache (the compilation cache), and Logger (receives
-	// the lines of env.opa_println). OutputLimit does not apply (an OPA
+	// the lines of env.opa_println, rate-limited as wasmhost.GuestLog
+	// says). OutputLimit does not apply (an OPA
 	// module has no stdout) and is ignored; Init and ErrorExport are the
 	// ABI adapter's and must be left zero.
 	Host wasmhost.Options
@@ -151,6 +152,7 @@ type Module struct {
 	hooks       map[policies.Hook]hookEntry
 
 	pool *wasmhost.Pool[*instance]
+	log  *wasmhost.GuestLog // print() lines; nil discards
 
 	closeOnce sync.Once
 	closeErr  error
@@ -178,7 +180,7 @@ func Load(ctx context.Context, name string, wasm []byte, config json.RawMessage,
 	if o.Host.Init != nil || o.Host.ErrorExport != "" {
 		return nil, loadErr(name, "options: Host.Init and Host.ErrorExport do not apply to OPA modules; leave them zero")
 	}
-	m := &Module{name: name, opts: o.Host}
+	m := &Module{name: name, opts: o.Host, log: wasmhost.NewGuestLog(o.Host.Logger, name)}
 	if err := m.setDefaults(); err != nil {
 		return nil, err
 	}
@@ -528,6 +530,7 @@ func (m *Module) beforeToolCall(ctx context.Context, call *policies.ToolCall) (p
 			Err: fmt.Errorf("encoding the input: %w", err)}
 	}
 	var v policies.Verdict
+	ctx = wasmhost.WithCaller(ctx, policies.RequesterKey(call.SessionKey, call.Caller))
 	_, err = m.eval(ctx, h, in, func(out []byte) error {
 		var err error
 		v, err = wasmpolicy.DecodeVerdict(out)
@@ -571,7 +574,7 @@ func (m *Module) eval(ctx context.Context, h policies.Hook, input []byte, check 
 			err = cerr
 		}
 	}
-	m.pool.Release(inst, err != nil)
+	m.pool.Release(ctx, inst, err != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -614,12 +617,9 @@ func (m *Module) closeRuntime(ctx context.Context) error {
 	return err
 }
 
-// logPrint sends one Rego print() line to the logger.
+// logPrint sends one Rego print() line to the logger, at info level.
 func (m *Module) logPrint(ctx context.Context, msg string) {
-	if m.opts.Logger == nil {
-		return
-	}
-	m.opts.Logger.Log(ctx, slog.LevelInfo, msg, "module", m.name)
+	m.log.Log(ctx, slog.LevelInfo, msg)
 }
 
 var _ policies.BeforeToolCallHook = (*Module)(nil)

@@ -384,7 +384,7 @@ func TestFailClosed(t *testing.T) {
 			`wasm module "rego": before_tool_call: entrypoint "openclaw/before_tool_call" is undefined for this input (give the rule a default)`},
 		{"unknown decision", nil, "unknown_decision", wasmhost.ErrABI,
 			`wasm module "rego": before_tool_call: unknown decision "maybe" (want allow, block or require_approval)`},
-		{"unknown field", nil, "unknown_field", wasmhost.ErrABI, `json: unknown field "extra"`},
+		{"unknown field", nil, "unknown_field", wasmhost.ErrABI, `unknown field "extra"`},
 		{"not an object", nil, "not_an_object", wasmhost.ErrABI, `invalid verdict "\"allow\""`},
 		// The spin allocates as it goes (OPA allocates per iteration): a
 		// large cap lets the deadline, not memory, end it.

@@ -3,9 +3,12 @@ package wasmpolicy_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -174,6 +177,55 @@ func BenchmarkLoadRules(b *testing.B) {
 			}
 			load() // fills the cache for warmcache
 			measure(b, load)
+		})
+	}
+}
+
+// hostileCall makes the rules module fail (its input is not UTF-8: the
+// guest refuses it with a zero result), so its instance is discarded.
+var hostileCall = &policies.ToolCall{
+	Surface: policies.SurfaceServe, Caller: policies.Caller{Name: "mallory"},
+	Tool: policies.ToolRef{Name: "search", Server: "web", Original: "search"}, Arguments: json.RawMessage("{\"q\":\"Z\xb0\xa1\x93\"}"),
+}
+
+// BenchmarkBenignUnderHostile measures one benign before_tool_call
+// decision of the rules module (pool of 2 instances) alone, and while two
+// other sessions send, back to back, calls that make the module fail.
+// Compare the median and p99 of the two runs.
+func BenchmarkBenignUnderHostile(b *testing.B) {
+	for _, hostile := range []int{0, 2} {
+		b.Run(fmt.Sprintf("hostile-sessions=%d", hostile), func(b *testing.B) {
+			m, err := wasmpolicy.Load(context.Background(), "rules", builtin.Rules(), json.RawMessage(benchConfig),
+				&wasmpolicy.Options{Host: wasmhost.Options{NoCache: true, PoolSize: 2}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Close(context.Background())
+			ctx, stop := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			var failures atomic.Int64
+			for i := range hostile {
+				wg.Go(func() {
+					c := *hostileCall
+					c.SessionKey = fmt.Sprintf("agent:mallory:%d", i)
+					for ctx.Err() == nil {
+						if _, err := m.BeforeToolCall(ctx, &c); err != nil {
+							failures.Add(1)
+						}
+					}
+				})
+			}
+			measure(b, func() {
+				if v, err := m.BeforeToolCall(context.Background(), benchCall); err != nil || v.Decision != policies.RequireApproval {
+					b.Fatalf("benign call: %+v, %v", v, err)
+				}
+			})
+			stop()
+			wg.Wait()
+			if hostile > 0 && failures.Load() == 0 {
+				b.Fatal("the hostile sessions made no call fail")
+			}
+			b.ReportMetric(float64(failures.Load())/float64(b.N), "hostile-failures/op")
 		})
 	}
 }

@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/internal/strictjson"
 	"github.com/openclaw-go/openclaw/wasmhost"
 )
 
@@ -305,6 +305,7 @@ func (m *Module) decideApproval(ctx context.Context, req *policies.ApprovalReque
 			Err: fmt.Errorf("encoding the input: %w", err)}
 	}
 	var v policies.ApprovalVerdict
+	ctx = wasmhost.WithCaller(ctx, policies.RequesterKey(req.SessionKey, req.Requester))
 	_, err = m.host.CallBytesChecked(ctx, export, input, func(out []byte) error {
 		var err error
 		v, err = DecodeApprovalVerdict(out)
@@ -314,8 +315,9 @@ func (m *Module) decideApproval(ctx context.Context, req *policies.ApprovalReque
 }
 
 // DecodeApprovalVerdict decodes a decide_approval output strictly: one
-// JSON object with only the fields of [policies.ApprovalVerdict], a known
-// decision and a non-negative ttl_ms, with nothing after it.
+// JSON object with only the fields of [policies.ApprovalVerdict], each at
+// most once and spelt exactly (case included), a known decision and a
+// non-negative ttl_ms, with nothing after it.
 func DecodeApprovalVerdict(out []byte) (policies.ApprovalVerdict, error) {
 	var v policies.ApprovalVerdict
 	if err := decodeStrict(out, &v, "approval verdict"); err != nil {
@@ -332,16 +334,14 @@ func DecodeApprovalVerdict(out []byte) (policies.ApprovalVerdict, error) {
 	return v, nil
 }
 
-// decodeStrict decodes exactly one JSON value of out into v, refusing
-// unknown fields and trailing data.
+// decodeStrict decodes exactly one JSON value of out into v with
+// strictjson.Unmarshal: a repeated key, a key that is not exactly a field's
+// name (encoding/json would match it whatever its case) or an unknown key
+// is an error, as is anything after the value. what names the output in
+// the error ("verdict", "approval verdict").
 func decodeStrict(out []byte, v any, what string) error {
-	dec := json.NewDecoder(bytes.NewReader(out))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	if err := strictjson.Unmarshal(out, v); err != nil {
 		return fmt.Errorf("invalid %s %s: %w", what, quoteOutput(out), err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return fmt.Errorf("invalid %s %s: data after the JSON object", what, quoteOutput(out))
 	}
 	return nil
 }

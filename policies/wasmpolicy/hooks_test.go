@@ -14,20 +14,25 @@ import (
 	"github.com/openclaw-go/openclaw/wasmhost"
 )
 
-// loadHooks loads testdata/hooks.wasm in the given mode (see hooks.wat).
-func loadHooks(t *testing.T, mode string) *wasmpolicy.Module {
+// loadFile loads the module at path as name with config, closed when the
+// test ends.
+func loadFile(t *testing.T, name, path, config string, host wasmhost.Options) *wasmpolicy.Module {
 	t.Helper()
-	wasm, err := os.ReadFile("testdata/hooks.wasm")
+	wasm, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := wasmpolicy.Load(context.Background(), "hooks", wasm, json.RawMessage(mode),
-		&wasmpolicy.Options{Host: wasmhost.Options{CallTimeout: 50 * time.Millisecond, PoolSize: 1}})
+	m, err := wasmpolicy.Load(context.Background(), name, wasm, json.RawMessage(config), &wasmpolicy.Options{Host: host})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close(context.Background()) })
 	return m
+}
+
+// loadHooks loads testdata/hooks.wasm in the given mode (see hooks.wat).
+func loadHooks(t *testing.T, mode string) *wasmpolicy.Module {
+	return loadFile(t, "hooks", "testdata/hooks.wasm", mode, wasmhost.Options{CallTimeout: 50 * time.Millisecond, PoolSize: 1})
 }
 
 var hookCases = []struct {
@@ -130,6 +135,9 @@ func TestDecodeStrict(t *testing.T) {
 		{`{"servers":[{"safe":"a\u0062","tools":[{"name":"é"}]}]}`, ""},
 		{`{"servers":[]} x`, "data after the JSON object"},
 		{`{"servers":[],"servers":[]}`, `repeated field "servers"`},
+		{`{"Servers":[]}`, `unknown field "Servers"`},
+		{`{"servers":[{"safe":"a","tools":[{"name":"a__b","name":"x"}]}]}`, `repeated field "name"`},
+		{`{"servers":[{"safe":"a","Safe":"b","tools":[]}]}`, `unknown field "Safe"`},
 		{`{"servers":[{"safe":"a","tools":[{"nam":"a"}]}]}`, `unknown field "nam"`},
 		{`{}`, `no "servers"`},
 		{`{"servers":[{"safe":1}]}`, "want a string"},
@@ -145,7 +153,11 @@ func TestDecodeStrict(t *testing.T) {
 		{`{"decision":"ask","ttl_ms":1000,"reason":"r"}`, ""},
 		{`{"decision":"ask","ttl":1}`, `unknown field "ttl"`},
 		{`{}`, "no decision"},
-		{`{"decision":"deny"}{}`, "data after the JSON object"},
+		{`{"decision":"deny"}{}`, "invalid character '{' after top-level value"},
+		{`{"decision":"deny","decision":"allow-always"}`, `repeated field "decision"`},
+		{`{"Decision":"allow-always"}`, `unknown field "Decision" (field names are case-sensitive: want "decision")`},
+		{`{"decision":"deny","reason":"r","Reason":"s"}`, `unknown field "Reason"`},
+		{`{"decision":"ask","ttl_ms":1,"ttl_ms":0}`, `repeated field "ttl_ms"`},
 	} {
 		_, err := wasmpolicy.DecodeApprovalVerdict([]byte(tc.out))
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {

@@ -28,7 +28,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"sync"
 
 	"github.com/openclaw-go/openclaw/policies"
@@ -252,6 +251,7 @@ func (m *Module) beforeToolCall(ctx context.Context, call *policies.ToolCall) (p
 	// The verdict is decoded before the instance returns to the pool, so
 	// that an instance that answered garbage is discarded, never reused.
 	var v policies.Verdict
+	ctx = wasmhost.WithCaller(ctx, policies.RequesterKey(call.SessionKey, call.Caller))
 	_, err = m.host.CallBytesChecked(ctx, export, in, func(out []byte) error {
 		var ok bool
 		if v, ok = m.verdicts.get(out); ok {
@@ -310,17 +310,13 @@ func (c *verdictCache) put(out []byte, v policies.Verdict) {
 }
 
 // DecodeVerdict decodes a before_tool_call output strictly: one JSON
-// object with only the fields of [policies.Verdict], a known decision, a
-// non-negative timeout_ms, and arguments (if any) that are a JSON object.
+// object with only the fields of [policies.Verdict], each at most once and
+// spelt exactly (case included), a known decision, a non-negative
+// timeout_ms, and arguments (if any) that are a JSON object.
 func DecodeVerdict(out []byte) (policies.Verdict, error) {
 	var v policies.Verdict
-	dec := json.NewDecoder(bytes.NewReader(out))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&v); err != nil {
-		return v, fmt.Errorf("invalid verdict %s: %w", quoteOutput(out), err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return v, fmt.Errorf("invalid verdict %s: data after the JSON object", quoteOutput(out))
+	if err := decodeStrict(out, &v, "verdict"); err != nil {
+		return v, err
 	}
 	switch {
 	case v.Decision == "":
