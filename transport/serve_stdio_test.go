@@ -170,6 +170,8 @@ func TestServeStdioBadLinesKeepServing(t *testing.T) {
 		{"object id", `{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, -32600, "invalid ID type"},
 		{"non-string method", `{"jsonrpc":"2.0","id":9,"method":42}`, -32600, `cannot unmarshal "42" into Go value of type string`},
 		{"neither request nor response", `{"jsonrpc":"2.0"}`, -32600, "invalid request"},
+		{"null id", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, -32600, `the id of request "ping" is null`},
+		{"trailing comma", `{"jsonrpc":"2.0","id":9,"method":"ping"},`, -32700, "invalid character ',' after top-level value"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -483,5 +485,20 @@ func TestServeStdioEOFChannel(t *testing.T) {
 	}
 	if err := <-read; !errors.Is(err, io.EOF) {
 		t.Fatalf("Read after the answer: %v, want io.EOF", err)
+	}
+}
+
+// A client that wrote part of a line and then a whole request: the cut-off
+// part is answered with a parse error, and the request is served.
+func TestServeStdioCutOffLine(t *testing.T) {
+	t.Parallel()
+	h := startServeHarness(t, 0)
+	h.send(t, `{"jsonrpc":"2.0","id":7,"method":"to`+`{"jsonrpc":"2.0","id":8,"method":"ping"}`)
+	m := h.next(t)
+	if e, _ := m["error"].(map[string]any); m["id"] != nil || e == nil || e["code"] != float64(-32700) || !strings.Contains(fmt.Sprint(e["message"]), "cut off after 36 bytes") {
+		t.Fatalf("first answer %v, want a parse error with id null for the cut-off part", m)
+	}
+	if r := h.expectID(t, 8); r["result"] == nil {
+		t.Errorf("the whole request after the cut-off part: %v", r)
 	}
 }
