@@ -1006,25 +1006,31 @@ func TestMCPProxyStdioNodeAndInspector(t *testing.T) {
 	})
 }
 
-// TestCheckProxyFlags: an unknown MCP revision and a shutdown timeout
-// that is not positive are usage errors naming what is wanted.
+// TestCheckProxyFlags: an unknown MCP revision, a shutdown timeout that
+// is not positive and a message cap that is not a positive size are usage
+// errors naming what is wanted.
 func TestCheckProxyFlags(t *testing.T) {
 	t.Parallel()
+	const max = 16 << 20 // proxy.DefaultMaxMessageBytes
 	for _, tc := range []struct {
 		name, proto string
 		timeout     time.Duration
+		max         int64
 		want        string // "" accepts
 	}{
-		{"defaults", defaultUpstreamProtocol, 10 * time.Second, ""},
-		{"newest", "", time.Second, ""},
-		{"oldest", "2024-11-05", time.Second, ""},
-		{"bogus revision", "bogus", time.Second, `--upstream-protocol "bogus": not an MCP revision this proxy speaks; want one of 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28`},
-		{"negative timeout", "2025-11-25", -time.Second, "--shutdown-timeout -1s: want a positive duration"},
-		{"zero timeout", "2025-11-25", 0, "--shutdown-timeout 0s: want a positive duration"},
+		{"defaults", defaultUpstreamProtocol, 10 * time.Second, max, ""},
+		{"newest", "", time.Second, max, ""},
+		{"oldest", "2024-11-05", time.Second, max, ""},
+		{"bogus revision", "bogus", time.Second, max, `--upstream-protocol "bogus": not an MCP revision this proxy speaks; want one of 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28`},
+		{"negative timeout", "2025-11-25", -time.Second, max, "--shutdown-timeout -1s: want a positive duration"},
+		{"zero timeout", "2025-11-25", 0, max, "--shutdown-timeout 0s: want a positive duration"},
+		{"small cap", "2025-11-25", time.Second, 1, ""},
+		{"zero cap", "2025-11-25", time.Second, 0, "--max-message-bytes 0: want a positive size"},
+		{"huge cap", "2025-11-25", time.Second, 1 << 40, "--max-message-bytes 1099511627776: want a positive size in bytes up to 2147483647"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			err := checkProxyFlags(&proxyConfig{upstreamProto: tc.proto, shutdownTimeout: tc.timeout})
+			err := checkProxyFlags(&proxyConfig{upstreamProto: tc.proto, shutdownTimeout: tc.timeout, maxMessage: tc.max})
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -1193,4 +1199,66 @@ func writeEverythingFixture(t *testing.T, dir, node, script string) (home, polic
 		}},
 	}, map[string]any{"name": "sanitizer", "source": "builtin:sanitizer"}}})
 	return home, policy
+}
+
+// TestMCPProxyStdioFrames runs the built binary over stdio: a request
+// whose id is null, a line with trailing data and a line over
+// --max-message-bytes are each answered with a JSON-RPC error whose id is
+// null, and the session serves the request after them.
+func TestMCPProxyStdioFrames(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bin := buildOpenclaw(t, dir)
+	home := filepath.Join(dir, "home")
+	writeJSON(t, filepath.Join(home, ".openclaw", "openclaw.json"), map[string]any{"mcp": map[string]any{"servers": map[string]any{}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "mcp", "proxy", "--max-message-bytes", "4096")
+	cmd.Env = append(os.Environ(), "OPENCLAW_HOME="+home, "OPENCLAW_STATE_DIR="+filepath.Join(dir, "state"))
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	cmd.Stdin = strings.NewReader(strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"frames","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":null,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"},`,
+		`{"jsonrpc":"2.0","id":3,"method":"ping","params":{"pad":"` + strings.Repeat("x", 5000) + `"}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"ping"}`,
+	}, "\n") + "\n")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("proxy: %v; stderr:\n%s", err, stderr.String())
+	}
+	var errs []string
+	answered := map[float64]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var m struct {
+			ID    *float64 `json:"id"`
+			Error *struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("stdout line %q: %v", line, err)
+		}
+		switch {
+		case m.ID == nil && m.Error != nil:
+			errs = append(errs, fmt.Sprintf("%d %s", m.Error.Code, m.Error.Message))
+		case m.ID != nil:
+			answered[*m.ID] = m.Error == nil
+		}
+	}
+	want := []string{`-32600 Invalid Request: the id of request "tools/list" is null`, "-32700 Parse error: invalid character ','", "-32700 Parse error: line longer than 4096 bytes"}
+	if len(errs) != len(want) {
+		t.Fatalf("null-id errors %q, want %d of them", errs, len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(errs[i], w) {
+			t.Errorf("error %d = %q, want %q…", i, errs[i], w)
+		}
+	}
+	if !answered[1] || !answered[4] || len(answered) != 2 {
+		t.Errorf("answered ids %v, want 1 and 4 only (2 and 3 were refused)", answered)
+	}
 }
