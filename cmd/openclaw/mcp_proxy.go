@@ -293,6 +293,7 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	}
 	defer p.Close() // before the runtime: ends the relay's worker
 	metrics.Instrument(p)
+	metrics.ObserveServers(sess.Status)
 	// `openclaw mcp reload` (SIGHUP) applies an edited mcp.servers and tool
 	// policy to the running proxy; its clients get list_changed at once.
 	if dir, err := mcpRunDir(); err != nil {
