@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -336,16 +335,9 @@ func (c *drainConn) take(ctx context.Context, msg jsonrpc.Message) (jsonrpc.Mess
 			}
 			return m, true
 		}
-		if m.Method == "notifications/cancelled" {
+		if id, ok := cancelledID(m); ok {
 			// go-sdk may not answer a cancelled request: stop waiting for it.
-			var p struct {
-				RequestID any `json:"requestId"`
-			}
-			if json.Unmarshal(m.Params, &p) == nil {
-				if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
-					c.answered(id)
-				}
-			}
+			c.answered(id)
 		}
 	case *jsonrpc.Response:
 		c.mu.Lock()

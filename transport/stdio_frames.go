@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -143,15 +142,8 @@ func (o *outbound) sending(msg jsonrpc.Message) {
 		o.open[req.ID] = struct{}{}
 		return
 	}
-	if req.Method == "notifications/cancelled" {
-		var p struct {
-			RequestID any `json:"requestId"`
-		}
-		if json.Unmarshal(req.Params, &p) == nil {
-			if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
-				delete(o.open, id)
-			}
-		}
+	if id, ok := cancelledID(req); ok {
+		delete(o.open, id)
 	}
 }
 
