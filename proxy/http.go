@@ -89,7 +89,10 @@ type HTTPOptions struct {
 // Every request passes an Origin check (a browser page of another
 // site is refused 403, against DNS rebinding; go-sdk's own Host check for
 // loopback listeners stays on); /mcp, /sse and /metrics need the bearer
-// token (401 with WWW-Authenticate: Bearer otherwise).
+// token (401 with WWW-Authenticate: Bearer otherwise). Every POST body on
+// /mcp and /sse is read up to MaxMessageBytes and checked as exactly one
+// JSON-RPC message before go-sdk sees it (see checkFrames, and
+// docs/proxy.md for the answers).
 type HTTPHandler struct {
 	p         *Proxy
 	opts      HTTPOptions
