@@ -302,6 +302,7 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 		reloadFromConfig(cfgPath, logger, &proxyReloader{cfgPath: cfgPath, sess: sess, proxy: p, logger: logger})); err != nil {
 		logger.Warn("openclaw mcp reload cannot reach this proxy", "err", err)
 	} else {
+		rl.publishStatus(sess.Status)     // skipped stdout lines, for `mcp status`
 		defer func() { _ = rl.Close() }() // before the proxy and the runtime close
 	}
 

@@ -1262,3 +1262,70 @@ func TestMCPProxyStdioFrames(t *testing.T) {
 		t.Errorf("answered ids %v, want 1 and 4 only (2 and 3 were refused)", answered)
 	}
 }
+
+// TestMCPStatusShowsSkippedLines: a running `mcp proxy` whose stdio server
+// wrote 300 junk lines on stdout publishes the count, and `mcp status`
+// shows it for that server.
+func TestMCPStatusShowsSkippedLines(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bin := buildOpenclaw(t, dir)
+	junky := filepath.Join(dir, "misbehave")
+	if out, err := exec.Command("go", "build", "-o", junky, "../../transport/testdata/misbehave").CombinedOutput(); err != nil {
+		t.Fatalf("building the misbehave server: %v\n%s", err, out)
+	}
+	home := filepath.Join(dir, "home")
+	writeJSON(t, filepath.Join(home, ".openclaw", "openclaw.json"), map[string]any{"mcp": map[string]any{"servers": map[string]any{
+		"junky": map[string]any{"command": junky, "args": []string{"-raw"}},
+	}}})
+	env := append(os.Environ(), "OPENCLAW_HOME="+home, "OPENCLAW_STATE_DIR="+filepath.Join(dir, "state"))
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "mcp", "proxy")
+	cmd.Env = env
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "status-test", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\nstderr:\n%s", err, stderr.String())
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "junky__junk", Arguments: map[string]any{"lines": 300}})
+	if err != nil || res.IsError {
+		t.Fatalf("junk: %+v %v\nstderr:\n%s", res, err, stderr.String())
+	}
+	if n := strings.Count(stderr.String(), "not JSON-RPC 2.0"); n > 12 {
+		t.Errorf("%d warnings about skipped lines for 300 junk lines, want at most a dozen", n)
+	}
+	// The proxy publishes every few seconds: ask until it has (a hang
+	// guard, not a timing check).
+	for {
+		st := exec.CommandContext(ctx, bin, "mcp", "status", "--json")
+		st.Env = env
+		out, err := st.Output()
+		if err != nil {
+			t.Fatalf("mcp status: %v", err)
+		}
+		var got struct {
+			Servers []struct {
+				Name    string  `json:"name"`
+				Skipped float64 `json:"skippedStdoutLines"`
+			} `json:"servers"`
+		}
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("mcp status --json: %v\n%s", err, out)
+		}
+		if len(got.Servers) == 1 && got.Servers[0].Skipped == 300 {
+			break
+		}
+		if len(got.Servers) != 1 || got.Servers[0].Skipped > 300 || ctx.Err() != nil {
+			t.Fatalf("mcp status --json = %s, want junky with skippedStdoutLines 300", out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	st := exec.CommandContext(ctx, bin, "mcp", "status")
+	st.Env = env
+	if out, err := st.Output(); err != nil || !strings.Contains(string(out), "- junky: stdio stdout-lines-skipped=300") {
+		t.Errorf("mcp status = %s (%v), want junky with stdout-lines-skipped=300", out, err)
+	}
+}
