@@ -154,6 +154,28 @@ func splitCutOff(line []byte) (cut []byte, msg jsonrpc.Message, ok bool) {
 	return nil, nil, false
 }
 
+// CodeMessageTooLarge is the JSON-RPC error code of a message refused for
+// its size, in the range JSON-RPC 2.0 leaves to implementations (-32000 to
+// -32099): a stdio server's answer over [StdioTransport.MaxMessageBytes]
+// fails its call with it at once, instead of leaving the call to its
+// timeout; a client's request over the serving cap is answered with it,
+// by its id when the request's start names one.
+const CodeMessageTooLarge = -32010
+
+// frameHeadBytes is how much of a frame over the size cap is kept to read
+// its id from.
+const frameHeadBytes = 64 << 10
+
+// keepHead returns dst[:0] with the first frameHeadBytes bytes of the
+// concatenation of parts: the start of a frame too large to keep whole.
+func keepHead(dst []byte, parts ...[]byte) []byte {
+	dst = dst[:0]
+	for _, p := range parts {
+		dst = append(dst, p[:min(len(p), frameHeadBytes-len(dst))]...)
+	}
+	return dst
+}
+
 // frameHead is what the first bytes of a frame too large to read say
 // about it.
 type frameHead struct {

@@ -60,7 +60,10 @@ const codeShuttingDown = -32004
 //
 //   - -32700 Parse error for a line that is not JSON, holds more than one
 //     value or trailing bytes (`{…},`), nests deeper than encoding/json
-//     allows, or is longer than [ServeStdioOptions.MaxLineLength];
+//     allows, or is longer than [ServeStdioOptions.MaxLineLength] (a
+//     request that long whose start names its method and id is answered
+//     by that id instead, with [CodeMessageTooLarge], so its caller fails
+//     at once);
 //   - -32600 Invalid Request for valid JSON that is not a message: an
 //     array (batches do not exist in the protocol revisions we answer),
 //     a string, number or null, a wrong or missing "jsonrpc", an id that
@@ -433,6 +436,7 @@ type lineFilter struct {
 	log *slog.Logger
 
 	buf     []byte // the line being read
+	head    []byte // the start of the line being read, once it is too long
 	pending []byte // the rest of the accepted line not yet returned
 	lineNo  int
 	err     error // the read error to return once pending is drained
@@ -477,6 +481,7 @@ func (f *lineFilter) readLine() (line []byte, tooLong, ok bool, err error) {
 		if !tooLong {
 			if len(f.buf)+len(chunk) > f.max+2 { // room for "\r\n"
 				tooLong = true
+				f.head = keepHead(f.head, f.buf, chunk)
 				f.buf = f.buf[:0]
 			} else {
 				f.buf = append(f.buf, chunk...)
@@ -495,8 +500,9 @@ func (f *lineFilter) readLine() (line []byte, tooLong, ok bool, err error) {
 		}
 		line = bytes.TrimSuffix(f.buf, []byte("\n"))
 		line = bytes.TrimSuffix(line, []byte("\r"))
-		if len(line) > f.max {
+		if len(line) > f.max && !tooLong {
 			tooLong = true
+			f.head = keepHead(f.head, line)
 		}
 		return line, tooLong, true, err
 	}
@@ -509,7 +515,13 @@ func (f *lineFilter) readLine() (line []byte, tooLong, ok bool, err error) {
 func (f *lineFilter) check(line []byte, tooLong bool) {
 	f.lineNo++
 	if tooLong {
-		f.reject(len(line), &FrameError{Code: jsonrpc.CodeParseError, Reason: fmt.Sprintf("line longer than %d bytes", f.max)})
+		reason := fmt.Sprintf("line longer than %d bytes", f.max)
+		if h := readFrameHead(f.head); h.method && h.id.IsValid() {
+			// A request: its caller learns at once, by its id.
+			f.replyTo(h.id, len(line), CodeMessageTooLarge, "message too large: "+reason)
+			return
+		}
+		f.reject(len(line), &FrameError{Code: jsonrpc.CodeParseError, Reason: reason})
 		return
 	}
 	msg := bytes.TrimSpace(line)
@@ -542,7 +554,18 @@ func (f *lineFilter) reject(size int, fe *FrameError) {
 	if fe.Response {
 		return
 	}
-	data := EncodeErrorReply(jsonrpc.ID{}, fe.Code, fe.Error())
+	f.write(EncodeErrorReply(jsonrpc.ID{}, fe.Code, fe.Error()))
+}
+
+// replyTo logs a request refused before it was read whole and answers it
+// by its id.
+func (f *lineFilter) replyTo(id jsonrpc.ID, size int, code int64, message string) {
+	f.log.Warn("stdin: refused a request", "line", f.lineNo, "bytes", size, "id", id.Raw(), "code", code, "reason", message)
+	f.write(EncodeErrorReply(id, code, message))
+}
+
+// write sends one error reply line.
+func (f *lineFilter) write(data []byte) {
 	if _, err := f.out.Write(append(data, '\n')); err != nil {
 		f.log.Warn("stdin: writing an error reply", "line", f.lineNo, "err", err)
 	}

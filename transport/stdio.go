@@ -408,9 +408,7 @@ func (c *stdioConn) readStdout() {
 				buf = append(buf, line...)
 				continue
 			}
-			head := make([]byte, 0, frameHeadBytes)
-			head = append(head, buf[:min(len(buf), frameHeadBytes)]...)
-			head = append(head, line[:min(len(line), frameHeadBytes-len(head))]...)
+			head := keepHead(nil, buf, line)
 			n, derr := discardLine(br)
 			c.tooLarge(head, len(buf)+len(line)+n)
 			buf = nil // do not hold a multi-MB buffer for an idle connection
@@ -428,7 +426,7 @@ func (c *stdioConn) readStdout() {
 			}
 		}
 		if len(line) > c.maxMsg {
-			c.tooLarge(bytes.Clone(line[:min(len(line), frameHeadBytes)]), len(line))
+			c.tooLarge(keepHead(nil, line), len(line))
 		} else if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
 			// Copy: trimmed points into the reader's buffer, and the message
 			// outlives the next read.

@@ -13,10 +13,6 @@ import (
 // answer at once, and skipped lines are counted and their warnings rate
 // limited per server.
 
-// frameHeadBytes is how much of a line over the size cap is kept to read
-// its id from.
-const frameHeadBytes = 64 << 10
-
 // Warnings about skipped stdout lines: the first skipWarnBurst of a server
 // are logged one by one; after them, at most one warning every
 // skipWarnInterval sums up the lines skipped since the previous one.
@@ -24,12 +20,6 @@ const (
 	skipWarnBurst    = 10
 	skipWarnInterval = 30 * time.Second
 )
-
-// CodeMessageTooLarge is the JSON-RPC error code of a call whose answer
-// was a stdio line over [StdioTransport.MaxMessageBytes]: the call fails
-// at once instead of waiting for its timeout. It is in the range JSON-RPC
-// 2.0 leaves to implementations (-32000 to -32099).
-const CodeMessageTooLarge = -32010
 
 // SkippedLines returns how many lines of the server's stdout were skipped
 // since t was made, over every connection: lines that are not one JSON-RPC
