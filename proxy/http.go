@@ -71,6 +71,11 @@ type HTTPOptions struct {
 	// Servers, when set, reports the runtime's servers for /healthz
 	// (runtime.Session.Status); nil leaves the servers out of the body.
 	Servers func() []runtime.ServerStatus
+	// MaxMessageBytes caps one POST body on /mcp and /sse, in bytes; a
+	// larger one is answered 413 with a JSON-RPC error (carrying the
+	// request's id when its start names one) and the session stays. 0 or
+	// less means [DefaultMaxMessageBytes].
+	MaxMessageBytes int64
 	// ShutdownTimeout bounds the wait for calls in flight in Serve; zero
 	// means DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
@@ -84,7 +89,10 @@ type HTTPOptions struct {
 // Every request passes an Origin check (a browser page of another
 // site is refused 403, against DNS rebinding; go-sdk's own Host check for
 // loopback listeners stays on); /mcp, /sse and /metrics need the bearer
-// token (401 with WWW-Authenticate: Bearer otherwise).
+// token (401 with WWW-Authenticate: Bearer otherwise). Every POST body on
+// /mcp and /sse is read up to MaxMessageBytes and checked as exactly one
+// JSON-RPC message before go-sdk sees it (see checkFrames, and
+// docs/proxy.md for the answers).
 type HTTPHandler struct {
 	p         *Proxy
 	opts      HTTPOptions
@@ -92,6 +100,7 @@ type HTTPHandler struct {
 	origins   map[string]bool
 	logger    *slog.Logger
 	mux       *http.ServeMux
+	maxBody   int64 // MaxMessageBytes, defaulted
 
 	mu       sync.Mutex
 	inFlight int                         // MCP requests being handled (track)
@@ -135,6 +144,10 @@ func NewHTTPHandler(p *Proxy, opts *HTTPOptions) (*HTTPHandler, error) {
 	if h.opts.ShutdownTimeout <= 0 {
 		h.opts.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	h.maxBody = h.opts.MaxMessageBytes
+	if h.maxBody <= 0 {
+		h.maxBody = DefaultMaxMessageBytes
+	}
 	h.logger = h.opts.Logger
 	if h.logger == nil {
 		h.logger = slog.Default()
@@ -151,20 +164,22 @@ func NewHTTPHandler(p *Proxy, opts *HTTPOptions) (*HTTPHandler, error) {
 		// elicitation, roots) need a session to come back on. From
 		// 2026-07-28 the protocol is sessionless, and go-sdk serves it
 		// only statelessly; its clients name the revision on every request.
-		stateful := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{Logger: h.logger})
+		// checkFrames reads and bounds every body first; go-sdk's own cap
+		// is set to the same size.
+		stateful := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{Logger: h.logger, MaxRequestBodyBytes: h.maxBody})
 		stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
-			Logger: h.logger, Stateless: true,
+			Logger: h.logger, Stateless: true, MaxRequestBodyBytes: h.maxBody,
 			// The POST is the whole call: a client that hangs up cancels it.
 			PropagateRequestCancellation: true,
 		})
-		h.mux.Handle(PathMCP, h.authorized(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.mux.Handle(PathMCP, h.authorized(h.checkFrames(false, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Header.Get("Mcp-Protocol-Version") >= sessionlessRevision {
 				stateless.ServeHTTP(w, r)
 				return
 			}
 			stateful.ServeHTTP(w, r)
-		})))
-		h.mux.Handle(PathSSE, h.authorized(mcp.NewSSEHandler(getServer, nil)))
+		}))))
+		h.mux.Handle(PathSSE, h.authorized(h.checkFrames(true, mcp.NewSSEHandler(getServer, &mcp.SSEOptions{MaxRequestBodyBytes: h.maxBody}))))
 		p.Server().AddReceivingMiddleware(h.track)
 	}
 	return h, nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/runtime"
+	"github.com/openclaw-go/openclaw/transport"
 )
 
 // Call outcomes, the values of the "outcome" label of
@@ -55,6 +56,8 @@ const UnroutedTool = "(unrouted)"
 //	policy_decisions_total{hook,decision}          counter; before_tool_call: allow, block, require_approval;
 //	                                               decide_approval: allow-once, allow-always, deny, ask
 //	policy_module_decisions_total{hook,module,decision}  counter, fed by [Metrics.AuditSink]
+//	upstream_skipped_lines_total{server}           counter; stdout lines of a stdio server that were not
+//	                                               one JSON-RPC message, by [Metrics.ObserveServers]
 type Metrics struct {
 	reg       *prometheus.Registry
 	calls     *prometheus.CounterVec
@@ -95,6 +98,30 @@ func NewMetrics() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// ObserveServers adds the per-server series, read from status (the
+// runtime session's Status) at every scrape:
+// openclaw_upstream_skipped_lines_total{server}. Call it once.
+func (m *Metrics) ObserveServers(status func() []runtime.ServerStatus) {
+	m.reg.MustRegister(serverCollector{status})
+}
+
+var skippedLinesDesc = prometheus.NewDesc("openclaw_upstream_skipped_lines_total",
+	"Lines of a stdio server's stdout skipped because they were not one JSON-RPC message (junk, over the size cap, cut off), by server.",
+	[]string{"server"}, nil)
+
+// serverCollector reports the servers' counters at scrape time.
+type serverCollector struct{ status func() []runtime.ServerStatus }
+
+func (c serverCollector) Describe(ch chan<- *prometheus.Desc) { ch <- skippedLinesDesc }
+
+func (c serverCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, st := range c.status() {
+		if st.Kind == transport.KindStdio {
+			ch <- prometheus.MustNewConstMetric(skippedLinesDesc, prometheus.CounterValue, float64(st.SkippedLines), st.Name)
+		}
+	}
 }
 
 // Registry returns the registry the metrics are in, to add collectors of

@@ -2,11 +2,16 @@ package proxy
 
 import (
 	"context"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/policiestest"
+	"github.com/openclaw-go/openclaw/runtime"
+	"github.com/openclaw-go/openclaw/transport"
 )
 
 // counters gathers the counters of one metric family as "label values
@@ -69,5 +74,39 @@ func TestApprovalsCountDecisions(t *testing.T) {
 	got := counters(t, m, "openclaw_policy_decisions_total")
 	if got["deny/decide_approval"] != 2 || got["ask/decide_approval"] != 1 || got["allow-once/decide_approval"] != 1 {
 		t.Fatalf("decide_approval decisions = %v", got)
+	}
+}
+
+// A stdio server that writes 2,000 junk lines before its answer: the
+// runtime's status and /metrics count each of them, by server.
+func TestMetricsCountSkippedLines(t *testing.T) {
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "misbehave")
+	if out, err := exec.Command("go", "build", "-o", bin, "../transport/testdata/misbehave").CombinedOutput(); err != nil {
+		t.Fatalf("building the misbehave server: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sess, err := runtime.New([]runtime.Server{{Name: "junky", Entry: transport.ServerEntry{Command: bin, Args: []string{"-raw"}}}},
+		&runtime.Options{Enforcer: policies.NewChain(nil, nil), Sanitizer: joinNamer{}, Surface: policies.SurfaceProxy, Logger: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sess.Close(context.Background()) })
+	if err := sess.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m := NewMetrics()
+	m.ObserveServers(sess.Status)
+	if res, err := sess.CallTool(ctx, "junky__junk", []byte(`{"lines":2000}`)); err != nil || res.IsError {
+		t.Fatalf("junk: %v %v", res, err)
+	}
+	if got := counters(t, m, "openclaw_upstream_skipped_lines_total"); got["junky"] != 2000 || len(got) != 1 {
+		t.Errorf("openclaw_upstream_skipped_lines_total = %v, want junky 2000", got)
+	}
+	for _, st := range sess.Status() {
+		if st.Name == "junky" && st.SkippedLines != 2000 {
+			t.Errorf("status SkippedLines = %d, want 2000", st.SkippedLines)
+		}
 	}
 }

@@ -34,28 +34,34 @@ type conn struct {
 
 	rl connLife // uses in flight and retirement by a reload (reload.go)
 
-	mu           sync.Mutex
-	cs           *mcp.ClientSession
-	client       *mcp.Client // the client of cs (roots change notifications)
-	caps         *mcp.ServerCapabilities
-	kind         transport.Kind
-	launch       string
-	redactor     *transport.Redactor
-	err          *ServerError // latest diagnostic
-	listed       bool         // tools holds a listing (or its failure)
-	tools        []*mcp.Tool
-	listFailedAt time.Time // zero unless the latest listing failed
-	failures     int       // consecutive failed calls
-	pausedUntil  time.Time
-	pauseGen     uint64
-	pauseTimer   *time.Timer
-	pauseErr     *ServerError // the failure that paused the server, its diagnostic meanwhile
-	recycle      bool         // the session was dropped after timeouts: redial on next call
+	mu            sync.Mutex
+	cs            *mcp.ClientSession
+	client        *mcp.Client // the client of cs (roots change notifications)
+	caps          *mcp.ServerCapabilities
+	kind          transport.Kind
+	launch        string
+	redactor      *transport.Redactor
+	err           *ServerError // latest diagnostic
+	listed        bool         // tools holds a listing (or its failure)
+	tools         []*mcp.Tool
+	listFailedAt  time.Time // zero unless the latest listing failed
+	failures      int       // consecutive failed calls
+	pausedUntil   time.Time
+	pauseGen      uint64
+	pauseTimer    *time.Timer
+	pauseErr      *ServerError // the failure that paused the server, its diagnostic meanwhile
+	recycle       bool         // the session was dropped after timeouts: redial on next call
+	skips         lineSkipper  // the transport in use, when it counts skipped lines
+	skippedBefore int64        // the lines the transports used before it skipped
 
 	pr principalState // per-requester OAuth connections (principal.go)
 
 	lives sync.Map // *mcp.ClientSession → *handlerLife (handlerlife.go)
 }
+
+// lineSkipper is a transport that counts the lines it skipped
+// (transport.StdioTransport).
+type lineSkipper interface{ SkippedLines() int64 }
 
 // fail records a diagnostic and reports it.
 func (c *conn) fail(op string, err error) {
@@ -115,6 +121,14 @@ func (c *conn) connect(ctx context.Context) bool {
 		tr, kind = r.Transport, r.Kind
 		c.mu.Lock()
 		c.kind, c.launch, c.redactor = r.Kind, r.Launch, r.Redactor
+		c.mu.Unlock()
+	}
+	if ls, ok := tr.(lineSkipper); ok {
+		c.mu.Lock()
+		if c.skips != nil && c.skips != ls {
+			c.skippedBefore += c.skips.SkippedLines()
+		}
+		c.skips = ls
 		c.mu.Unlock()
 	}
 	co := c.clientOptions()

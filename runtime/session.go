@@ -994,6 +994,11 @@ type ServerStatus struct {
 	// has a connection for, sorted: the listing principal and each one that
 	// called. nil for other servers.
 	Principals []string
+	// SkippedLines counts, for a stdio server, the lines of its stdout
+	// skipped since the session began, over every restart: lines that are
+	// not one JSON-RPC message, lines over the size cap, cut-off parts
+	// (transport.StdioTransport.SkippedLines). 0 for other transports.
+	SkippedLines int64
 }
 
 // Status returns every declared server's state, in declaration order.
@@ -1015,6 +1020,10 @@ func (s *Session) Status() []ServerStatus {
 		}
 		if now.Before(c.pausedUntil) {
 			st.PausedUntil = c.pausedUntil
+		}
+		st.SkippedLines = c.skippedBefore
+		if c.skips != nil {
+			st.SkippedLines += c.skips.SkippedLines()
 		}
 		c.mu.Unlock()
 		st.Principals = c.principalList()

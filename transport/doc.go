@@ -36,8 +36,9 @@
 // after OpenClaw's filter (§11.7); a key on the blocklist refuses to start
 // the server with a *[BlockedEnvError] naming it. stderr lines are logged
 // (capped at [MaxStderrLine]) with server=<name>; stdout lines that are not
-// JSON-RPC 2.0 are logged and skipped; messages up to
-// [Options.MaxMessageBytes] (64 MiB by default) pass.
+// one JSON-RPC 2.0 message are counted, logged (rate limited) and skipped;
+// messages up to [Options.MaxMessageBytes] (64 MiB by default) pass, and a
+// longer answer fails its call at once.
 //
 // # HTTP
 //
@@ -76,6 +77,13 @@
 // answers every other line with a JSON-RPC error whose id is null (-32700
 // for invalid JSON, -32600 for JSON that is not a message), so one bad line
 // never ends the session.
+//
+// # Frames
+//
+// Both stdio directions and the proxy's HTTP handlers check each frame
+// (a line, a POST body) whole with [DecodeFrame] before go-sdk sees it:
+// go-sdk's decoder takes the first JSON value of its input and ignores
+// trailing bytes.
 //
 // # Not here
 //

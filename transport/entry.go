@@ -95,7 +95,8 @@ type Options struct {
 	// CommandTransport default).
 	TerminateDuration time.Duration
 	// MaxMessageBytes caps one JSON-RPC message read from a stdio child;
-	// a longer line is logged and skipped. 0 means 64 MiB.
+	// a longer line is skipped and fails the call it answers. 0 means
+	// 64 MiB.
 	MaxMessageBytes int
 	// OAuth configures the token store and the optional authorization flow
 	// of entries with auth "oauth". nil means tokens from [DefaultTokenDir]

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -56,17 +55,26 @@ const codeShuttingDown = -32004
 // to Writer, like go-sdk's mcp.IOTransport, but a malformed line does not
 // end the session. go-sdk's connection dies on the first line it cannot
 // decode, and every call in flight with it; this one passes on only lines
-// that jsonrpc.DecodeMessage accepts as one JSON-RPC 2.0 message, and
-// answers every other line on Writer with an error whose id is null
-// (JSON-RPC 2.0 §5.1):
+// that [DecodeFrame] accepts as one JSON-RPC 2.0 message, and answers every
+// other line on Writer with an error whose id is null (JSON-RPC 2.0 §5.1):
 //
 //   - -32700 Parse error for a line that is not JSON, holds more than one
-//     value, nests deeper than encoding/json allows, or is longer than
-//     [ServeStdioOptions.MaxLineLength];
+//     value or trailing bytes (`{…},`), nests deeper than encoding/json
+//     allows, or is longer than [ServeStdioOptions.MaxLineLength] (a
+//     request that long whose start names its method and id is answered
+//     by that id instead, with [CodeMessageTooLarge], so its caller fails
+//     at once);
 //   - -32600 Invalid Request for valid JSON that is not a message: an
 //     array (batches do not exist in the protocol revisions we answer),
 //     a string, number or null, a wrong or missing "jsonrpc", an id that
-//     is not a string or number, a method that is not a string.
+//     is not a string or number (a request whose id is null included:
+//     MCP forbids it, and go-sdk would take it for a notification), a
+//     method that is not a string.
+//
+// A line that ends in a whole message after the start of one that never
+// ended (the client wrote part of a line, then a whole one) is the one
+// exception: the cut-off part is answered with -32700 and the message is
+// served.
 //
 // A rejected line that looks like a response (an object with "result" or
 // "error" and no "method") is only logged, never answered, so two peers
@@ -330,16 +338,9 @@ func (c *drainConn) take(ctx context.Context, msg jsonrpc.Message) (jsonrpc.Mess
 			}
 			return m, true
 		}
-		if m.Method == "notifications/cancelled" {
+		if id, ok := cancelledID(m); ok {
 			// go-sdk may not answer a cancelled request: stop waiting for it.
-			var p struct {
-				RequestID any `json:"requestId"`
-			}
-			if json.Unmarshal(m.Params, &p) == nil {
-				if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
-					c.answered(id)
-				}
-			}
+			c.answered(id)
 		}
 	case *jsonrpc.Response:
 		c.mu.Lock()
@@ -435,6 +436,7 @@ type lineFilter struct {
 	log *slog.Logger
 
 	buf     []byte // the line being read
+	head    []byte // the start of the line being read, once it is too long
 	pending []byte // the rest of the accepted line not yet returned
 	lineNo  int
 	err     error // the read error to return once pending is drained
@@ -479,6 +481,7 @@ func (f *lineFilter) readLine() (line []byte, tooLong, ok bool, err error) {
 		if !tooLong {
 			if len(f.buf)+len(chunk) > f.max+2 { // room for "\r\n"
 				tooLong = true
+				f.head = keepHead(f.head, f.buf, chunk)
 				f.buf = f.buf[:0]
 			} else {
 				f.buf = append(f.buf, chunk...)
@@ -497,86 +500,72 @@ func (f *lineFilter) readLine() (line []byte, tooLong, ok bool, err error) {
 		}
 		line = bytes.TrimSuffix(f.buf, []byte("\n"))
 		line = bytes.TrimSuffix(line, []byte("\r"))
-		if len(line) > f.max {
+		if len(line) > f.max && !tooLong {
 			tooLong = true
+			f.head = keepHead(f.head, line)
 		}
 		return line, tooLong, true, err
 	}
 }
 
-// check passes line on when it is one JSON-RPC message, and otherwise logs
-// and answers it.
+// check passes line on when it is one JSON-RPC message (DecodeFrame), and
+// otherwise logs and answers it. A line that ends in a whole message glued
+// onto a cut-off one (splitCutOff) has the cut-off part rejected and the
+// message passed on.
 func (f *lineFilter) check(line []byte, tooLong bool) {
 	f.lineNo++
 	if tooLong {
-		f.reject(line, jsonrpc.CodeParseError, "Parse error", fmt.Sprintf("line longer than %d bytes", f.max), false)
+		reason := fmt.Sprintf("line longer than %d bytes", f.max)
+		if h := readFrameHead(f.head); h.method && h.id.IsValid() {
+			// A request: its caller learns at once, by its id.
+			f.replyTo(h.id, len(line), CodeMessageTooLarge, "message too large: "+reason)
+			return
+		}
+		f.reject(len(line), &FrameError{Code: jsonrpc.CodeParseError, Reason: reason})
 		return
 	}
 	msg := bytes.TrimSpace(line)
 	if len(msg) == 0 {
 		return
 	}
-	if !json.Valid(msg) {
-		var raw json.RawMessage
-		f.reject(line, jsonrpc.CodeParseError, "Parse error", json.Unmarshal(msg, &raw).Error(), false)
-		return
-	}
-	_, err := jsonrpc.DecodeMessage(msg)
-	if err == nil && msg[0] == '{' {
+	_, err := DecodeFrame(msg)
+	if err == nil {
 		// msg aliases f.buf, unused until pending drains. Surrounding
 		// blanks are dropped: go-sdk's decoder takes any byte but a line
 		// ending after a value for trailing data and ends the session.
 		f.pending = append(msg, '\n')
 		return
 	}
-	reason := "not a JSON-RPC message object"
-	if err != nil {
-		reason = err.Error()
+	fe := err.(*FrameError)
+	if cut, _, ok := splitCutOff(msg); ok {
+		f.reject(len(cut), &FrameError{Code: jsonrpc.CodeParseError,
+			Reason: fmt.Sprintf("a message cut off after %d bytes; the whole message that follows it on the line is served", len(cut))})
+		f.pending = append(msg[len(cut):], '\n')
+		return
 	}
-	var keys map[string]json.RawMessage
-	isResponse := false
-	switch msg[0] {
-	case '[':
-		reason = "batches are not supported (a line must hold one JSON-RPC message object)"
-	case '{':
-		if json.Unmarshal(msg, &keys) == nil {
-			_, hasMethod := keys["method"]
-			_, hasResult := keys["result"]
-			_, hasError := keys["error"]
-			isResponse = !hasMethod && (hasResult || hasError)
-		}
-	default:
-		reason = "not a JSON-RPC message object: " + reason
-	}
-	f.reject(line, jsonrpc.CodeInvalidRequest, "Invalid Request", reason, isResponse)
+	f.reject(len(line), fe)
 }
 
-// errorReply is a JSON-RPC 2.0 error response with a null id.
-type errorReply struct {
-	JSONRPC string `json:"jsonrpc"`
-	ID      *int   `json:"id"` // always nil: null
-	Error   struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
-// reject logs a rejected line and, unless it is a response, answers it.
-func (f *lineFilter) reject(line []byte, code int, title, reason string, isResponse bool) {
-	size := len(line)
+// reject logs a rejected line of size bytes and, unless it is a
+// response, answers it with an error whose id is null.
+func (f *lineFilter) reject(size int, fe *FrameError) {
 	f.log.Warn("stdin: rejected a line that is not a JSON-RPC 2.0 message",
-		"line", f.lineNo, "bytes", size, "code", code, "reason", reason, "answered", !isResponse)
-	if isResponse {
+		"line", f.lineNo, "bytes", size, "code", fe.Code, "reason", fe.Reason, "answered", !fe.Response)
+	if fe.Response {
 		return
 	}
-	r := errorReply{JSONRPC: "2.0"}
-	r.Error.Code = code
-	r.Error.Message = title + ": " + reason
-	data, err := json.Marshal(r)
-	if err != nil {
-		f.log.Error("stdin: encoding an error reply", "line", f.lineNo, "err", err)
-		return
-	}
+	f.write(EncodeErrorReply(jsonrpc.ID{}, fe.Code, fe.Error()))
+}
+
+// replyTo logs a request refused before it was read whole and answers it
+// by its id.
+func (f *lineFilter) replyTo(id jsonrpc.ID, size int, code int64, message string) {
+	f.log.Warn("stdin: refused a request", "line", f.lineNo, "bytes", size, "id", id.Raw(), "code", code, "reason", message)
+	f.write(EncodeErrorReply(id, code, message))
+}
+
+// write sends one error reply line.
+func (f *lineFilter) write(data []byte) {
 	if _, err := f.out.Write(append(data, '\n')); err != nil {
 		f.log.Warn("stdin: writing an error reply", "line", f.lineNo, "err", err)
 	}

@@ -159,7 +159,7 @@ func TestServeStdioBadLinesKeepServing(t *testing.T) {
 		{"two values on a line", `{"jsonrpc":"2.0","id":9,"method":"ping"} {}`, -32700, "invalid character '{' after top-level value"},
 		{"two messages on a line", `{"jsonrpc":"2.0","id":9,"method":"ping"}{"jsonrpc":"2.0","id":10,"method":"ping"}`, -32700, "invalid character '{' after top-level value"},
 		{"100k nested arrays", deep, -32700, "exceeded max depth"},
-		{"line over the cap", `{"jsonrpc":"2.0","id":9,"method":"ping","params":{"x":"` + strings.Repeat("a", maxLine) + `"}}`, -32700, "line longer than 262144 bytes"},
+		{"line over the cap", `{"jsonrpc":"2.0","result":{"x":"` + strings.Repeat("a", maxLine) + `"},"id":9}`, -32700, "line longer than 262144 bytes"},
 		{"empty array", `[]`, -32600, "batches are not supported"},
 		{"batch", `[{"jsonrpc":"2.0","id":9,"method":"ping"}]`, -32600, "batches are not supported"},
 		{"string", `"str"`, -32600, "not a JSON-RPC message object"},
@@ -170,6 +170,8 @@ func TestServeStdioBadLinesKeepServing(t *testing.T) {
 		{"object id", `{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, -32600, "invalid ID type"},
 		{"non-string method", `{"jsonrpc":"2.0","id":9,"method":42}`, -32600, `cannot unmarshal "42" into Go value of type string`},
 		{"neither request nor response", `{"jsonrpc":"2.0"}`, -32600, "invalid request"},
+		{"null id", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, -32600, `the id of request "ping" is null`},
+		{"trailing comma", `{"jsonrpc":"2.0","id":9,"method":"ping"},`, -32700, "invalid character ',' after top-level value"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -262,8 +264,8 @@ type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
-// TestServeStdioDefaultCap sends a line just over 16 MiB (go-sdk's
-// default frame cap) and then a ping.
+// TestServeStdioDefaultCap sends a request just over 16 MiB (go-sdk's
+// default frame cap), answered by its id, and then a ping.
 func TestServeStdioDefaultCap(t *testing.T) {
 	t.Parallel()
 	h := startServeHarness(t, 0)
@@ -271,8 +273,8 @@ func TestServeStdioDefaultCap(t *testing.T) {
 	h.send(t, big)
 	h.send(t, `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
 	m := h.next(t)
-	if e, _ := m["error"].(map[string]any); m["id"] != nil || e == nil || e["code"] != float64(-32700) {
-		t.Fatalf("over-long line answered with %v, want a -32700 error with id null", m)
+	if e, _ := m["error"].(map[string]any); m["id"] != float64(9) || e == nil || e["code"] != float64(CodeMessageTooLarge) || !strings.Contains(fmt.Sprint(e["message"]), "message too large") {
+		t.Fatalf("over-long request answered with %v, want a message too large error to id 9", m)
 	}
 	if r := h.next(t); r["id"] != float64(3) {
 		t.Fatalf("after the over-long line: %v, want the ping result for id 3", r)
@@ -338,7 +340,7 @@ func FuzzServeStdioFilter(f *testing.F) {
 				ID    *json.RawMessage
 				Error struct{ Code int }
 			}
-			if err := json.Unmarshal([]byte(reply), &r); err != nil || r.ID != nil || (r.Error.Code != -32700 && r.Error.Code != -32600) {
+			if err := json.Unmarshal([]byte(reply), &r); err != nil || (r.Error.Code != CodeMessageTooLarge && r.ID != nil) || (r.Error.Code != -32700 && r.Error.Code != -32600 && r.Error.Code != CodeMessageTooLarge) {
 				t.Fatalf("error reply %q", reply)
 			}
 		}
@@ -483,5 +485,20 @@ func TestServeStdioEOFChannel(t *testing.T) {
 	}
 	if err := <-read; !errors.Is(err, io.EOF) {
 		t.Fatalf("Read after the answer: %v, want io.EOF", err)
+	}
+}
+
+// A client that wrote part of a line and then a whole request: the cut-off
+// part is answered with a parse error, and the request is served.
+func TestServeStdioCutOffLine(t *testing.T) {
+	t.Parallel()
+	h := startServeHarness(t, 0)
+	h.send(t, `{"jsonrpc":"2.0","id":7,"method":"to`+`{"jsonrpc":"2.0","id":8,"method":"ping"}`)
+	m := h.next(t)
+	if e, _ := m["error"].(map[string]any); m["id"] != nil || e == nil || e["code"] != float64(-32700) || !strings.Contains(fmt.Sprint(e["message"]), "cut off after 36 bytes") {
+		t.Fatalf("first answer %v, want a parse error with id null for the cut-off part", m)
+	}
+	if r := h.expectID(t, 8); r["result"] == nil {
+		t.Errorf("the whole request after the cut-off part: %v", r)
 	}
 }

@@ -44,8 +44,17 @@ var ErrClosed = errors.New("transport: connection closed")
 //   - passes only Env to the child;
 //   - logs each stderr line (capped at [MaxStderrLine]) tagged with the
 //     server name instead of writing it anywhere near our stdout;
-//   - logs and skips stdout lines that are not JSON-RPC 2.0 messages
-//     (banners, debug prints) instead of ending the session;
+//   - reads each stdout line as one frame ([DecodeFrame]: trailing bytes
+//     make a line invalid), and logs and skips the lines that are not one
+//     JSON-RPC 2.0 message (banners, debug prints) instead of ending the
+//     session: the first few one by one, then a summary at most every
+//     30 s, all counted ([StdioTransport.SkippedLines]); a whole message
+//     glued onto a cut-off line (a server that wrote part of a line, then
+//     a whole one) is read;
+//   - fails at once, with [CodeMessageTooLarge], the call that a line over
+//     MaxMessageBytes answers (every call in flight when the line's id
+//     cannot be read before the cut), instead of leaving it to its
+//     timeout;
 //   - on Close, answers with a JSON-RPC error every request the server
 //     sent us (sampling, elicitation, roots, ping) that is still open
 //     before it closes stdin, so that a server waiting on one still exits
@@ -66,15 +75,18 @@ type StdioTransport struct {
 	Env []string
 	// Dir is the working directory; empty means ours.
 	Dir string
-	// Logger receives stderr lines and skipped stdout lines; nil means
-	// slog.Default().
+	// Logger receives stderr lines and the warnings about skipped stdout
+	// lines; nil means slog.Default().
 	Logger *slog.Logger
 	// TerminateDuration: see [Options]. 0 means 5 s.
 	TerminateDuration time.Duration
-	// MaxMessageBytes caps one message; 0 means [DefaultMaxMessageBytes].
+	// MaxMessageBytes caps one message (one stdout line, in bytes); 0
+	// means [DefaultMaxMessageBytes].
 	MaxMessageBytes int
 	// Redactor masks secrets in everything logged; nil means [RedactText].
 	Redactor *Redactor
+
+	skips skipCounter // the stdout lines skipped, over every connection
 }
 
 // Connect starts the server and returns its connection. ctx bounds only the
@@ -150,6 +162,8 @@ func (t *StdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		closing:  make(chan struct{}),
 		exited:   make(chan struct{}),
 		in:       newInbound(),
+		out:      newOutbound(),
+		skips:    &t.skips,
 	}
 	c.pumps.Add(2)
 	go c.readStdout()
@@ -235,7 +249,9 @@ type stdioConn struct {
 	pumps   sync.WaitGroup
 
 	writeMu sync.Mutex
-	in      *inbound // the server's requests we have not answered (stdio_close.go)
+	in      *inbound     // the server's requests we have not answered (stdio_close.go)
+	out     *outbound    // our calls the server has not answered (stdio_frames.go)
+	skips   *skipCounter // the transport's count of skipped stdout lines
 
 	closeOnce sync.Once
 	closing   chan struct{}
@@ -279,12 +295,16 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		return ErrClosed
 	default:
 	}
+	c.out.sending(msg)
 	interrupted := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
 		_ = c.stdin.SetWriteDeadline(time.Now())
 		close(interrupted)
 	})
 	n, err := c.stdin.Write(data)
+	if err != nil && n == 0 {
+		c.out.unsent(msg)
+	}
 	if !stop() {
 		<-interrupted
 		_ = c.stdin.SetWriteDeadline(time.Time{})
@@ -372,8 +392,11 @@ func (c *stdioConn) wait() {
 	close(c.exited)
 }
 
-// readStdout turns stdout lines into messages. Lines that are not JSON-RPC
-// 2.0 and lines over maxMsg bytes are logged and skipped.
+// readStdout turns stdout lines into messages. Each line is one frame
+// (DecodeFrame); a line that is not a message is skipped (skipLine), except
+// that a whole message glued onto a cut-off one is delivered
+// (splitCutOff). A line over maxMsg bytes is not read whole: the calls it
+// may answer fail at once (tooLarge).
 func (c *stdioConn) readStdout() {
 	defer c.pumps.Done()
 	br := bufio.NewReaderSize(c.stdout, 64<<10)
@@ -383,13 +406,15 @@ func (c *stdioConn) readStdout() {
 		if errors.Is(err, bufio.ErrBufferFull) {
 			if len(buf)+len(line) <= c.maxMsg {
 				buf = append(buf, line...)
-			} else {
-				c.log.Warn("transport: stdout line too long, skipped", "limit_bytes", c.maxMsg)
-				buf = buf[:0]
-				if err := discardLine(br); err != nil {
-					c.endRead(err)
-					return
-				}
+				continue
+			}
+			head := keepHead(nil, buf, line)
+			n, derr := discardLine(br)
+			c.tooLarge(head, len(buf)+len(line)+n)
+			buf = nil // do not hold a multi-MB buffer for an idle connection
+			if derr != nil {
+				c.endRead(derr)
+				return
 			}
 			continue
 		}
@@ -401,16 +426,23 @@ func (c *stdioConn) readStdout() {
 			}
 		}
 		if len(line) > c.maxMsg {
-			c.log.Warn("transport: stdout line too long, skipped", "limit_bytes", c.maxMsg)
+			c.tooLarge(keepHead(nil, line), len(line))
 		} else if trimmed := bytes.TrimSpace(line); len(trimmed) > 0 {
 			// Copy: trimmed points into the reader's buffer, and the message
 			// outlives the next read.
-			msg, derr := jsonrpc.DecodeMessage(bytes.Clone(trimmed))
+			frame := bytes.Clone(trimmed)
+			msg, derr := DecodeFrame(frame)
 			if derr != nil {
-				c.log.Warn("transport: stdout line is not JSON-RPC 2.0, skipped",
-					"line", c.red.Redact(truncate(string(trimmed), 200)), "error", derr.Error())
-			} else {
+				if cut, m, ok := splitCutOff(frame); ok {
+					c.skipLine(cut, "a message cut off (the server wrote part of a line, then a whole message)")
+					msg, derr = m, nil
+				} else {
+					c.skipLine(frame, derr.Error())
+				}
+			}
+			if derr == nil {
 				c.in.received(msg)
+				c.out.received(msg)
 				c.deliver(msg)
 			}
 		}
@@ -436,11 +468,14 @@ func (c *stdioConn) deliver(msg jsonrpc.Message) {
 	}
 }
 
-func discardLine(br *bufio.Reader) error {
+// discardLine reads the rest of a line and returns its length.
+func discardLine(br *bufio.Reader) (int, error) {
+	n := 0
 	for {
-		_, err := br.ReadSlice('\n')
+		b, err := br.ReadSlice('\n')
+		n += len(b)
 		if !errors.Is(err, bufio.ErrBufferFull) {
-			return err
+			return n, err
 		}
 	}
 }
@@ -472,7 +507,7 @@ func (c *stdioConn) readStderr() {
 		if errors.Is(err, bufio.ErrBufferFull) {
 			truncated = true
 			line = append([]byte(nil), line...)
-			err = discardLine(br)
+			_, err = discardLine(br)
 		}
 		if s := strings.TrimRight(string(line), "\r\n"); s != "" {
 			attrs := []any{"line", c.red.Redact(s)}

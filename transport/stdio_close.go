@@ -68,16 +68,27 @@ func (in *inbound) received(msg jsonrpc.Message) {
 		}
 	case req.IsCall():
 		in.open[req.ID] = struct{}{}
-	case req.Method == "notifications/cancelled":
-		var p struct {
-			RequestID any `json:"requestId"`
-		}
-		if json.Unmarshal(req.Params, &p) == nil {
-			if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
-				delete(in.open, id)
-			}
+	default:
+		if id, ok := cancelledID(req); ok {
+			delete(in.open, id)
 		}
 	}
+}
+
+// cancelledID returns the request a notifications/cancelled withdraws; ok
+// is false for any other message, or when its requestId is not an id.
+func cancelledID(req *jsonrpc.Request) (jsonrpc.ID, bool) {
+	if req.Method != "notifications/cancelled" {
+		return jsonrpc.ID{}, false
+	}
+	var p struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(req.Params, &p) != nil {
+		return jsonrpc.ID{}, false
+	}
+	id, err := jsonrpc.MakeID(p.RequestID)
+	return id, err == nil && id.IsValid()
 }
 
 // answered forgets a request whose response was written.

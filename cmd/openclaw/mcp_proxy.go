@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"slices"
@@ -46,6 +47,7 @@ type proxyConfig struct {
 	allowOrigins    []string      // --allow-origin, repeatable
 	shutdownTimeout time.Duration // --shutdown-timeout
 	upstreamProto   string        // --upstream-protocol
+	maxMessage      int64         // --max-message-bytes
 }
 
 // defaultUpstreamProtocol is the MCP revision the proxy offers the servers
@@ -69,6 +71,9 @@ func checkProxyFlags(c *proxyConfig) error {
 	}
 	if c.shutdownTimeout <= 0 {
 		return usage("--shutdown-timeout %v: want a positive duration, e.g. 10s", c.shutdownTimeout)
+	}
+	if c.maxMessage <= 0 || c.maxMessage > math.MaxInt32 {
+		return usage("--max-message-bytes %d: want a positive size in bytes up to %d", c.maxMessage, math.MaxInt32)
 	}
 	return nil
 }
@@ -109,6 +114,7 @@ server the proxy started.`,
 	f.BoolVar(&c.noAuth, "no-auth", false, "serve HTTP without a bearer token (refused unless the listen address is loopback)")
 	f.StringArrayVar(&c.allowOrigins, "allow-origin", nil, "also accept requests from this browser Origin, e.g. https://app.example.com (repeatable)")
 	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", proxy.DefaultShutdownTimeout, "on SIGINT/SIGTERM, how long calls in flight may take to finish")
+	f.Int64Var(&c.maxMessage, "max-message-bytes", proxy.DefaultMaxMessageBytes, "largest message a client may send, in bytes: one HTTP POST body (larger: 413) or one stdin line (larger: a parse error)")
 	f.StringVar(&c.upstreamProto, "upstream-protocol", defaultUpstreamProtocol, `MCP revision offered to the servers: 2025-11-25 lets them send sampling, elicitation, roots and log requests during a call; 2026-07-28 (or "" for the newest the go-sdk speaks) does not, until the runtime answers SEP-2322 input requests`)
 	return cmd
 }
@@ -289,6 +295,7 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	}
 	defer p.Close() // before the runtime: ends the relay's worker
 	metrics.Instrument(p)
+	metrics.ObserveServers(sess.Status)
 	// `openclaw mcp reload` (SIGHUP) applies an edited mcp.servers and tool
 	// policy to the running proxy; its clients get list_changed at once.
 	if dir, err := mcpRunDir(); err != nil {
@@ -297,6 +304,7 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 		reloadFromConfig(cfgPath, logger, &proxyReloader{cfgPath: cfgPath, sess: sess, proxy: p, logger: logger})); err != nil {
 		logger.Warn("openclaw mcp reload cannot reach this proxy", "err", err)
 	} else {
+		rl.publishStatus(sess.Status)     // skipped stdout lines, for `mcp status`
 		defer func() { _ = rl.Close() }() // before the proxy and the runtime close
 	}
 
@@ -311,6 +319,7 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 			Metrics:         metrics,
 			Servers:         sess.Status,
 			ShutdownTimeout: c.shutdownTimeout,
+			MaxMessageBytes: c.maxMessage,
 			Logger:          logger,
 		})
 		if err != nil {
@@ -324,7 +333,7 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 		}
 	}
 	if ph == nil || ph.metricsOnly {
-		return serveProxyStdio(ctx, p, h, ln, stdin, stdout, stderr, logger, c.shutdownTimeout)
+		return serveProxyStdio(ctx, p, h, ln, stdin, stdout, stderr, logger, c.shutdownTimeout, int(c.maxMessage))
 	}
 	fmt.Fprintf(stderr, "openclaw mcp proxy: serving http://%s%s (legacy SSE: %s), %d tools\n", ln.Addr(), proxy.PathMCP, proxy.PathSSE, len(p.Tools()))
 	if err := h.Serve(ctx, ln); err != nil {
@@ -372,7 +381,7 @@ func (r *proxyReloader) Reload(ctx context.Context, servers []runtime.Server) (r
 // /healthz on ln until stdio ends. Either way the session drains: requests
 // already read are answered on stdout (within shutdownTimeout) before it
 // returns, and after ctx is done new requests are refused.
-func serveProxyStdio(ctx context.Context, p *proxy.Proxy, h *proxy.HTTPHandler, ln net.Listener, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer, logger *slog.Logger, shutdownTimeout time.Duration) error {
+func serveProxyStdio(ctx context.Context, p *proxy.Proxy, h *proxy.HTTPHandler, ln net.Listener, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer, logger *slog.Logger, shutdownTimeout time.Duration, maxLine int) error {
 	if h != nil {
 		mctx, stop := context.WithCancel(ctx)
 		served := make(chan error, 1)
@@ -387,7 +396,7 @@ func serveProxyStdio(ctx context.Context, p *proxy.Proxy, h *proxy.HTTPHandler, 
 	}
 	logger.Info("openclaw mcp proxy: serving on stdio", "tools", len(p.Tools()))
 	// A malformed stdin line is answered and logged; it does not end the session.
-	stdio := transport.NewServeStdioTransport(stdin, stdout, &transport.ServeStdioOptions{Logger: logger, DrainTimeout: shutdownTimeout})
+	stdio := transport.NewServeStdioTransport(stdin, stdout, &transport.ServeStdioOptions{Logger: logger, DrainTimeout: shutdownTimeout, MaxLineLength: maxLine})
 	// A signal starts the drain; cancelling the session's own context
 	// would close it before the answers in flight are written.
 	stopOnSignal := context.AfterFunc(ctx, func() {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -969,25 +970,31 @@ func TestMCPProxyStdioNodeAndInspector(t *testing.T) {
 	})
 }
 
-// TestCheckProxyFlags: an unknown MCP revision and a shutdown timeout
-// that is not positive are usage errors naming what is wanted.
+// TestCheckProxyFlags: an unknown MCP revision, a shutdown timeout that
+// is not positive and a message cap that is not a positive size are usage
+// errors naming what is wanted.
 func TestCheckProxyFlags(t *testing.T) {
 	t.Parallel()
+	const max = 16 << 20 // proxy.DefaultMaxMessageBytes
 	for _, tc := range []struct {
 		name, proto string
 		timeout     time.Duration
+		max         int64
 		want        string // "" accepts
 	}{
-		{"defaults", defaultUpstreamProtocol, 10 * time.Second, ""},
-		{"newest", "", time.Second, ""},
-		{"oldest", "2024-11-05", time.Second, ""},
-		{"bogus revision", "bogus", time.Second, `--upstream-protocol "bogus": not an MCP revision this proxy speaks; want one of 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28`},
-		{"negative timeout", "2025-11-25", -time.Second, "--shutdown-timeout -1s: want a positive duration"},
-		{"zero timeout", "2025-11-25", 0, "--shutdown-timeout 0s: want a positive duration"},
+		{"defaults", defaultUpstreamProtocol, 10 * time.Second, max, ""},
+		{"newest", "", time.Second, max, ""},
+		{"oldest", "2024-11-05", time.Second, max, ""},
+		{"bogus revision", "bogus", time.Second, max, `--upstream-protocol "bogus": not an MCP revision this proxy speaks; want one of 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25, 2026-07-28`},
+		{"negative timeout", "2025-11-25", -time.Second, max, "--shutdown-timeout -1s: want a positive duration"},
+		{"zero timeout", "2025-11-25", 0, max, "--shutdown-timeout 0s: want a positive duration"},
+		{"small cap", "2025-11-25", time.Second, 1, ""},
+		{"zero cap", "2025-11-25", time.Second, 0, "--max-message-bytes 0: want a positive size"},
+		{"huge cap", "2025-11-25", time.Second, 1 << 40, "--max-message-bytes 1099511627776: want a positive size in bytes up to 2147483647"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			err := checkProxyFlags(&proxyConfig{upstreamProto: tc.proto, shutdownTimeout: tc.timeout})
+			err := checkProxyFlags(&proxyConfig{upstreamProto: tc.proto, shutdownTimeout: tc.timeout, maxMessage: tc.max})
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -1156,4 +1163,136 @@ func writeEverythingFixture(t *testing.T, dir, node, script string) (home, polic
 		}},
 	}, map[string]any{"name": "sanitizer", "source": "builtin:sanitizer"}}})
 	return home, policy
+}
+
+// TestMCPProxyStdioFrames runs the built binary over stdio: a request
+// whose id is null and a line with trailing data are each answered with a
+// JSON-RPC error whose id is null, a request over --max-message-bytes with
+// "message too large" by its id, and the session serves the request after
+// them.
+func TestMCPProxyStdioFrames(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bin := buildOpenclaw(t, dir)
+	home := filepath.Join(dir, "home")
+	writeJSON(t, filepath.Join(home, ".openclaw", "openclaw.json"), map[string]any{"mcp": map[string]any{"servers": map[string]any{}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "mcp", "proxy", "--max-message-bytes", "4096")
+	cmd.Env = append(os.Environ(), "OPENCLAW_HOME="+home, "OPENCLAW_STATE_DIR="+filepath.Join(dir, "state"))
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	cmd.Stdin = strings.NewReader(strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"frames","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":null,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"},`,
+		`{"jsonrpc":"2.0","id":3,"method":"ping","params":{"pad":"` + strings.Repeat("x", 5000) + `"}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"ping"}`,
+	}, "\n") + "\n")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("proxy: %v; stderr:\n%s", err, stderr.String())
+	}
+	var errs []string
+	answered := map[float64]int{} // id → error code, 0 for a result
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var m struct {
+			ID    *float64 `json:"id"`
+			Error *struct {
+				Code    int    `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("stdout line %q: %v", line, err)
+		}
+		switch {
+		case m.ID == nil && m.Error != nil:
+			errs = append(errs, fmt.Sprintf("%d %s", m.Error.Code, m.Error.Message))
+		case m.ID != nil && m.Error != nil:
+			answered[*m.ID] = m.Error.Code
+		case m.ID != nil:
+			answered[*m.ID] = 0
+		}
+	}
+	want := []string{`-32600 Invalid Request: the id of request "tools/list" is null`, "-32700 Parse error: invalid character ','"}
+	if len(errs) != len(want) {
+		t.Fatalf("null-id errors %q, want %d of them", errs, len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(errs[i], w) {
+			t.Errorf("error %d = %q, want %q…", i, errs[i], w)
+		}
+	}
+	if want := map[float64]int{1: 0, 3: -32010, 4: 0}; !maps.Equal(answered, want) {
+		t.Errorf("answers by id %v, want %v (2 refused with id null, 3 too large)", answered, want)
+	}
+}
+
+// TestMCPStatusShowsSkippedLines: a running `mcp proxy` whose stdio server
+// wrote 300 junk lines on stdout publishes the count, and `mcp status`
+// shows it for that server.
+func TestMCPStatusShowsSkippedLines(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bin := buildOpenclaw(t, dir)
+	junky := filepath.Join(dir, "misbehave")
+	if out, err := exec.Command("go", "build", "-o", junky, "../../transport/testdata/misbehave").CombinedOutput(); err != nil {
+		t.Fatalf("building the misbehave server: %v\n%s", err, out)
+	}
+	home := filepath.Join(dir, "home")
+	writeJSON(t, filepath.Join(home, ".openclaw", "openclaw.json"), map[string]any{"mcp": map[string]any{"servers": map[string]any{
+		"junky": map[string]any{"command": junky, "args": []string{"-raw"}},
+	}}})
+	env := append(os.Environ(), "OPENCLAW_HOME="+home, "OPENCLAW_STATE_DIR="+filepath.Join(dir, "state"))
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "mcp", "proxy")
+	cmd.Env = env
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "status-test", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\nstderr:\n%s", err, stderr.String())
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "junky__junk", Arguments: map[string]any{"lines": 300}})
+	if err != nil || res.IsError {
+		t.Fatalf("junk: %+v %v\nstderr:\n%s", res, err, stderr.String())
+	}
+	if n := strings.Count(stderr.String(), "not JSON-RPC 2.0"); n > 12 {
+		t.Errorf("%d warnings about skipped lines for 300 junk lines, want at most a dozen", n)
+	}
+	// The proxy publishes every few seconds: ask until it has (a hang
+	// guard, not a timing check).
+	for {
+		st := exec.CommandContext(ctx, bin, "mcp", "status", "--json")
+		st.Env = env
+		out, err := st.Output()
+		if err != nil {
+			t.Fatalf("mcp status: %v", err)
+		}
+		var got struct {
+			Servers []struct {
+				Name    string  `json:"name"`
+				Skipped float64 `json:"skippedStdoutLines"`
+			} `json:"servers"`
+		}
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("mcp status --json: %v\n%s", err, out)
+		}
+		if len(got.Servers) == 1 && got.Servers[0].Skipped == 300 {
+			break
+		}
+		if len(got.Servers) != 1 || got.Servers[0].Skipped > 300 || ctx.Err() != nil {
+			t.Fatalf("mcp status --json = %s, want junky with skippedStdoutLines 300", out)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	st := exec.CommandContext(ctx, bin, "mcp", "status")
+	st.Env = env
+	if out, err := st.Output(); err != nil || !strings.Contains(string(out), "- junky: stdio stdout-lines-skipped=300") {
+		t.Errorf("mcp status = %s (%v), want junky with stdout-lines-skipped=300", out, err)
+	}
 }

@@ -357,12 +357,44 @@ func regTruthy(v any) bool {
 	return true
 }
 
+// runningSkippedLines sums, by server name, the skipped stdout lines that
+// the running processes serving configPath's servers (`mcp proxy`)
+// published in their mcp-run files; nil when none runs.
+func runningSkippedLines(configPath string) map[string]int64 {
+	dir, err := mcpRunDir()
+	if err != nil {
+		return nil
+	}
+	infos, err := readMCPRunFiles(dir)
+	if err != nil {
+		return nil
+	}
+	var sum map[string]int64
+	for _, in := range infos {
+		if filepath.Clean(in.Config) != filepath.Clean(configPath) || !processState(runInfo{PID: in.PID, StartTicks: in.StartTicks}) {
+			continue
+		}
+		for name, n := range in.SkippedLines {
+			if sum == nil {
+				sum = map[string]int64{}
+			}
+			sum[name] += n
+		}
+	}
+	return sum
+}
+
 func newMCPStatusCmd() *cobra.Command {
 	var asJSON, verbose bool
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show each MCP server's transport, launch (secrets redacted) and timeouts, without connecting",
-		Args:  cobra.NoArgs,
+		Long: `Status prints each mcp.servers entry of openclaw.json: its transport and flags, and with -v
+its launch (secrets redacted), timeouts, OAuth state and tool filter. It connects nothing. When an
+openclaw mcp proxy serving the same openclaw.json runs, the stdout lines of its stdio servers that
+were not JSON-RPC messages (banners, debug prints) are shown as stdout-lines-skipped=N
+("skippedStdoutLines" in --json), as that proxy last published them (every 2 s).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			doc, err := loadRegistry(cmd)
 			if err != nil {
@@ -371,11 +403,15 @@ func newMCPStatusCmd() *cobra.Command {
 			servers := doc.Servers()
 			regWarnBlockedEnv(cmd.ErrOrStderr(), servers)
 			out := cmd.OutOrStdout()
+			skipped := runningSkippedLines(doc.Path)
 			var rows []any
 			var views []*oauthView // per row; nil unless an HTTP OAuth server
 			for _, name := range regSortedNames(servers) {
 				e, _ := servers.Get(name)
 				row, r := regStatusEntry(name, e.(*config.Object))
+				if n := skipped[name]; n > 0 {
+					row.Set("skippedStdoutLines", float64(n))
+				}
 				rows = append(rows, row)
 				var view *oauthView
 				if v, ok := oauthViewOf(name, e.(*config.Object), r); ok {
@@ -421,6 +457,9 @@ func newMCPStatusCmd() *cobra.Command {
 				}
 				if get("supportsParallelToolCalls") == true {
 					flags += " parallel"
+				}
+				if n, ok := get("skippedStdoutLines").(float64); ok {
+					flags += fmt.Sprintf(" stdout-lines-skipped=%s", config.FormatNumber(n))
 				}
 				fmt.Fprintf(out, "- %s: %s%s\n", get("name"), transport, flags)
 				if !verbose {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -44,6 +45,12 @@ type mcpRunInfo struct {
 	// outcome of the latest.
 	Reloads    int              `json:"reloads"`
 	LastReload *mcpReloadReport `json:"last_reload,omitempty"`
+	// SkippedLines are, by server name, the stdout lines of its stdio
+	// servers that were not one JSON-RPC message
+	// (runtime.ServerStatus.SkippedLines), as last published
+	// (publishStatus); servers with none are left out. `mcp status` shows
+	// them.
+	SkippedLines map[string]int64 `json:"skipped_lines,omitempty"`
 }
 
 // mcpReloadReport is the outcome of one reload: Result sums the changes up
@@ -75,6 +82,7 @@ type mcpReloadServer struct {
 	mu     sync.Mutex
 	info   mcpRunInfo
 	cancel context.CancelFunc
+	done   <-chan struct{} // closed by Close
 	wg     sync.WaitGroup
 }
 
@@ -102,7 +110,7 @@ func serveMCPReload(ctx context.Context, dir, command, configPath string, logger
 		info: mcpRunInfo{PID: pid, Command: command, StartTicks: startTicks(pid), Started: time.Now().UTC(), Config: configPath},
 	}
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r.cancel = cancel
+	r.cancel, r.done = cancel, wctx.Done()
 	if err := r.write(); err != nil {
 		cancel()
 		onSignal(wctx, func() {})
@@ -144,6 +152,39 @@ func (r *mcpReloadServer) write() error {
 // writeLocked replaces the file by a rename, so a reader never sees half.
 func (r *mcpReloadServer) writeLocked() error {
 	return writeRunFileAtomic(r.path, r.info, "mcp-run file")
+}
+
+// statusEvery is how often a running process publishes its servers'
+// counters in its run file, when they changed.
+const statusEvery = 2 * time.Second
+
+// publishStatus keeps the servers' counters of status (the runtime
+// session's Status) in the run file, checked every statusEvery and
+// written when they changed, until Close.
+func (r *mcpReloadServer) publishStatus(status func() []runtime.ServerStatus) {
+	r.wg.Go(func() {
+		t := time.NewTicker(statusEvery)
+		defer t.Stop()
+		for {
+			skipped := map[string]int64{}
+			for _, st := range status() {
+				if st.SkippedLines > 0 {
+					skipped[st.Name] = st.SkippedLines
+				}
+			}
+			r.mu.Lock()
+			if !maps.Equal(skipped, r.info.SkippedLines) {
+				r.info.SkippedLines = skipped
+				_ = r.writeLocked() // the next tick tries again
+			}
+			r.mu.Unlock()
+			select {
+			case <-r.done:
+				return
+			case <-t.C:
+			}
+		}
+	})
 }
 
 // Close stops reloading (a reload in progress finishes first), stops

@@ -366,3 +366,40 @@ func TestServeFatalGatewayStartup(t *testing.T) {
 		t.Errorf("run files left after exit: %v", runs)
 	}
 }
+
+// A request whose id is null gets an Invalid Request answer with id null
+// (OpenClaw's own answer is not recorded; the Node SDK under it answers
+// nothing, docs/RATIONALE.md), a line with trailing data a parse error,
+// and serve keeps answering.
+func TestServeNullIDAndTrailingData(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	url, _ := silentGateway(t)
+	c := startServeChild(t, ctx, "--url", url, "--token", "t", "--audit-log", "-")
+	c.initialize(t, ctx)
+	c.send(t, `{"jsonrpc":"2.0","id":null,"method":"tools/list"}`)
+	c.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/list"},`)
+	c.send(t, `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+	var errs []string
+	for {
+		m := <-c.lines
+		if m == nil {
+			t.Fatalf("stdout ended; stderr:\n%s", c.stderr.String())
+		}
+		if id, ok := m["id"]; ok && id == nil {
+			e, _ := m["error"].(map[string]any)
+			errs = append(errs, fmt.Sprint(e["code"], " ", e["message"]))
+			continue
+		}
+		if m["id"] == float64(2) {
+			t.Fatalf("the line with trailing data was answered: %v", m)
+		}
+		if m["id"] == float64(3) {
+			break
+		}
+	}
+	if len(errs) != 2 || !strings.HasPrefix(errs[0], `-32600 Invalid Request: the id of request "tools/list" is null`) || !strings.HasPrefix(errs[1], "-32700 Parse error") {
+		t.Errorf("null-id answers %q, want -32600 for the null id, then -32700 for the trailing comma", errs)
+	}
+}

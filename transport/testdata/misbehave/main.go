@@ -3,6 +3,8 @@
 // secret-bearing lines on stderr, hang, exit in the middle of a call and
 // start grandchildren (one of them in a new session). With -http it serves
 // streamable HTTP and answers 404 for a session after -expire-after calls.
+// With -raw it writes broken frames: trailing data, lines over the size cap,
+// a cut-off line, junk lines (raw.go).
 package main
 
 import (
@@ -45,7 +47,13 @@ func main() {
 	ignoreTerm := flag.Bool("ignore-term", false, "ignore SIGTERM and stdin EOF")
 	httpAddr := flag.String("http", "", "serve streamable HTTP on this address instead of stdio")
 	expireAfter := flag.Int("expire-after", 0, "with -http: answer 404 for a session after this many tools/call requests in it")
+	raw := flag.Bool("raw", false, "serve stdio with a hand-written loop whose answers break the framing (raw.go)")
 	flag.Parse()
+
+	if *raw {
+		serveRaw()
+		return
+	}
 
 	if *sleeper {
 		signal.Ignore(syscall.SIGTERM)

@@ -1,0 +1,140 @@
+package proxy
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/transport"
+)
+
+// DefaultMaxMessageBytes is the default cap on one message a client sends
+// the proxy, on every surface: an HTTP POST body on /mcp or /sse, a stdio
+// line. It is go-sdk's stdio default (16 MiB); go-sdk's HTTP handlers
+// default to 4 MiB, which the proxy overrides.
+const DefaultMaxMessageBytes = mcp.DefaultMaxLineLength
+
+// batchlessRevision is the first MCP revision without JSON-RPC batches.
+const batchlessRevision = "2025-06-18"
+
+// checkFrames reads and checks the body of every POST before next (go-sdk's
+// streamable or SSE handler) sees it, answering what it refuses with a
+// JSON-RPC error object (application/json) and nothing run:
+//
+//   - a body over max bytes: 413, with the request's id when its start
+//     names one, code transport.CodeMessageTooLarge;
+//   - a body that is not exactly one JSON-RPC message (transport.DecodeFrame:
+//     trailing bytes, a null request id, invalid JSON…): 400, id null,
+//     -32700 or -32600. On /mcp a batch (array) of valid messages passes
+//     only on a revision before 2025-06-18, which had batches;
+//   - on /mcp, for a session-bearing revision (before 2026-07-28), a POST
+//     without Mcp-Session-Id whose message is not initialize: 400, -32600,
+//     with the request's id (go-sdk would open a session for it and answer
+//     200 with an error of code 0).
+//
+// go-sdk's jsonrpc.DecodeMessage takes the first JSON value of a body and
+// ignores what follows, and answers the other cases in plain text.
+func (h *HTTPHandler) checkFrames(sse bool, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Body == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+		if err != nil {
+			if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+				writeRPCError(w, http.StatusRequestEntityTooLarge, transport.PeekFrameID(body), transport.CodeMessageTooLarge,
+					fmt.Sprintf("message too large: the request body is over the %d-byte limit of this proxy (--max-message-bytes)", h.maxBody))
+				return
+			}
+			writeRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeParseError, "Parse error: reading the request body: "+err.Error())
+			return
+		}
+		version := r.Header.Get("Mcp-Protocol-Version")
+		msgs, ferr := decodeBody(body, !sse && version < batchlessRevision)
+		if ferr != nil {
+			writeRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, ferr.Code, ferr.Error())
+			return
+		}
+		if !sse && version < sessionlessRevision && r.Header.Get("Mcp-Session-Id") == "" {
+			if id, method, ok := needsSession(msgs); ok {
+				writeRPCError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidRequest,
+					fmt.Sprintf("Bad Request: %s needs the Mcp-Session-Id header of a session; send initialize first to start one", method))
+				return
+			}
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// decodeBody decodes a POST body as one message (transport.DecodeFrame),
+// or, when batches are allowed, as a JSON array of such messages.
+func decodeBody(body []byte, batches bool) ([]jsonrpc.Message, *transport.FrameError) {
+	m, err := transport.DecodeFrame(body)
+	if err == nil {
+		return []jsonrpc.Message{m}, nil
+	}
+	fe := err.(*transport.FrameError)
+	if !fe.Batch {
+		return nil, fe
+	}
+	if !batches {
+		fe.Reason = "JSON-RPC batches are not part of MCP from revision " + batchlessRevision + " on; send one message per request"
+		return nil, fe
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(body, &raws); err != nil || len(raws) == 0 {
+		return nil, &transport.FrameError{Code: jsonrpc.CodeInvalidRequest, Batch: true, Reason: "an empty batch"}
+	}
+	msgs := make([]jsonrpc.Message, 0, len(raws))
+	for i, raw := range raws {
+		m, err := transport.DecodeFrame(raw)
+		if err != nil {
+			e := err.(*transport.FrameError)
+			e.Reason = fmt.Sprintf("batch element %d: %s", i, e.Reason)
+			return nil, e
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, nil
+}
+
+// needsSession reports whether msgs, sent without a session, hold no
+// initialize: the first request's id and method then name the refusal.
+// server/discover (a 2026-07-28 client's probe) is answered without a
+// session, as go-sdk does.
+func needsSession(msgs []jsonrpc.Message) (jsonrpc.ID, string, bool) {
+	var first *jsonrpc.Request
+	for _, m := range msgs {
+		req, ok := m.(*jsonrpc.Request)
+		if !ok {
+			continue
+		}
+		if req.Method == "initialize" || req.Method == "server/discover" {
+			return jsonrpc.ID{}, "", false
+		}
+		if first == nil {
+			first = req
+		}
+	}
+	if first == nil {
+		return jsonrpc.ID{}, "a response", true
+	}
+	return first.ID, first.Method, true
+}
+
+// writeRPCError answers an HTTP request with status and a JSON-RPC error
+// response to id (null when not valid).
+func writeRPCError(w http.ResponseWriter, status int, id jsonrpc.ID, code int64, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(transport.EncodeErrorReply(id, code, message)) // a client that left misses it
+}
