@@ -300,10 +300,11 @@ func resolveHeaders(name string, e ServerEntry, lookup func(string) (string, boo
 }
 
 // ExpandEnv replaces each ${NAME} in s by the value of the environment
-// variable NAME (NAME: a letter or '_' then letters, digits or '_'). An
-// unset variable is an error naming it, so that a missing secret never
-// silently becomes an empty credential; "$$" is a literal "$" before '{'.
-// Text without "${" is returned unchanged.
+// variable NAME (NAME: a letter or '_' then letters, digits or '_'). A
+// variable that is unset, empty or only white space is an error naming it,
+// so that a missing secret never silently becomes an empty credential
+// ("Bearer " sent to a server); "$$" is a literal "$" before '{'. Text
+// without "${" is returned unchanged.
 func ExpandEnv(s string, lookup func(string) (string, bool)) (string, error) {
 	if !strings.Contains(s, "${") {
 		return s, nil
@@ -334,6 +335,9 @@ func ExpandEnv(s string, lookup func(string) (string, bool)) (string, error) {
 		val, ok := lookup(v)
 		if !ok {
 			return "", fmt.Errorf("environment variable %s referenced as ${%s} is not set", v, v)
+		}
+		if strings.TrimSpace(val) == "" {
+			return "", fmt.Errorf("environment variable %s referenced as ${%s} is empty", v, v)
 		}
 		b.WriteString(val)
 		i += end + 1

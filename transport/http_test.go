@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	stdlog "log"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -471,6 +472,49 @@ func TestHTTPTimeouts(t *testing.T) {
 			}
 			if ctx.Err() != nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Connect = %v (ctx %v), want %q", err, ctx.Err(), tc.want)
+			}
+		})
+	}
+}
+
+// TestEmptySecretIsNotSent resolves a header `Authorization: Bearer
+// ${MY_TOKEN}` with MY_TOKEN set but empty or blank: resolution must fail
+// naming the variable, the server and the header, and no request may reach
+// the server (a blank credential is never sent).
+func TestEmptySecretIsNotSent(t *testing.T) {
+	t.Parallel()
+	for _, val := range []string{"", "   ", "\t\n"} {
+		t.Run(fmt.Sprintf("%q", val), func(t *testing.T) {
+			t.Parallel()
+			hl := &headerLog{}
+			srv := httptest.NewServer(hl.wrap(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return echoServer() }, nil)))
+			t.Cleanup(srv.Close)
+			lookup := func(k string) (string, bool) {
+				if k == "MY_TOKEN" {
+					return val, true
+				}
+				return "", false
+			}
+			e := ServerEntry{URL: srv.URL + "/mcp", Transport: "streamable-http",
+				Headers: map[string]any{"Authorization": "Bearer ${MY_TOKEN}"}}
+			r, err := Resolve("blank", e, &Options{Logger: slog.New(slog.DiscardHandler), LookupEnv: lookup})
+			if err == nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				cs, cerr := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, r.Transport, nil)
+				if cerr == nil {
+					cs.Close()
+				}
+				t.Errorf("Resolve accepted MY_TOKEN=%q; the server then received Authorization %q", val, hl.all("Authorization"))
+				return
+			}
+			for _, want := range []string{"MY_TOKEN", `"blank"`, `"Authorization"`} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("Resolve error %q does not name %s", err, want)
+				}
+			}
+			if n := len(hl.all("Authorization")); n != 0 {
+				t.Errorf("%d requests reached the server", n)
 			}
 		})
 	}

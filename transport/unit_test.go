@@ -215,13 +215,15 @@ func TestResolveTimeoutsAndOAuthHeader(t *testing.T) {
 func TestExpandEnv(t *testing.T) {
 	t.Parallel()
 	lookup := func(k string) (string, bool) {
-		v, ok := map[string]string{"A": "1", "B_2": "two", "E": ""}[k]
+		v, ok := map[string]string{"A": "1", "B_2": "two", "E": "", "W": " \t"}[k]
 		return v, ok
 	}
 	for _, tc := range []struct{ in, out, err string }{
 		{"plain", "plain", ""},
 		{"Bearer ${A}", "Bearer 1", ""},
-		{"${A}${B_2}-${E}", "1two-", ""},
+		{"${A}${B_2}", "1two", ""},
+		{"${A}${B_2}-${E}", "", "E referenced as ${E} is empty"},
+		{"Bearer ${W}", "", "W referenced as ${W} is empty"},
 		{"$A and $${A}", "$A and ${A}", ""},
 		{"${MISSING}", "", "MISSING referenced as ${MISSING} is not set"},
 		{"${A", "", "unterminated"},
