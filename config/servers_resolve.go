@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/openclaw-go/openclaw/internal/redact"
 )
 
 // Defaults of an mcp.servers entry (§11.5).
@@ -127,7 +129,7 @@ func ResolveServer(name string, e *Object) (*ResolvedServer, error) {
 		if env, ok := e.vals["env"].(*Object); ok {
 			r.Env, r.BlockedEnv = FilterStdioEnv(env)
 		}
-		r.Description = StdioLaunchDescription(r.Command, r.Args, r.Cwd)
+		r.Description = redact.StdioLaunch(r.Command, r.Args, r.Cwd)
 		return r, nil
 	}
 	requested := ""
@@ -147,7 +149,7 @@ func ResolveServer(name string, e *Object) (*ResolvedServer, error) {
 		return nil, fmt.Errorf("%w: server %q: no non-empty command for stdio and no url for HTTP", ErrNoTransport, name)
 	}
 	if _, ok := httpURL(u, false); !ok {
-		return nil, fmt.Errorf("%w: server %q: no non-empty command for stdio, and url %q is not an http: or https: URL", ErrNoTransport, name, RedactURL(u))
+		return nil, fmt.Errorf("%w: server %q: no non-empty command for stdio, and url %q is not an http: or https: URL", ErrNoTransport, name, redact.URL(u))
 	}
 	if requested == "" {
 		requested = TransportSSE
@@ -171,7 +173,7 @@ func ResolveServer(name string, e *Object) (*ResolvedServer, error) {
 			}
 		}
 	}
-	r.Description = RedactURL(u)
+	r.Description = redact.URL(u)
 	return r, nil
 }
 

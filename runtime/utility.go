@@ -105,12 +105,12 @@ func (c *conn) utility(ctx context.Context, t *Tool, args []byte) (*mcp.CallTool
 	}
 	var rpc *jsonrpc.Error
 	if !timedOut && errors.As(err, &rpc) {
-		return toolError(fmt.Sprintf("MCP server %q: %s: %s", c.cfg.Name, t.Utility, redact(c.red(), err).Error())), nil
+		return toolError(fmt.Sprintf("MCP server %q: %s: %s", c.cfg.Name, t.Utility, redactErr(c.red(), err).Error())), nil
 	}
 	if timedOut {
 		err = fmt.Errorf("no answer within the request timeout (%v): %w", timeout, err)
 	}
-	se := &ServerError{Server: c.cfg.Name, Op: t.Utility, Err: redact(c.red(), err)}
+	se := &ServerError{Server: c.cfg.Name, Op: t.Utility, Err: redactErr(c.red(), err)}
 	if !timedOut && clientRefused(err) {
 		return nil, se
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openclaw-go/openclaw/internal/redact"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -130,7 +132,7 @@ type Resolved struct {
 	Warnings []string
 	// Redactor masks this server's env and header values and generic
 	// secrets; use it for every line that may quote the server.
-	Redactor *Redactor
+	Redactor *redact.Redactor
 }
 
 func timeoutOf(ms float64, def time.Duration) time.Duration {
@@ -189,8 +191,8 @@ func Resolve(name string, e ServerEntry, opts *Options) (*Resolved, error) {
 			secrets = append(secrets, v)
 		}
 		r.Kind = KindStdio
-		r.Redactor = NewRedactor(secrets...)
-		r.Launch = StdioLaunchString(e.Command, e.Args, cwd)
+		r.Redactor = redact.NewRedactor(secrets...)
+		r.Launch = redact.StdioLaunch(e.Command, e.Args, cwd)
 		r.Transport = &StdioTransport{
 			Server:            name,
 			Command:           e.Command,
@@ -229,19 +231,19 @@ func Resolve(name string, e ServerEntry, opts *Options) (*Resolved, error) {
 	}
 	u, err := url.Parse(e.URL)
 	if err != nil {
-		return nil, fmt.Errorf("server %q: url %s does not parse: %w", name, RedactURL(e.URL), ErrUnusable)
+		return nil, fmt.Errorf("server %q: url %s does not parse: %w", name, redact.URL(e.URL), ErrUnusable)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("server %q: url %s: only http: and https: are supported: %w", name, RedactURL(e.URL), ErrUnusable)
+		return nil, fmt.Errorf("server %q: url %s: only http: and https: are supported: %w", name, redact.URL(e.URL), ErrUnusable)
 	}
 	if u.Host == "" {
-		return nil, fmt.Errorf("server %q: url %s has no host: %w", name, RedactURL(e.URL), ErrUnusable)
+		return nil, fmt.Errorf("server %q: url %s has no host: %w", name, redact.URL(e.URL), ErrUnusable)
 	}
 	r.Kind = KindSSE
 	if requested == string(KindStreamableHTTP) {
 		r.Kind = KindStreamableHTTP
 	}
-	r.Launch = RedactURL(e.URL)
+	r.Launch = redact.URL(e.URL)
 
 	headers, err := resolveHeaders(name, e, o.LookupEnv, warn)
 	if err != nil {
@@ -249,7 +251,7 @@ func Resolve(name string, e ServerEntry, opts *Options) (*Resolved, error) {
 	}
 	secrets := []string{}
 	for k, v := range headers {
-		if IsSensitiveHeader(k) {
+		if redact.IsSensitiveHeader(k) {
 			secrets = append(secrets, v, strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(v, "Bearer "), "bearer ")))
 		}
 	}
@@ -258,7 +260,7 @@ func Resolve(name string, e ServerEntry, opts *Options) (*Resolved, error) {
 			secrets = append(secrets, p)
 		}
 	}
-	r.Redactor = NewRedactor(secrets...)
+	r.Redactor = redact.NewRedactor(secrets...)
 	client, err := newHTTPClient(name, e, headers, r, log, &o)
 	if err != nil {
 		return nil, err

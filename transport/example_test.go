@@ -39,8 +39,3 @@ func ExampleResolve() {
 	// evil: not started, blocked env ["NODE_OPTIONS"]
 	// ws: skipped
 }
-
-func ExampleRedactArgs() {
-	fmt.Println(transport.RedactArgs([]string{"serve", "--api-key", "k-123", "--password=hunter2", "--port", "8080"}))
-	// Output: [serve --api-key *** --password=*** --port 8080]
-}

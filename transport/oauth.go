@@ -19,6 +19,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openclaw-go/openclaw/internal/redact"
+
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
@@ -755,7 +757,7 @@ func newLoopbackFetcher(redirect string, onURL func(string)) (*loopbackFetcher, 
 	}
 	u, err := url.Parse(redirect)
 	if err != nil || u.Scheme != "http" || u.Host == "" {
-		return nil, fmt.Errorf("redirect URL %s: the built-in callback listener needs an http:// URL", RedactURL(redirect))
+		return nil, fmt.Errorf("redirect URL %s: the built-in callback listener needs an http:// URL", redact.URL(redirect))
 	}
 	host := u.Host
 	if u.Port() == "" {
@@ -936,7 +938,7 @@ func Login(ctx context.Context, name string, e ServerEntry, flow *OAuthFlow, opt
 	}
 	resp, err := base.RoundTrip(req)
 	if err != nil {
-		return nil, fmt.Errorf("server %q: asking %s for its authorization challenge: %w", name, RedactURL(e.URL), err)
+		return nil, fmt.Errorf("server %q: asking %s for its authorization challenge: %w", name, redact.URL(e.URL), err)
 	}
 	if !needsAuth(resp) {
 		// The server lets anonymous requests through; discovery proceeds

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openclaw-go/openclaw/internal/redact"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -73,8 +75,8 @@ type StdioTransport struct {
 	TerminateDuration time.Duration
 	// MaxMessageBytes caps one message; 0 means [DefaultMaxMessageBytes].
 	MaxMessageBytes int
-	// Redactor masks secrets in everything logged; nil means [RedactText].
-	Redactor *Redactor
+	// Redactor masks secrets in everything logged; nil means redact.Text.
+	Redactor *redact.Redactor
 }
 
 // Connect starts the server and returns its connection. ctx bounds only the
@@ -219,7 +221,7 @@ func lookPathIn(command, pathEnv, dir string) (string, error) {
 type stdioConn struct {
 	server string
 	log    *slog.Logger
-	red    *Redactor
+	red    *redact.Redactor
 	cmd    *exec.Cmd
 	// lifeline is held open while the server should live; see
 	// supervisedCommand. nil outside Linux.

@@ -10,6 +10,8 @@ import (
 	goruntime "runtime"
 	"time"
 
+	"github.com/openclaw-go/openclaw/internal/redact"
+
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw-go/openclaw/config"
@@ -177,7 +179,7 @@ func runLogin(cmd *cobra.Command, name string, c *loginConfig) error {
 		OAuth:  &transport.OAuthOptions{Store: store, Principal: c.principal},
 	})
 	if err != nil {
-		return regFail(cmd, fmt.Sprintf("MCP login for %q failed: %s", name, transport.RedactText(err.Error())))
+		return regFail(cmd, fmt.Sprintf("MCP login for %q failed: %s", name, redact.Text(err.Error())))
 	}
 	if c.principal != "" {
 		fmt.Fprintf(cmd.OutOrStdout(), "Logged in to MCP server %q as principal %q.\n", name, c.principal)
