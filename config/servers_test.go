@@ -436,19 +436,30 @@ func TestResolveServer(t *testing.T) {
 }
 
 // The env filter must drop and keep exactly what OpenClaw 2026.9.6 dropped
-// and kept on the wire (shared/fixtures/openclaw/stdio-env-policy.json).
+// and kept on the wire (testdata/stdio-env-policy.json, captured from
+// OpenClaw), and its embedded rules are the rules OpenClaw printed.
 func TestStdioEnvFilterMatchesOpenClaw(t *testing.T) {
 	t.Parallel()
-	data, err := os.ReadFile("../../shared/fixtures/openclaw/stdio-env-policy.json")
+	data, err := os.ReadFile("testdata/stdio-env-policy.json")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var fx struct {
-		Dropped []string `json:"droppedForMcpStdio"`
-		Kept    []string `json:"keptForMcpStdio"`
+		Dropped   []string       `json:"droppedForMcpStdio"`
+		Kept      []string       `json:"keptForMcpStdio"`
+		Allowlist []string       `json:"mcpExplicitCredentialAllowlist"`
+		Raw       stdioEnvPolicy `json:"rawPolicy"`
 	}
 	if err := json.Unmarshal(data, &fx); err != nil {
 		t.Fatal(err)
+	}
+	var embedded stdioEnvPolicy
+	if err := json.Unmarshal(stdioEnvPolicyJSON, &embedded); err != nil {
+		t.Fatal(err)
+	}
+	fx.Raw.MCPExplicitCredentialAllowlist = fx.Allowlist
+	if !reflect.DeepEqual(embedded, fx.Raw) {
+		t.Errorf("stdio_env_policy.json differs from the rules OpenClaw printed (testdata/stdio-env-policy.json rawPolicy)")
 	}
 	if len(fx.Dropped) != 200 || len(fx.Kept) < 50 {
 		t.Fatalf("fixture has %d dropped, %d kept keys", len(fx.Dropped), len(fx.Kept))

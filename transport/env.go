@@ -7,7 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
+
+	"github.com/openclaw-go/openclaw/config"
 )
 
 // DefaultInheritedEnv lists the variables a stdio child inherits from our
@@ -15,68 +16,6 @@ import (
 // HOME, LOGNAME, PATH, SHELL, TERM, USER). Nothing else of our environment
 // reaches the child; the entry's filtered env is merged over this set.
 var DefaultInheritedEnv = []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"}
-
-// EnvDecision says what OpenClaw's stdio env filter (§11.7) does with one key.
-type EnvDecision int
-
-const (
-	// EnvKeep means the entry is passed to the child.
-	EnvKeep EnvDecision = iota
-	// EnvBlocked means the key is on OpenClaw's blocklist. OpenClaw drops it
-	// with a warning; this package refuses to start the server instead.
-	EnvBlocked
-	// EnvBadValue means the value is not a string, number or boolean and is
-	// dropped (OpenClaw drops it too).
-	EnvBadValue
-)
-
-var envSets = sync.OnceValue(func() (s struct{ blocked, credential map[string]bool }) {
-	s.blocked = map[string]bool{}
-	s.credential = map[string]bool{}
-	allowed := map[string]bool{}
-	for _, k := range allowedInheritedOverrideOnlyKeys {
-		allowed[k] = true
-	}
-	for _, k := range blockedEverywhereKeys {
-		s.blocked[k] = true
-	}
-	for _, k := range blockedOverrideOnlyKeys {
-		if !allowed[k] {
-			s.blocked[k] = true
-		}
-	}
-	for _, k := range credentialAllowlist {
-		s.credential[k] = true
-		delete(s.blocked, k)
-	}
-	return s
-})
-
-// ClassifyEnvKey applies OpenClaw's key rules (§11.7 steps 1 to 5) to one
-// env key: the key is trimmed and upper-cased for matching; an empty key is
-// kept; the hard block (blockedEverywhereKeys and the DYLD_, LD_ and
-// BASH_FUNC_ prefixes) wins over the 15-key credential allowlist, which wins
-// over the override-only block. The override prefixes (GIT_CONFIG_,
-// NPM_CONFIG_, …) are not applied, as in OpenClaw.
-func ClassifyEnvKey(key string) EnvDecision {
-	k := strings.ToUpper(strings.TrimSpace(key))
-	if k == "" {
-		return EnvKeep
-	}
-	for _, p := range blockedKeyPrefixes {
-		if strings.HasPrefix(k, p) {
-			return EnvBlocked
-		}
-	}
-	sets := envSets()
-	if sets.credential[k] {
-		return EnvKeep
-	}
-	if sets.blocked[k] {
-		return EnvBlocked
-	}
-	return EnvKeep
-}
 
 // EnvValueString converts a config env or header value the way OpenClaw does:
 // a string as is, a number (float64 or any Go integer) or boolean as
@@ -139,7 +78,8 @@ func (e *BlockedEnvError) Error() string {
 		e.Server, strings.Join(quoted, ", "), e.Server)
 }
 
-// FilterEnv applies OpenClaw's stdio env filter to an entry's env. It returns
+// FilterEnv applies OpenClaw's stdio env filter
+// ([config.IsBlockedStdioEnvKey]) to an entry's env. It returns
 // the entries to pass to the child (values converted with [EnvValueString],
 // original key spelling kept), the keys whose values had an unusable type
 // (dropped, as OpenClaw does), and a *[BlockedEnvError] when any key is on
@@ -147,7 +87,7 @@ func (e *BlockedEnvError) Error() string {
 func FilterEnv(server string, env map[string]any) (kept map[string]string, badValues []string, err error) {
 	var blocked []string
 	for k, v := range env {
-		if ClassifyEnvKey(k) == EnvBlocked {
+		if config.IsBlockedStdioEnvKey(k) {
 			blocked = append(blocked, k)
 			continue
 		}

@@ -9,8 +9,8 @@ import (
 )
 
 // TestImportRules enforces DESIGN.md §2: transport imports go-sdk, the
-// standard library and the redaction leaf, never the policy contract or
-// the Wasm host.
+// standard library, the config leaf and the redaction leaf, never the
+// policy contract or the Wasm host.
 func TestImportRules(t *testing.T) {
 	t.Parallel()
 	out, err := exec.Command("go", "list", "-deps", ".").Output()
@@ -19,11 +19,12 @@ func TestImportRules(t *testing.T) {
 	}
 	for _, dep := range strings.Fields(string(out)) {
 		switch dep {
-		case "github.com/openclaw-go/openclaw/transport", "github.com/openclaw-go/openclaw/internal/redact":
+		case "github.com/openclaw-go/openclaw/transport", "github.com/openclaw-go/openclaw/config",
+			"github.com/openclaw-go/openclaw/internal/redact":
 			continue
 		}
 		if strings.HasPrefix(dep, "github.com/openclaw-go/openclaw/") {
-			t.Errorf("transport depends on %s; of the module it may import only internal/redact", dep)
+			t.Errorf("transport depends on %s; of the module it may import only config and internal/redact", dep)
 		}
 	}
 }

@@ -3,9 +3,7 @@
 package transport
 
 import (
-	"encoding/json"
 	"errors"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -13,46 +11,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// envFixture is a copy of fixtures/openclaw/stdio-env-policy.json (OpenClaw
-// 2026.9.6 on the wire).
-const envFixture = "testdata/stdio-env-policy.json"
-
-func TestClassifyEnvKeyMatchesOpenClawWire(t *testing.T) {
-	t.Parallel()
-	b, err := os.ReadFile(envFixture)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f struct {
-		Dropped []string `json:"droppedForMcpStdio"`
-		Kept    []string `json:"keptForMcpStdio"`
-	}
-	if err := json.Unmarshal(b, &f); err != nil {
-		t.Fatal(err)
-	}
-	if len(f.Dropped) != 200 {
-		t.Fatalf("fixture lists %d dropped keys, want 200", len(f.Dropped))
-	}
-	for _, k := range f.Dropped {
-		if ClassifyEnvKey(k) != EnvBlocked {
-			t.Errorf("OpenClaw dropped %q; ClassifyEnvKey keeps it", k)
-		}
-	}
-	for _, k := range f.Kept {
-		if ClassifyEnvKey(k) != EnvKeep {
-			t.Errorf("OpenClaw kept %q; ClassifyEnvKey blocks it", k)
-		}
-	}
-	if n := len(envSets().blocked); n != 194 {
-		t.Errorf("effective blocked exact keys = %d, want 194 (§11.7)", n)
-	}
-	for _, k := range []string{"GIT_CONFIG_COUNT", "NPM_CONFIG_REGISTRY", "", "  "} {
-		if ClassifyEnvKey(k) != EnvKeep {
-			t.Errorf("%q must be kept (override prefixes are not applied; empty keys kept)", k)
-		}
-	}
-}
 
 func TestFilterEnv(t *testing.T) {
 	t.Parallel()
