@@ -57,8 +57,8 @@ type ResolvedServer struct {
 	// ClientKey are the configured mTLS file paths.
 	SSLVerify             bool
 	ClientCert, ClientKey string
-	// Headers are the HTTP headers in file order, values converted to
-	// strings (numbers as JavaScript prints them); values of other types
+	// Headers are the HTTP headers in file order, values converted with
+	// [EnvValueString] (numbers as JavaScript's String()); values of other types
 	// are left out and their names listed in DroppedHeaders. With
 	// auth "oauth" any Authorization header is left out (§11.4). Values are
 	// as written: ${ENV} interpolation is the transport's job.
@@ -161,14 +161,9 @@ func ResolveServer(name string, e *Object) (*ResolvedServer, error) {
 			if r.OAuth && strings.EqualFold(k, "Authorization") {
 				continue
 			}
-			switch v := h.vals[k].(type) {
-			case string:
+			if v, ok := EnvValueString(h.vals[k]); ok {
 				r.Headers = append(r.Headers, EnvVar{k, v})
-			case float64:
-				r.Headers = append(r.Headers, EnvVar{k, FormatNumber(v)})
-			case bool:
-				r.Headers = append(r.Headers, EnvVar{k, fmt.Sprint(v)})
-			default:
+			} else {
 				r.DroppedHeaders = append(r.DroppedHeaders, k)
 			}
 		}
@@ -289,7 +284,8 @@ func IsBlockedStdioEnvKey(key string) bool {
 
 // FilterStdioEnv applies OpenClaw's stdio env filter (§11.7) to an entry's
 // env object: blocked keys are dropped (and returned, as written), strings
-// kept, numbers and booleans converted to strings, other values dropped.
+// kept, numbers and booleans converted with [EnvValueString], other values
+// dropped.
 // Kept keys keep their spelling and order.
 func FilterStdioEnv(env *Object) (kept []EnvVar, blocked []string) {
 	for _, k := range env.Keys() {
@@ -297,13 +293,8 @@ func FilterStdioEnv(env *Object) (kept []EnvVar, blocked []string) {
 			blocked = append(blocked, k)
 			continue
 		}
-		switch v := env.vals[k].(type) {
-		case string:
+		if v, ok := EnvValueString(env.vals[k]); ok {
 			kept = append(kept, EnvVar{k, v})
-		case float64:
-			kept = append(kept, EnvVar{k, FormatNumber(v)})
-		case bool:
-			kept = append(kept, EnvVar{k, fmt.Sprint(v)})
 		}
 	}
 	return kept, blocked

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -617,5 +618,30 @@ func TestResolveServerDetails(t *testing.T) {
 	}
 	if s.Name != "s" || s.Transport != TransportStdio || s.ToolFilter != nil {
 		t.Errorf("stdio server: %+v", s)
+	}
+}
+
+// Numbers in env and header values become strings as JavaScript's String()
+// prints them (OpenClaw converts them so): Infinity stays "Infinity", where
+// JSON.stringify would write null.
+func TestResolveServerNumbersAsJavaScriptString(t *testing.T) {
+	t.Parallel()
+	r, err := ResolveServer("n", mustObject(t, `{command: "x", env: {SMALL: 0.000001, TINY: 1e-7, NEG0: -0, BIG: 1e21, INF: Infinity, NINF: -Infinity, NAN: NaN}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []EnvVar{{"SMALL", "0.000001"}, {"TINY", "1e-7"}, {"NEG0", "0"}, {"BIG", "1e+21"}, {"INF", "Infinity"}, {"NINF", "-Infinity"}, {"NAN", "NaN"}}
+	if !reflect.DeepEqual(r.Env, want) {
+		t.Errorf("env %v, want %v", r.Env, want)
+	}
+	h, err := ResolveServer("h", mustObject(t, `{url: "https://h/mcp", headers: {"X-Inf": Infinity, "X-Small": 0.000001}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []EnvVar{{"X-Inf", "Infinity"}, {"X-Small", "0.000001"}}; !reflect.DeepEqual(h.Headers, want) {
+		t.Errorf("headers %v, want %v", h.Headers, want)
+	}
+	if got := FormatNumber(math.Inf(1)); got != "null" {
+		t.Errorf("FormatNumber(Infinity) = %q, want JSON.stringify's null", got)
 	}
 }

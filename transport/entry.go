@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/openclaw-go/openclaw/config"
+
 	"github.com/openclaw-go/openclaw/internal/redact"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -283,7 +285,7 @@ func resolveHeaders(name string, e ServerEntry, lookup func(string) (string, boo
 	sort.Strings(keys)
 	out := map[string]string{}
 	for _, k := range keys {
-		s, ok := EnvValueString(e.Headers[k])
+		s, ok := config.EnvValueString(e.Headers[k])
 		if !ok {
 			warn("server %q: header %q dropped: its value is not a string, number or boolean", name, k)
 			continue

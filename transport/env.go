@@ -2,7 +2,6 @@ package transport
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -17,50 +16,9 @@ import (
 // reaches the child; the entry's filtered env is merged over this set.
 var DefaultInheritedEnv = []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"}
 
-// EnvValueString converts a config env or header value the way OpenClaw does:
-// a string as is, a number (float64 or any Go integer) or boolean as
-// JavaScript's String() would print it. ok is false for any other type.
-func EnvValueString(v any) (s string, ok bool) {
-	switch x := v.(type) {
-	case string:
-		return x, true
-	case bool:
-		return strconv.FormatBool(x), true
-	case float64:
-		return jsNumber(x), true
-	case float32:
-		return jsNumber(float64(x)), true
-	case int:
-		return strconv.Itoa(x), true
-	case int64:
-		return strconv.FormatInt(x, 10), true
-	case int32:
-		return strconv.FormatInt(int64(x), 10), true
-	case uint64:
-		return strconv.FormatUint(x, 10), true
-	case interface{ String() string }: // json.Number
-		return x.String(), true
-	}
-	return "", false
-}
-
-func jsNumber(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return "NaN"
-	case math.IsInf(f, 1):
-		return "Infinity"
-	case math.IsInf(f, -1):
-		return "-Infinity"
-	case f == math.Trunc(f) && math.Abs(f) < 1e21:
-		return strconv.FormatFloat(f, 'f', -1, 64)
-	}
-	return strconv.FormatFloat(f, 'g', -1, 64)
-}
-
 // BlockedEnvError refuses to start a stdio server whose env holds keys of
 // OpenClaw's stdio env blocklist (§11.7). OpenClaw silently drops such keys;
-// issue 4 asks for the server not to start, so that `doctor` can report it.
+// openclaw-go does not start the server, so that `doctor` can report it.
 type BlockedEnvError struct {
 	// Server is the mcp.servers name.
 	Server string
@@ -79,8 +37,8 @@ func (e *BlockedEnvError) Error() string {
 }
 
 // FilterEnv applies OpenClaw's stdio env filter
-// ([config.IsBlockedStdioEnvKey]) to an entry's env. It returns
-// the entries to pass to the child (values converted with [EnvValueString],
+// ([config.IsBlockedStdioEnvKey]) to an entry's env. It returns the entries
+// to pass to the child (values converted with [config.EnvValueString],
 // original key spelling kept), the keys whose values had an unusable type
 // (dropped, as OpenClaw does), and a *[BlockedEnvError] when any key is on
 // the blocklist.
@@ -91,7 +49,7 @@ func FilterEnv(server string, env map[string]any) (kept map[string]string, badVa
 			blocked = append(blocked, k)
 			continue
 		}
-		s, ok := EnvValueString(v)
+		s, ok := config.EnvValueString(v)
 		if !ok {
 			badValues = append(badValues, k)
 			continue

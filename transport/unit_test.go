@@ -4,6 +4,7 @@ package transport
 
 import (
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -196,6 +197,25 @@ func TestExpandEnv(t *testing.T) {
 		}
 		if err != nil || got != tc.out {
 			t.Errorf("ExpandEnv(%q) = %q, %v; want %q", tc.in, got, err, tc.out)
+		}
+	}
+}
+
+// Env and header numbers reach the child and the server as JavaScript's
+// String() prints them, as OpenClaw passes them.
+func TestNumbersAsJavaScriptPrintsThem(t *testing.T) {
+	t.Parallel()
+	nums := map[string]any{"SMALL": 0.000001, "TINY": 1e-7, "NEG0": math.Copysign(0, -1), "BIG": 1e21, "INT": 42.0, "INF": math.Inf(1)}
+	want := map[string]string{"SMALL": "0.000001", "TINY": "1e-7", "NEG0": "0", "BIG": "1e+21", "INT": "42", "INF": "Infinity"}
+	r := resolve(t, "n", ServerEntry{Command: "x", Env: nums}, quiet())
+	got := map[string]string{}
+	for _, kv := range r.Transport.(*StdioTransport).Env {
+		k, v, _ := strings.Cut(kv, "=")
+		got[k] = v
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("env %s = %q, want %q", k, got[k], w)
 		}
 	}
 }
