@@ -16,10 +16,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/engine"
 	"github.com/openclaw-go/openclaw/runtime"
-	"github.com/openclaw-go/openclaw/transport"
 )
 
 // legacy is the protocol revision on which a server may send requests to
@@ -549,7 +549,7 @@ func TestPassthroughServerEverything(t *testing.T) {
 	if _, err := exec.LookPath("node"); err != nil {
 		t.Skip("node missing")
 	}
-	st := newStack(t, []runtime.Server{{Name: "everything", Entry: transport.ServerEntry{
+	st := newStack(t, []runtime.Server{{Name: "everything", Entry: config.ServerEntry{
 		Command: "node", Args: []string{script, "stdio"}, RequestTimeoutMs: 30000, ConnectionTimeoutMs: 30000,
 	}}}, asker{}, "")
 	d := &downstream{notify: make(chan string, 256)}
@@ -640,7 +640,7 @@ func TestPassthroughServerEverything(t *testing.T) {
 func TestPassthroughConformanceServer(t *testing.T) {
 	t.Parallel()
 	bin := peersFile(t, "bin/everything-server")
-	st := newStack(t, []runtime.Server{{Name: "conf", Entry: transport.ServerEntry{
+	st := newStack(t, []runtime.Server{{Name: "conf", Entry: config.ServerEntry{
 		Command: bin, RequestTimeoutMs: 30000, ConnectionTimeoutMs: 30000,
 	}}}, asker{}, "2025-11-25")
 	d := &downstream{notify: make(chan string, 256)}

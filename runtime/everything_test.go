@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/transport"
 )
 
@@ -79,7 +80,7 @@ func TestServerEverythingStdio(t *testing.T) {
 	pol := &allowAll{}
 	s, err := New([]Server{{
 		Name: "everything",
-		Entry: transport.ServerEntry{
+		Entry: config.ServerEntry{
 			Command: "node", Args: []string{script, "stdio"}, Env: map[string]any{k: v},
 			RequestTimeoutMs: 30000, ConnectionTimeoutMs: 30000,
 		},

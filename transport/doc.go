@@ -13,7 +13,8 @@
 //
 // # Resolution
 //
-// A non-empty command means stdio. Otherwise `transport` (or its alias
+// An entry is a config.ServerEntry, resolved by config.ResolveEntry: a
+// non-blank command means stdio. Otherwise `transport` (or its alias
 // `type`: "http" means streamable HTTP) picks "sse" or "streamable-http",
 // and an http: or https: URL without one means SSE. Anything else is an
 // error wrapping [ErrUnusable], which OpenClaw reports as a skipped server.

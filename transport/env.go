@@ -6,8 +6,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/openclaw-go/openclaw/config"
 )
 
 // DefaultInheritedEnv lists the variables a stdio child inherits from our
@@ -34,37 +32,6 @@ func (e *BlockedEnvError) Error() string {
 	}
 	return fmt.Sprintf("transport: server %q not started: env %s on the stdio env blocklist (a child would run code it names); remove it from mcp.servers.%s.env",
 		e.Server, strings.Join(quoted, ", "), e.Server)
-}
-
-// FilterEnv applies OpenClaw's stdio env filter
-// ([config.IsBlockedStdioEnvKey]) to an entry's env. It returns the entries
-// to pass to the child (values converted with [config.EnvValueString],
-// original key spelling kept), the keys whose values had an unusable type
-// (dropped, as OpenClaw does), and a *[BlockedEnvError] when any key is on
-// the blocklist.
-func FilterEnv(server string, env map[string]any) (kept map[string]string, badValues []string, err error) {
-	var blocked []string
-	for k, v := range env {
-		if config.IsBlockedStdioEnvKey(k) {
-			blocked = append(blocked, k)
-			continue
-		}
-		s, ok := config.EnvValueString(v)
-		if !ok {
-			badValues = append(badValues, k)
-			continue
-		}
-		if kept == nil {
-			kept = map[string]string{}
-		}
-		kept[k] = s
-	}
-	sort.Strings(badValues)
-	if len(blocked) > 0 {
-		sort.Strings(blocked)
-		return nil, badValues, &BlockedEnvError{Server: server, Keys: blocked}
-	}
-	return kept, badValues, nil
 }
 
 // childEnv builds a child's environment: the inherited safe set from lookup,

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/openclaw-go/openclaw/config"
 )
 
 // misbehaveBin is the testdata/misbehave server, built once by TestMain.
@@ -82,7 +83,7 @@ func newLogger() (*slog.Logger, *logBuffer) {
 	return slog.New(slog.NewJSONHandler(lb, &slog.HandlerOptions{Level: slog.LevelDebug})), lb
 }
 
-func resolve(t *testing.T, name string, e ServerEntry, o *Options) *Resolved {
+func resolve(t *testing.T, name string, e config.ServerEntry, o *Options) *Resolved {
 	t.Helper()
 	r, err := Resolve(name, e, o)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/internal/redact"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -893,7 +894,7 @@ func (t *sameOriginHeaders) RoundTrip(req *http.Request) (*http.Response, error)
 // protected resource and authorization server metadata, registers the
 // client and gets the code per flow (nil: defaults of [OAuthFlow]), all
 // bounded by ctx. Errors name the server and never quote a token.
-func Login(ctx context.Context, name string, e ServerEntry, flow *OAuthFlow, opts *Options) (*Credentials, error) {
+func Login(ctx context.Context, name string, e config.ServerEntry, flow *OAuthFlow, opts *Options) (*Credentials, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -924,7 +925,7 @@ func Login(ctx context.Context, name string, e ServerEntry, flow *OAuthFlow, opt
 		oo = *o.OAuth
 	}
 	oo.Flow = flow
-	headers, err := resolveHeaders(name, e, lookupOr(o.LookupEnv), func(string, ...any) {})
+	headers, err := resolveHeaders(r.Server, lookupOr(o.LookupEnv), func(string, ...any) {})
 	if err != nil {
 		return nil, err
 	}
