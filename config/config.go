@@ -7,11 +7,15 @@
 // `openclaw mcp set|unset` do (§11): [LoadDocument] keeps the whole file in
 // order ([Object]), [Document.SetServer] normalizes and validates an entry,
 // [Document.Save] writes indented JSON atomically with OpenClaw's rotating
-// backups; [ResolveServer] tells how an entry would be launched, with its
-// secrets redacted and its env filtered as OpenClaw does.
+// backups. [ServerEntry] is the one model of an mcp.servers entry and
+// [ResolveEntry] (or [ResolveServer] for an entry of the file) the one
+// resolver: how an entry is launched or dialed, with its secrets redacted
+// and its env filtered as OpenClaw does; the transport package connects
+// the result.
 //
-// It is a leaf package: cmd/openclaw, transport and runtime read it; it
-// imports nothing of this module. Keys it does not own are kept untouched.
+// It is a leaf package: cmd/openclaw, transport and runtime read it; of
+// this module it imports only internal/redact. Keys it does not own are
+// kept untouched.
 package config
 
 import (

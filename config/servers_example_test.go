@@ -60,8 +60,10 @@ func ExampleResolveServer() {
 	entry, _ := config.ParseOrdered([]byte(`{"command":"npx","args":["-y","server","--api-key","sk-live"],"env":{"NODE_OPTIONS":"--inspect"}}`))
 	r, _ := config.ResolveServer("tools", entry.(*config.Object))
 	fmt.Println(r.Transport, "|", r.Description, "| blocked env:", r.BlockedEnv)
-	fmt.Println(config.RedactURL("https://user:pw@mcp.example.com/mcp?token=abc&x=1"))
+	remote, _ := config.ParseOrdered([]byte(`{"url":"https://user:pw@mcp.example.com/mcp?token=abc&x=1"}`))
+	r, _ = config.ResolveServer("remote", remote.(*config.Object))
+	fmt.Println(r.Transport, "|", r.Description)
 	// Output:
 	// stdio | npx -y server --api-key *** | blocked env: [NODE_OPTIONS]
-	// https://***:***@mcp.example.com/mcp?token=***&x=1
+	// sse | https://***:***@mcp.example.com/mcp?token=***&x=1
 }

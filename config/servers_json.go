@@ -742,56 +742,6 @@ func writeJSONString(b *bytes.Buffer, s string) {
 	b.WriteByte('"')
 }
 
-// FormatNumber formats f as JavaScript's Number.prototype.toString does
-// (shortest round-trip digits; exponent form below 1e-6 and from 1e21),
-// and NaN and ±Infinity as "null", as JSON.stringify prints them.
-func FormatNumber(f float64) string {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return "null"
-	}
-	if f == 0 {
-		return "0"
-	}
-	neg := f < 0
-	if neg {
-		f = -f
-	}
-	// Shortest digits and decimal exponent: f = 0.d1d2…dk × 10^n.
-	e := strconv.FormatFloat(f, 'e', -1, 64) // d.ddde±xx
-	mant, expStr, _ := strings.Cut(e, "e")
-	digits := strings.Replace(mant, ".", "", 1)
-	exp, _ := strconv.Atoi(expStr)
-	n := exp + 1
-	k := len(digits)
-	var s string
-	switch {
-	case k <= n && n <= 21:
-		s = digits + strings.Repeat("0", n-k)
-	case 0 < n && n <= 21:
-		s = digits[:n] + "." + digits[n:]
-	case -6 < n && n <= 0:
-		s = "0." + strings.Repeat("0", -n) + digits
-	default:
-		sign := "+"
-		if n-1 < 0 {
-			sign = "-"
-		}
-		ex := n - 1
-		if ex < 0 {
-			ex = -ex
-		}
-		if k == 1 {
-			s = digits + "e" + sign + strconv.Itoa(ex)
-		} else {
-			s = digits[:1] + "." + digits[1:] + "e" + sign + strconv.Itoa(ex)
-		}
-	}
-	if neg {
-		return "-" + s
-	}
-	return s
-}
-
 // plainValue converts the ordered representation to plain Go values
 // (map[string]any, []any, float64, string, bool, nil), for comparison with
 // other decoders.

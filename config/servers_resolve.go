@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
+
+	"github.com/openclaw-go/openclaw/internal/redact"
 )
 
 // Defaults of an mcp.servers entry (§11.5).
@@ -29,17 +32,23 @@ const (
 type ResolvedServer struct {
 	// Name is the entry's key in mcp.servers.
 	Name string
+	// Entry is the entry that was resolved, as given.
+	Entry ServerEntry
 	// Transport is TransportStdio, TransportSSE or TransportStreamableHTTP.
 	Transport string
 	// Command, Args and Cwd are set for stdio: the command untrimmed, the
-	// string items of args, cwd (else workingDirectory) when non-empty.
+	// args, cwd (else workingDirectory) when non-empty.
 	Command string
 	Args    []string
 	Cwd     string
-	// Env is the stdio env after OpenClaw's filter ([FilterStdioEnv]), in
-	// file order; BlockedEnv lists the keys the filter dropped, as written.
+	// Env is the stdio env after OpenClaw's filter ([FilterStdioEnv]),
+	// values converted with [EnvValueString]; BlockedEnv lists the keys the
+	// filter dropped, as written, and DroppedEnv the keys whose values are
+	// not a string, number or boolean. File order for an entry read from
+	// the file, else sorted by key.
 	Env        []EnvVar
 	BlockedEnv []string
+	DroppedEnv []string
 	// URL is set for SSE and streamable HTTP.
 	URL string
 	// Description is the launch string `mcp status` shows, secrets
@@ -55,13 +64,15 @@ type ResolvedServer struct {
 	// ClientKey are the configured mTLS file paths.
 	SSLVerify             bool
 	ClientCert, ClientKey string
-	// Headers are the HTTP headers in file order, values converted to
-	// strings (numbers as JavaScript prints them); values of other types
-	// are left out and their names listed in DroppedHeaders. With
-	// auth "oauth" any Authorization header is left out (§11.4). Values are
-	// as written: ${ENV} interpolation is the transport's job.
+	// Headers are the HTTP headers, values converted with
+	// [EnvValueString] (numbers as JavaScript's String()), in the order of
+	// Env; values of other types are left out and their names listed in
+	// DroppedHeaders. With auth "oauth" any Authorization header is left
+	// out (§11.4) and its name listed in RemovedHeaders. Values are as
+	// written: ${NAME} is expanded when the server is connected.
 	Headers        []EnvVar
 	DroppedHeaders []string
+	RemovedHeaders []string
 	// Enabled is false only when configured false.
 	Enabled bool
 	// OAuth is true for auth "oauth".
@@ -75,66 +86,76 @@ type ResolvedServer struct {
 // empty or one of its patterns matches, and no Exclude pattern matches;
 // "*" matches any run of characters (§11.6).
 type ToolFilter struct {
-	Include, Exclude []string
+	Include []string `json:"include,omitempty"`
+	Exclude []string `json:"exclude,omitempty"`
 }
 
 // EnvVar is one environment entry, its value converted to a string.
 type EnvVar struct{ Key, Value string }
 
-// ErrNoTransport is wrapped by [ResolveServer] when an entry has neither a
+// ErrNoTransport is wrapped by [ResolveEntry] when an entry has neither a
 // usable command nor a usable URL.
 var ErrNoTransport = errors.New("config: no usable MCP transport")
 
-// ResolveServer resolves entry e called name (§11.4):
+// ResolveServer resolves the entry e of the file called name with
+// [ResolveEntry]; env and headers keep the file's order.
+func ResolveServer(name string, e *Object) (*ResolvedServer, error) {
+	var envOrder, headerOrder []string
+	if o, ok := e.vals["env"].(*Object); ok {
+		envOrder = o.Keys()
+	}
+	if o, ok := e.vals["headers"].(*Object); ok {
+		headerOrder = o.Keys()
+	}
+	return resolveEntry(name, EntryOf(e), envOrder, headerOrder)
+}
+
+// ResolveEntry resolves entry e called name (§11.4):
 //  1. a command that is a non-empty string (after trimming) means stdio,
 //     whatever else the entry says;
-//  2. otherwise the transport is "transport" (lowercased), else the "type"
-//     alias; anything but sse or streamable-http (http) is an error;
-//  3. an http: or https: url is then required; with no transport given it
-//     is SSE.
+//  2. otherwise the transport is "transport" (trimmed, lowercased), else
+//     the "type" alias; anything but sse or streamable-http (http) is an
+//     error;
+//  3. an http: or https: url with a host is then required; with no
+//     transport given it is SSE.
 //
-// The error wraps [ErrNoTransport] and says why, secrets redacted.
-func ResolveServer(name string, e *Object) (*ResolvedServer, error) {
+// The error names the server, wraps [ErrNoTransport] and says why, secrets
+// redacted. Env and headers are in key order.
+func ResolveEntry(name string, e ServerEntry) (*ResolvedServer, error) {
+	return resolveEntry(name, e, nil, nil)
+}
+
+func resolveEntry(name string, e ServerEntry, envOrder, headerOrder []string) (*ResolvedServer, error) {
 	r := &ResolvedServer{
-		Name:                name,
-		RequestTimeoutMs:    positiveOr(e, "requestTimeoutMs", DefaultRequestTimeoutMs),
-		ConnectionTimeoutMs: positiveOr(e, "connectionTimeoutMs", DefaultConnectionTimeoutMs),
-		SSLVerify:           e.vals["sslVerify"] != false,
+		Name:                      name,
+		Entry:                     e,
+		RequestTimeoutMs:          positiveOr(e.RequestTimeoutMs, DefaultRequestTimeoutMs),
+		ConnectionTimeoutMs:       positiveOr(e.ConnectionTimeoutMs, DefaultConnectionTimeoutMs),
+		SSLVerify:                 e.SSLVerify == nil || *e.SSLVerify,
+		SupportsParallelToolCalls: e.SupportsParallelToolCalls,
+		Enabled:                   e.Enabled == nil || *e.Enabled,
+		OAuth:                     e.Auth == "oauth",
+		ClientCert:                e.ClientCert,
+		ClientKey:                 e.ClientKey,
 	}
-	r.SupportsParallelToolCalls, _ = e.vals["supportsParallelToolCalls"].(bool)
-	r.Enabled = e.vals["enabled"] != false
-	r.OAuth = e.vals["auth"] == "oauth"
-	if tf, ok := e.vals["toolFilter"].(*Object); ok {
-		r.ToolFilter = &ToolFilter{Include: patterns(tf, "include"), Exclude: patterns(tf, "exclude")}
+	if e.ToolFilter != nil {
+		r.ToolFilter = &ToolFilter{Include: slices.Clone(e.ToolFilter.Include), Exclude: slices.Clone(e.ToolFilter.Exclude)}
 	}
-	r.ClientCert, _ = e.vals["clientCert"].(string)
-	r.ClientKey, _ = e.vals["clientKey"].(string)
-	if cmd, ok := e.vals["command"].(string); ok && strings.TrimSpace(cmd) != "" {
+	if strings.TrimSpace(e.Command) != "" {
 		r.Transport = TransportStdio
-		r.Command = cmd
-		if a, ok := e.vals["args"].([]any); ok {
-			for _, x := range a {
-				if s, ok := x.(string); ok {
-					r.Args = append(r.Args, s)
-				}
-			}
+		r.Command = e.Command
+		r.Args = slices.Clone(e.Args)
+		r.Cwd = e.Cwd
+		if r.Cwd == "" {
+			r.Cwd = e.WorkingDirectory
 		}
-		if c, ok := e.vals["cwd"].(string); ok && c != "" {
-			r.Cwd = c
-		} else if c, ok := e.vals["workingDirectory"].(string); ok && c != "" {
-			r.Cwd = c
-		}
-		if env, ok := e.vals["env"].(*Object); ok {
-			r.Env, r.BlockedEnv = FilterStdioEnv(env)
-		}
-		r.Description = StdioLaunchDescription(r.Command, r.Args, r.Cwd)
+		r.Env, r.BlockedEnv, r.DroppedEnv = filterStdioEnv(keysIn(e.Env, envOrder), e.Env)
+		r.Description = redact.StdioLaunch(r.Command, r.Args, r.Cwd)
 		return r, nil
 	}
-	requested := ""
-	if t, ok := e.vals["transport"].(string); ok {
-		requested = strings.ToLower(t)
-	} else if t, ok := e.vals["type"].(string); ok {
-		requested = strings.ToLower(t)
+	requested := strings.ToLower(strings.TrimSpace(e.Transport))
+	if requested == "" {
+		requested = strings.ToLower(strings.TrimSpace(e.Type))
 		if requested == "http" {
 			requested = TransportStreamableHTTP
 		}
@@ -142,48 +163,31 @@ func ResolveServer(name string, e *Object) (*ResolvedServer, error) {
 	if requested != "" && requested != TransportSSE && requested != TransportStreamableHTTP {
 		return nil, fmt.Errorf("%w: server %q: transport %q is not supported (use sse or streamable-http, or give a command for stdio)", ErrNoTransport, name, requested)
 	}
-	u, hasURL := e.vals["url"].(string)
-	if !hasURL || strings.TrimSpace(u) == "" {
+	u := e.URL
+	if strings.TrimSpace(u) == "" {
 		return nil, fmt.Errorf("%w: server %q: no non-empty command for stdio and no url for HTTP", ErrNoTransport, name)
 	}
 	if _, ok := httpURL(u, false); !ok {
-		return nil, fmt.Errorf("%w: server %q: no non-empty command for stdio, and url %q is not an http: or https: URL", ErrNoTransport, name, RedactURL(u))
+		return nil, fmt.Errorf("%w: server %q: no non-empty command for stdio, and url %q is not an http: or https: URL", ErrNoTransport, name, redact.URL(u))
 	}
 	if requested == "" {
 		requested = TransportSSE
 	}
 	r.Transport = requested
 	r.URL = u
-	if h, ok := e.vals["headers"].(*Object); ok {
-		for _, k := range h.Keys() {
-			if r.OAuth && strings.EqualFold(k, "Authorization") {
-				continue
-			}
-			switch v := h.vals[k].(type) {
-			case string:
-				r.Headers = append(r.Headers, EnvVar{k, v})
-			case float64:
-				r.Headers = append(r.Headers, EnvVar{k, FormatNumber(v)})
-			case bool:
-				r.Headers = append(r.Headers, EnvVar{k, fmt.Sprint(v)})
-			default:
-				r.DroppedHeaders = append(r.DroppedHeaders, k)
-			}
+	for _, k := range keysIn(e.Headers, headerOrder) {
+		if r.OAuth && strings.EqualFold(k, "Authorization") {
+			r.RemovedHeaders = append(r.RemovedHeaders, k)
+			continue
+		}
+		if v, ok := EnvValueString(e.Headers[k]); ok {
+			r.Headers = append(r.Headers, EnvVar{k, v})
+		} else {
+			r.DroppedHeaders = append(r.DroppedHeaders, k)
 		}
 	}
-	r.Description = RedactURL(u)
+	r.Description = redact.URL(u)
 	return r, nil
-}
-
-func patterns(o *Object, k string) []string {
-	a, _ := o.vals[k].([]any)
-	var out []string
-	for _, x := range a {
-		if s, ok := x.(string); ok && strings.TrimSpace(s) != "" {
-			out = append(out, strings.TrimSpace(s))
-		}
-	}
-	return out
 }
 
 // ResolveServers resolves every entry of mcp.servers in file order (the
@@ -206,8 +210,8 @@ func (d *Document) ResolveServers() ([]*ResolvedServer, []error) {
 	return out, errs
 }
 
-func positiveOr(e *Object, k string, def float64) float64 {
-	if f, ok := e.vals[k].(float64); ok && f > 0 && !math.IsInf(f, 0) {
+func positiveOr(f, def float64) float64 {
+	if f > 0 && !math.IsInf(f, 0) {
 		return f
 	}
 	return def
@@ -287,24 +291,28 @@ func IsBlockedStdioEnvKey(key string) bool {
 
 // FilterStdioEnv applies OpenClaw's stdio env filter (§11.7) to an entry's
 // env object: blocked keys are dropped (and returned, as written), strings
-// kept, numbers and booleans converted to strings, other values dropped.
-// Kept keys keep their spelling and order.
+// kept, numbers and booleans converted with [EnvValueString], other values
+// dropped. Kept keys keep their spelling and order.
 func FilterStdioEnv(env *Object) (kept []EnvVar, blocked []string) {
-	for _, k := range env.Keys() {
+	kept, blocked, _ = filterStdioEnv(env.Keys(), env.vals)
+	return kept, blocked
+}
+
+// filterStdioEnv is the stdio env filter over the keys of env in the order
+// given; dropped lists the kept keys whose values have an unusable type.
+func filterStdioEnv(keys []string, env map[string]any) (kept []EnvVar, blocked, dropped []string) {
+	for _, k := range keys {
 		if IsBlockedStdioEnvKey(k) {
 			blocked = append(blocked, k)
 			continue
 		}
-		switch v := env.vals[k].(type) {
-		case string:
+		if v, ok := EnvValueString(env[k]); ok {
 			kept = append(kept, EnvVar{k, v})
-		case float64:
-			kept = append(kept, EnvVar{k, FormatNumber(v)})
-		case bool:
-			kept = append(kept, EnvVar{k, fmt.Sprint(v)})
+		} else {
+			dropped = append(dropped, k)
 		}
 	}
-	return kept, blocked
+	return kept, blocked, dropped
 }
 
 // BlockedStdioEnvKeys returns the env keys of entry e that OpenClaw's

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/policiestest"
 	"github.com/openclaw-go/openclaw/runtime"
-	"github.com/openclaw-go/openclaw/transport"
 )
 
 // counters gathers the counters of one metric family as "label values
@@ -87,7 +87,7 @@ func TestMetricsCountSkippedLines(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	sess, err := runtime.New([]runtime.Server{{Name: "junky", Entry: transport.ServerEntry{Command: bin, Args: []string{"-raw"}}}},
+	sess, err := runtime.New([]runtime.Server{{Name: "junky", Entry: config.ServerEntry{Command: bin, Args: []string{"-raw"}}}},
 		&runtime.Options{Enforcer: policies.NewChain(nil, nil), Sanitizer: joinNamer{}, Surface: policies.SurfaceProxy, Logger: discard()})
 	if err != nil {
 		t.Fatal(err)

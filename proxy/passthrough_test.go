@@ -15,12 +15,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/engine"
 	"github.com/openclaw-go/openclaw/policies/policiestest"
 	"github.com/openclaw-go/openclaw/runtime"
-	"github.com/openclaw-go/openclaw/transport"
 )
 
 // legacy is the protocol revision on which a server may send requests to
@@ -520,7 +520,7 @@ func TestPassthroughServerEverything(t *testing.T) {
 	t.Parallel()
 	script := testkit.Peer(t, testkit.ServerEverything)
 	testkit.Node(t)
-	st := newStack(t, []runtime.Server{{Name: "everything", Entry: transport.ServerEntry{
+	st := newStack(t, []runtime.Server{{Name: "everything", Entry: config.ServerEntry{
 		Command: "node", Args: []string{script, "stdio"}, RequestTimeoutMs: 30000, ConnectionTimeoutMs: 30000,
 	}}}, asker{}, "")
 	d := &downstream{notify: make(chan string, 256)}
@@ -611,7 +611,7 @@ func TestPassthroughServerEverything(t *testing.T) {
 func TestPassthroughConformanceServer(t *testing.T) {
 	t.Parallel()
 	bin := testkit.Peer(t, testkit.GoEverythingServer)
-	st := newStack(t, []runtime.Server{{Name: "conf", Entry: transport.ServerEntry{
+	st := newStack(t, []runtime.Server{{Name: "conf", Entry: config.ServerEntry{
 		Command: bin, RequestTimeoutMs: 30000, ConnectionTimeoutMs: 30000,
 	}}}, asker{}, "2025-11-25")
 	d := &downstream{notify: make(chan string, 256)}

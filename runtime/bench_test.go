@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/transport"
 )
@@ -236,7 +237,7 @@ func benchCatalog(b *testing.B, srvs []*mcp.Server, nTools int, pair func() (cli
 			// OpenClaw's 1500 ms tools/list bound loses servers when the
 			// shared machine stalls (seen at load average 10-14): 30 s keeps
 			// every catalog whole, so that each one measures 5,000 tools.
-			servers[i] = Server{Name: fmt.Sprintf("server-%02d", i), Transport: ct, Entry: transport.ServerEntry{RequestTimeoutMs: 30000}}
+			servers[i] = Server{Name: fmt.Sprintf("server-%02d", i), Transport: ct, Entry: config.ServerEntry{RequestTimeoutMs: 30000}}
 		}
 		goruntime.GC() // the previous catalog's garbage is not this one's
 		b.StartTimer()
@@ -286,7 +287,7 @@ func BenchmarkCatalogNaming(b *testing.B) {
 		done := make(chan struct{})
 		go func() { defer close(done); _ = srv.Run(sctx, st) }()
 		b.Cleanup(func() { cancel(); <-done })
-		servers[i] = Server{Name: fmt.Sprintf("server-%02d", i), Transport: ct, Entry: transport.ServerEntry{RequestTimeoutMs: 30000}}
+		servers[i] = Server{Name: fmt.Sprintf("server-%02d", i), Transport: ct, Entry: config.ServerEntry{RequestTimeoutMs: 30000}}
 	}
 	s := open(b, servers, &Options{Enforcer: allowFast{}, Sanitizer: nativeNamer{}, Logger: quietLogger(), ProtocolVersion: "2025-11-25"})
 	if tools, err := s.Tools(ctx); err != nil || len(tools) != nServers*nTools {
@@ -404,7 +405,7 @@ func BenchmarkListTools100Direct(b *testing.B) {
 func BenchmarkCallToolStdio(b *testing.B) {
 	script := everythingScript(b)
 	ctx := context.Background()
-	entry := transport.ServerEntry{Command: "node", Args: []string{script, "stdio"}, RequestTimeoutMs: 30000}
+	entry := config.ServerEntry{Command: "node", Args: []string{script, "stdio"}, RequestTimeoutMs: 30000}
 	r, err := transport.Resolve("direct", entry, &transport.Options{Logger: quietLogger()})
 	if err != nil {
 		b.Fatal(err)

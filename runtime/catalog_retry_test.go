@@ -8,8 +8,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/openclaw-go/openclaw/transport"
+	"github.com/openclaw-go/openclaw/config"
 )
 
 // flakyTransport refuses its first fails connections, then connects to a
@@ -99,7 +98,7 @@ func TestCatalogRetryAfterConnectFailure(t *testing.T) {
 	s := open(t, []Server{
 		{Name: "flaky", Transport: ft},
 		// A resolution failure is a config error: never retried.
-		{Name: "bad", Entry: transport.ServerEntry{URL: "ftp://example.invalid/mcp"}},
+		{Name: "bad", Entry: config.ServerEntry{URL: "ftp://example.invalid/mcp"}},
 	}, &Options{OnEvent: ev.on})
 	ev.wait(t, EventFailed, "flaky")
 	ctx := context.Background()

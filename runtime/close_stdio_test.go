@@ -14,8 +14,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/openclaw-go/openclaw/transport"
+	"github.com/openclaw-go/openclaw/config"
 )
 
 // syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
@@ -96,7 +95,7 @@ func TestCloseWhileServerEverythingWaitsOnUs(t *testing.T) {
 			}
 			s, err := New([]Server{{
 				Name: "everything",
-				Entry: transport.ServerEntry{
+				Entry: config.ServerEntry{
 					Command: "sh",
 					Args:    []string{"-c", `node "$0" stdio; echo "server exit status $?" >&2`, script},
 					// The call must outlive Close: only Close may end it.

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openclaw-go/openclaw/internal/redact"
 	"github.com/openclaw-go/openclaw/transport"
 )
 
@@ -40,7 +41,7 @@ type conn struct {
 	caps          *mcp.ServerCapabilities
 	kind          transport.Kind
 	launch        string
-	redactor      *transport.Redactor
+	redactor      *redact.Redactor
 	err           *ServerError // latest diagnostic
 	listed        bool         // tools holds a listing (or its failure)
 	tools         []*mcp.Tool
@@ -65,7 +66,7 @@ type lineSkipper interface{ SkippedLines() int64 }
 
 // fail records a diagnostic and reports it.
 func (c *conn) fail(op string, err error) {
-	err = redact(c.red(), err)
+	err = redactErr(c.red(), err)
 	se := &ServerError{Server: c.cfg.Name, Op: op, Err: err}
 	c.mu.Lock()
 	c.err = se
@@ -81,7 +82,7 @@ func (c *conn) report(se *ServerError) {
 
 // red returns the server's redactor (nil before resolution: generic
 // redaction only).
-func (c *conn) red() *transport.Redactor {
+func (c *conn) red() *redact.Redactor {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.redactor
@@ -225,7 +226,7 @@ func (c *conn) ended(cs *mcp.ClientSession, cause error, wait bool) {
 	c.cs, c.caps, c.listed, c.tools, c.listFailedAt = nil, nil, false, nil, time.Time{}
 	// The diagnostic is set with the disconnection: Status never shows a
 	// server disconnected without it.
-	se := &ServerError{Server: c.cfg.Name, Op: "session", Err: redact(c.redactor, fmt.Errorf("the connection ended: %w", cause))}
+	se := &ServerError{Server: c.cfg.Name, Op: "session", Err: redactErr(c.redactor, fmt.Errorf("the connection ended: %w", cause))}
 	c.err = se
 	sub := c.pr.sub
 	if sub {
@@ -614,7 +615,7 @@ func (c *conn) request(ctx context.Context, t *Tool, op string, do func(ctx cont
 	if timedOut {
 		err = fmt.Errorf("no answer within the request timeout (%v): %w", timeout, err)
 	}
-	se := &ServerError{Server: c.cfg.Name, Op: op, Err: redact(c.red(), err)}
+	se := &ServerError{Server: c.cfg.Name, Op: op, Err: redactErr(c.red(), err)}
 	if !timedOut && serverAnswered(err) {
 		// The server answered, with a JSON-RPC error: it works, and the
 		// answer is the caller's. Only failures to answer count toward the
@@ -747,7 +748,7 @@ func (c *conn) reap() bool {
 		return false
 	}
 	if err := c.closeSession(cs); err != nil {
-		c.s.log.Warn("closing an idle MCP server", "server", c.cfg.Name, "err", redact(c.red(), err).Error())
+		c.s.log.Warn("closing an idle MCP server", "server", c.cfg.Name, "err", redactErr(c.red(), err).Error())
 	}
 	return true
 }
@@ -767,7 +768,7 @@ func (c *conn) close() error {
 		return perr
 	}
 	if err := c.closeSession(cs); err != nil {
-		se := &ServerError{Server: c.cfg.Name, Op: "close", Err: redact(c.red(), err)}
+		se := &ServerError{Server: c.cfg.Name, Op: "close", Err: redactErr(c.red(), err)}
 		if perr != nil {
 			return errors.Join(se, perr)
 		}
@@ -786,9 +787,9 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
-// redact masks the server's known secrets and generic secret shapes in
+// redactErr masks the server's known secrets and generic secret shapes in
 // err's text.
-func redact(r *transport.Redactor, err error) error {
+func redactErr(r *redact.Redactor, err error) error {
 	if err == nil {
 		return nil
 	}

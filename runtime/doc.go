@@ -84,8 +84,7 @@
 // ([CallFromContext]).
 //
 // A server with oauth.identity "per-requester" (reference §11.2;
-// [Server.OAuthIdentity], set by [ServerFromConfigEntry] or
-// [ServersFromDocument]) gets one MCP connection per principal, since
+// [Server.OAuthIdentity], set by [ServerFromConfig]) gets one MCP connection per principal, since
 // servers bind a session to the token's user: a call runs over the
 // connection of the principal its context names ([WithPrincipal], the
 // transport package's), opened by the principal's first call once the
@@ -121,9 +120,7 @@
 //	defer eng.Close(ctx)
 //	doc, _ := config.LoadDocument(path)
 //	resolved, diags := doc.ResolveServers()
-//	// ServersFromDocument keeps each entry's oauth block (per-requester
-//	// identity); ServersFromConfig does not.
-//	s, err := runtime.New(runtime.ServersFromDocument(doc, resolved), &runtime.Options{
+//	s, err := runtime.New(runtime.ServersFromConfig(resolved), &runtime.Options{
 //		Enforcer:  eng, // *engine.Engine: before_tool_call
 //		Sanitizer: eng, // sanitize_tool_names
 //		Approvals: eng, // decide_approval

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/transport"
 )
@@ -64,7 +65,7 @@ func TestServerEverythingStdio(t *testing.T) {
 	pol := &allowAll{}
 	s, err := New([]Server{{
 		Name: "everything",
-		Entry: transport.ServerEntry{
+		Entry: config.ServerEntry{
 			Command: "node", Args: []string{script, "stdio"}, Env: map[string]any{k: v},
 			RequestTimeoutMs: 30000, ConnectionTimeoutMs: 30000,
 		},

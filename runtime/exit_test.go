@@ -12,8 +12,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/openclaw-go/openclaw/transport"
+	"github.com/openclaw-go/openclaw/config"
 )
 
 // childServerEnv makes the test binary a stdio MCP server (TestMain):
@@ -67,7 +66,7 @@ func TestStdioServerExitMidCallIsStatusAtOnce(t *testing.T) {
 		t.Skip(err)
 	}
 	evs := newEvents()
-	sv := Server{Name: "child", Entry: transport.ServerEntry{
+	sv := Server{Name: "child", Entry: config.ServerEntry{
 		Command: exe, Env: map[string]any{childServerEnv: "exiting"},
 		RequestTimeoutMs: 30000, ConnectionTimeoutMs: 30000,
 	}}
@@ -129,7 +128,7 @@ func closeMidCall(t *testing.T, tool, args string) {
 			}
 		}
 	}))
-	sv := Server{Name: "stubborn", Entry: transport.ServerEntry{
+	sv := Server{Name: "stubborn", Entry: config.ServerEntry{
 		Command: exe, Env: map[string]any{childServerEnv: "stubborn"},
 		RequestTimeoutMs: 120000, ConnectionTimeoutMs: 30000,
 	}}

@@ -14,8 +14,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/openclaw-go/openclaw/transport"
+	"github.com/openclaw-go/openclaw/config"
 )
 
 // testMarker returns a KEY=value pair unique to this test, to find the
@@ -53,7 +52,7 @@ func TestDeadStdioServerRestartsOnUse(t *testing.T) {
 	echoTool(ok, "ping")
 	ev := newEvents()
 	s := open(t, []Server{
-		{Name: "everything", Entry: transport.ServerEntry{
+		{Name: "everything", Entry: config.ServerEntry{
 			Command: "node", Args: []string{script, "stdio"}, Env: map[string]any{k: v},
 			RequestTimeoutMs: 30000, ConnectionTimeoutMs: 30000,
 		}},
@@ -254,7 +253,7 @@ func TestCloseEndsARetryInFlight(t *testing.T) {
 	}
 	marker, k, v := testMarker(t)
 	ev := newEvents()
-	s := open(t, []Server{{Name: "hang", Entry: transport.ServerEntry{
+	s := open(t, []Server{{Name: "hang", Entry: config.ServerEntry{
 		Command: "sh", Args: []string{"-c", "echo 'not json'; exec sleep 600"}, Env: map[string]any{k: v},
 		ConnectionTimeoutMs: 1000,
 	}}}, &Options{OnEvent: ev.on})

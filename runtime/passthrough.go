@@ -309,7 +309,7 @@ func (c *conn) afterConnect(ctx context.Context, cs *mcp.ClientSession, caps *mc
 	lctx, cancel := context.WithTimeout(ctx, c.cfg.listTimeout())
 	defer cancel()
 	if err := cs.SetLoggingLevel(lctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
-		c.s.log.Warn("MCP server refused the logging level", "server", c.cfg.Name, "level", level, "err", redact(c.red(), err).Error())
+		c.s.log.Warn("MCP server refused the logging level", "server", c.cfg.Name, "level", level, "err", redactErr(c.red(), err).Error())
 	}
 }
 
@@ -395,7 +395,7 @@ func (c *conn) resourceListing(ctx context.Context) ([]*mcp.Resource, []*mcp.Res
 	}
 	if err != nil {
 		c.px.resDirty.Store(true) // try again on next use
-		c.s.log.Warn("MCP server resources not listed", "server", c.cfg.Name, "err", redact(c.red(), err).Error())
+		c.s.log.Warn("MCP server resources not listed", "server", c.cfg.Name, "err", redactErr(c.red(), err).Error())
 		return nil, nil
 	}
 	uris := make(map[string]bool, len(res))
@@ -455,7 +455,7 @@ func (c *conn) promptListing(ctx context.Context) []*mcp.Prompt {
 	})
 	if err != nil {
 		c.px.promptDirty.Store(true)
-		c.s.log.Warn("MCP server prompts not listed", "server", c.cfg.Name, "err", redact(c.red(), err).Error())
+		c.s.log.Warn("MCP server prompts not listed", "server", c.cfg.Name, "err", redactErr(c.red(), err).Error())
 		return nil
 	}
 	c.px.mu.Lock()
@@ -580,7 +580,7 @@ func (s *Session) ReadResource(ctx context.Context, uri string) (*mcp.ReadResour
 	defer cancel()
 	res, err := cs.ReadResource(rctx, &mcp.ReadResourceParams{URI: uri})
 	if err != nil {
-		return nil, &ServerError{Server: c.cfg.Name, Op: "resources/read", Err: redact(c.red(), err)}
+		return nil, &ServerError{Server: c.cfg.Name, Op: "resources/read", Err: redactErr(c.red(), err)}
 	}
 	return res, nil
 }
@@ -626,7 +626,7 @@ func (s *Session) subscription(ctx context.Context, op, uri string, do func(cont
 	rctx, cancel := context.WithTimeout(ctx, c.cfg.requestTimeout())
 	defer cancel()
 	if err := do(rctx, cs); err != nil {
-		return &ServerError{Server: c.cfg.Name, Op: op, Err: redact(c.red(), err)}
+		return &ServerError{Server: c.cfg.Name, Op: op, Err: redactErr(c.red(), err)}
 	}
 	return nil
 }
@@ -776,7 +776,7 @@ func (s *Session) GetPrompt(ctx context.Context, name string, args map[string]st
 	defer cancel()
 	res, err := cs.GetPrompt(rctx, &mcp.GetPromptParams{Name: p.Upstream.Name, Arguments: args})
 	if err != nil {
-		return nil, &ServerError{Server: c.cfg.Name, Op: "prompts/get", Err: redact(c.red(), err)}
+		return nil, &ServerError{Server: c.cfg.Name, Op: "prompts/get", Err: redactErr(c.red(), err)}
 	}
 	return res, nil
 }
@@ -841,7 +841,7 @@ func (s *Session) Complete(ctx context.Context, params *mcp.CompleteParams) (*mc
 	defer cancel()
 	res, err := cs.Complete(rctx, &up)
 	if err != nil {
-		return nil, &ServerError{Server: c.cfg.Name, Op: "completion/complete", Err: redact(c.red(), err)}
+		return nil, &ServerError{Server: c.cfg.Name, Op: "completion/complete", Err: redactErr(c.red(), err)}
 	}
 	return res, nil
 }
@@ -876,7 +876,7 @@ func (s *Session) SetLoggingLevel(ctx context.Context, level mcp.LoggingLevel) e
 			rctx, cancel := context.WithTimeout(ctx, c.cfg.requestTimeout())
 			defer cancel()
 			if err := cs.SetLoggingLevel(rctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
-				errs[i] = &ServerError{Server: c.cfg.Name, Op: "logging/setLevel", Err: redact(c.red(), err)}
+				errs[i] = &ServerError{Server: c.cfg.Name, Op: "logging/setLevel", Err: redactErr(c.red(), err)}
 			}
 		})
 	}

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/transport"
 )
 
@@ -87,45 +86,6 @@ func (e *AuthProfileError) Error() string {
 
 // Unwrap returns [ErrAuthProfile].
 func (e *AuthProfileError) Unwrap() error { return ErrAuthProfile }
-
-// ServerFromConfigEntry is [ServerFromConfig] plus what it cannot see in
-// a config.ResolvedServer: the entry's oauth block (entry is the raw
-// mcp.servers.<name> object, config.Document.Server), whose identity sets
-// [Server.OAuthIdentity] and authProfileId [Server.AuthProfileID]. A nil
-// entry gives ServerFromConfig(r).
-func ServerFromConfigEntry(r *config.ResolvedServer, entry *config.Object) Server {
-	s := ServerFromConfig(r)
-	if entry == nil {
-		return s
-	}
-	v, _ := entry.Get("oauth")
-	block, _ := v.(*config.Object)
-	if block == nil {
-		return s
-	}
-	str := func(k string) string {
-		v, _ := block.Get(k)
-		x, _ := v.(string)
-		return x
-	}
-	s.OAuthIdentity = str("identity")
-	s.AuthProfileID = str("authProfileId")
-	return s
-}
-
-// ServersFromDocument maps every resolved entry of doc
-// (doc.ResolveServers()) with [ServerFromConfigEntry], keeping their order.
-func ServersFromDocument(doc *config.Document, rs []*config.ResolvedServer) []Server {
-	out := make([]Server, 0, len(rs))
-	for _, r := range rs {
-		var entry *config.Object
-		if doc != nil {
-			entry, _ = doc.Server(r.Name)
-		}
-		out = append(out, ServerFromConfigEntry(r, entry))
-	}
-	return out
-}
 
 // principalState is the per-requester side of a conn. The conn of the
 // session's set is the listing connection, bound to one principal; it owns

@@ -189,7 +189,7 @@ func (f *userFixture) counts() (opened []string, mixed, requests int) {
 // perRequester is the fixture's server declared with the per-requester
 // identity.
 func (f *userFixture) perRequester() Server {
-	return Server{Name: "docs", OAuthIdentity: IdentityPerRequester, Entry: transport.ServerEntry{
+	return Server{Name: "docs", OAuthIdentity: IdentityPerRequester, Entry: config.ServerEntry{
 		URL: f.srv.URL + "/mcp", Transport: "streamable-http", Auth: "oauth", RequestTimeoutMs: 30000,
 	}}
 }
@@ -398,7 +398,7 @@ func TestPerRequesterRefusals(t *testing.T) {
 	}
 }
 
-func TestServersFromDocument(t *testing.T) {
+func TestServersFromConfigOAuthBlock(t *testing.T) {
 	t.Parallel()
 	doc, err := config.ParseDocument("openclaw.json", []byte(`{"mcp":{"servers":{
 		"shared":{"url":"https://a.example/mcp","auth":"oauth"},
@@ -413,7 +413,7 @@ func TestServersFromDocument(t *testing.T) {
 		t.Fatal(diags)
 	}
 	got := map[string][2]string{}
-	for _, sv := range ServersFromDocument(doc, resolved) {
+	for _, sv := range ServersFromConfig(resolved) {
 		got[sv.Name] = [2]string{sv.OAuthIdentity, sv.AuthProfileID}
 	}
 	want := map[string][2]string{"shared": {}, "mine": {IdentityPerRequester, ""}, "prof": {"", "work"}, "local": {}}

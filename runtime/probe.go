@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openclaw-go/openclaw/internal/redact"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openclaw-go/openclaw/policies"
@@ -182,10 +184,10 @@ func nameProbed(ctx context.Context, san Sanitizer, servers []Server, out []Prob
 func probeOne(ctx context.Context, sv *Server, o *ProbeOptions) (r ProbeResult) {
 	r.Server = sv.Name
 	start := time.Now()
-	var red *transport.Redactor
+	var red *redact.Redactor
 	fail := func(op string, err error) ProbeResult {
 		r.Elapsed = time.Since(start)
-		r.Err = &ServerError{Server: sv.Name, Op: op, Err: redact(red, err)}
+		r.Err = &ServerError{Server: sv.Name, Op: op, Err: redactErr(red, err)}
 		return r
 	}
 	if len(sv.BlockedEnv) > 0 {

@@ -28,9 +28,9 @@ func TestProbe(t *testing.T) {
 	if err != nil {
 		t.Skip("no `true` on PATH")
 	}
-	dead := Server{Name: "dead", Entry: transport.ServerEntry{Command: sh, Args: []string{"--token", "s3cr3t-value"}}}
-	blocked := Server{Name: "blocked", Entry: transport.ServerEntry{Command: sh}, BlockedEnv: []string{"NODE_OPTIONS"}}
-	off := Server{Name: "off", Disabled: true, Entry: transport.ServerEntry{Command: sh}}
+	dead := Server{Name: "dead", Entry: config.ServerEntry{Command: sh, Args: []string{"--token", "s3cr3t-value"}}}
+	blocked := Server{Name: "blocked", Entry: config.ServerEntry{Command: sh}, BlockedEnv: []string{"NODE_OPTIONS"}}
+	off := Server{Name: "off", Disabled: true, Entry: config.ServerEntry{Command: sh}}
 
 	res, err := Probe(context.Background(), []Server{alpha, dead, blocked, off}, &ProbeOptions{Logger: quietLogger()})
 	if err != nil {
@@ -118,7 +118,7 @@ func TestProbeCancelled(t *testing.T) {
 func TestProbeServerEverything(t *testing.T) {
 	t.Parallel()
 	script := everythingScript(t)
-	sv := Server{Name: "everything", Entry: transport.ServerEntry{Command: "node", Args: []string{script, "stdio"}}}
+	sv := Server{Name: "everything", Entry: config.ServerEntry{Command: "node", Args: []string{script, "stdio"}}}
 	all, err := Probe(context.Background(), []Server{sv}, &ProbeOptions{
 		Logger:     quietLogger(),
 		ClientInfo: &mcp.Implementation{Name: "probe-test", Version: "1"},

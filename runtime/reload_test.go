@@ -21,16 +21,15 @@ import (
 	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/policies"
-	"github.com/openclaw-go/openclaw/transport"
 )
 
 func TestDiffServers(t *testing.T) {
 	t.Parallel()
 	yes := true
 	stdio := func(name string, args ...string) Server {
-		return Server{Name: name, Entry: transport.ServerEntry{Command: "srv", Args: args, Env: map[string]any{"A": "1"}}}
+		return Server{Name: name, Entry: config.ServerEntry{Command: "srv", Args: args, Env: map[string]any{"A": "1"}}}
 	}
-	web := Server{Name: "web", Entry: transport.ServerEntry{URL: "https://h/mcp", Transport: "streamable-http", SSLVerify: &yes}}
+	web := Server{Name: "web", Entry: config.ServerEntry{URL: "https://h/mcp", Transport: "streamable-http", SSLVerify: &yes}}
 	ct, _ := mcp.NewInMemoryTransports()
 	ct2, _ := mcp.NewInMemoryTransports()
 	with := func(s Server, f func(*Server)) Server { f(&s); return s }
@@ -360,7 +359,7 @@ func TestReloadStdioChildren(t *testing.T) {
 	}
 	tag := strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	server := func(name, gen string) Server {
-		return Server{Name: name, Entry: transport.ServerEntry{
+		return Server{Name: name, Entry: config.ServerEntry{
 			Command: bin, Env: map[string]any{"OPENCLAW_RELOAD_TEST": tag + "-" + name, "GEN": gen},
 			ConnectionTimeoutMs: 30000, RequestTimeoutMs: 30000,
 		}}
@@ -555,8 +554,8 @@ func BenchmarkPrompts(b *testing.B) {
 // publish, name the catalog, and close the removed one in the background.
 func BenchmarkReloadStdio(b *testing.B) {
 	bin := everythingServer(b)
-	one := Server{Name: "one", Entry: transport.ServerEntry{Command: bin}}
-	two := Server{Name: "two", Entry: transport.ServerEntry{Command: bin}}
+	one := Server{Name: "one", Entry: config.ServerEntry{Command: bin}}
+	two := Server{Name: "two", Entry: config.ServerEntry{Command: bin}}
 	s := open(b, []Server{one}, &Options{})
 	ctx := context.Background()
 	for b.Loop() {

@@ -130,9 +130,9 @@ func TestFailingServerIsADiagnostic(t *testing.T) {
 	echoTool(good, "ping")
 	evs := newEvents()
 	s := open(t, []Server{
-		{Name: "nohost", Entry: transport.ServerEntry{URL: "ftp://example.invalid/"}},
-		{Name: "missing", Entry: transport.ServerEntry{Command: "/nonexistent/openclaw-test-server"}},
-		{Name: "blocked", Entry: transport.ServerEntry{Command: "true"}, BlockedEnv: []string{"NODE_OPTIONS"}},
+		{Name: "nohost", Entry: config.ServerEntry{URL: "ftp://example.invalid/"}},
+		{Name: "missing", Entry: config.ServerEntry{Command: "/nonexistent/openclaw-test-server"}},
+		{Name: "blocked", Entry: config.ServerEntry{Command: "true"}, BlockedEnv: []string{"NODE_OPTIONS"}},
 		inProcess(t, "good", good),
 	}, &Options{OnEvent: evs.on})
 	if got := toolNames(t, s); !slices.Equal(got, []string{"good__ping"}) {
@@ -521,7 +521,7 @@ func flaky(t *testing.T, name string, fail *atomic.Bool) Server {
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(hs.Close)
-	return Server{Name: name, Entry: transport.ServerEntry{URL: hs.URL, Transport: "streamable-http", RequestTimeoutMs: 30000}}
+	return Server{Name: name, Entry: config.ServerEntry{URL: hs.URL, Transport: "streamable-http", RequestTimeoutMs: 30000}}
 }
 
 // A server that answers with JSON-RPC errors works: however many error
@@ -794,7 +794,7 @@ func TestIdleReaping(t *testing.T) {
 	rd := &redialer{srv: srv}
 	t.Cleanup(rd.stop)
 	evs := newEvents()
-	s := open(t, []Server{{Name: "srv", Transport: rd, Entry: transport.ServerEntry{RequestTimeoutMs: 30000}}}, &Options{IdleTTL: 20 * time.Millisecond, OnEvent: evs.on})
+	s := open(t, []Server{{Name: "srv", Transport: rd, Entry: config.ServerEntry{RequestTimeoutMs: 30000}}}, &Options{IdleTTL: 20 * time.Millisecond, OnEvent: evs.on})
 	evs.wait(t, EventIdle, "srv")
 	if st := s.Status()[0]; st.Connected {
 		t.Errorf("status after reaping = %+v, want disconnected", st)
@@ -819,7 +819,7 @@ func TestNoReapingWhileInUse(t *testing.T) {
 	rd := &redialer{srv: srv}
 	t.Cleanup(rd.stop)
 	evs := newEvents()
-	s := open(t, []Server{{Name: "srv", Transport: rd, Entry: transport.ServerEntry{RequestTimeoutMs: 30000}}}, &Options{IdleTTL: time.Millisecond, OnEvent: evs.on})
+	s := open(t, []Server{{Name: "srv", Transport: rd, Entry: config.ServerEntry{RequestTimeoutMs: 30000}}}, &Options{IdleTTL: time.Millisecond, OnEvent: evs.on})
 	errc := make(chan error, 1)
 	go func() {
 		_, err := s.CallTool(context.Background(), "srv__slow", nil)

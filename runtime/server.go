@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -34,7 +35,7 @@ type Server struct {
 	// (stdio under the transport's supervisor, SSE or streamable HTTP). Its
 	// ConnectionTimeoutMs and RequestTimeoutMs (0 = OpenClaw's defaults,
 	// 30 s and 60 s) apply to Transport too.
-	Entry transport.ServerEntry
+	Entry config.ServerEntry
 	// Transport, when set, is used instead of resolving Entry: an in-process
 	// server (mcp.NewInMemoryTransports) or a transport of the embedder's
 	// own. It is connected by Connect, and again after idle reaping or
@@ -105,68 +106,27 @@ func msOr(ms float64, def time.Duration) time.Duration {
 }
 
 // ServerFromConfig maps a resolved mcp.servers entry (config.ResolvedServer,
-// §11.4) to a Server whose Entry the transport package resolves: command,
-// args, cwd and the filtered env for stdio; URL, transport, headers (values
-// as written: the transport expands ${NAME}), TLS and mTLS settings for SSE
-// and streamable HTTP; both timeouts; auth "oauth"; enabled, toolFilter and
-// supportsParallelToolCalls.
-//
-// A config.ResolvedServer does not carry the entry's oauth block: use
-// [ServerFromConfigEntry] (or [ServersFromDocument]) for oauth.identity and
-// oauth.authProfileId.
-//
-// config reports timeouts with their defaults filled in, so a
-// requestTimeoutMs equal to the 60000 default is taken as unset: the
-// catalog's tools/list then uses the 1500 ms bound of §11.5.
+// §11.4) to a Server: its Entry, which transport.Resolve connects with the
+// same rules; enabled, toolFilter, supportsParallelToolCalls, the env keys
+// the stdio filter dropped, and the oauth block's identity and
+// authProfileId.
 func ServerFromConfig(r *config.ResolvedServer) Server {
-	e := transport.ServerEntry{
-		Command:             r.Command,
-		Args:                append([]string(nil), r.Args...),
-		Cwd:                 r.Cwd,
-		URL:                 r.URL,
-		ConnectionTimeoutMs: r.ConnectionTimeoutMs,
-		ClientCert:          r.ClientCert,
-		ClientKey:           r.ClientKey,
-	}
-	if r.RequestTimeoutMs != config.DefaultRequestTimeoutMs {
-		e.RequestTimeoutMs = r.RequestTimeoutMs
-	}
-	if r.Transport != config.TransportStdio {
-		// A stdio entry has a non-empty command, which wins in Resolve;
-		// the transport only matters for URL entries.
-		e.Transport = r.Transport
-	}
-	if len(r.Env) > 0 {
-		e.Env = make(map[string]any, len(r.Env))
-		for _, v := range r.Env {
-			e.Env[v.Key] = v.Value
-		}
-	}
-	if len(r.Headers) > 0 {
-		e.Headers = make(map[string]any, len(r.Headers))
-		for _, h := range r.Headers {
-			e.Headers[h.Key] = h.Value
-		}
-	}
-	if !r.SSLVerify {
-		f := false
-		e.SSLVerify = &f
-	}
-	if r.OAuth {
-		e.Auth = "oauth"
-	}
 	s := Server{
 		Name:                      r.Name,
-		Entry:                     e,
+		Entry:                     r.Entry,
 		Disabled:                  !r.Enabled,
-		BlockedEnv:                append([]string(nil), r.BlockedEnv...),
+		BlockedEnv:                slices.Clone(r.BlockedEnv),
 		SupportsParallelToolCalls: r.SupportsParallelToolCalls,
 	}
 	if r.ToolFilter != nil {
 		s.ToolFilter = &config.ToolFilter{
-			Include: append([]string(nil), r.ToolFilter.Include...),
-			Exclude: append([]string(nil), r.ToolFilter.Exclude...),
+			Include: slices.Clone(r.ToolFilter.Include),
+			Exclude: slices.Clone(r.ToolFilter.Exclude),
 		}
+	}
+	if o := r.Entry.OAuth; o != nil {
+		s.OAuthIdentity = o.Identity
+		s.AuthProfileID = o.AuthProfileID
 	}
 	return s
 }

@@ -31,32 +31,35 @@ func TestServersFromConfig(t *testing.T) {
 	}
 	got := ServersFromConfig(resolved)
 	f := false
+	tf := &config.ToolFilter{Include: []string{"read*"}, Exclude: []string{"write"}}
 	want := []Server{
 		{
+			// Entry is the entry as written; BlockedEnv what the filter drops.
 			Name: "files",
-			Entry: transport.ServerEntry{
+			Entry: config.ServerEntry{
 				Command: "npx", Args: []string{"-y", "server-filesystem", "/tmp"}, Cwd: "/srv",
-				Env:                 map[string]any{"API_TOKEN": "s3cret", "DEBUG": "1"},
-				ConnectionTimeoutMs: 30000,
+				Env:        map[string]any{"API_TOKEN": "s3cret", "DEBUG": 1.0, "NODE_OPTIONS": "--inspect"},
+				ToolFilter: tf,
 			},
 			BlockedEnv: []string{"NODE_OPTIONS"},
-			ToolFilter: &config.ToolFilter{Include: []string{"read*"}, Exclude: []string{"write"}},
+			ToolFilter: tf,
 		},
 		{
 			Name: "web",
-			Entry: transport.ServerEntry{
-				URL: "https://example.com/mcp", Transport: "streamable-http",
-				Headers:             map[string]any{"Authorization": "Bearer ${TOKEN}", "X-N": "2"},
+			Entry: config.ServerEntry{
+				URL: "https://example.com/mcp", Type: "http",
+				Headers:             map[string]any{"Authorization": "Bearer ${TOKEN}", "X-N": 2.0},
 				RequestTimeoutMs:    5000,
 				ConnectionTimeoutMs: 1000, SSLVerify: &f, ClientCert: "c.pem", ClientKey: "k.pem",
+				SupportsParallelToolCalls: true,
 			},
 			SupportsParallelToolCalls: true,
 		},
 		{
-			// requestTimeoutMs equal to the default reads as unset: the
-			// catalog's tools/list keeps its 1500 ms bound.
+			// A requestTimeoutMs written in the file is the tools/list
+			// bound too, even when it equals the default (§11.5).
 			Name:     "legacy",
-			Entry:    transport.ServerEntry{URL: "http://127.0.0.1:9/sse", Transport: "sse", ConnectionTimeoutMs: 30000},
+			Entry:    config.ServerEntry{URL: "http://127.0.0.1:9/sse", Enabled: &f, RequestTimeoutMs: 60000},
 			Disabled: true,
 		},
 	}
@@ -68,13 +71,14 @@ func TestServersFromConfig(t *testing.T) {
 			t.Errorf("server %d:\n got %+v\nwant %+v", i, got[i], want[i])
 		}
 	}
-	if got[0].listTimeout() != DefaultListTimeout || got[1].listTimeout().Milliseconds() != 5000 || got[1].connectTimeout().Milliseconds() != 1000 {
-		t.Errorf("timeouts: list %v/%v connect %v", got[0].listTimeout(), got[1].listTimeout(), got[1].connectTimeout())
+	if got[0].listTimeout() != DefaultListTimeout || got[1].listTimeout().Milliseconds() != 5000 || got[1].connectTimeout().Milliseconds() != 1000 || got[2].listTimeout().Milliseconds() != 60000 {
+		t.Errorf("timeouts: list %v/%v/%v connect %v", got[0].listTimeout(), got[1].listTimeout(), got[2].listTimeout(), got[1].connectTimeout())
 	}
 	// Each mapped entry resolves with the transport package as OpenClaw would.
 	for i, wantKind := range []transport.Kind{transport.KindStdio, transport.KindStreamableHTTP, transport.KindSSE} {
 		e := got[i].Entry
 		e.ClientCert, e.ClientKey = "", "" // the files do not exist here
+		delete(e.Env, "NODE_OPTIONS")      // refused, as BlockedEnv says
 		r, err := transport.Resolve(got[i].Name, e, &transport.Options{Logger: quietLogger(), LookupEnv: func(k string) (string, bool) { return "tok", true }})
 		if err != nil {
 			t.Fatalf("%s: %v", got[i].Name, err)

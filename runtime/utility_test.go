@@ -12,7 +12,6 @@ import (
 
 	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/policies"
-	"github.com/openclaw-go/openclaw/transport"
 )
 
 // kbServer is an in-process server with a tool, two resources and a prompt
@@ -260,7 +259,7 @@ func TestUtilityToolsServerEverything(t *testing.T) {
 	script := everythingScript(t)
 	s := open(t, []Server{{
 		Name:  "everything",
-		Entry: transport.ServerEntry{Command: "node", Args: []string{script, "stdio"}, RequestTimeoutMs: 30000, ConnectionTimeoutMs: 30000},
+		Entry: config.ServerEntry{Command: "node", Args: []string{script, "stdio"}, RequestTimeoutMs: 30000, ConnectionTimeoutMs: 30000},
 	}}, &Options{})
 	if d := s.Diagnostics(); len(d) > 0 {
 		t.Fatalf("diagnostics: %v", d)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/openclaw-go/openclaw/config"
 )
 
 // BenchmarkStdioEcho compares a tools/call round trip through StdioTransport
@@ -23,7 +24,7 @@ func BenchmarkStdioEcho(b *testing.B) {
 		tr   func() mcp.Transport
 	}{
 		{"transport.StdioTransport", func() mcp.Transport {
-			r, err := Resolve("bench", ServerEntry{Command: misbehaveBin}, quiet())
+			r, err := Resolve("bench", config.ServerEntry{Command: misbehaveBin}, quiet())
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -64,7 +65,7 @@ func BenchmarkIdleStdioConnection(b *testing.B) {
 		var sessions []*mcp.ClientSession
 		var rts []*recordingTransport
 		for range n {
-			r, err := Resolve("idle", ServerEntry{Command: misbehaveBin}, quiet())
+			r, err := Resolve("idle", config.ServerEntry{Command: misbehaveBin}, quiet())
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -1,7 +1,7 @@
 // Package transport turns the entries of OpenClaw's `mcp.servers` config
 // into go-sdk client transports, with OpenClaw's runtime rules (reference
-// §11.4) and the hardening issue 4 asks for, and holds the secret-redaction
-// helpers (§11.8) used for every log line and error about a server.
+// §11.4) and openclaw-go's hardening; every log line and error about a
+// server goes through the server's redactor (internal/redact, §11.8).
 //
 //	r, err := transport.Resolve("github", entry, &transport.Options{Logger: log})
 //	if err != nil { … } // *BlockedEnvError, ErrUnusable, bad URL or header
@@ -13,7 +13,8 @@
 //
 // # Resolution
 //
-// A non-empty command means stdio. Otherwise `transport` (or its alias
+// An entry is a config.ServerEntry, resolved by config.ResolveEntry: a
+// non-blank command means stdio. Otherwise `transport` (or its alias
 // `type`: "http" means streamable HTTP) picks "sse" or "streamable-http",
 // and an http: or https: URL without one means SSE. Anything else is an
 // error wrapping [ErrUnusable], which OpenClaw reports as a skipped server.

@@ -2,12 +2,10 @@ package transport
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 )
 
 // DefaultInheritedEnv lists the variables a stdio child inherits from our
@@ -16,112 +14,9 @@ import (
 // reaches the child; the entry's filtered env is merged over this set.
 var DefaultInheritedEnv = []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"}
 
-// EnvDecision says what OpenClaw's stdio env filter (§11.7) does with one key.
-type EnvDecision int
-
-const (
-	// EnvKeep means the entry is passed to the child.
-	EnvKeep EnvDecision = iota
-	// EnvBlocked means the key is on OpenClaw's blocklist. OpenClaw drops it
-	// with a warning; this package refuses to start the server instead.
-	EnvBlocked
-	// EnvBadValue means the value is not a string, number or boolean and is
-	// dropped (OpenClaw drops it too).
-	EnvBadValue
-)
-
-var envSets = sync.OnceValue(func() (s struct{ blocked, credential map[string]bool }) {
-	s.blocked = map[string]bool{}
-	s.credential = map[string]bool{}
-	allowed := map[string]bool{}
-	for _, k := range allowedInheritedOverrideOnlyKeys {
-		allowed[k] = true
-	}
-	for _, k := range blockedEverywhereKeys {
-		s.blocked[k] = true
-	}
-	for _, k := range blockedOverrideOnlyKeys {
-		if !allowed[k] {
-			s.blocked[k] = true
-		}
-	}
-	for _, k := range credentialAllowlist {
-		s.credential[k] = true
-		delete(s.blocked, k)
-	}
-	return s
-})
-
-// ClassifyEnvKey applies OpenClaw's key rules (§11.7 steps 1 to 5) to one
-// env key: the key is trimmed and upper-cased for matching; an empty key is
-// kept; the hard block (blockedEverywhereKeys and the DYLD_, LD_ and
-// BASH_FUNC_ prefixes) wins over the 15-key credential allowlist, which wins
-// over the override-only block. The override prefixes (GIT_CONFIG_,
-// NPM_CONFIG_, …) are not applied, as in OpenClaw.
-func ClassifyEnvKey(key string) EnvDecision {
-	k := strings.ToUpper(strings.TrimSpace(key))
-	if k == "" {
-		return EnvKeep
-	}
-	for _, p := range blockedKeyPrefixes {
-		if strings.HasPrefix(k, p) {
-			return EnvBlocked
-		}
-	}
-	sets := envSets()
-	if sets.credential[k] {
-		return EnvKeep
-	}
-	if sets.blocked[k] {
-		return EnvBlocked
-	}
-	return EnvKeep
-}
-
-// EnvValueString converts a config env or header value the way OpenClaw does:
-// a string as is, a number (float64 or any Go integer) or boolean as
-// JavaScript's String() would print it. ok is false for any other type.
-func EnvValueString(v any) (s string, ok bool) {
-	switch x := v.(type) {
-	case string:
-		return x, true
-	case bool:
-		return strconv.FormatBool(x), true
-	case float64:
-		return jsNumber(x), true
-	case float32:
-		return jsNumber(float64(x)), true
-	case int:
-		return strconv.Itoa(x), true
-	case int64:
-		return strconv.FormatInt(x, 10), true
-	case int32:
-		return strconv.FormatInt(int64(x), 10), true
-	case uint64:
-		return strconv.FormatUint(x, 10), true
-	case interface{ String() string }: // json.Number
-		return x.String(), true
-	}
-	return "", false
-}
-
-func jsNumber(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return "NaN"
-	case math.IsInf(f, 1):
-		return "Infinity"
-	case math.IsInf(f, -1):
-		return "-Infinity"
-	case f == math.Trunc(f) && math.Abs(f) < 1e21:
-		return strconv.FormatFloat(f, 'f', -1, 64)
-	}
-	return strconv.FormatFloat(f, 'g', -1, 64)
-}
-
 // BlockedEnvError refuses to start a stdio server whose env holds keys of
 // OpenClaw's stdio env blocklist (§11.7). OpenClaw silently drops such keys;
-// issue 4 asks for the server not to start, so that `doctor` can report it.
+// openclaw-go does not start the server, so that `doctor` can report it.
 type BlockedEnvError struct {
 	// Server is the mcp.servers name.
 	Server string
@@ -137,36 +32,6 @@ func (e *BlockedEnvError) Error() string {
 	}
 	return fmt.Sprintf("transport: server %q not started: env %s on the stdio env blocklist (a child would run code it names); remove it from mcp.servers.%s.env",
 		e.Server, strings.Join(quoted, ", "), e.Server)
-}
-
-// FilterEnv applies OpenClaw's stdio env filter to an entry's env. It returns
-// the entries to pass to the child (values converted with [EnvValueString],
-// original key spelling kept), the keys whose values had an unusable type
-// (dropped, as OpenClaw does), and a *[BlockedEnvError] when any key is on
-// the blocklist.
-func FilterEnv(server string, env map[string]any) (kept map[string]string, badValues []string, err error) {
-	var blocked []string
-	for k, v := range env {
-		if ClassifyEnvKey(k) == EnvBlocked {
-			blocked = append(blocked, k)
-			continue
-		}
-		s, ok := EnvValueString(v)
-		if !ok {
-			badValues = append(badValues, k)
-			continue
-		}
-		if kept == nil {
-			kept = map[string]string{}
-		}
-		kept[k] = s
-	}
-	sort.Strings(badValues)
-	if len(blocked) > 0 {
-		sort.Strings(blocked)
-		return nil, badValues, &BlockedEnvError{Server: server, Keys: blocked}
-	}
-	return kept, badValues, nil
 }
 
 // childEnv builds a child's environment: the inherited safe set from lookup,

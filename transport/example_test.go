@@ -4,19 +4,20 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/transport"
 )
 
 func ExampleResolve() {
 	entries := []struct {
 		name  string
-		entry transport.ServerEntry
+		entry config.ServerEntry
 	}{
-		{"files", transport.ServerEntry{Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "/srv"}, URL: "https://ignored.example/mcp"}},
-		{"remote", transport.ServerEntry{URL: "https://user:pw@mcp.example.com/mcp?token=abc&x=1", Type: "http"}},
-		{"legacy", transport.ServerEntry{URL: "https://mcp.example.com/sse"}},
-		{"evil", transport.ServerEntry{Command: "node", Env: map[string]any{"NODE_OPTIONS": "--require /tmp/x.js"}}},
-		{"ws", transport.ServerEntry{URL: "wss://mcp.example.com/"}},
+		{"files", config.ServerEntry{Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "/srv"}, URL: "https://ignored.example/mcp"}},
+		{"remote", config.ServerEntry{URL: "https://user:pw@mcp.example.com/mcp?token=abc&x=1", Type: "http"}},
+		{"legacy", config.ServerEntry{URL: "https://mcp.example.com/sse"}},
+		{"evil", config.ServerEntry{Command: "node", Env: map[string]any{"NODE_OPTIONS": "--require /tmp/x.js"}}},
+		{"ws", config.ServerEntry{URL: "wss://mcp.example.com/"}},
 	}
 	for _, e := range entries {
 		r, err := transport.Resolve(e.name, e.entry, nil)
@@ -38,9 +39,4 @@ func ExampleResolve() {
 	// legacy: sse https://mcp.example.com/sse
 	// evil: not started, blocked env ["NODE_OPTIONS"]
 	// ws: skipped
-}
-
-func ExampleRedactArgs() {
-	fmt.Println(transport.RedactArgs([]string{"serve", "--api-key", "k-123", "--password=hunter2", "--port", "8080"}))
-	// Output: [serve --api-key *** --password=*** --port 8080]
 }

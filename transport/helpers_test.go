@@ -19,6 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/internal/testkit"
 )
 
@@ -84,7 +85,7 @@ func newLogger() (*slog.Logger, *logBuffer) {
 	return slog.New(slog.NewJSONHandler(lb, &slog.HandlerOptions{Level: slog.LevelDebug})), lb
 }
 
-func resolve(t *testing.T, name string, e ServerEntry, o *Options) *Resolved {
+func resolve(t *testing.T, name string, e config.ServerEntry, o *Options) *Resolved {
 	t.Helper()
 	r, err := Resolve(name, e, o)
 	if err != nil {

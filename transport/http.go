@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/openclaw-go/openclaw/config"
 )
 
 // idleConnTimeout is how long an idle HTTP connection to an MCP server is
@@ -33,7 +34,7 @@ const (
 // client certificate, the entry's headers on every request, for
 // streamable HTTP renewal of a session the server forgot (HTTP 404) and,
 // for auth "oauth", the OAuth access token (oauth.go).
-func newHTTPClient(name string, e ServerEntry, headers map[string]string, r *Resolved, log *slog.Logger, o *Options) (*http.Client, error) {
+func newHTTPClient(name string, e config.ServerEntry, headers map[string]string, r *Resolved, log *slog.Logger, o *Options) (*http.Client, error) {
 	base, err := newBaseTransport(name, e, r)
 	if err != nil {
 		return nil, err
@@ -58,7 +59,7 @@ func newHTTPClient(name string, e ServerEntry, headers map[string]string, r *Res
 
 // newBaseTransport is the HTTP transport of one server: timeouts, TLS
 // verification and the client certificate of its entry.
-func newBaseTransport(name string, e ServerEntry, r *Resolved) (*http.Transport, error) {
+func newBaseTransport(name string, e config.ServerEntry, r *Resolved) (*http.Transport, error) {
 	tlsConf := &tls.Config{MinVersion: tls.VersionTLS12}
 	if e.SSLVerify != nil && !*e.SSLVerify {
 		tlsConf.InsecureSkipVerify = true // the operator's explicit sslVerify:false

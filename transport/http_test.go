@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	stdlog "log"
+	"log/slog"
 	"math/big"
 	"net"
 	"net/http"
@@ -29,6 +30,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/openclaw-go/openclaw/config"
 )
 
 func freePort(t *testing.T) int {
@@ -81,16 +83,20 @@ func TestServerEverything(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		mode    string // server-everything's transport argument
-		entry   func(port int) ServerEntry
+		entry   func(port int) config.ServerEntry
 		version string
 	}{
-		{"stdio", "", func(int) ServerEntry { return ServerEntry{Command: "node", Args: []string{script, "stdio"}} }, ""},
-		{"sse", "sse", func(p int) ServerEntry { return ServerEntry{URL: fmt.Sprintf("http://127.0.0.1:%d/sse", p)} }, ""},
-		{"streamable-http", "streamableHttp", func(p int) ServerEntry {
-			return ServerEntry{URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", p), Type: "http"}
+		{"stdio", "", func(int) config.ServerEntry {
+			return config.ServerEntry{Command: "node", Args: []string{script, "stdio"}}
 		}, ""},
-		{"streamable-http 2025-11-25", "streamableHttp", func(p int) ServerEntry {
-			return ServerEntry{URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", p), Transport: "streamable-http"}
+		{"sse", "sse", func(p int) config.ServerEntry {
+			return config.ServerEntry{URL: fmt.Sprintf("http://127.0.0.1:%d/sse", p)}
+		}, ""},
+		{"streamable-http", "streamableHttp", func(p int) config.ServerEntry {
+			return config.ServerEntry{URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", p), Type: "http"}
+		}, ""},
+		{"streamable-http 2025-11-25", "streamableHttp", func(p int) config.ServerEntry {
+			return config.ServerEntry{URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", p), Transport: "streamable-http"}
 		}, "2025-11-25"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -147,7 +153,7 @@ func TestServerFilesystemAndMemory(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(root, "note.txt"), []byte("hello from disk"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		cs := connect(t, resolve(t, "fs", ServerEntry{Command: "node", Args: []string{peerScript(dir, "server-filesystem"), root}}, quiet()).Transport, "")
+		cs := connect(t, resolve(t, "fs", config.ServerEntry{Command: "node", Args: []string{peerScript(dir, "server-filesystem"), root}}, quiet()).Transport, "")
 		if got := callText(t, cs, "read_text_file", map[string]any{"path": filepath.Join(root, "note.txt")}); got != "hello from disk" {
 			t.Errorf("read_text_file = %q", got)
 		}
@@ -155,7 +161,7 @@ func TestServerFilesystemAndMemory(t *testing.T) {
 	t.Run("memory", func(t *testing.T) {
 		t.Parallel()
 		store := filepath.Join(t.TempDir(), "memory.jsonl")
-		cs := connect(t, resolve(t, "memory", ServerEntry{Command: "node", Args: []string{peerScript(dir, "server-memory")},
+		cs := connect(t, resolve(t, "memory", config.ServerEntry{Command: "node", Args: []string{peerScript(dir, "server-memory")},
 			Env: map[string]any{"MEMORY_FILE_PATH": store}}, quiet()).Transport, "")
 		callText(t, cs, "create_entities", map[string]any{"entities": []any{
 			map[string]any{"name": "gopher", "entityType": "animal", "observations": []any{"likes wasm"}}}})
@@ -191,7 +197,7 @@ func TestStreamableStaleSessionIsRenewed(t *testing.T) {
 	t.Parallel()
 	url := startMisbehaveHTTP(t, "-expire-after", "2")
 	log, lb := newLogger()
-	cs := connect(t, resolve(t, "forgetful", ServerEntry{URL: url, Transport: "streamable-http"}, &Options{Logger: log}).Transport, "2025-11-25")
+	cs := connect(t, resolve(t, "forgetful", config.ServerEntry{URL: url, Transport: "streamable-http"}, &Options{Logger: log}).Transport, "2025-11-25")
 	for i, want := range []string{"echo:1", "echo:2", "echo:3 after the 404", "echo:4"} {
 		if got := callText(t, cs, "echo", map[string]any{"text": strings.TrimPrefix(want, "echo:")}); got != want {
 			t.Fatalf("call %d = %q, want %q", i+1, got, want)
@@ -327,27 +333,31 @@ func TestHTTPHeadersTLSAndClientCertificates(t *testing.T) {
 		name        string
 		kind        Kind
 		requireMTLS bool
-		entry       func(url string) ServerEntry
+		entry       func(url string) config.ServerEntry
 		wantErr     string
 	}{
 		{"streamable verified by default fails on an unknown CA", KindStreamableHTTP, false,
-			func(u string) ServerEntry { return ServerEntry{URL: u, Transport: "streamable-http"} }, "certificate"},
+			func(u string) config.ServerEntry { return config.ServerEntry{URL: u, Transport: "streamable-http"} }, "certificate"},
 		{"streamable sslVerify true fails on an unknown CA", KindStreamableHTTP, false,
-			func(u string) ServerEntry { return ServerEntry{URL: u, Transport: "streamable-http", SSLVerify: &tr} }, "certificate"},
+			func(u string) config.ServerEntry {
+				return config.ServerEntry{URL: u, Transport: "streamable-http", SSLVerify: &tr}
+			}, "certificate"},
 		{"streamable sslVerify false with env header", KindStreamableHTTP, false,
-			func(u string) ServerEntry {
-				return ServerEntry{URL: u, Transport: "streamable-http", SSLVerify: &f,
+			func(u string) config.ServerEntry {
+				return config.ServerEntry{URL: u, Transport: "streamable-http", SSLVerify: &f,
 					Headers: map[string]any{"Authorization": "Bearer ${MCP_TOKEN}", "X-Tenant": 42.0}}
 			}, ""},
 		{"sse sslVerify false with env header", KindSSE, false,
-			func(u string) ServerEntry {
-				return ServerEntry{URL: u, SSLVerify: &f, Headers: map[string]any{"Authorization": "Bearer ${MCP_TOKEN}", "X-Tenant": 42.0}}
+			func(u string) config.ServerEntry {
+				return config.ServerEntry{URL: u, SSLVerify: &f, Headers: map[string]any{"Authorization": "Bearer ${MCP_TOKEN}", "X-Tenant": 42.0}}
 			}, ""},
 		{"mTLS without a client certificate fails", KindStreamableHTTP, true,
-			func(u string) ServerEntry { return ServerEntry{URL: u, Transport: "streamable-http", SSLVerify: &f} }, "certificate"},
+			func(u string) config.ServerEntry {
+				return config.ServerEntry{URL: u, Transport: "streamable-http", SSLVerify: &f}
+			}, "certificate"},
 		{"mTLS with a client certificate", KindStreamableHTTP, true,
-			func(u string) ServerEntry {
-				return ServerEntry{URL: u, Transport: "streamable-http", SSLVerify: &f, ClientCert: pki.clientCert, ClientKey: pki.clientKey,
+			func(u string) config.ServerEntry {
+				return config.ServerEntry{URL: u, Transport: "streamable-http", SSLVerify: &f, ClientCert: pki.clientCert, ClientKey: pki.clientKey,
 					Headers: map[string]any{"Authorization": "Bearer ${MCP_TOKEN}", "X-Tenant": 42.0}}
 			}, ""},
 	} {
@@ -448,15 +458,15 @@ func TestHTTPTimeouts(t *testing.T) {
 
 	for _, tc := range []struct {
 		name  string
-		entry ServerEntry
+		entry config.ServerEntry
 		want  string
 	}{
 		{"connectionTimeoutMs bounds the TLS handshake",
-			ServerEntry{URL: "https://" + silent.Addr().String() + "/mcp", Transport: "streamable-http", ConnectionTimeoutMs: 200}, "TLS handshake timeout"},
+			config.ServerEntry{URL: "https://" + silent.Addr().String() + "/mcp", Transport: "streamable-http", ConnectionTimeoutMs: 200}, "TLS handshake timeout"},
 		{"requestTimeoutMs bounds the wait for response headers",
-			ServerEntry{URL: stall.URL + "/mcp", Transport: "streamable-http", RequestTimeoutMs: 200}, "timeout awaiting response headers"},
+			config.ServerEntry{URL: stall.URL + "/mcp", Transport: "streamable-http", RequestTimeoutMs: 200}, "timeout awaiting response headers"},
 		{"requestTimeoutMs on SSE",
-			ServerEntry{URL: stall.URL + "/sse", RequestTimeoutMs: 200}, "timeout awaiting response headers"},
+			config.ServerEntry{URL: stall.URL + "/sse", RequestTimeoutMs: 200}, "timeout awaiting response headers"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -471,6 +481,49 @@ func TestHTTPTimeouts(t *testing.T) {
 			}
 			if ctx.Err() != nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Connect = %v (ctx %v), want %q", err, ctx.Err(), tc.want)
+			}
+		})
+	}
+}
+
+// TestEmptySecretIsNotSent resolves a header `Authorization: Bearer
+// ${MY_TOKEN}` with MY_TOKEN set but empty or blank: resolution must fail
+// naming the variable, the server and the header, and no request may reach
+// the server (a blank credential is never sent).
+func TestEmptySecretIsNotSent(t *testing.T) {
+	t.Parallel()
+	for _, val := range []string{"", "   ", "\t\n"} {
+		t.Run(fmt.Sprintf("%q", val), func(t *testing.T) {
+			t.Parallel()
+			hl := &headerLog{}
+			srv := httptest.NewServer(hl.wrap(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return echoServer() }, nil)))
+			t.Cleanup(srv.Close)
+			lookup := func(k string) (string, bool) {
+				if k == "MY_TOKEN" {
+					return val, true
+				}
+				return "", false
+			}
+			e := config.ServerEntry{URL: srv.URL + "/mcp", Transport: "streamable-http",
+				Headers: map[string]any{"Authorization": "Bearer ${MY_TOKEN}"}}
+			r, err := Resolve("blank", e, &Options{Logger: slog.New(slog.DiscardHandler), LookupEnv: lookup})
+			if err == nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				cs, cerr := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil).Connect(ctx, r.Transport, nil)
+				if cerr == nil {
+					cs.Close()
+				}
+				t.Errorf("Resolve accepted MY_TOKEN=%q; the server then received Authorization %q", val, hl.all("Authorization"))
+				return
+			}
+			for _, want := range []string{"MY_TOKEN", `"blank"`, `"Authorization"`} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("Resolve error %q does not name %s", err, want)
+				}
+			}
+			if n := len(hl.all("Authorization")); n != 0 {
+				t.Errorf("%d requests reached the server", n)
 			}
 		})
 	}

@@ -8,8 +8,9 @@ import (
 	"testing"
 )
 
-// TestImportRules enforces DESIGN.md §2: transport imports go-sdk and the
-// standard library, never the policy contract or the Wasm host.
+// TestImportRules enforces DESIGN.md §2: transport imports go-sdk, the
+// standard library, the config leaf and the redaction leaf, never the
+// policy contract or the Wasm host.
 func TestImportRules(t *testing.T) {
 	t.Parallel()
 	out, err := exec.Command("go", "list", "-deps", ".").Output()
@@ -17,8 +18,13 @@ func TestImportRules(t *testing.T) {
 		t.Fatalf("go list -deps: %v", err)
 	}
 	for _, dep := range strings.Fields(string(out)) {
-		if strings.HasPrefix(dep, "github.com/openclaw-go/openclaw/") && dep != "github.com/openclaw-go/openclaw/transport" {
-			t.Errorf("transport depends on %s; it may import only go-sdk and the standard library", dep)
+		switch dep {
+		case "github.com/openclaw-go/openclaw/transport", "github.com/openclaw-go/openclaw/config",
+			"github.com/openclaw-go/openclaw/internal/redact":
+			continue
+		}
+		if strings.HasPrefix(dep, "github.com/openclaw-go/openclaw/") {
+			t.Errorf("transport depends on %s; of the module it may import only config and internal/redact", dep)
 		}
 	}
 }

@@ -19,6 +19,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/internal/redact"
+
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
@@ -755,7 +758,7 @@ func newLoopbackFetcher(redirect string, onURL func(string)) (*loopbackFetcher, 
 	}
 	u, err := url.Parse(redirect)
 	if err != nil || u.Scheme != "http" || u.Host == "" {
-		return nil, fmt.Errorf("redirect URL %s: the built-in callback listener needs an http:// URL", RedactURL(redirect))
+		return nil, fmt.Errorf("redirect URL %s: the built-in callback listener needs an http:// URL", redact.URL(redirect))
 	}
 	host := u.Host
 	if u.Port() == "" {
@@ -891,7 +894,7 @@ func (t *sameOriginHeaders) RoundTrip(req *http.Request) (*http.Response, error)
 // protected resource and authorization server metadata, registers the
 // client and gets the code per flow (nil: defaults of [OAuthFlow]), all
 // bounded by ctx. Errors name the server and never quote a token.
-func Login(ctx context.Context, name string, e ServerEntry, flow *OAuthFlow, opts *Options) (*Credentials, error) {
+func Login(ctx context.Context, name string, e config.ServerEntry, flow *OAuthFlow, opts *Options) (*Credentials, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -922,7 +925,7 @@ func Login(ctx context.Context, name string, e ServerEntry, flow *OAuthFlow, opt
 		oo = *o.OAuth
 	}
 	oo.Flow = flow
-	headers, err := resolveHeaders(name, e, lookupOr(o.LookupEnv), func(string, ...any) {})
+	headers, err := resolveHeaders(r.Server, lookupOr(o.LookupEnv), func(string, ...any) {})
 	if err != nil {
 		return nil, err
 	}
@@ -936,7 +939,7 @@ func Login(ctx context.Context, name string, e ServerEntry, flow *OAuthFlow, opt
 	}
 	resp, err := base.RoundTrip(req)
 	if err != nil {
-		return nil, fmt.Errorf("server %q: asking %s for its authorization challenge: %w", name, RedactURL(e.URL), err)
+		return nil, fmt.Errorf("server %q: asking %s for its authorization challenge: %w", name, redact.URL(e.URL), err)
 	}
 	if !needsAuth(resp) {
 		// The server lets anonymous requests through; discovery proceeds

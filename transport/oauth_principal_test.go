@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/openclaw-go/openclaw/config"
 )
 
 // loginAs logs principal in to the fixture's streamable server "docs".
@@ -189,7 +190,7 @@ func TestLoginPerRequesterNeedsPrincipal(t *testing.T) {
 	t.Parallel()
 	o := quiet()
 	o.OAuth = &OAuthOptions{Store: NewTokenStore(t.TempDir()), PerRequester: true}
-	_, err := Login(context.Background(), "docs", ServerEntry{URL: "http://127.0.0.1:1/mcp"}, nil, o)
+	_, err := Login(context.Background(), "docs", config.ServerEntry{URL: "http://127.0.0.1:1/mcp"}, nil, o)
 	want := `server "docs" uses per-requester OAuth: Login needs OAuthOptions.Principal`
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Login = %v, want an error containing %q", err, want)

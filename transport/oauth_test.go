@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/openclaw-go/openclaw/config"
 )
 
 // oauthFixture is an OAuth 2.1 authorization server and an MCP server it
@@ -212,12 +213,12 @@ func browser(t *testing.T) func(string) {
 
 // oauthEntry is a server entry of the fixture with a config Authorization
 // header that auth "oauth" must drop.
-func oauthEntry(f *oauthFixture, kind Kind) ServerEntry {
+func oauthEntry(f *oauthFixture, kind Kind) config.ServerEntry {
 	path := "/mcp"
 	if kind == KindSSE {
 		path = "/sse"
 	}
-	return ServerEntry{URL: f.srv.URL + path, Transport: string(kind), Auth: "oauth",
+	return config.ServerEntry{URL: f.srv.URL + path, Transport: string(kind), Auth: "oauth",
 		Headers: map[string]any{"Authorization": "Bearer config-secret", "X-Team": "blue"}}
 }
 
@@ -323,7 +324,7 @@ func TestLoginThenConnect(t *testing.T) {
 
 // seed stores credentials for the fixture as a login would have, issued
 // by the fixture itself so that refresh works.
-func seed(t *testing.T, f *oauthFixture, store *TokenStore, e ServerEntry, expiry time.Time) *Credentials {
+func seed(t *testing.T, f *oauthFixture, store *TokenStore, e config.ServerEntry, expiry time.Time) *Credentials {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -382,13 +383,13 @@ func TestOAuthNeedsLogin(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name  string
-		setup func(t *testing.T, f *oauthFixture, store *TokenStore, e ServerEntry)
+		setup func(t *testing.T, f *oauthFixture, store *TokenStore, e config.ServerEntry)
 		want  string
 	}{
 		{name: "no-token", want: `MCP server "docs" requires OAuth authorization. Run openclaw mcp login docs.`,
-			setup: func(*testing.T, *oauthFixture, *TokenStore, ServerEntry) {}},
+			setup: func(*testing.T, *oauthFixture, *TokenStore, config.ServerEntry) {}},
 		{name: "expired-no-refresh-token", want: `MCP server "docs" has expired OAuth credentials. Run openclaw mcp login docs.`,
-			setup: func(t *testing.T, f *oauthFixture, s *TokenStore, e ServerEntry) {
+			setup: func(t *testing.T, f *oauthFixture, s *TokenStore, e config.ServerEntry) {
 				c := seed(t, f, s, e, time.Now().Add(-time.Hour))
 				c.RefreshToken = ""
 				if err := s.Save(c); err != nil {
@@ -396,7 +397,7 @@ func TestOAuthNeedsLogin(t *testing.T) {
 				}
 			}},
 		{name: "refresh-refused", want: `MCP server "docs" could not refresh OAuth credentials. Run openclaw mcp login docs. (token endpoint answered HTTP 400 invalid_grant)`,
-			setup: func(t *testing.T, f *oauthFixture, s *TokenStore, e ServerEntry) {
+			setup: func(t *testing.T, f *oauthFixture, s *TokenStore, e config.ServerEntry) {
 				c := seed(t, f, s, e, time.Now().Add(-time.Hour))
 				c.RefreshToken = "refresh-stolen-and-revoked"
 				if err := s.Save(c); err != nil {
@@ -404,7 +405,7 @@ func TestOAuthNeedsLogin(t *testing.T) {
 				}
 			}},
 		{name: "step-up", want: `MCP server "docs" requires additional OAuth authorization. Run openclaw mcp login docs.`,
-			setup: func(t *testing.T, f *oauthFixture, s *TokenStore, e ServerEntry) {
+			setup: func(t *testing.T, f *oauthFixture, s *TokenStore, e config.ServerEntry) {
 				seed(t, f, s, e, time.Now().Add(time.Hour))
 				f.mu.Lock()
 				f.stepUp = true
@@ -534,7 +535,7 @@ func TestDefaultTokenDir(t *testing.T) {
 
 func TestLoginRefusesStdio(t *testing.T) {
 	t.Parallel()
-	_, err := Login(context.Background(), "local", ServerEntry{Command: "true"}, nil, quiet())
+	_, err := Login(context.Background(), "local", config.ServerEntry{Command: "true"}, nil, quiet())
 	if err == nil || !strings.Contains(err.Error(), `"local" is a stdio server`) {
 		t.Errorf("Login of a stdio server: %v", err)
 	}
@@ -681,10 +682,10 @@ func BenchmarkOAuthCall(b *testing.B) {
 	}
 	for _, bc := range []struct {
 		name  string
-		entry ServerEntry
+		entry config.ServerEntry
 	}{
 		{"oauth", e},
-		{"plain", ServerEntry{URL: f.srv.URL + "/open", Transport: "streamable-http"}},
+		{"plain", config.ServerEntry{URL: f.srv.URL + "/open", Transport: "streamable-http"}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			r, err := Resolve("docs", bc.entry, oauthOptions(store))

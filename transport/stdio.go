@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openclaw-go/openclaw/internal/redact"
+
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -83,8 +85,8 @@ type StdioTransport struct {
 	// MaxMessageBytes caps one message (one stdout line, in bytes); 0
 	// means [DefaultMaxMessageBytes].
 	MaxMessageBytes int
-	// Redactor masks secrets in everything logged; nil means [RedactText].
-	Redactor *Redactor
+	// Redactor masks secrets in everything logged; nil means redact.Text.
+	Redactor *redact.Redactor
 
 	skips skipCounter // the stdout lines skipped, over every connection
 }
@@ -233,7 +235,7 @@ func lookPathIn(command, pathEnv, dir string) (string, error) {
 type stdioConn struct {
 	server string
 	log    *slog.Logger
-	red    *Redactor
+	red    *redact.Redactor
 	cmd    *exec.Cmd
 	// lifeline is held open while the server should live; see
 	// supervisedCommand. nil outside Linux.

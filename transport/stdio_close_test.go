@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/openclaw-go/openclaw/config"
 )
 
 // These tests show how Close ends a stdio server that still waits on a
@@ -62,7 +63,7 @@ func shServer(t *testing.T, name, script string, grace time.Duration, args ...st
 		t.Skip("no sh")
 	}
 	log, lb := newLogger()
-	r := resolve(t, name, ServerEntry{Command: sh, Args: append([]string{"-c", script, "sh"}, args...)},
+	r := resolve(t, name, config.ServerEntry{Command: sh, Args: append([]string{"-c", script, "sh"}, args...)},
 		&Options{Logger: log, TerminateDuration: grace})
 	conn, err := r.Transport.Connect(context.Background())
 	if err != nil {
@@ -213,7 +214,7 @@ func TestStdioCloseEverything(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			log, lb := newLogger()
-			r := resolve(t, "everything", ServerEntry{Command: "node", Args: []string{peerScript(dir, "server-everything"), "stdio"}},
+			r := resolve(t, "everything", config.ServerEntry{Command: "node", Args: []string{peerScript(dir, "server-everything"), "stdio"}},
 				&Options{Logger: log, TerminateDuration: time.Minute})
 			conn, err := r.Transport.Connect(context.Background())
 			if err != nil {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/openclaw-go/openclaw/config"
 )
 
 // recordingTransport remembers the connection it made, so tests can see the
@@ -37,8 +38,8 @@ func (r *recordingTransport) Connect(ctx context.Context) (mcp.Connection, error
 
 func (r *recordingTransport) supervisorPID() int { return r.conn.(*stdioConn).cmd.Process.Pid }
 
-func misbehaveEntry(args ...string) ServerEntry {
-	return ServerEntry{Command: misbehaveBin, Args: args}
+func misbehaveEntry(args ...string) config.ServerEntry {
+	return config.ServerEntry{Command: misbehaveBin, Args: args}
 }
 
 func spawnPIDs(t *testing.T, cs *mcp.ClientSession) []int {
@@ -232,7 +233,7 @@ func TestStdioSIGKILLOfOurProcessKillsTree(t *testing.T) {
 // grandchildren, prints their PIDs, the server's and the supervisor's, then
 // waits to be killed.
 func runSIGKILLHelper() int {
-	r, err := Resolve("victim", ServerEntry{Command: os.Getenv("MISBEHAVE_BIN")}, quiet())
+	r, err := Resolve("victim", config.ServerEntry{Command: os.Getenv("MISBEHAVE_BIN")}, quiet())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -285,12 +286,12 @@ func TestStdioStartErrors(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		e    ServerEntry
+		e    config.ServerEntry
 		want string
 	}{
-		{"missing command", ServerEntry{Command: "no-such-mcp-server-xyz"}, `command "no-such-mcp-server-xyz" not found`},
-		{"missing cwd", ServerEntry{Command: misbehaveBin, Cwd: "/no/such/dir"}, "cwd /no/such/dir is not a directory"},
-		{"relative command in cwd", ServerEntry{Command: "./nothing-here", Cwd: os.TempDir()}, "is not an executable file"},
+		{"missing command", config.ServerEntry{Command: "no-such-mcp-server-xyz"}, `command "no-such-mcp-server-xyz" not found`},
+		{"missing cwd", config.ServerEntry{Command: misbehaveBin, Cwd: "/no/such/dir"}, "cwd /no/such/dir is not a directory"},
+		{"relative command in cwd", config.ServerEntry{Command: "./nothing-here", Cwd: os.TempDir()}, "is not an executable file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -311,7 +312,7 @@ func TestStdioWriteToAServerThatStoppedReading(t *testing.T) {
 	}
 	o := quiet()
 	o.TerminateDuration = 100 * time.Millisecond
-	r := resolve(t, "deaf", ServerEntry{Command: sleep, Args: []string{"1000"}}, o)
+	r := resolve(t, "deaf", config.ServerEntry{Command: sleep, Args: []string{"1000"}}, o)
 	conn, err := r.Transport.Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)

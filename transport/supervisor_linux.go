@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The supervisor is this executable run again with supervisorEnv set: the
@@ -22,7 +24,6 @@ const (
 	// supervisorOrigGORACEEnv carries the server's own GORACE value past
 	// the supervisor of a -race build (see supervisorRaceEnv).
 	supervisorOrigGORACEEnv = "OPENCLAW_GO_STDIO_SUPERVISOR_GORACE"
-	prSetChildSubreaper     = 36 // PR_SET_CHILD_SUBREAPER, linux/prctl.h
 )
 
 var sigTerm = syscall.SIGTERM
@@ -94,9 +95,9 @@ func supervisorRaceEnv(env []string) string {
 
 func killGroup(pid int) { _ = syscall.Kill(-pid, syscall.SIGKILL) }
 
-// runSupervisor is the supervisor's main. It becomes a child subreaper,
-// starts the server with our stdin, stdout and stderr (no copying), and
-// reaps everything. On SIGTERM, SIGINT or SIGHUP, or EOF on the lifeline,
+// runSupervisor is the supervisor's main. It becomes a child subreaper and
+// non-dumpable, starts the server with our stdin, stdout and stderr (no
+// copying), and reaps everything. On SIGTERM, SIGINT or SIGHUP, or EOF on the lifeline,
 // it sends SIGTERM to every descendant, then SIGKILL after the grace period
 // or a second request; once the server has exited, every descendant left
 // gets SIGKILL. It exits with the server's status once it has no child left.
@@ -123,8 +124,14 @@ func runSupervisor(argv []string) int {
 		}
 		os.Unsetenv(supervisorOrigGORACEEnv)
 	}
-	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
-		return fail("prctl(PR_SET_CHILD_SUBREAPER): %v", errno)
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return fail("prctl(PR_SET_CHILD_SUBREAPER): %v", err)
+	}
+	// Non-dumpable, as the openclaw process is: the server (dumpable again
+	// after its exec) and other processes of the user cannot read our
+	// environ or memory.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return fail("prctl(PR_SET_DUMPABLE): %v", err)
 	}
 	lifeline := os.NewFile(3, "lifeline")
 	syscall.CloseOnExec(3)

@@ -3,58 +3,22 @@
 package transport
 
 import (
-	"encoding/json"
 	"errors"
-	"os"
+	"log/slog"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/openclaw-go/openclaw/config"
 )
 
-// envFixture is a copy of fixtures/openclaw/stdio-env-policy.json (OpenClaw
-// 2026.9.6 on the wire).
-const envFixture = "testdata/stdio-env-policy.json"
-
-func TestClassifyEnvKeyMatchesOpenClawWire(t *testing.T) {
-	t.Parallel()
-	b, err := os.ReadFile(envFixture)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f struct {
-		Dropped []string `json:"droppedForMcpStdio"`
-		Kept    []string `json:"keptForMcpStdio"`
-	}
-	if err := json.Unmarshal(b, &f); err != nil {
-		t.Fatal(err)
-	}
-	if len(f.Dropped) != 200 {
-		t.Fatalf("fixture lists %d dropped keys, want 200", len(f.Dropped))
-	}
-	for _, k := range f.Dropped {
-		if ClassifyEnvKey(k) != EnvBlocked {
-			t.Errorf("OpenClaw dropped %q; ClassifyEnvKey keeps it", k)
-		}
-	}
-	for _, k := range f.Kept {
-		if ClassifyEnvKey(k) != EnvKeep {
-			t.Errorf("OpenClaw kept %q; ClassifyEnvKey blocks it", k)
-		}
-	}
-	if n := len(envSets().blocked); n != 194 {
-		t.Errorf("effective blocked exact keys = %d, want 194 (§11.7)", n)
-	}
-	for _, k := range []string{"GIT_CONFIG_COUNT", "NPM_CONFIG_REGISTRY", "", "  "} {
-		if ClassifyEnvKey(k) != EnvKeep {
-			t.Errorf("%q must be kept (override prefixes are not applied; empty keys kept)", k)
-		}
-	}
-}
-
-func TestFilterEnv(t *testing.T) {
+// TestResolveStdioEnv resolves stdio entries: the child gets the filtered,
+// converted env; values of other types are dropped with a warning; a
+// blocked key refuses the server, naming every blocked key.
+func TestResolveStdioEnv(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name    string
@@ -75,7 +39,7 @@ func TestFilterEnv(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			kept, bad, err := FilterEnv("s", tc.env)
+			r, err := Resolve("s", config.ServerEntry{Command: "x", Env: tc.env}, &Options{Logger: slog.New(slog.DiscardHandler), LookupEnv: func(string) (string, bool) { return "", false }})
 			var be *BlockedEnvError
 			if tc.blocked != nil {
 				if !errors.As(err, &be) || !reflect.DeepEqual(be.Keys, tc.blocked) {
@@ -85,6 +49,20 @@ func TestFilterEnv(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			var kept map[string]string
+			for _, kv := range r.Transport.(*StdioTransport).Env {
+				if kept == nil {
+					kept = map[string]string{}
+				}
+				k, v, _ := strings.Cut(kv, "=")
+				kept[k] = v
+			}
+			var bad []string
+			for _, w := range r.Warnings {
+				_, rest, _ := strings.Cut(w, `env "`)
+				k, _, _ := strings.Cut(rest, `"`)
+				bad = append(bad, k)
 			}
 			if !reflect.DeepEqual(kept, tc.kept) || !reflect.DeepEqual(bad, tc.bad) {
 				t.Errorf("kept %v bad %v; want %v %v", kept, bad, tc.kept, tc.bad)
@@ -115,33 +93,33 @@ func TestResolve(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name     string
-		e        ServerEntry
+		e        config.ServerEntry
 		kind     Kind
 		launch   string
 		errWant  string
 		unusable bool
 	}{
-		{"stdio wins over url", ServerEntry{Command: "node", Args: []string{"srv.js", "--api-key", "k1"}, URL: "https://x/mcp", Transport: "sse"},
+		{"stdio wins over url", config.ServerEntry{Command: "node", Args: []string{"srv.js", "--api-key", "k1"}, URL: "https://x/mcp", Transport: "sse"},
 			KindStdio, "node srv.js --api-key ***", "", false},
-		{"stdio cwd", ServerEntry{Command: "node", WorkingDirectory: "/srv"}, KindStdio, "node (cwd=/srv)", "", false},
-		{"url defaults to sse", ServerEntry{URL: "https://user:pw@h.example/sse?token=abc&x=1"},
+		{"stdio cwd", config.ServerEntry{Command: "node", WorkingDirectory: "/srv"}, KindStdio, "node (cwd=/srv)", "", false},
+		{"url defaults to sse", config.ServerEntry{URL: "https://user:pw@h.example/sse?token=abc&x=1"},
 			KindSSE, "https://***:***@h.example/sse?token=***&x=1", "", false},
-		{"streamable-http", ServerEntry{URL: "http://127.0.0.1:1/mcp", Transport: "Streamable-HTTP"}, KindStreamableHTTP, "http://127.0.0.1:1/mcp", "", false},
-		{"type http", ServerEntry{URL: "http://127.0.0.1:1/mcp", Type: "http"}, KindStreamableHTTP, "http://127.0.0.1:1/mcp", "", false},
-		{"type sse", ServerEntry{URL: "http://127.0.0.1:1/sse", Type: "SSE"}, KindSSE, "http://127.0.0.1:1/sse", "", false},
-		{"transport beats type", ServerEntry{URL: "http://127.0.0.1:1/sse", Transport: "sse", Type: "http"}, KindSSE, "http://127.0.0.1:1/sse", "", false},
-		{"sslVerify false and header env", ServerEntry{URL: "https://h/mcp", Transport: "streamable-http", SSLVerify: &f,
+		{"streamable-http", config.ServerEntry{URL: "http://127.0.0.1:1/mcp", Transport: "Streamable-HTTP"}, KindStreamableHTTP, "http://127.0.0.1:1/mcp", "", false},
+		{"type http", config.ServerEntry{URL: "http://127.0.0.1:1/mcp", Type: "http"}, KindStreamableHTTP, "http://127.0.0.1:1/mcp", "", false},
+		{"type sse", config.ServerEntry{URL: "http://127.0.0.1:1/sse", Type: "SSE"}, KindSSE, "http://127.0.0.1:1/sse", "", false},
+		{"transport beats type", config.ServerEntry{URL: "http://127.0.0.1:1/sse", Transport: "sse", Type: "http"}, KindSSE, "http://127.0.0.1:1/sse", "", false},
+		{"sslVerify false and header env", config.ServerEntry{URL: "https://h/mcp", Transport: "streamable-http", SSLVerify: &f,
 			Headers: map[string]any{"Authorization": "Bearer ${TOKEN}", "X-N": 7.0}}, KindStreamableHTTP, "https://h/mcp", "", false},
-		{"ws url", ServerEntry{URL: "ws://h/mcp"}, "", "", "only http: and https:", true},
-		{"file url", ServerEntry{URL: "file:///etc/passwd"}, "", "", "only http: and https:", true},
-		{"nothing", ServerEntry{}, "", "", "no command and no url", true},
-		{"stdio without command", ServerEntry{Transport: "stdio", URL: "http://h/"}, "", "", "needs a non-empty command", true},
-		{"unknown transport", ServerEntry{URL: "http://h/", Transport: "websocket"}, "", "", `unsupported transport "websocket"`, true},
-		{"unknown type", ServerEntry{URL: "http://h/", Type: "grpc"}, "", "", `unsupported transport "grpc"`, true},
-		{"unset header variable", ServerEntry{URL: "http://h/", Headers: map[string]any{"X-Key": "${NOPE}"}}, "", "", `header "X-Key": environment variable NOPE`, false},
-		{"cert without key", ServerEntry{URL: "https://h/", ClientCert: "/c.pem"}, "", "", "clientCert and clientKey must be set together", false},
-		{"missing cert file", ServerEntry{URL: "https://h/", ClientCert: "/no/c.pem", ClientKey: "/no/k.pem"}, "", "", "loading client certificate /no/c.pem", false},
-		{"secret url in error", ServerEntry{URL: "ftp://u:secretpw@h/?token=zzz"}, "", "", "ftp://***:***@h/?token=***", true},
+		{"ws url", config.ServerEntry{URL: "ws://h/mcp"}, "", "", "is not an http: or https: URL", true},
+		{"file url", config.ServerEntry{URL: "file:///etc/passwd"}, "", "", "is not an http: or https: URL", true},
+		{"nothing", config.ServerEntry{}, "", "", "no non-empty command for stdio and no url", true},
+		{"stdio without command", config.ServerEntry{Transport: "stdio", URL: "http://h/"}, "", "", `transport "stdio" is not supported`, true},
+		{"unknown transport", config.ServerEntry{URL: "http://h/", Transport: "websocket"}, "", "", `transport "websocket" is not supported`, true},
+		{"unknown type", config.ServerEntry{URL: "http://h/", Type: "grpc"}, "", "", `transport "grpc" is not supported`, true},
+		{"unset header variable", config.ServerEntry{URL: "http://h/", Headers: map[string]any{"X-Key": "${NOPE}"}}, "", "", `header "X-Key": environment variable NOPE`, false},
+		{"cert without key", config.ServerEntry{URL: "https://h/", ClientCert: "/c.pem"}, "", "", "clientCert and clientKey must be set together", false},
+		{"missing cert file", config.ServerEntry{URL: "https://h/", ClientCert: "/no/c.pem", ClientKey: "/no/k.pem"}, "", "", "loading client certificate /no/c.pem", false},
+		{"secret url in error", config.ServerEntry{URL: "ftp://u:secretpw@h/?token=zzz"}, "", "", "ftp://***:***@h/?token=***", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -197,7 +175,7 @@ func TestResolve(t *testing.T) {
 func TestResolveTimeoutsAndOAuthHeader(t *testing.T) {
 	t.Parallel()
 	log, lb := newLogger()
-	r := resolve(t, "o", ServerEntry{URL: "https://h/mcp", Transport: "streamable-http", Auth: "oauth",
+	r := resolve(t, "o", config.ServerEntry{URL: "https://h/mcp", Transport: "streamable-http", Auth: "oauth",
 		ConnectionTimeoutMs: 1500, RequestTimeoutMs: 2500,
 		Headers: map[string]any{"authorization": "Bearer x", "X-Obj": map[string]any{}, "X-Ok": true}}, &Options{Logger: log})
 	if r.ConnectTimeout != 1500*time.Millisecond || r.RequestTimeout != 2500*time.Millisecond {
@@ -215,13 +193,15 @@ func TestResolveTimeoutsAndOAuthHeader(t *testing.T) {
 func TestExpandEnv(t *testing.T) {
 	t.Parallel()
 	lookup := func(k string) (string, bool) {
-		v, ok := map[string]string{"A": "1", "B_2": "two", "E": ""}[k]
+		v, ok := map[string]string{"A": "1", "B_2": "two", "E": "", "W": " \t"}[k]
 		return v, ok
 	}
 	for _, tc := range []struct{ in, out, err string }{
 		{"plain", "plain", ""},
 		{"Bearer ${A}", "Bearer 1", ""},
-		{"${A}${B_2}-${E}", "1two-", ""},
+		{"${A}${B_2}", "1two", ""},
+		{"${A}${B_2}-${E}", "", "E referenced as ${E} is empty"},
+		{"Bearer ${W}", "", "W referenced as ${W} is empty"},
 		{"$A and $${A}", "$A and ${A}", ""},
 		{"${MISSING}", "", "MISSING referenced as ${MISSING} is not set"},
 		{"${A", "", "unterminated"},
@@ -240,48 +220,21 @@ func TestExpandEnv(t *testing.T) {
 	}
 }
 
-func TestRedaction(t *testing.T) {
+// Env and header numbers reach the child and the server as JavaScript's
+// String() prints them, as OpenClaw passes them.
+func TestNumbersAsJavaScriptPrintsThem(t *testing.T) {
 	t.Parallel()
-	urls := []struct{ in, out string }{
-		{"https://user:pw@mcp.example.com/mcp?token=abc&x=1", "https://***:***@mcp.example.com/mcp?token=***&x=1"},
-		{"https://h/p?API-Key=k&Refresh_Token=r&access_token_0123456789abcdef01=z&page=2", "https://h/p?API-Key=***&Refresh_Token=***&access_token_0123456789abcdef01=***&page=2"},
-		{"https://h/p?%74oken=abc", "https://h/p?%74oken=***"},
-		{"https://api.telegram.org/bot123456:AAH-secret_x/getMe", "https://api.telegram.org/bot***/getMe"},
-		{"http://127.0.0.1:8080/mcp", "http://127.0.0.1:8080/mcp"},
+	nums := map[string]any{"SMALL": 0.000001, "TINY": 1e-7, "NEG0": math.Copysign(0, -1), "BIG": 1e21, "INT": 42.0, "INF": math.Inf(1)}
+	want := map[string]string{"SMALL": "0.000001", "TINY": "1e-7", "NEG0": "0", "BIG": "1e+21", "INT": "42", "INF": "Infinity"}
+	r := resolve(t, "n", config.ServerEntry{Command: "x", Env: nums}, quiet())
+	got := map[string]string{}
+	for _, kv := range r.Transport.(*StdioTransport).Env {
+		k, v, _ := strings.Cut(kv, "=")
+		got[k] = v
 	}
-	for _, u := range urls {
-		if got := RedactURL(u.in); got != u.out {
-			t.Errorf("RedactURL(%q) = %q, want %q", u.in, got, u.out)
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("env %s = %q, want %q", k, got[k], w)
 		}
-	}
-	args := []struct{ in, out []string }{
-		{[]string{"--token", "abc", "--port", "8080"}, []string{"--token", "***", "--port", "8080"}},
-		{[]string{"--api-key=abc", "--github-pat", "p", "--db-password", "x", "--verbose"}, []string{"--api-key=***", "--github-pat", "***", "--db-password", "***", "--verbose"}},
-		{[]string{"--url", "https://u:p@h/?key=1"}, []string{"--url", "https://***:***@h/?key=***"}},
-		{[]string{"serve", "sk-abcdefghijklmnopqrstuvwx"}, []string{"serve", "***"}},
-	}
-	for _, a := range args {
-		if got := RedactArgs(a.in); !reflect.DeepEqual(got, a.out) {
-			t.Errorf("RedactArgs(%q) = %q, want %q", a.in, got, a.out)
-		}
-	}
-	texts := []struct{ in, out string }{
-		{"Authorization: Bearer abcdefghijkl", "Authorization: Bearer ***"},
-		{"using Bearer abcdefghijkl now", "using Bearer *** now"},
-		{"password=hunter2 user=bob", "password=*** user=bob"},
-		{`{"api_key": "zzz", "name": "n"}`, `{"api_key": "***", "name": "n"}`},
-		{"token ghp_abcdefghijklmnopqrstuvwxyz0123 ok", "token *** ok"},
-	}
-	for _, x := range texts {
-		if got := RedactText(x.in); got != x.out {
-			t.Errorf("RedactText(%q) = %q, want %q", x.in, got, x.out)
-		}
-	}
-	h := RedactHeaders(map[string]string{"Authorization": "Bearer x", "X-API-Key": "k", "Accept": "a"})
-	if !reflect.DeepEqual(h, map[string]string{"Authorization": "***", "X-API-Key": "***", "Accept": "a"}) {
-		t.Errorf("RedactHeaders = %v", h)
-	}
-	if got := NewRedactor("abcd1234", "ab").Redact("k=abcd1234 ab"); got != "k=*** ab" {
-		t.Errorf("Redactor = %q", got)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/openclaw-go/openclaw/transport"
+	"github.com/openclaw-go/openclaw/internal/redact"
 
 	"github.com/coder/websocket"
 
@@ -171,7 +171,7 @@ func (c *Client) run(ctx context.Context) error {
 			everReady = true
 			backoff = c.opts.InitialBackoff
 			c.setReady(s)
-			log.Info("gateway connected", "url", transport.RedactURL(c.opts.URL))
+			log.Info("gateway connected", "url", redact.URL(c.opts.URL))
 			c.notify(StateChange{State: StateConnected})
 			select {
 			case <-s.done:
@@ -185,7 +185,7 @@ func (c *Client) run(ctx context.Context) error {
 				return nil
 			}
 		} else {
-			log.Warn("gateway connect failed", "url", transport.RedactURL(c.opts.URL), "err", err)
+			log.Warn("gateway connect failed", "url", redact.URL(c.opts.URL), "err", err)
 			if !everReady && !retryableInitial(err) {
 				return err
 			}
@@ -211,13 +211,13 @@ func (c *Client) run(ctx context.Context) error {
 func (c *Client) httpClient() (*http.Client, *http.Transport, error) {
 	u, err := url.Parse(c.opts.URL)
 	if err != nil {
-		return nil, nil, fmt.Errorf("gwclient: gateway URL: %s", transport.RedactText(err.Error()))
+		return nil, nil, fmt.Errorf("gwclient: gateway URL: %s", redact.Text(err.Error()))
 	}
 	if u.Scheme != "ws" && u.Scheme != "wss" {
-		return nil, nil, fmt.Errorf("gwclient: gateway URL %q: scheme must be ws:// or wss://", transport.RedactURL(c.opts.URL))
+		return nil, nil, fmt.Errorf("gwclient: gateway URL %q: scheme must be ws:// or wss://", redact.URL(c.opts.URL))
 	}
 	if u.Host == "" {
-		return nil, nil, fmt.Errorf("gwclient: gateway URL %q has no host", transport.RedactURL(c.opts.URL))
+		return nil, nil, fmt.Errorf("gwclient: gateway URL %q has no host", redact.URL(c.opts.URL))
 	}
 	if err := CheckSecureURL(c.opts.URL, c.opts.AllowInsecurePrivateWS); err != nil {
 		return nil, nil, err

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openclaw-go/openclaw/transport"
+	"github.com/openclaw-go/openclaw/internal/redact"
 
 	"github.com/coder/websocket"
 
@@ -55,30 +55,30 @@ type DialError struct {
 
 // Error names the URL (secrets redacted: userinfo, token query values)
 // and the most specific cause.
-func (e *DialError) Error() string { return transport.RedactText(e.message()) }
+func (e *DialError) Error() string { return redact.Text(e.message()) }
 
 func (e *DialError) message() string {
 	var op *net.OpError
 	var cv *tls.CertificateVerificationError
 	switch {
 	case errors.As(e.Err, &cv):
-		return "connecting to " + transport.RedactURL(e.URL) + ": " + cv.Error()
+		return "connecting to " + redact.URL(e.URL) + ": " + cv.Error()
 	case errors.Is(e.Err, ErrFingerprintMismatch):
 		// The TLS error wraps ours; print it without the HTTP layers.
 		var fp *fingerprintError
 		if errors.As(e.Err, &fp) {
-			return "connecting to " + transport.RedactURL(e.URL) + ": " + fp.Error()
+			return "connecting to " + redact.URL(e.URL) + ": " + fp.Error()
 		}
 	case errors.As(e.Err, &op) && op.Op == "dial":
-		return "connecting to " + transport.RedactURL(e.URL) + ": " + op.Error()
+		return "connecting to " + redact.URL(e.URL) + ": " + op.Error()
 	case errors.Is(e.Err, context.DeadlineExceeded):
 		// The port accepted the connection; nothing answered the upgrade.
 		return fmt.Sprintf("connecting to %s: no answer to the WebSocket handshake within %v (is a Gateway listening there?)",
-			transport.RedactURL(e.URL), e.Timeout)
+			redact.URL(e.URL), e.Timeout)
 	case errors.As(e.Err, &op):
-		return "connecting to " + transport.RedactURL(e.URL) + ": " + op.Error()
+		return "connecting to " + redact.URL(e.URL) + ": " + op.Error()
 	}
-	return "connecting to " + transport.RedactURL(e.URL) + ": " + strings.TrimPrefix(e.Err.Error(), "failed to WebSocket dial: ")
+	return "connecting to " + redact.URL(e.URL) + ": " + strings.TrimPrefix(e.Err.Error(), "failed to WebSocket dial: ")
 }
 
 // Unwrap returns the dial error with all its layers.

@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/openclaw-go/openclaw/transport"
+	"github.com/openclaw-go/openclaw/internal/redact"
 )
 
 // EnvAllowInsecurePrivateWS, set to "1", also lets plaintext ws:// reach a
@@ -81,7 +81,7 @@ func CheckSecureURL(rawURL string, allowPrivateNames bool) error {
 	if plaintextTrusted(u.Hostname(), allowPrivateNames) {
 		return nil
 	}
-	return &PlaintextRemoteError{URL: transport.RedactURL(rawURL), AllowPrivate: allowPrivateNames}
+	return &PlaintextRemoteError{URL: redact.URL(rawURL), AllowPrivate: allowPrivateNames}
 }
 
 func plaintextTrusted(host string, allowPrivateNames bool) bool {

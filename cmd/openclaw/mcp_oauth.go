@@ -10,10 +10,11 @@ import (
 	goruntime "runtime"
 	"time"
 
+	"github.com/openclaw-go/openclaw/internal/redact"
+
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw-go/openclaw/config"
-	"github.com/openclaw-go/openclaw/runtime"
 	"github.com/openclaw-go/openclaw/transport"
 )
 
@@ -46,28 +47,28 @@ func oauthTokenStore() (*transport.TokenStore, error) {
 // oauthServer looks up name in mcp.servers and checks it is an HTTP server
 // with auth "oauth"; it returns the entry as the transport reads it and
 // its oauth block.
-func oauthServer(cmd *cobra.Command, name string) (transport.ServerEntry, *config.Object, error) {
+func oauthServer(cmd *cobra.Command, name string) (config.ServerEntry, *config.Object, error) {
 	doc, err := loadRegistry(cmd)
 	if err != nil {
-		return transport.ServerEntry{}, nil, err
+		return config.ServerEntry{}, nil, err
 	}
 	obj, ok := doc.Server(name)
 	if !ok {
-		return transport.ServerEntry{}, nil, regFail(cmd, fmt.Sprintf("No MCP server named %q in %s. %s", name, doc.Path, hintListServers))
+		return config.ServerEntry{}, nil, regFail(cmd, fmt.Sprintf("No MCP server named %q in %s. %s", name, doc.Path, hintListServers))
 	}
 	r, err := config.ResolveServer(name, obj)
 	if err != nil {
-		return transport.ServerEntry{}, nil, regFail(cmd, fmt.Sprintf("MCP server %q: %v", name, err))
+		return config.ServerEntry{}, nil, regFail(cmd, fmt.Sprintf("MCP server %q: %v", name, err))
 	}
 	if r.Transport == config.TransportStdio {
-		return transport.ServerEntry{}, nil, regFail(cmd, fmt.Sprintf("MCP server %q is a stdio server: OAuth login applies to HTTP servers (url).", name))
+		return config.ServerEntry{}, nil, regFail(cmd, fmt.Sprintf("MCP server %q is a stdio server: OAuth login applies to HTTP servers (url).", name))
 	}
 	if !r.OAuth {
-		return transport.ServerEntry{}, nil, regFail(cmd, fmt.Sprintf(`MCP server %q does not use OAuth: set "auth": "oauth" in its entry first (openclaw mcp set).`, name))
+		return config.ServerEntry{}, nil, regFail(cmd, fmt.Sprintf(`MCP server %q does not use OAuth: set "auth": "oauth" in its entry first (openclaw mcp set).`, name))
 	}
 	oauth, _ := obj.Get("oauth")
 	block, _ := oauth.(*config.Object)
-	return runtime.ServerFromConfig(r).Entry, block, nil
+	return r.Entry, block, nil
 }
 
 // oauthString is a string key of the oauth block ("" when absent).
@@ -177,7 +178,7 @@ func runLogin(cmd *cobra.Command, name string, c *loginConfig) error {
 		OAuth:  &transport.OAuthOptions{Store: store, Principal: c.principal},
 	})
 	if err != nil {
-		return regFail(cmd, fmt.Sprintf("MCP login for %q failed: %s", name, transport.RedactText(err.Error())))
+		return regFail(cmd, fmt.Sprintf("MCP login for %q failed: %s", name, redact.Text(err.Error())))
 	}
 	if c.principal != "" {
 		fmt.Fprintf(cmd.OutOrStdout(), "Logged in to MCP server %q as principal %q.\n", name, c.principal)

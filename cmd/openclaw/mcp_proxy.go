@@ -274,9 +274,9 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	relay.Install(&opts)
 	opts.Approve = metrics.Approve(opts.Approve)
 	opts.Audit = pol.AuditSink()
-	// ServersFromDocument also carries each entry's OAuth identity mode
-	// and authProfileId (refused with a diagnostic).
-	sess, err := runtime.New(runtime.ServersFromDocument(doc, resolved), &opts)
+	// ServersFromConfig also carries each entry's OAuth identity mode and
+	// authProfileId (refused with a diagnostic).
+	sess, err := runtime.New(runtime.ServersFromConfig(resolved), &opts)
 	if err != nil {
 		return failStart(err)
 	}

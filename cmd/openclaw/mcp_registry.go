@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/openclaw-go/openclaw/internal/redact"
+
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw-go/openclaw/config"
@@ -668,7 +670,7 @@ func regDoctorIssues(name string, e *config.Object) []regDoctorIssue {
 		}
 		for _, k := range o.Keys() {
 			val, _ := o.Get(k)
-			if s, ok := val.(string); ok && config.IsSensitiveKeyName(k) && strings.TrimSpace(s) != "" && !strings.HasPrefix(strings.TrimSpace(s), "$") {
+			if s, ok := val.(string); ok && redact.IsSensitiveKeyName(k) && strings.TrimSpace(s) != "" && !strings.HasPrefix(strings.TrimSpace(s), "$") {
 				add("warning", "%s.%s holds a literal secret; keep it out of the config file and reference an environment variable instead", field, k)
 			}
 		}

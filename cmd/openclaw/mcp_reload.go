@@ -305,7 +305,7 @@ func reloadFromConfig(configPath string, logger *slog.Logger, r serversReloader)
 		for _, d := range diags {
 			logger.Warn("MCP server skipped", "err", d)
 		}
-		changes, err := r.Reload(ctx, runtime.ServersFromDocument(doc, resolved))
+		changes, err := r.Reload(ctx, runtime.ServersFromConfig(resolved))
 		if err != nil {
 			return "", err
 		}

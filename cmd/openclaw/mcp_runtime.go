@@ -106,7 +106,7 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve appro
 	if err != nil {
 		return nil, regFail(cmd, "openclaw mcp: "+regSanitize(err.Error()))
 	}
-	servers := runtime.ServersFromDocument(doc, resolved) // oauth.identity, oauth.authProfileId
+	servers := runtime.ServersFromConfig(resolved) // oauth.identity, oauth.authProfileId
 	if only != "" {
 		i := slices.IndexFunc(servers, func(s runtime.Server) bool { return s.Name == only })
 		if i < 0 {

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openclaw-go/openclaw/internal/redact"
+
 	"github.com/spf13/cobra"
 
 	"github.com/openclaw-go/openclaw/bridge"
@@ -75,7 +77,7 @@ func failGateway(err error, url string) error {
 	return &exitError{code: 1, err: fmt.Errorf("MCP server failed to start: %s.\n"+
 		"Check that an OpenClaw Gateway is running at %s and that the token or password is its gateway.auth one "+
 		"(--url, --token-file or --password-file; OPENCLAW_GATEWAY_URL, OPENCLAW_GATEWAY_TOKEN).",
-		strings.TrimSuffix(err.Error(), "."), transport.RedactURL(url))}
+		strings.TrimSuffix(err.Error(), "."), redact.URL(url))}
 }
 
 func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) error {
@@ -152,7 +154,7 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 		OnStateChange: func(s gwclient.StateChange) {
 			switch s.State {
 			case gwclient.StateConnected:
-				logger.Debug("gateway connected", "url", transport.RedactURL(target.URL))
+				logger.Debug("gateway connected", "url", redact.URL(target.URL))
 			case gwclient.StateDisconnected:
 				logger.Warn("gateway connection lost; reconnecting", "err", s.Err)
 			case gwclient.StateReconnecting:

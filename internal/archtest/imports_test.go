@@ -50,12 +50,16 @@ func TestImportRules(t *testing.T) {
 		{"policies", true, func(d string) bool { return !isStd(d) }, "the policy contract is a stdlib-only leaf"},
 		{"policies/internal/strictjson", false, func(d string) bool { return !isStd(d) }, "the strict decoder of module output is a stdlib-only leaf"},
 		{"gateway/protocol", true, func(d string) bool { return !isStd(d) }, "the protocol vocabulary is a stdlib-only leaf"},
-		{"config", false, func(d string) bool { return strings.HasPrefix(d, module+"/") }, "config is a leaf"},
+		{"internal/redact", true, func(d string) bool { return !isStd(d) }, "redaction is a stdlib-only leaf"},
+		{"config", false, func(d string) bool { return strings.HasPrefix(d, module+"/") && d != module+"/internal/redact" }, "config is a leaf: of the module it imports only internal/redact"},
 		{"wasmhost", false, func(d string) bool {
 			return strings.Contains(d, "modelcontextprotocol") || strings.HasPrefix(d, module+"/policies")
 		}, "wasmhost is MCP- and policy-unaware"},
 		{"bridge", false, func(d string) bool { return strings.HasPrefix(d, module+"/wasmhost") || strings.Contains(d, "wazero") }, "surfaces depend on the policy contract, not the Wasm host"},
 		{"bridge/gwclient", false, func(d string) bool { return d == module+"/bridge" }, "the Gateway client must not import the bridge"},
+		{"bridge/gwclient", false, func(d string) bool {
+			return d == module+"/transport" || strings.Contains(d, "modelcontextprotocol") || strings.HasPrefix(d, "golang.org/x/oauth2")
+		}, "the Gateway client speaks WebSocket, not MCP: it needs neither transport nor go-sdk"},
 		{"runtime", false, func(d string) bool { return strings.HasPrefix(d, module+"/wasmhost") || strings.Contains(d, "wazero") }, "surfaces depend on the policy contract, not the Wasm host"},
 		{"proxy", false, func(d string) bool {
 			return strings.HasPrefix(d, module+"/wasmhost") || strings.HasPrefix(d, module+"/policies/engine") || strings.Contains(d, "wazero")

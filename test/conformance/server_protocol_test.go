@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/policies/engine"
 	"github.com/openclaw-go/openclaw/runtime"
@@ -43,13 +44,13 @@ func TestServerProtocolRevisions(t *testing.T) {
 	goFixture := testkit.Peer(t, testkit.GoEverythingServer)
 	nodeScript := testkit.Peer(t, testkit.ServerEverything)
 	testkit.Node(t)
-	goEntry := transport.ServerEntry{Command: goFixture}
-	nodeEntry := transport.ServerEntry{Command: "node", Args: []string{nodeScript, "stdio"}}
+	goEntry := config.ServerEntry{Command: goFixture}
+	nodeEntry := config.ServerEntry{Command: "node", Args: []string{nodeScript, "stdio"}}
 	const goTool, goArgs, goText = "everything__test_simple_text", `{}`, "simple text"
 	const nodeTool, nodeArgs, nodeText = "everything__echo", `{"message":"hi revisions"}`, "hi revisions"
 	for _, tc := range []struct {
 		name       string
-		entry      transport.ServerEntry
+		entry      config.ServerEntry
 		version    string   // runtime.Options.ProtocolVersion
 		offers     []string // versions the client offered, in order
 		want       string   // negotiated protocolVersion

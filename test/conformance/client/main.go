@@ -30,6 +30,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/engine"
 	"github.com/openclaw-go/openclaw/runtime"
@@ -91,7 +92,7 @@ func run(ctx context.Context, scenario, serverURL, rawCtx string) error {
 	// The suite checks behaviour, not speed: the listing gets seconds, not
 	// OpenClaw's 1500 ms bound, which a loaded machine overran when the
 	// tools/list of auth/scope-step-up re-authorized first.
-	entry := transport.ServerEntry{URL: serverURL, Transport: "streamable-http", RequestTimeoutMs: 30000}
+	entry := config.ServerEntry{URL: serverURL, Transport: "streamable-http", RequestTimeoutMs: 30000}
 	topts := &transport.Options{Logger: log}
 	if strings.HasPrefix(scenario, "auth/") {
 		entry.Auth = "oauth"
