@@ -32,8 +32,8 @@ func (s *badInputStderr) String() string {
 
 // TestBadInputLinesKeepServing writes malformed lines to the real binary's
 // stdin, among valid requests and with a tool call in flight: each bad
-// line is answered with a JSON-RPC error whose id is null and logged on
-// stderr, every valid request is still answered, and stdin EOF ends the
+// line is answered with a JSON-RPC error (whose id is null, or the
+// request's own for a request over the size cap) and logged on stderr, every valid request is still answered, and stdin EOF ends the
 // process with status 0.
 func TestBadInputLinesKeepServing(t *testing.T) {
 	t.Parallel()
@@ -106,21 +106,22 @@ func TestBadInputLinesKeepServing(t *testing.T) {
 	for i, tc := range []struct {
 		name, line string
 		code       float64
+		id         any // the id of the answer: nil, or the request's own when it can be read
 	}{
-		{"invalid JSON", `{bad json`, -32700},
-		{"empty array", `[]`, -32600},
-		{"batch", `[{"jsonrpc":"2.0","id":90,"method":"ping"}]`, -32600},
-		{"string", `"str"`, -32600},
-		{"number", `123`, -32600},
-		{"jsonrpc 1.0", `{"jsonrpc":"1.0","id":91,"method":"ping"}`, -32600},
-		{"missing jsonrpc", `{"id":92,"method":"ping"}`, -32600},
-		{"object id", `{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, -32600},
-		{"non-string method", `{"jsonrpc":"2.0","id":93,"method":42}`, -32600},
-		{"100k nested arrays", strings.Repeat("[", 100000), -32700},
-		{"line over 16 MiB", `{"jsonrpc":"2.0","id":94,"method":"ping","params":{"x":"` + strings.Repeat("a", 16<<20) + `"}}`, -32700},
+		{"invalid JSON", `{bad json`, -32700, nil},
+		{"empty array", `[]`, -32600, nil},
+		{"batch", `[{"jsonrpc":"2.0","id":90,"method":"ping"}]`, -32600, nil},
+		{"string", `"str"`, -32600, nil},
+		{"number", `123`, -32600, nil},
+		{"jsonrpc 1.0", `{"jsonrpc":"1.0","id":91,"method":"ping"}`, -32600, nil},
+		{"missing jsonrpc", `{"id":92,"method":"ping"}`, -32600, nil},
+		{"object id", `{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, -32600, nil},
+		{"non-string method", `{"jsonrpc":"2.0","id":93,"method":42}`, -32600, nil},
+		{"100k nested arrays", strings.Repeat("[", 100000), -32700, nil},
+		{"line over 16 MiB", `{"jsonrpc":"2.0","id":94,"method":"ping","params":{"x":"` + strings.Repeat("a", 16<<20) + `"}}`, -32010, float64(94)},
 	} {
 		send(tc.line)
-		m := next("the error for "+tc.name, func(id any) bool { return id == nil })
+		m := next("the error for "+tc.name, func(id any) bool { return id == tc.id })
 		if e, _ := m["error"].(map[string]any); e == nil || e["code"] != tc.code || e["message"] == "" {
 			t.Errorf("%s: answered %v, want error code %v with a message", tc.name, m, tc.code)
 		}
