@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -150,22 +151,23 @@ func (t *StdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	closeAll(cmd.ExtraFiles...)
 
 	c := &stdioConn{
-		server:   t.Server,
-		log:      log,
-		red:      t.Redactor,
-		cmd:      cmd,
-		lifeline: lifeline,
-		stdin:    inW,
-		stdout:   outR,
-		stderr:   errR,
-		grace:    grace,
-		maxMsg:   maxMsg,
-		msgs:     make(chan jsonrpc.Message),
-		closing:  make(chan struct{}),
-		exited:   make(chan struct{}),
-		in:       newInbound(),
-		out:      newOutbound(),
-		skips:    &t.skips,
+		server:     t.Server,
+		log:        log,
+		red:        t.Redactor,
+		cmd:        cmd,
+		lifeline:   lifeline,
+		stdin:      inW,
+		stdout:     outR,
+		stderr:     errR,
+		grace:      grace,
+		maxMsg:     maxMsg,
+		msgs:       make(chan jsonrpc.Message),
+		closing:    make(chan struct{}),
+		exited:     make(chan struct{}),
+		stderrDone: make(chan struct{}),
+		in:         newInbound(),
+		out:        newOutbound(),
+		skips:      &t.skips,
 	}
 	c.pumps.Add(2)
 	go c.readStdout()
@@ -259,6 +261,10 @@ type stdioConn struct {
 	closing   chan struct{}
 	exited    chan struct{} // closed by wait after exitErr is set
 	exitErr   error
+
+	stderrDone chan struct{} // closed when readStderr returns
+	tailMu     sync.Mutex
+	tail       []string // the last stderrTail stderr lines, redacted
 }
 
 // Read returns the next JSON-RPC message of the child's stdout.
@@ -488,7 +494,15 @@ func (c *stdioConn) endRead(err error) {
 		case <-c.closing:
 			err = ErrClosed
 		case <-c.exited:
-			err = fmt.Errorf("transport: server %q exited: %v: %w", c.server, c.exitErr, io.EOF)
+			// The last lines it wrote on stderr usually say why ("Cannot
+			// find module …"); they are read once the pipe ends.
+			t := time.NewTimer(200 * time.Millisecond)
+			select {
+			case <-c.stderrDone:
+			case <-t.C:
+			}
+			t.Stop()
+			err = &exitError{server: c.server, exit: c.exitErr, stderr: c.stderrTail()}
 		case <-time.After(100 * time.Millisecond):
 			err = fmt.Errorf("transport: server %q closed its stdout: %w", c.server, io.EOF)
 		}
@@ -499,9 +513,43 @@ func (c *stdioConn) endRead(err error) {
 	close(c.msgs)
 }
 
-// readStderr logs each stderr line, capped at MaxStderrLine bytes.
+// stderrTail is how many of a server's last stderr lines an exit error
+// quotes, each cut to stderrTailLine bytes.
+const (
+	stderrTail     = 3
+	stderrTailLine = 300
+)
+
+// exitError is the read error of a stdio server that exited: its exit
+// status and its last stderr lines. It wraps io.EOF.
+type exitError struct {
+	server string
+	exit   error
+	stderr []string
+}
+
+func (e *exitError) Error() string {
+	msg := fmt.Sprintf("transport: server %q exited (%v)", e.server, e.exit)
+	if len(e.stderr) == 0 {
+		return msg + " and wrote nothing on stderr"
+	}
+	return msg + "; its last stderr: " + strings.Join(e.stderr, " | ")
+}
+
+func (e *exitError) Unwrap() error { return io.EOF }
+
+// stderrTail returns the last lines of the server's stderr.
+func (c *stdioConn) stderrTail() []string {
+	c.tailMu.Lock()
+	defer c.tailMu.Unlock()
+	return slices.Clone(c.tail)
+}
+
+// readStderr logs each stderr line, capped at MaxStderrLine bytes, and
+// keeps the last ones for an exit error.
 func (c *stdioConn) readStderr() {
 	defer c.pumps.Done()
+	defer close(c.stderrDone)
 	br := bufio.NewReaderSize(c.stderr, MaxStderrLine)
 	for {
 		line, err := br.ReadSlice('\n')
@@ -512,7 +560,14 @@ func (c *stdioConn) readStderr() {
 			_, err = discardLine(br)
 		}
 		if s := strings.TrimRight(string(line), "\r\n"); s != "" {
-			attrs := []any{"line", c.red.Redact(s)}
+			s = c.red.Redact(s)
+			c.tailMu.Lock()
+			if len(c.tail) == stderrTail {
+				c.tail = slices.Delete(c.tail, 0, 1)
+			}
+			c.tail = append(c.tail, strings.ToValidUTF8(truncate(strings.TrimSpace(s), stderrTailLine), "\uFFFD"))
+			c.tailMu.Unlock()
+			attrs := []any{"line", s}
 			if truncated {
 				attrs = append(attrs, "truncated", true)
 			}

@@ -405,3 +405,24 @@ func TestStdioSurvivesTheExitOfTheStartingThread(t *testing.T) {
 		t.Error("the supervisor died with the thread that started it")
 	}
 }
+
+// A server that dies at start says why: its exit status and the last lines
+// it wrote on stderr are in the error its client sees, without -v.
+func TestStdioCrashAtStartQuotesStderr(t *testing.T) {
+	t.Parallel()
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	log, _ := newLogger()
+	script := `echo "node:internal/modules: starting" >&2; echo "Error: Cannot find module '/srv/missing.js'" >&2; exit 1`
+	r := resolve(t, "crashy", config.ServerEntry{Command: sh, Args: []string{"-c", script}}, &Options{Logger: log})
+	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, err = client.Connect(ctx, r.Transport, nil)
+	want := `transport: server "crashy" exited (exit status 1); its last stderr: node:internal/modules: starting | Error: Cannot find module '/srv/missing.js'`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("connect: %v\nwant it to hold %q", err, want)
+	}
+}
