@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -69,11 +70,27 @@ func TestMCPAdd(t *testing.T) {
 	url := httpMCPServer(t, "add-sekret-1")
 	const saved = `Saved MCP server "%s" to $OPENCLAW_HOME/.openclaw/openclaw.json.`
 	savedAs := func(name string) string { return strings.Replace(saved, "%s", name, 1) }
+	// npx here is a runner whose first start outlasts the entry's 1 s
+	// connection timeout, as a first download does.
+	npx := filepath.Join(t.TempDir(), "npx")
+	if err := os.WriteFile(npx, []byte("#!/bin/sh\nsleep 2\nexec "+c.tiny+"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
 	scenarios := []struct {
 		name    string
 		servers map[string]any
 		steps   []registryStep
 	}{
+		{
+			name:    "a server started through npx gets time for its first download",
+			servers: map[string]any{},
+			steps: []registryStep{{
+				args:   []string{"mcp", "add", "slow", "--command", npx, "--arg", "-y", "--arg", "some-mcp-server", "--connect-timeout", "1"},
+				stdout: []string{`Probed MCP server "slow": 3 tools`, savedAs("slow")},
+				stderr: []string{`"slow" starts through npx, which may download the package first: waiting up to 3m0s for it (--probe-timeout changes this)`},
+				show:   []string{"slow", "{", `  "command": "` + npx + `",`, `  "args": [`, `    "-y",`, `    "some-mcp-server"`, `  ],`, `  "connectionTimeoutMs": 1000`, "}"},
+			}},
+		},
 		{
 			name:    "stdio: probe, save, refuse the same name, replace with --force",
 			servers: map[string]any{},

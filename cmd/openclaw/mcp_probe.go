@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,6 +44,27 @@ type probeOptions struct {
 	verbose bool
 }
 
+// firstStartTimeout is the probe's connection timeout for a server started
+// through a package runner (packageRunner) when no --probe-timeout is given
+// and the entry's own is shorter.
+const firstStartTimeout = 3 * time.Minute
+
+// packageRunner names the package runner that command (with args) starts a
+// server through, one that may first download it (npx, uvx, bunx, pnpm
+// dlx, npm exec, …), or "".
+func packageRunner(command string, args []string) string {
+	base := strings.TrimSuffix(filepath.Base(command), ".exe")
+	switch base {
+	case "npx", "uvx", "bunx", "pnpx":
+		return base
+	case "npm", "pnpm", "yarn", "bun", "uv":
+		if len(args) > 0 && (args[0] == "exec" || args[0] == "dlx" || args[0] == "x" || (base == "uv" && args[0] == "tool")) {
+			return base + " " + args[0]
+		}
+	}
+	return ""
+}
+
 // probeServers resolves and probes entries (declaration order kept) and
 // returns one result per entry: an entry without a usable transport fails
 // with op "resolve".
@@ -64,6 +86,13 @@ func probeServers(ctx context.Context, stderr io.Writer, entries []probeEntry, o
 		sv := runtime.ServerFromConfig(r)
 		if o.timeout > 0 {
 			sv.Entry.ConnectionTimeoutMs = float64(o.timeout.Milliseconds())
+		} else if runner := packageRunner(sv.Entry.Command, sv.Entry.Args); runner != "" && sv.Entry.ConnectionTimeoutMs < float64(firstStartTimeout.Milliseconds()) {
+			// Killing a runner in the middle of its first download leaves
+			// its cache broken (npx: ENOENT …/_npx/…/package.json on every
+			// later start), so its first start gets time to download.
+			sv.Entry.ConnectionTimeoutMs = float64(firstStartTimeout.Milliseconds())
+			fmt.Fprintf(stderr, "openclaw mcp: %q starts through %s, which may download the package first: waiting up to %s for it (--probe-timeout changes this)\n",
+				regSanitize(pe.name), runner, firstStartTimeout)
 		}
 		servers = append(servers, sv)
 		at = append(at, i)
