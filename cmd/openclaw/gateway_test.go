@@ -10,7 +10,7 @@ import (
 // plugin has no --id.
 func TestGatewayApprovalHelp(t *testing.T) {
 	t.Parallel()
-	bin, err := serveBin()
+	bin, err := builtBin()
 	if err != nil {
 		t.Fatal(err)
 	}

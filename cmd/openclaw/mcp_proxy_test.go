@@ -1135,16 +1135,6 @@ func TestMCPProxyStdioDrain(t *testing.T) {
 	})
 }
 
-// buildOpenclaw builds the openclaw binary into dir and returns its path.
-func buildOpenclaw(t *testing.T, dir string) string {
-	t.Helper()
-	bin := filepath.Join(dir, "openclaw")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // writeEverythingFixture writes, under dir, an OpenClaw home whose
 // openclaw.json lists server-everything over stdio (node script), and a
 // policy file: builtin:rules blocking everything__get-sum ("sums are off

@@ -61,10 +61,7 @@ type runtimeCLI struct {
 func newRuntimeCLI(t *testing.T) *runtimeCLI {
 	t.Helper()
 	dir := t.TempDir()
-	c := &runtimeCLI{bin: filepath.Join(dir, "openclaw"), tiny: filepath.Join(dir, "tiny")}
-	if out, err := exec.Command("go", "build", "-o", c.bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build openclaw: %v\n%s", err, out)
-	}
+	c := &runtimeCLI{bin: testBinary(t), tiny: filepath.Join(dir, "tiny")}
 	src := filepath.Join(dir, "tiny.go")
 	if err := os.WriteFile(src, []byte(tinyServerSource), 0o600); err != nil {
 		t.Fatal(err)

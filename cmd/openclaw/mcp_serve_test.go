@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,19 +21,6 @@ import (
 
 	"github.com/openclaw-go/openclaw/gateway/gatewaytest"
 )
-
-// serveBin is the openclaw binary the serve tests run, built once.
-var serveBin = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "openclaw-serve-test-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "openclaw")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
-})
 
 // silentGateway is a Gateway that completes the handshake and confirms
 // sessions.subscribe, then never answers anything else: a Gateway process
@@ -93,7 +79,7 @@ type serveChild struct {
 
 func startServeChild(t *testing.T, ctx context.Context, args ...string) *serveChild {
 	t.Helper()
-	bin, err := serveBin()
+	bin, err := builtBin()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +265,7 @@ func TestServeRefusesPlaintextRemote(t *testing.T) {
 // The gateway admin commands send the token too: the same refusal.
 func TestGatewayCommandsRefusePlaintextRemote(t *testing.T) {
 	t.Parallel()
-	bin, err := serveBin()
+	bin, err := builtBin()
 	if err != nil {
 		t.Fatal(err)
 	}

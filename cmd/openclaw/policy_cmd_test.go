@@ -324,10 +324,7 @@ func TestPolicyReloadReachesServe(t *testing.T) {
 		t.Skip("builds the binary and runs a Gateway")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "openclaw")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := testBinary(t)
 	state := filepath.Join(dir, "state")
 	t.Setenv("OPENCLAW_STATE_DIR", state)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
