@@ -98,7 +98,9 @@ type EnvVar struct{ Key, Value string }
 var ErrNoTransport = errors.New("config: no usable MCP transport")
 
 // ResolveServer resolves the entry e of the file called name with
-// [ResolveEntry]; env and headers keep the file's order.
+// [ResolveEntry]; env and headers keep the file's order. When the entry
+// has no usable transport and a misspelled key ([EntryKeyTypos]) may be
+// why, the error names it.
 func ResolveServer(name string, e *Object) (*ResolvedServer, error) {
 	var envOrder, headerOrder []string
 	if o, ok := e.vals["env"].(*Object); ok {
@@ -107,7 +109,13 @@ func ResolveServer(name string, e *Object) (*ResolvedServer, error) {
 	if o, ok := e.vals["headers"].(*Object); ok {
 		headerOrder = o.Keys()
 	}
-	return resolveEntry(name, EntryOf(e), envOrder, headerOrder)
+	r, err := resolveEntry(name, EntryOf(e), envOrder, headerOrder)
+	if errors.Is(err, ErrNoTransport) {
+		for _, k := range EntryKeyTypos("mcp.servers."+name, e) {
+			err = fmt.Errorf("%w; %s", err, k.Message())
+		}
+	}
+	return r, err
 }
 
 // ResolveEntry resolves entry e called name (§11.4):

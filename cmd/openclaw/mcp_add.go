@@ -410,6 +410,7 @@ in seconds and are stored as requestTimeoutMs and connectionTimeoutMs.`,
 			}
 			normalized, _ := doc.Server(name)
 			regWarnBlockedEnv(cmd.ErrOrStderr(), singleServer(name, normalized))
+			regWarnKeyTypos(cmd.ErrOrStderr(), nil, singleServer(name, normalized))
 			if !a.noProbe && !a.disabled && !isOAuth(normalized) {
 				if err := probeOrFail(cmd, doc.Path, name, normalized, po); err != nil {
 					return err

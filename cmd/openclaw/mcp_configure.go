@@ -215,6 +215,7 @@ moment of writing.`,
 				}
 				normalized, _ := doc.Server(name)
 				regWarnBlockedEnv(cmd.ErrOrStderr(), singleServer(name, normalized))
+				regWarnKeyTypos(cmd.ErrOrStderr(), nil, singleServer(name, normalized))
 				if v, _ := normalized.Get("enabled"); f.probe && v != false && !isOAuth(normalized) {
 					if err := probeOrFail(cmd, doc.Path, name, normalized, po); err != nil {
 						return err

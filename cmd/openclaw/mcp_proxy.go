@@ -232,6 +232,9 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	for _, d := range diags {
 		logger.Warn("MCP server skipped", "err", d)
 	}
+	for _, k := range config.KeyTypos(doc.Root) {
+		logger.Warn("openclaw.json: a key is probably misspelled", "key", k.Path, "did_you_mean", k.Want)
+	}
 	// tools.profile, tools.allow/deny and the sandbox gate decide which
 	// imported tools the clients see; a mistake there is an error, never
 	// an open catalog.

@@ -117,6 +117,23 @@ func regWarnBlockedEnv(w io.Writer, servers *config.Object) {
 	}
 }
 
+// regWarnKeyTypos warns on w about misspelled keys (config.KeyTypo) of the
+// "mcp" section of root (nil: none) and of the entries of servers: OpenClaw
+// keeps such keys and ignores them, so the setting meant is not applied.
+func regWarnKeyTypos(w io.Writer, root, servers *config.Object) {
+	var typos []config.KeyTypo
+	if root != nil {
+		typos = config.SectionKeyTypos(root)
+	}
+	for _, name := range servers.Keys() {
+		e, _ := servers.Get(name)
+		typos = append(typos, config.EntryKeyTypos("mcp.servers."+name, e.(*config.Object))...)
+	}
+	for _, k := range typos {
+		fmt.Fprintf(w, "openclaw mcp: warning: %s\n", regSanitize(k.Message()))
+	}
+}
+
 // regSanitize drops control characters so a name cannot forge log lines.
 func regSanitize(s string) string {
 	return strings.Map(func(r rune) rune {
@@ -155,6 +172,7 @@ func newMCPListCmd() *cobra.Command {
 				return nil
 			}
 			regWarnBlockedEnv(cmd.ErrOrStderr(), servers)
+			regWarnKeyTypos(cmd.ErrOrStderr(), doc.Root, servers)
 			if servers.Len() == 0 {
 				fmt.Fprintf(out, "No OpenClaw-managed MCP servers configured in %s. %s\n", doc.Path, hintAddServer)
 				fmt.Fprintln(out, scopeNote)
@@ -246,6 +264,7 @@ the command fails and can be run again.`,
 				}
 				return regFail(cmd, err.Error())
 			}
+			regWarnKeyTypos(cmd.ErrOrStderr(), nil, singleServer(name, entry))
 			if err := doc.Save(); err != nil {
 				return regFail(cmd, err.Error())
 			}
@@ -404,6 +423,7 @@ were not JSON-RPC messages (banners, debug prints) are shown as stdout-lines-ski
 			}
 			servers := doc.Servers()
 			regWarnBlockedEnv(cmd.ErrOrStderr(), servers)
+			regWarnKeyTypos(cmd.ErrOrStderr(), doc.Root, servers)
 			out := cmd.OutOrStdout()
 			skipped := runningSkippedLines(doc.Path)
 			var rows []any
@@ -464,6 +484,13 @@ were not JSON-RPC messages (banners, debug prints) are shown as stdout-lines-ski
 					flags += fmt.Sprintf(" stdout-lines-skipped=%s", config.FormatNumber(n))
 				}
 				fmt.Fprintf(out, "- %s: %s%s\n", get("name"), transport, flags)
+				if transport == "invalid" {
+					name := get("name").(string)
+					e, _ := servers.Get(name)
+					if _, err := config.ResolveServer(name, e.(*config.Object)); err != nil {
+						fmt.Fprintf(out, "  error: %s\n", regSanitize(strings.TrimPrefix(err.Error(), config.ErrNoTransport.Error()+": ")))
+					}
+				}
 				if !verbose {
 					continue
 				}
@@ -518,6 +545,7 @@ no error yet and lists its tools; a failed probe is an error. It exits 1 when an
 			}
 			servers := doc.Servers()
 			regWarnBlockedEnv(cmd.ErrOrStderr(), servers)
+			regWarnKeyTypos(cmd.ErrOrStderr(), doc.Root, config.NewObject()) // the entries' typos are issues
 			names := regSortedNames(servers)
 			if len(args) == 1 {
 				if _, ok := servers.Get(args[0]); !ok {
@@ -614,6 +642,9 @@ func regDoctorIssues(name string, e *config.Object) []regDoctorIssue {
 		issues = append(issues, regDoctorIssue{level, fmt.Sprintf(format, args...)})
 	}
 	r, rerr := config.ResolveServer(name, e)
+	for _, k := range config.EntryKeyTypos("mcp.servers."+name, e) {
+		add("warning", "%s", k.Message())
+	}
 	disabled := false
 	if v, _ := e.Get("enabled"); v == false {
 		disabled = true

@@ -24,7 +24,6 @@ func newRegistryCLI(t *testing.T) *registryCLI {
 	t.Helper()
 	dir := t.TempDir()
 	c := &registryCLI{
-		bin:  filepath.Join(dir, "openclaw"),
 		home: filepath.Join(dir, "home"),
 		work: filepath.Join(dir, "work"),
 	}
@@ -33,10 +32,7 @@ func newRegistryCLI(t *testing.T) *registryCLI {
 			t.Fatal(err)
 		}
 	}
-	out, err := exec.Command("go", "build", "-o", c.bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	c.bin = testBinary(t)
 	return c
 }
 
@@ -271,7 +267,7 @@ func TestRegistryCommands(t *testing.T) {
 		{[]string{"mcp", "set", "bad", `{"url":"https://h","transport":"sse","command":""}`}, 0, "Saved", ""},
 		{[]string{"mcp", "set", "nourl", `{"type":"websocket"}`}, 0, "Saved", ""},
 		{[]string{"mcp", "set", "tls", `{"url":"https://h/m?api_key=k","transport":"sse","sslVerify":false,"clientCert":"` + cert + `","clientKey":"/nonexistent-key","auth":"oauth","headers":{"Authorization":"Bearer x","X-Api-Key":"$KEY"},"toolFilter":{},"supportsParallelToolCalls":true,"requestTimeoutMs":1500}`}, 0, "Saved", ""},
-		{[]string{"mcp", "status"}, 0, "- bad: sse\n- gone: stdio\n- nourl: invalid\n- off: disabled\n- tls: sse oauth tool-filtered parallel\n", ""},
+		{[]string{"mcp", "status"}, 0, "- bad: sse\n- gone: stdio\n- nourl: invalid\n  error: server \"nourl\": transport \"websocket\" is not supported (use sse or streamable-http, or give a command for stdio)\n- off: disabled\n- tls: sse oauth tool-filtered parallel\n", ""},
 		{[]string{"mcp", "status", "-v"}, 0, "- tls: sse oauth tool-filtered parallel\n  launch: https://h/m?api_key=***\n  timeouts: connect=30000ms request=1500ms\n  oauth: unauthenticated (run openclaw mcp login tls)\n  tools: {}\n", ""},
 		{[]string{"mcp", "doctor", "nope"}, 1, "", `No MCP server named "nope" in $OPENCLAW_HOME/.openclaw/openclaw.json. [hint omitted]`},
 		{[]string{"mcp", "doctor", "off"}, 0, "MCP doctor ($OPENCLAW_HOME/.openclaw/openclaw.json):\n- off: ok\n  - warning: server is disabled", ""},
@@ -311,6 +307,53 @@ func TestRegistryCommands(t *testing.T) {
 	}
 	if !strings.Contains(string(bak), `"gone"`) || strings.Contains(string(bak), `"off"`) {
 		t.Errorf(".bak.4 = %q, want the first write", bak)
+	}
+}
+
+// Misspelled keys, which OpenClaw keeps and ignores, are warned about with
+// the key meant on every command that reads the entries, and an entry that
+// has no transport because of one says so.
+func TestRegistryKeyTypos(t *testing.T) {
+	t.Parallel()
+	c := newRegistryCLI(t)
+	if err := os.MkdirAll(filepath.Dir(c.configPath()), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := `{mcp: {servres: {}, servers: {memory: {comand: "npx"}, t: {command: "true", requestTimeoutMS: 5}}}}`
+	if err := os.WriteFile(c.configPath(), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const (
+		servres = `openclaw mcp: warning: mcp.servres: unknown key "servres", did you mean "servers"? (OpenClaw keeps it but ignores it)`
+		comand  = `mcp.servers.memory.comand: unknown key "comand", did you mean "command"? (OpenClaw keeps it but ignores it)`
+		timeout = `mcp.servers.t.requestTimeoutMS: unknown key "requestTimeoutMS", did you mean "requestTimeoutMs"? (OpenClaw keeps it but ignores it)`
+	)
+	for _, st := range []struct {
+		args           []string
+		rc             int
+		stdout, stderr []string
+	}{
+		{[]string{"mcp", "list"}, 0, []string{"- memory\n- t\n"}, []string{servres, "openclaw mcp: warning: " + comand, "openclaw mcp: warning: " + timeout}},
+		{[]string{"mcp", "status"}, 0, []string{"- memory: invalid\n  error: server \"memory\": no non-empty command for stdio and no url for HTTP; " + comand + "\n- t: stdio\n"}, []string{servres, timeout}},
+		{[]string{"mcp", "doctor"}, 1, []string{"- memory: issues\n  - warning: " + comand, "- t: ok\n  - warning: " + timeout}, []string{servres}},
+		{[]string{"mcp", "set", "x", `{"command":"true","evn":{"A":"1"}}`}, 0, []string{"Saved MCP server \"x\""},
+			[]string{`openclaw mcp: warning: mcp.servers.x.evn: unknown key "evn", did you mean "env"? (OpenClaw keeps it but ignores it)`}},
+	} {
+		stdout, stderr, rc := c.run(t, st.args...)
+		stdout, stderr = c.normalize(stdout), c.normalize(stderr)
+		if rc != st.rc {
+			t.Errorf("%q: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", st.args, rc, st.rc, stdout, stderr)
+		}
+		for _, w := range st.stdout {
+			if !strings.Contains(stdout, w) {
+				t.Errorf("%q: stdout lacks %q:\n%s", st.args, w, stdout)
+			}
+		}
+		for _, w := range st.stderr {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("%q: stderr lacks %q:\n%s", st.args, w, stderr)
+			}
+		}
 	}
 }
 

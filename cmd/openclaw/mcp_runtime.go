@@ -99,6 +99,7 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve appro
 	for _, d := range diags {
 		fmt.Fprintf(stderr, "openclaw mcp: %s\n", regSanitize(d.Error()))
 	}
+	regWarnKeyTypos(stderr, doc.Root, doc.Servers())
 	// tools.profile, tools.allow/deny and the sandbox gate decide which
 	// imported tools the agent sees; a mistake there is an error, never an
 	// open catalog.
