@@ -48,6 +48,7 @@ func TestImportRules(t *testing.T) {
 		why    string
 	}{
 		{"policies", true, func(d string) bool { return !isStd(d) }, "the policy contract is a stdlib-only leaf"},
+		{"wasmhost/wasmbin", true, func(d string) bool { return !isStd(d) }, "the Wasm binary reader is a stdlib-only leaf that wasmhost, the engine and the OPA adapter share"},
 		{"gateway/protocol", true, func(d string) bool { return !isStd(d) }, "the protocol vocabulary is a stdlib-only leaf"},
 		{"config", false, func(d string) bool { return strings.HasPrefix(d, module+"/") }, "config is a leaf"},
 		{"wasmhost", false, func(d string) bool {

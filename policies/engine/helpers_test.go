@@ -9,5 +9,5 @@ import (
 // hostNoCache are the sandbox options of tests: no on-disk cache, and
 // deadlines long enough for a loaded machine under -race.
 func hostNoCache() wasmhost.Options {
-	return wasmhost.Options{NoCache: true, CallTimeout: 10 * time.Second, InitTimeout: 10 * time.Second}
+	return wasmhost.Options{CallTimeout: 10 * time.Second, InitTimeout: 10 * time.Second}
 }

@@ -72,9 +72,9 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 
 func (i *instance) init(ictx, callerCtx context.Context) error {
 	m := i.m
-	actx := experimental.WithMemoryAllocator(ictx, i.allocator())
+	actx := m.rt.MemoryContext(ictx, &i.refusedGrow)
 	cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions()
-	env, err := m.rt.InstantiateModule(actx, m.shim, cfg)
+	env, err := m.rt.Wazero().InstantiateModule(actx, m.shim, cfg)
 	if err != nil {
 		return loadErr(m.name, "instantiating the env shim: %w", err)
 	}
@@ -85,7 +85,7 @@ func (i *instance) init(ictx, callerCtx context.Context) error {
 		}
 		return nil
 	})
-	mod, err := m.rt.InstantiateModule(rctx, m.compiled, cfg)
+	mod, err := m.rt.Wazero().InstantiateModule(rctx, m.compiled, cfg)
 	if err != nil {
 		if e := i.classify(ictx, callerCtx, "", err); e.Kind != wasmhost.KindTrap {
 			return e
@@ -352,37 +352,4 @@ func (m *Module) hostFunc(f envFunc) api.GoModuleFunc {
 	default:
 		return m.builtinFunc(f.name)
 	}
-}
-
-// cappedMemory backs one instance's linear memory and enforces the memory
-// cap itself, so that a refused memory.grow (out of memory) can be told
-// from any other trap (as in wasmhost).
-type cappedMemory struct {
-	limit uint64 // bytes
-	buf   []byte
-	inst  *instance
-}
-
-func (c *cappedMemory) Reallocate(size uint64) []byte {
-	if size > c.limit {
-		c.inst.refusedGrow = size
-		return nil
-	}
-	if size <= uint64(cap(c.buf)) {
-		c.buf = c.buf[:size]
-		return c.buf
-	}
-	nc := min(max(size, 2*uint64(cap(c.buf))), c.limit)
-	nb := make([]byte, size, nc)
-	copy(nb, c.buf)
-	c.buf = nb
-	return c.buf
-}
-
-func (c *cappedMemory) Free() { c.buf = nil }
-
-func (i *instance) allocator() experimental.MemoryAllocator {
-	return experimental.MemoryAllocatorFunc(func(_, _ uint64) experimental.LinearMemory {
-		return &cappedMemory{limit: uint64(i.m.opts.MemoryLimitPages) * pageSize, inst: i}
-	})
 }
