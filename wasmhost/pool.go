@@ -87,10 +87,13 @@ func (p *Pool[T]) Acquire(ctx context.Context, export string) (T, error) {
 }
 
 // Release returns inst to the idle instances, or destroys it when discard
-// is true or Shutdown has started, and frees its slot.
+// is true or Shutdown has started, and frees its slot. The memory of a
+// destroyed instance is returned to the operating system soon after, off
+// the call path and at most once a second for the whole process.
 func (p *Pool[T]) Release(inst T, discard bool) {
 	if discard || p.closing.Load() {
 		p.destroy(inst)
+		releaseMemory()
 	} else {
 		p.idle <- inst
 	}
