@@ -24,8 +24,9 @@ type Runtime struct {
 	limit uint64 // bytes of linear memory per instance
 
 	mu        sync.Mutex
-	compiling int  // compilations in flight
-	closed    bool // Close was called
+	compiled  []wazero.CompiledModule // closed by Close: the shared cache keeps them until then
+	compiling int                     // compilations in flight
+	closed    bool                    // Close was called
 	closeErr  chan error
 }
 
@@ -37,8 +38,9 @@ var runtimeMu sync.Mutex
 // compilationCache is shared by every Runtime of the process and lives in
 // its memory only: a module whose bytes are already compiled in a live
 // Runtime (a module reloaded while its previous version serves, the same
-// file in several policy entries) is not compiled again. wazero frees an
-// entry when the last Runtime using it closes. Nothing is read from or
+// file in several policy entries) is not compiled again. An entry is
+// freed when the last Runtime that compiled it closes (Close closes its
+// compiled modules). Nothing is read from or
 // written to disk, where another process could plant native code.
 var compilationCache = sync.OnceValue(wazero.NewCompilationCache)
 
@@ -125,6 +127,9 @@ func (r *Runtime) Compile(ctx context.Context, wasm []byte) (wazero.CompiledModu
 		if res.err != nil {
 			return nil, nil, &Error{Module: r.name, Kind: KindLoad, Err: fmt.Errorf("compiling: %w", res.err)}
 		}
+		r.mu.Lock()
+		r.compiled = append(r.compiled, res.c)
+		r.mu.Unlock()
 		return res.c, shape, nil
 	case <-ctx.Done():
 		close(abandoned)
@@ -187,7 +192,17 @@ func (r *Runtime) Close(ctx context.Context) error {
 }
 
 func (r *Runtime) closeNow() error {
-	if err := r.rt.Close(context.Background()); err != nil {
+	err := r.rt.Close(context.Background())
+	// With a compilation cache, wazero keeps compiled code until every
+	// CompiledModule of it is closed, not when the Runtime closes.
+	r.mu.Lock()
+	compiled := r.compiled
+	r.compiled = nil
+	r.mu.Unlock()
+	for _, c := range compiled {
+		_ = c.Close(context.Background())
+	}
+	if err != nil {
 		return &Error{Module: r.name, Kind: KindClosed, Err: fmt.Errorf("closing runtime: %w", err)}
 	}
 	return nil
