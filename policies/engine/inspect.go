@@ -107,7 +107,9 @@ func Inspect(ctx context.Context, source string, cfg json.RawMessage, host wasmh
 				in.ABIVersion = &v
 			}
 		}
-		_ = m.Close(ctx)
+		// Open until the policy load below, which then finds the module
+		// compiled in the process's compilation cache.
+		defer m.Close(ctx)
 	}
 	pm, err := wasmpolicy.Load(ctx, name, wasm, cfg, &wasmpolicy.Options{Host: host})
 	if err != nil {
