@@ -49,3 +49,48 @@ func TestLoadHonoursContext(t *testing.T) {
 		t.Fatalf("err = %v, want ErrCanceled", err)
 	}
 }
+
+// BenchmarkCompileAtCaps is the compile time (Load: limits check,
+// compile, first instance) of modules just under the load limits, shaped
+// to make wazero's compiler work hardest: 100 functions of 1,500
+// sequential if blocks, and 150 functions of 1,000 nested ones.
+//
+//	go test -run '^$' -bench CompileAtCaps -benchtime 1x ./wasmhost/
+func BenchmarkCompileAtCaps(b *testing.B) {
+	nested := func() []byte {
+		var body wasmbin.Writer
+		body.U32(0)
+		for range 1000 {
+			body.Byte(0x41, 0x00, 0x04, 0x40) // i32.const 0; if
+		}
+		for range 1000 {
+			body.Byte(0x0b)
+		}
+		body.Byte(0x0b)
+		m := &wasmbin.Module{Types: []wasmbin.FuncType{{}}, Memories: []wasmbin.Limits{{Min: 1}},
+			Exports: []wasmbin.Export{{Name: "memory", Kind: wasmbin.ExternMemory}}}
+		bodies := make([]wasmbin.Writer, 150)
+		for i := range bodies {
+			m.Funcs = append(m.Funcs, 0)
+			bodies[i] = body
+		}
+		return wasmbin.Encode(m, bodies)
+	}
+	for _, bc := range []struct {
+		name string
+		wasm []byte
+	}{{"sequential", slowModule()}, {"nested", nested()}} {
+		b.Run(bc.name, func(b *testing.B) {
+			if _, err := wasmbin.Parse(bc.wasm, &wasmbin.DefaultCaps); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				m, err := wasmhost.Load(context.Background(), "caps", bc.wasm, &wasmhost.Options{InitTimeout: time.Minute})
+				if err != nil {
+					b.Fatal(err)
+				}
+				m.Close(context.Background())
+			}
+		})
+	}
+}

@@ -14,6 +14,11 @@ import (
 // opa_eval and an i32 global opa_wasm_abi_version) with the given function
 // imports, and nothing else of OPA's ABI.
 func fakeOPA(imports [][2]string) []byte {
+	return fakeOPABody(imports, wasmbin.Writer{0, 0x41, 0, 0x0b}) // no locals; i32.const 0; end
+}
+
+// fakeOPABody is fakeOPA with body as opa_eval's code.
+func fakeOPABody(imports [][2]string, body wasmbin.Writer) []byte {
 	i32 := wasmbin.I32
 	m := &wasmbin.Module{
 		Types: []wasmbin.FuncType{{}, // t0: () -> ()
@@ -26,7 +31,30 @@ func fakeOPA(imports [][2]string) []byte {
 	for _, im := range imports {
 		m.Imports = append(m.Imports, wasmbin.Import{Module: im[0], Name: im[1], Kind: wasmbin.ExternFunc})
 	}
-	return wasmbin.Encode(m, []wasmbin.Writer{{0, 0x41, 0, 0x0b}}) // no locals; i32.const 0; end
+	return wasmbin.Encode(m, []wasmbin.Writer{body})
+}
+
+// TestLoadRefusesOverLimits: an OPA module passes the same load limits
+// as any other before it is compiled.
+func TestLoadRefusesOverLimits(t *testing.T) {
+	t.Parallel()
+	var body wasmbin.Writer
+	body.U32(1)
+	body.U32(1<<32 - 1)
+	body.Byte(byte(wasmbin.I32), 0x41, 0, 0x0b)
+	wasm := fakeOPABody([][2]string{{"env", "opa_abort"}}, body)
+	if !IsModule(wasm) {
+		t.Fatal("IsModule = false")
+	}
+	m, err := Load(context.Background(), "fake", wasm, nil, nil)
+	if err == nil {
+		m.Close(context.Background())
+		t.Fatal("Load succeeded")
+	}
+	want := `wasm module "fake": refused before compiling: function 1 exceeds the load limit of locals per function: 4294967295, over the limit of 50000`
+	if !errors.Is(err, wasmhost.ErrLoad) || err.Error() != want {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
 }
 
 func TestLoadRefusesImports(t *testing.T) {
