@@ -121,7 +121,7 @@ type Options struct {
 	// reason a reload was refused). nil means a text logger on os.Stderr.
 	Logger *slog.Logger
 	// Host holds sandbox settings applied to every module (pool size,
-	// compilation cache, guest logger). A module's timeout_ms and
+	// deadlines, guest logger). A module's timeout_ms and
 	// memory_limit_pages override CallTimeout and MemoryLimitPages; zero
 	// fields are wasmhost's defaults. Init and ErrorExport must be zero.
 	Host wasmhost.Options
