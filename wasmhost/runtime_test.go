@@ -19,9 +19,15 @@ func slowModule() []byte {
 		body.Byte(0x41, 0x00, 0x04, 0x40, 0x0b) // i32.const 0; if; end
 	}
 	body.Byte(0x0b)
+	return funcsModule(100, body)
+}
+
+// funcsModule is a module of n functions () -> () with the same body,
+// exporting its memory.
+func funcsModule(n int, body wasmbin.Writer) []byte {
 	m := &wasmbin.Module{Types: []wasmbin.FuncType{{}}, Memories: []wasmbin.Limits{{Min: 1}},
 		Exports: []wasmbin.Export{{Name: "memory", Kind: wasmbin.ExternMemory}}}
-	bodies := make([]wasmbin.Writer, 100)
+	bodies := make([]wasmbin.Writer, n)
 	for i := range bodies {
 		m.Funcs = append(m.Funcs, 0)
 		bodies[i] = body
@@ -67,14 +73,7 @@ func BenchmarkCompileAtCaps(b *testing.B) {
 			body.Byte(0x0b)
 		}
 		body.Byte(0x0b)
-		m := &wasmbin.Module{Types: []wasmbin.FuncType{{}}, Memories: []wasmbin.Limits{{Min: 1}},
-			Exports: []wasmbin.Export{{Name: "memory", Kind: wasmbin.ExternMemory}}}
-		bodies := make([]wasmbin.Writer, 150)
-		for i := range bodies {
-			m.Funcs = append(m.Funcs, 0)
-			bodies[i] = body
-		}
-		return wasmbin.Encode(m, bodies)
+		return funcsModule(150, body)
 	}
 	for _, bc := range []struct {
 		name string
