@@ -113,12 +113,14 @@ func (r *Runtime) Compile(ctx context.Context, wasm []byte) (wazero.CompiledModu
 		// The compiler gets a context without ctx's cancellation: it does
 		// not check it, and a compilation left behind must end cleanly.
 		c, err := r.rt.CompileModule(context.WithoutCancel(ctx), wasm)
+		if c != nil {
+			r.mu.Lock()
+			r.compiled = append(r.compiled, c) // closed with the Runtime
+			r.mu.Unlock()
+		}
 		select {
 		case done <- result{c, err}:
 		case <-abandoned:
-			if c != nil {
-				_ = c.Close(context.Background())
-			}
 		}
 		r.compileEnded()
 	}()
@@ -127,20 +129,9 @@ func (r *Runtime) Compile(ctx context.Context, wasm []byte) (wazero.CompiledModu
 		if res.err != nil {
 			return nil, nil, &Error{Module: r.name, Kind: KindLoad, Err: fmt.Errorf("compiling: %w", res.err)}
 		}
-		r.mu.Lock()
-		r.compiled = append(r.compiled, res.c)
-		r.mu.Unlock()
 		return res.c, shape, nil
 	case <-ctx.Done():
 		close(abandoned)
-		// The result may have been sent just before.
-		select {
-		case res := <-done:
-			if res.c != nil {
-				_ = res.c.Close(context.Background())
-			}
-		default:
-		}
 		return nil, nil, r.canceled(ctx.Err())
 	}
 }
