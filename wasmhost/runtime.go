@@ -107,8 +107,7 @@ func (r *Runtime) Compile(ctx context.Context, wasm []byte) (wazero.CompiledModu
 		c   wazero.CompiledModule
 		err error
 	}
-	done := make(chan result, 1)
-	abandoned := make(chan struct{})
+	done := make(chan result, 1) // never blocks the goroutine
 	go func() {
 		// The compiler gets a context without ctx's cancellation: it does
 		// not check it, and a compilation left behind must end cleanly.
@@ -118,10 +117,7 @@ func (r *Runtime) Compile(ctx context.Context, wasm []byte) (wazero.CompiledModu
 			r.compiled = append(r.compiled, c) // closed with the Runtime
 			r.mu.Unlock()
 		}
-		select {
-		case done <- result{c, err}:
-		case <-abandoned:
-		}
+		done <- result{c, err}
 		r.compileEnded()
 	}()
 	select {
@@ -131,7 +127,6 @@ func (r *Runtime) Compile(ctx context.Context, wasm []byte) (wazero.CompiledModu
 		}
 		return res.c, shape, nil
 	case <-ctx.Done():
-		close(abandoned)
 		return nil, nil, r.canceled(ctx.Err())
 	}
 }
