@@ -391,28 +391,9 @@ func (m *Module) newInstance(ctx context.Context) (*Instance, error) {
 	}
 	if err != nil {
 		m.discard(inst)
-		if ctx.Err() == nil && ictx.Err() != nil {
-			// The init deadline, not the caller's, ended it.
-			return nil, &Error{Module: m.name, Kind: KindLoad, Err: wrapMsg(err, "initializing instance: %s", timeoutMessage(ictx, m.opts.InitTimeout))}
-		}
-		return nil, asLoad(err)
+		return nil, InitError(m.name, ctx, ictx, m.opts.InitTimeout, err)
 	}
 	return inst, nil
-}
-
-// asLoad turns a call error during initialization into a load error,
-// keeping its export and cause; other errors pass unchanged, and so does
-// the caller's own cancellation or deadline (newInstance reports the init
-// deadline itself).
-func asLoad(err error) error {
-	var e *Error
-	if errors.As(err, &e) && e.Kind != KindLoad && e.Kind != KindClosed && e.Kind != KindCanceled && e.Kind != KindTimeout {
-		c := *e
-		c.Kind = KindLoad
-		c.Err = wrapMsg(e.Err, "initializing instance: %s", firstLine(e.Err))
-		return &c
-	}
-	return err
 }
 
 // Close stops the module: new calls fail with ErrClosed at once, calls in

@@ -3,7 +3,6 @@ package wasmhost
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
 )
 
@@ -65,7 +64,7 @@ func (p *Pool[T]) Acquire(ctx context.Context, export string) (T, error) {
 	select {
 	case p.sem <- struct{}{}:
 	case <-ctx.Done():
-		return zero, p.CtxError(export, ctx.Err(), "waiting for an instance: ")
+		return zero, ctxError(p.module, export, ctx.Err(), "waiting for an instance: ")
 	case <-p.done:
 		return zero, p.ClosedError(export)
 	}
@@ -120,14 +119,4 @@ func (p *Pool[T]) Shutdown(ctx context.Context) {
 // ClosedError is the KindClosed *Error of a call of export after Shutdown.
 func (p *Pool[T]) ClosedError(export string) *Error {
 	return &Error{Module: p.module, Export: export, Kind: KindClosed, Err: errors.New("module is closed")}
-}
-
-// CtxError classifies a done caller context for a call of export: a
-// KindTimeout *Error for a deadline, KindCanceled otherwise; prefix
-// starts the message.
-func (p *Pool[T]) CtxError(export string, err error, prefix string) *Error {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return &Error{Module: p.module, Export: export, Kind: KindTimeout, Err: fmt.Errorf("%scaller's deadline exceeded: %w", prefix, err)}
-	}
-	return &Error{Module: p.module, Export: export, Kind: KindCanceled, Err: fmt.Errorf("%s%w", prefix, err)}
 }

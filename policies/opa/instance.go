@@ -11,7 +11,6 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
-	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/openclaw-go/openclaw/wasmhost"
 )
@@ -61,11 +60,7 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 		if m.pool.Closing() {
 			return nil, m.pool.ClosedError("")
 		}
-		var e *wasmhost.Error
-		if errors.As(err, &e) && e.Kind == wasmhost.KindTimeout && ctx.Err() == nil {
-			return nil, loadErr(m.name, "initializing instance: %s", timeoutMessage(ictx, m.opts.InitTimeout))
-		}
-		return nil, asLoad(err)
+		return nil, wasmhost.InitError(m.name, ctx, ictx, m.opts.InitTimeout, err)
 	}
 	return inst, nil
 }
@@ -269,52 +264,9 @@ func (i *instance) call(ctx, callerCtx context.Context, export string, fn api.Fu
 
 // classify turns a wazero call error into a *wasmhost.Error.
 func (i *instance) classify(ctx, callerCtx context.Context, export string, err error) *wasmhost.Error {
-	m := i.m
-	e := &wasmhost.Error{Module: m.name, Export: export, Kind: wasmhost.KindTrap, Err: err}
-	var exit *sys.ExitError
-	switch {
-	case errors.As(err, &exit) && (exit.ExitCode() == sys.ExitCodeDeadlineExceeded || exit.ExitCode() == sys.ExitCodeContextCanceled):
-		if cerr := callerCtx.Err(); cerr != nil {
-			return m.pool.CtxError(export, cerr, "")
-		}
-		if m.pool.Closing() {
-			e.Kind, e.Err = wasmhost.KindClosed, &causeError{"module closed during the call", err}
-			break
-		}
-		e.Kind, e.Err = wasmhost.KindTimeout, &causeError{timeoutMessage(ctx, i.limit), err}
-	case errors.As(err, &exit) && m.pool.Closing():
-		e.Kind, e.Err = wasmhost.KindClosed, &causeError{"module closed during the call", err}
-	case i.refusedGrow != 0:
-		limit := m.opts.MemoryLimitPages
-		e.Kind, e.Err = wasmhost.KindMemoryLimit, &causeError{fmt.Sprintf("out of memory: growing to %d pages was refused by the cap of %d pages (%d MiB)",
-			(i.refusedGrow+pageSize-1)/pageSize, limit, uint64(limit)*pageSize>>20), err}
-	case i.hostErr != nil:
-		e.Err = &causeError{i.hostErr.Error(), err}
-	}
-	return e
+	return wasmhost.ClassifyCall(ctx, callerCtx, wasmhost.CallFailure{Module: i.m.name, Export: export, Err: err, Limit: i.limit,
+		MemoryLimitPages: i.m.opts.MemoryLimitPages, RefusedGrow: i.refusedGrow, Closing: i.m.pool.Closing(), TrapMessage: i.hostErr})
 }
-
-// timeoutMessage says why ctx, the context of a call bounded by limit,
-// ended: the *wasmhost.DeadlineError's message ("deadline of 100ms
-// exceeded" or "wall-clock cap of 1s exceeded (…)") when a
-// wasmhost.Deadline ended it, else "deadline of <limit> exceeded".
-func timeoutMessage(ctx context.Context, limit time.Duration) string {
-	var de *wasmhost.DeadlineError
-	if errors.As(context.Cause(ctx), &de) {
-		return de.Error()
-	}
-	return fmt.Sprintf("deadline of %v exceeded", limit)
-}
-
-// causeError has its own message and unwraps to the wazero error it
-// explains.
-type causeError struct {
-	msg string
-	err error
-}
-
-func (c *causeError) Error() string { return c.msg }
-func (c *causeError) Unwrap() error { return c.err }
 
 // hostFunc returns the Go implementation of env function f. The instance
 // making the call comes from the call's context.

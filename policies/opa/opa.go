@@ -336,7 +336,7 @@ func (m *Module) inspect(ctx context.Context, inst *instance, override map[polic
 
 	var builtins map[string]int32
 	if err := inst.dumpExport(ictx, exportBuiltins, &builtins); err != nil {
-		return asLoad(err)
+		return wasmhost.AsLoad(err)
 	}
 	m.builtins = make(map[int32]string, len(builtins))
 	var missing []string
@@ -360,7 +360,7 @@ func (m *Module) inspect(ctx context.Context, inst *instance, override map[polic
 	}
 
 	if err := inst.dumpExport(ictx, exportEntrypoints, &m.entrypoints); err != nil {
-		return asLoad(err)
+		return wasmhost.AsLoad(err)
 	}
 	return m.mapHooks(override)
 }
@@ -443,22 +443,6 @@ func quote(b []byte) string {
 		return fmt.Sprintf("%q…", b[:64])
 	}
 	return fmt.Sprintf("%q", b)
-}
-
-// asLoad turns an error during initialization into a load error, keeping
-// its cause. The caller's own cancellation or deadline (the instance was
-// made for its call; newInstance reports the init deadline itself) stays
-// what it is.
-func asLoad(err error) error {
-	var e *wasmhost.Error
-	if errors.As(err, &e) && e.Kind != wasmhost.KindLoad && e.Kind != wasmhost.KindClosed &&
-		e.Kind != wasmhost.KindCanceled && e.Kind != wasmhost.KindTimeout {
-		c := *e
-		c.Kind = wasmhost.KindLoad
-		c.Err = fmt.Errorf("initializing instance: %w", e.Err)
-		return &c
-	}
-	return err
 }
 
 // Name returns the module's configured name.
