@@ -159,7 +159,7 @@ func TestLoadRefusesNamingModuleAndReason(t *testing.T) {
 			t.Parallel()
 			// Relative sources resolve against the policy file's folder.
 			pf := writeFile(t, dir, strings.ReplaceAll(tt.name, " ", "-")+".json", []byte(tt.policy))
-			_, err := engine.Load(context.Background(), &engine.Options{ConfigFile: pf, Audit: &sink{}, Host: hostNoCache()})
+			_, err := engine.Load(context.Background(), &engine.Options{ConfigFile: pf, Audit: &sink{}, Host: testHost()})
 			if err == nil {
 				t.Fatal("loaded; want a refusal")
 			}
@@ -462,7 +462,7 @@ func TestWatchSwapsOnFileChange(t *testing.T) {
 
 func TestClosedEngineBlocks(t *testing.T) {
 	t.Parallel()
-	e, err := engine.Load(context.Background(), &engine.Options{Audit: &sink{}, Host: hostNoCache()})
+	e, err := engine.Load(context.Background(), &engine.Options{Audit: &sink{}, Host: testHost()})
 	if err != nil {
 		t.Fatal(err)
 	}

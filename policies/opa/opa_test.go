@@ -57,8 +57,7 @@ func readWasm(t testing.TB, path string) []byte {
 	return b
 }
 
-// load loads a module with the test's cache directory and closes it when
-// the test ends. Unless the test sets them, the deadlines are 10 s: the
+// load loads a module and closes it when the test ends. Unless the test sets them, the deadlines are 10 s: the
 // tests share two cores with everyone's builds (and run under -race), and
 // only the tests about deadlines may depend on one.
 func load(t testing.TB, path string, config string, opts *opa.Options) *opa.Module {
