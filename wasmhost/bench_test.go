@@ -15,7 +15,7 @@ import (
 // (guests/testdata/allow.wat) answers a fixed verdict without a loop, with
 // interruption on (close-on-done and the call deadline).
 func BenchmarkCallBytes(b *testing.B) {
-	m := load(b, "allow", &wasmhost.Options{NoCache: true})
+	m := load(b, "allow", &wasmhost.Options{})
 	in := []byte(`{"abi":1,"tool":{"name":"t"}}`)
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -33,7 +33,7 @@ func BenchmarkCallBytes(b *testing.B) {
 // 20 ms deadline: with a wall-clock deadline every preemption inside the
 // guest was a failure; with the CPU-time deadline there should be none.
 func BenchmarkCallBytesStarved(b *testing.B) {
-	m := load(b, "allow", &wasmhost.Options{NoCache: true, CallTimeout: 20 * time.Millisecond})
+	m := load(b, "allow", &wasmhost.Options{CallTimeout: 20 * time.Millisecond})
 	in := []byte(`{"abi":1,"tool":{"name":"t"}}`)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

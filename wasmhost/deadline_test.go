@@ -214,7 +214,7 @@ func loadInternal(t *testing.T, name string, opts Options) *Module {
 	if err != nil {
 		t.Fatalf("reading fixture (run guests/build.sh): %v", err)
 	}
-	opts.NoCache, opts.InitTimeout, opts.PoolSize = true, time.Minute, 1
+	opts.InitTimeout, opts.PoolSize = time.Minute, 1
 	m, err := Load(context.Background(), name, wasm, &opts)
 	if err != nil {
 		t.Fatalf("Load(%s): %v", name, err)

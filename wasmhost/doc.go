@@ -8,10 +8,14 @@
 //   - One wazero Runtime per module, compiler mode, with
 //     WithCloseOnContextDone(true), so a spinning guest is interrupted when
 //     its call deadline (Options.CallTimeout, default 100 ms) or the
-//     caller's context ends; an on-disk compilation cache. The deadline is
+//     caller's context ends; compiled code cached in memory only. The deadline is
 //     CPU time of the OS thread running the guest, with a wall-clock cap
 //     of max(10 × it, 2 s) ([Deadline]): a guest starved of CPU on a busy
 //     machine is not failed for it.
+//   - Load limits checked before anything is compiled
+//     ([wasmbin.DefaultCaps]: locals, body size, blocks, nesting, counts,
+//     sizes), so that a small file cannot make the compiler allocate or
+//     run without bound; a load returns when its context ends.
 //   - A memory cap per instance (Options.MemoryLimitPages, default 256
 //     pages = 16 MiB); a trap after a refused memory.grow is KindMemoryLimit.
 //   - Zero capabilities: wasi_snapshot_preview1 is provided only if the
@@ -27,7 +31,9 @@
 //     against the guest's memory and Options.MaxResultBytes (default 1 MiB)
 //     and copied out before the instance returns to the pool.
 //   - An instance that failed in any way (trap, timeout, exit, bad result)
-//     is discarded, never reused; the next call gets a fresh one.
+//     is discarded, never reused; the next call gets a fresh one, and the
+//     discarded instance's memory goes back to the operating system
+//     within about a second.
 //
 // The byte-call convention of [Module.CallBytes] keeps one decision at one
 // guest call: the host keeps one input buffer per instance (from the

@@ -9,14 +9,20 @@ import (
 	"testing"
 )
 
-// TestImports enforces DESIGN.md §2: wasmhost imports the standard library
-// and wazero only (never go-sdk, never policies).
+// TestImports enforces DESIGN.md §2: wasmhost imports the standard library,
+// wazero and its own wasmbin only (never go-sdk, never policies), and
+// wasmbin imports the standard library only.
 func TestImports(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
+	bin, err := filepath.Glob(filepath.Join("wasmbin", "*.go"))
+	if err != nil || len(bin) == 0 {
+		t.Fatalf("no wasmbin files: %v", err)
+	}
+	files = append(files, bin...)
 	fset := token.NewFileSet()
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
@@ -32,8 +38,11 @@ func TestImports(t *testing.T) {
 			if !strings.Contains(first, ".") { // standard library
 				continue
 			}
-			if !strings.HasPrefix(path, "github.com/tetratelabs/wazero") {
-				t.Errorf("%s imports %s: wasmhost may import only the standard library and wazero", f, path)
+			switch {
+			case strings.HasPrefix(f, "wasmbin"):
+				t.Errorf("%s imports %s: wasmbin may import only the standard library", f, path)
+			case !strings.HasPrefix(path, "github.com/tetratelabs/wazero") && path != "github.com/openclaw-go/openclaw/wasmhost/wasmbin":
+				t.Errorf("%s imports %s: wasmhost may import only the standard library, wazero and wasmhost/wasmbin", f, path)
 			}
 		}
 	}

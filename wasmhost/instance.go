@@ -2,12 +2,10 @@ package wasmhost
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"sync"
 
 	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/sys"
 )
 
 // Instance is one instantiated guest, handed to [Options.Init]. It is not
@@ -258,35 +256,12 @@ func (i *Instance) Func(name string) (FuncType, bool) { return i.m.Func(name) }
 
 // classify turns a wazero call error into an *Error.
 func (i *Instance) classify(ctx, callerCtx context.Context, export string, err error) *Error {
-	e := &Error{Module: i.m.name, Export: export, Err: err}
+	f := CallFailure{Module: i.m.name, Export: export, Err: err, Limit: i.m.opts.CallTimeout,
+		MemoryLimitPages: i.m.opts.MemoryLimitPages, RefusedGrow: i.refusedGrow, Closing: i.m.pool.Closing(), ABIErr: i.abiErr}
 	if i.output != nil {
-		e.Stderr = i.output.String()
+		f.Stderr = i.output.String()
 	}
-	var exit *sys.ExitError
-	switch {
-	case i.abiErr != nil:
-		e.Kind, e.Err = KindABI, i.abiErr
-	case errors.As(err, &exit) && (exit.ExitCode() == sys.ExitCodeDeadlineExceeded || exit.ExitCode() == sys.ExitCodeContextCanceled):
-		if cerr := callerCtx.Err(); cerr != nil {
-			return i.m.pool.CtxError(export, cerr, "")
-		}
-		if i.m.pool.Closing() {
-			e.Kind, e.Err = KindClosed, wrapMsg(err, "module closed during the call")
-			break
-		}
-		e.Kind, e.Err = KindTimeout, wrapMsg(err, "%s", timeoutMessage(ctx, i.m.opts.CallTimeout))
-	case errors.As(err, &exit) && i.m.pool.Closing():
-		e.Kind, e.Err = KindClosed, wrapMsg(err, "module closed during the call")
-	case errors.As(err, &exit):
-		e.Kind, e.Err = KindExit, wrapMsg(err, "guest exited with code %d", exit.ExitCode())
-	case i.refusedGrow != 0:
-		limit := i.m.opts.MemoryLimitPages
-		e.Kind, e.Err = KindMemoryLimit, wrapMsg(err, "out of memory: growing to %d pages was refused by the cap of %d pages (%d MiB): %s",
-			(i.refusedGrow+pageSize-1)/pageSize, limit, uint64(limit)*pageSize>>20, firstLine(err))
-	default:
-		e.Kind = KindTrap
-	}
-	return e
+	return ClassifyCall(ctx, callerCtx, f)
 }
 
 // tailBuffer keeps the last limit bytes written to it. It is written by

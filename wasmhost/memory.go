@@ -1,23 +1,19 @@
 package wasmhost
 
-import (
-	"github.com/tetratelabs/wazero/experimental"
-)
-
 // cappedMemory backs one instance's linear memory and enforces the
 // module's memory cap itself, so that the host can tell a refused
 // memory.grow (the guest ran out of memory) from any other trap. The
-// Runtime's own limit is set to the 4 GiB maximum so that every grow
-// request reaches Reallocate.
+// wazero Runtime's own limit is set to the 4 GiB maximum so that every
+// grow request reaches Reallocate.
 type cappedMemory struct {
-	limit uint64 // bytes
-	buf   []byte
-	inst  *Instance
+	limit   uint64 // bytes
+	buf     []byte
+	refused *uint64 // set to a size refused by the cap
 }
 
 func (m *cappedMemory) Reallocate(size uint64) []byte {
 	if size > m.limit {
-		m.inst.refusedGrow = size
+		*m.refused = size
 		return nil
 	}
 	if size <= uint64(cap(m.buf)) {
@@ -34,10 +30,3 @@ func (m *cappedMemory) Reallocate(size uint64) []byte {
 }
 
 func (m *cappedMemory) Free() { m.buf = nil }
-
-// allocator returns the memory allocator for inst.
-func (i *Instance) allocator() experimental.MemoryAllocator {
-	return experimental.MemoryAllocatorFunc(func(_, _ uint64) experimental.LinearMemory {
-		return &cappedMemory{limit: uint64(i.m.opts.MemoryLimitPages) * pageSize, inst: i}
-	})
-}

@@ -5,15 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
-	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 )
 
@@ -73,12 +70,6 @@ type Options struct {
 	// calls; callers beyond it wait on their context. 0 means
 	// runtime.GOMAXPROCS(0).
 	PoolSize int
-	// CacheDir is the directory of the on-disk compilation cache. "" means
-	// <os.UserCacheDir()>/openclaw-go/wasm. When the directory cannot be
-	// created the module loads without a cache, with no error.
-	CacheDir string
-	// NoCache disables the on-disk compilation cache.
-	NoCache bool
 	// Logger receives the guest's openclaw_policy.log records (at most 64
 	// per call, each cut to 1 KiB) with a "module" attribute, rate-limited
 	// per module ([GuestLog]). nil discards.
@@ -112,8 +103,7 @@ type Options struct {
 type Module struct {
 	name     string
 	opts     Options
-	rt       wazero.Runtime
-	cache    wazero.CompilationCache
+	rt       *Runtime
 	compiled wazero.CompiledModule
 	funcs    map[string]FuncType
 	wasi     bool
@@ -156,19 +146,8 @@ var (
 	sigLog   = FuncType{Params: []api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}}
 )
 
-// DefaultCacheDir returns the default compilation cache directory,
-// <os.UserCacheDir()>/openclaw-go/wasm, or "" when the user cache directory
-// is unknown.
-func DefaultCacheDir() string {
-	d, err := os.UserCacheDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(d, "openclaw-go", "wasm")
-}
-
-// Load compiles wasm in a new wazero Runtime (compiler mode, close on
-// context done, the memory cap), links the host modules it imports (WASI
+// Load checks wasm against the load limits and compiles it in a new
+// [Runtime] (compiler mode, close on context done, the memory cap), links the host modules it imports (WASI
 // with no capabilities, openclaw_policy.log), and pre-warms one instance,
 // running _initialize and opts.Init on it. name identifies the module in
 // errors and logs. The module must export its linear memory as "memory"
@@ -183,9 +162,6 @@ func Load(ctx context.Context, name string, wasm []byte, opts *Options) (*Module
 	o := &m.opts
 	if o.MemoryLimitPages == 0 {
 		o.MemoryLimitPages = DefaultMemoryLimitPages
-	}
-	if o.MemoryLimitPages > maxMemoryPages {
-		return nil, errorf(name, "", KindLoad, "memory limit of %d pages is over the maximum of %d", o.MemoryLimitPages, maxMemoryPages)
 	}
 	if o.CallTimeout <= 0 {
 		o.CallTimeout = DefaultCallTimeout
@@ -203,13 +179,11 @@ func Load(ctx context.Context, name string, wasm []byte, opts *Options) (*Module
 		o.OutputLimit = DefaultOutputLimit
 	}
 
-	// The Runtime's limit is the 4 GiB maximum: the per-module cap is
-	// enforced by the instances' memory allocator (memory.go), which sees
-	// every grow request and so can report a refused one.
-	rc := wazero.NewRuntimeConfigCompiler().
-		WithCloseOnContextDone(true).
-		WithMemoryLimitPages(maxMemoryPages)
-	m.rt, m.cache = NewRuntime(ctx, rc, o.CacheDir, o.NoCache)
+	rt, err := NewRuntime(ctx, name, o.MemoryLimitPages, true)
+	if err != nil {
+		return nil, err
+	}
+	m.rt = rt
 	m.pool = NewPool(name, o.PoolSize, m.newInstance, m.discard)
 	m.log = NewGuestLog(o.Logger, name)
 
@@ -224,54 +198,12 @@ func Load(ctx context.Context, name string, wasm []byte, opts *Options) (*Module
 	return m, nil
 }
 
-// openCache returns a compilation cache in dir (or the default directory),
-// or nil when it cannot be created.
-// runtimeMu serializes the creation of wazero Runtimes and compilation
-// caches: wazero v1.12 memoizes its version string in an unguarded global
-// the first time either is created, a data race when modules load
-// concurrently.
-var runtimeMu sync.Mutex
-
-// NewRuntime creates a wazero Runtime from rc, with an on-disk
-// compilation cache in cacheDir ("" means [DefaultCacheDir]) unless
-// noCache is set or the directory cannot be created (then the cache is
-// nil and no error is reported). It is safe for concurrent use; every
-// Runtime of openclaw-go, including the OPA adapter's, is made here.
-func NewRuntime(ctx context.Context, rc wazero.RuntimeConfig, cacheDir string, noCache bool) (wazero.Runtime, wazero.CompilationCache) {
-	runtimeMu.Lock()
-	defer runtimeMu.Unlock()
-	var cache wazero.CompilationCache
-	if !noCache {
-		if cache = openCache(cacheDir); cache != nil {
-			rc = rc.WithCompilationCache(cache)
-		}
-	}
-	return wazero.NewRuntimeWithConfig(ctx, rc), cache
-}
-
-func openCache(dir string) wazero.CompilationCache {
-	if dir == "" {
-		dir = DefaultCacheDir()
-	}
-	if dir == "" {
-		return nil
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil
-	}
-	c, err := wazero.NewCompilationCacheWithDir(dir)
-	if err != nil {
-		return nil
-	}
-	return c
-}
-
 // link compiles the module, checks its imports and exports, and
 // instantiates the host modules it needs.
 func (m *Module) link(ctx context.Context, wasm []byte) error {
-	compiled, err := m.rt.CompileModule(ctx, wasm)
+	compiled, _, err := m.rt.Compile(ctx, wasm)
 	if err != nil {
-		return &Error{Module: m.name, Kind: KindLoad, Err: fmt.Errorf("compiling: %w", err)}
+		return err
 	}
 	m.compiled = compiled
 	needLog := false
@@ -311,12 +243,12 @@ func (m *Module) link(ctx context.Context, wasm []byte) error {
 		return errorf(m.name, "", KindLoad, "export %q has signature %s, want (i32, i32) -> ()", wasmExportFree, ft)
 	}
 	if m.wasi {
-		if _, err := wasi_snapshot_preview1.Instantiate(ctx, m.rt); err != nil {
+		if _, err := wasi_snapshot_preview1.Instantiate(ctx, m.rt.Wazero()); err != nil {
 			return &Error{Module: m.name, Kind: KindLoad, Err: fmt.Errorf("instantiating WASI: %w", err)}
 		}
 	}
 	if needLog {
-		_, err := m.rt.NewHostModuleBuilder(LogModule).
+		_, err := m.rt.Wazero().NewHostModuleBuilder(LogModule).
 			NewFunctionBuilder().
 			WithGoModuleFunction(api.GoModuleFunc(m.hostLog), sigLog.Params, nil).
 			WithParameterNames("level", "ptr", "len").
@@ -443,7 +375,7 @@ func (m *Module) newInstance(ctx context.Context) (*Instance, error) {
 		inst.output = &tailBuffer{limit: m.opts.OutputLimit}
 		cfg = cfg.WithStdout(inst.output).WithStderr(inst.output)
 	}
-	mod, err := m.rt.InstantiateModule(experimental.WithMemoryAllocator(ictx, inst.allocator()), m.compiled, cfg)
+	mod, err := m.rt.Wazero().InstantiateModule(m.rt.MemoryContext(ictx, &inst.refusedGrow), m.compiled, cfg)
 	if err != nil {
 		if m.pool.Closing() {
 			return nil, m.pool.ClosedError("")
@@ -466,33 +398,14 @@ func (m *Module) newInstance(ctx context.Context) (*Instance, error) {
 	}
 	if err != nil {
 		m.discard(inst)
-		if ctx.Err() == nil && ictx.Err() != nil {
-			// The init deadline, not the caller's, ended it.
-			return nil, &Error{Module: m.name, Kind: KindLoad, Err: wrapMsg(err, "initializing instance: %s", timeoutMessage(ictx, m.opts.InitTimeout))}
-		}
-		return nil, asLoad(err)
+		return nil, InitError(m.name, ctx, ictx, m.opts.InitTimeout, err)
 	}
 	return inst, nil
 }
 
-// asLoad turns a call error during initialization into a load error,
-// keeping its export and cause; other errors pass unchanged, and so does
-// the caller's own cancellation or deadline (newInstance reports the init
-// deadline itself).
-func asLoad(err error) error {
-	var e *Error
-	if errors.As(err, &e) && e.Kind != KindLoad && e.Kind != KindClosed && e.Kind != KindCanceled && e.Kind != KindTimeout {
-		c := *e
-		c.Kind = KindLoad
-		c.Err = wrapMsg(e.Err, "initializing instance: %s", firstLine(e.Err))
-		return &c
-	}
-	return err
-}
-
 // Close stops the module: new calls fail with ErrClosed at once, calls in
 // flight may finish until ctx is done (then they are interrupted), and the
-// Runtime, its instances and the compilation cache handle are released. It
+// Runtime and its instances are released. It
 // is idempotent and safe for concurrent use; every call returns the first
 // call's result.
 func (m *Module) Close(ctx context.Context) error {
@@ -503,15 +416,4 @@ func (m *Module) Close(ctx context.Context) error {
 	return m.closeErr
 }
 
-func (m *Module) closeRuntime(ctx context.Context) error {
-	err := m.rt.Close(context.WithoutCancel(ctx))
-	if err != nil {
-		err = &Error{Module: m.name, Kind: KindClosed, Err: fmt.Errorf("closing runtime: %w", err)}
-	}
-	if m.cache != nil {
-		if cerr := m.cache.Close(context.WithoutCancel(ctx)); cerr != nil {
-			err = errors.Join(err, &Error{Module: m.name, Kind: KindClosed, Err: fmt.Errorf("closing compilation cache: %w", cerr)})
-		}
-	}
-	return err
-}
+func (m *Module) closeRuntime(ctx context.Context) error { return m.rt.Close(ctx) }

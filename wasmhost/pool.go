@@ -3,7 +3,6 @@ package wasmhost
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 )
@@ -189,7 +188,7 @@ func (p *Pool[T]) Acquire(ctx context.Context, export string) (T, error) {
 		case <-w.ready:
 		case <-ctx.Done():
 			p.abandon(w, class)
-			return zero, p.CtxError(export, ctx.Err(), "waiting for an instance: ")
+			return zero, ctxError(p.module, export, ctx.Err(), "waiting for an instance: ")
 		case <-p.done:
 			p.abandon(w, class)
 			return zero, p.ClosedError(export)
@@ -250,7 +249,7 @@ func (p *Pool[T]) instance(ctx context.Context, export, key string) (T, error) {
 		return p.createFor(ctx, key)
 	case <-ctx.Done():
 		p.giveUp(ch, key)
-		return zero, p.CtxError(export, ctx.Err(), "waiting for an instance: ")
+		return zero, ctxError(p.module, export, ctx.Err(), "waiting for an instance: ")
 	case <-p.done:
 		p.giveUp(ch, key)
 		return zero, p.ClosedError(export)
@@ -346,12 +345,14 @@ func (p *Pool[T]) Release(ctx context.Context, inst T, discard bool) {
 		p.freeSlot(key)
 		p.mu.Unlock()
 		p.destroy(inst)
+		releaseMemory()
 		return
 	case discard:
 		p.refilling++
 		p.freeSlot(key)
 		p.mu.Unlock()
 		p.destroy(inst)
+		releaseMemory()
 		go p.refill()
 		return
 	}
@@ -379,6 +380,7 @@ func (p *Pool[T]) refill() {
 	p.mu.Unlock()
 	if err == nil && closing {
 		p.destroy(inst)
+		releaseMemory()
 	}
 }
 
@@ -402,14 +404,4 @@ func (p *Pool[T]) Shutdown(ctx context.Context) {
 // ClosedError is the KindClosed *Error of a call of export after Shutdown.
 func (p *Pool[T]) ClosedError(export string) *Error {
 	return &Error{Module: p.module, Export: export, Kind: KindClosed, Err: errors.New("module is closed")}
-}
-
-// CtxError classifies a done caller context for a call of export: a
-// KindTimeout *Error for a deadline, KindCanceled otherwise; prefix
-// starts the message.
-func (p *Pool[T]) CtxError(export string, err error, prefix string) *Error {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return &Error{Module: p.module, Export: export, Kind: KindTimeout, Err: fmt.Errorf("%scaller's deadline exceeded: %w", prefix, err)}
-	}
-	return &Error{Module: p.module, Export: export, Kind: KindCanceled, Err: fmt.Errorf("%s%w", prefix, err)}
 }

@@ -34,7 +34,7 @@ func TestDeadlineIsCPUTime(t *testing.T) {
 	t.Parallel()
 	const timeout = 20 * time.Millisecond
 	h := &sleepyHandler{sleep: 5 * timeout, msgs: make(chan string, 1)}
-	m := load(t, "hostile", &wasmhost.Options{NoCache: true, PoolSize: 1, CallTimeout: timeout, Logger: slog.New(h)})
+	m := load(t, "hostile", &wasmhost.Options{PoolSize: 1, CallTimeout: timeout, Logger: slog.New(h)})
 	out, err := m.CallBytes(context.Background(), "before_tool_call", []byte("hostile_log"))
 	if err != nil {
 		t.Fatalf("a call idle for %v of wall time with a CPU deadline of %v: %v", h.sleep, timeout, err)

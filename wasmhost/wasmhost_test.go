@@ -29,7 +29,7 @@ func fixture(t testing.TB, name string) []byte {
 
 func load(t testing.TB, name string, opts *wasmhost.Options) *wasmhost.Module {
 	t.Helper()
-	o := wasmhost.Options{NoCache: true}
+	o := wasmhost.Options{}
 	if opts != nil {
 		o = *opts
 	}
@@ -95,7 +95,7 @@ func TestContainment(t *testing.T) {
 		t.Run(fmt.Sprintf("%s/%s", tt.marker, tt.message), func(t *testing.T) {
 			t.Parallel()
 			o := tt.opts
-			o.NoCache, o.PoolSize = true, 1
+			o.PoolSize = 1
 			m := load(t, "hostile", &o)
 			for round := range 3 {
 				out, err := m.CallBytes(context.Background(), "before_tool_call", []byte(tt.marker))
@@ -152,7 +152,7 @@ func TestZeroResult(t *testing.T) {
 
 func TestZeroResultWithErrorExport(t *testing.T) {
 	t.Parallel()
-	m := load(t, "hostile", &wasmhost.Options{NoCache: true, ErrorExport: "last_error"})
+	m := load(t, "hostile", &wasmhost.Options{ErrorExport: "last_error"})
 	_, err := m.CallBytes(context.Background(), "before_tool_call", []byte("hostile_zero"))
 	want := `wasm module "hostile": before_tool_call: returned 0: configure rejected: the config asked for it`
 	if !errors.Is(err, wasmhost.ErrABI) || err.Error() != want {
@@ -211,8 +211,10 @@ func TestLoadErrors(t *testing.T) {
 		{"initial memory over the cap", fixture(t, "bigmem"), wasmhost.Options{},
 			`wasm module "m": initial memory of 300 pages is over the cap of 256 pages (16 MiB)`},
 		{"initial memory under a raised cap", fixture(t, "bigmem"), wasmhost.Options{MemoryLimitPages: 512}, ""},
+		{"2^32-1 locals", fixture(t, "locals"), wasmhost.Options{},
+			`wasm module "m": refused before compiling: function 0 exceeds the load limit of locals per function: 4294967295, over the limit of 50000`},
 		{"not wasm", []byte("hello"), wasmhost.Options{},
-			`wasm module "m": compiling: invalid magic number`},
+			`wasm module "m": compiling: not a WebAssembly binary (no \0asm magic)`},
 		{"limit over 4 GiB", fixture(t, "hostile"), wasmhost.Options{MemoryLimitPages: 65537},
 			`wasm module "m": memory limit of 65537 pages is over the maximum of 65536`},
 		{"init deadline", fixture(t, "hostile"), wasmhost.Options{InitTimeout: 20 * time.Millisecond, Init: func(ctx context.Context, inst *wasmhost.Instance) error {
@@ -229,7 +231,6 @@ func TestLoadErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			o := tt.opts
-			o.NoCache = true
 			m, err := wasmhost.Load(context.Background(), "m", tt.wasm, &o)
 			if tt.message == "" {
 				if err != nil {
@@ -256,7 +257,7 @@ func TestInitRunsOncePerInstance(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	inits := 0
-	opts := &wasmhost.Options{NoCache: true, PoolSize: 1, Init: func(ctx context.Context, inst *wasmhost.Instance) error {
+	opts := &wasmhost.Options{PoolSize: 1, Init: func(ctx context.Context, inst *wasmhost.Instance) error {
 		mu.Lock()
 		inits++
 		mu.Unlock()
@@ -295,7 +296,7 @@ func TestInitRunsOncePerInstance(t *testing.T) {
 
 func TestInputBufferGrows(t *testing.T) {
 	t.Parallel()
-	m := load(t, "hostile", &wasmhost.Options{NoCache: true, PoolSize: 1, CallTimeout: time.Minute})
+	m := load(t, "hostile", &wasmhost.Options{PoolSize: 1, CallTimeout: time.Minute})
 	for _, n := range []int{0, 10, 4096, 5000, 64 << 10, 10} {
 		echo(t, m, strings.Repeat("a", n))
 	}
@@ -303,7 +304,7 @@ func TestInputBufferGrows(t *testing.T) {
 
 func TestConcurrentCalls(t *testing.T) {
 	t.Parallel()
-	m := load(t, "hostile", &wasmhost.Options{NoCache: true, PoolSize: 3, CallTimeout: time.Minute})
+	m := load(t, "hostile", &wasmhost.Options{PoolSize: 3, CallTimeout: time.Minute})
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for g := range 8 {
@@ -346,7 +347,7 @@ func TestPoolBoundAndClose(t *testing.T) {
 	t.Parallel()
 	h := &blockingHandler{entered: make(chan string, 1), release: make(chan struct{})}
 	m, err := wasmhost.Load(context.Background(), "hostile", fixture(t, "hostile"),
-		&wasmhost.Options{NoCache: true, PoolSize: 1, CallTimeout: time.Minute, Logger: slog.New(h)})
+		&wasmhost.Options{PoolSize: 1, CallTimeout: time.Minute, Logger: slog.New(h)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,7 +392,7 @@ func TestPoolBoundAndClose(t *testing.T) {
 
 func TestCallerDeadline(t *testing.T) {
 	t.Parallel()
-	m := load(t, "hostile", &wasmhost.Options{NoCache: true, CallTimeout: time.Minute})
+	m := load(t, "hostile", &wasmhost.Options{CallTimeout: time.Minute})
 	// A warm instance with its input buffer allocated, so that the only
 	// guest code the caller's deadline can interrupt is the looping export
 	// (on a loaded machine a cold call can spend the whole deadline in
@@ -416,7 +417,7 @@ func TestLog(t *testing.T) {
 		defer mu.Unlock()
 		return buf.Write(p)
 	}), &slog.HandlerOptions{Level: slog.LevelDebug}))
-	m := load(t, "hostile", &wasmhost.Options{NoCache: true, Logger: logger})
+	m := load(t, "hostile", &wasmhost.Options{Logger: logger})
 	out, err := m.CallBytes(context.Background(), "before_tool_call", []byte("hostile_log"))
 	if err != nil || string(out) != `{"decision":"allow"}` {
 		t.Fatalf("CallBytes = %q, %v", out, err)
@@ -465,30 +466,23 @@ func TestWASISandbox(t *testing.T) {
 	}
 }
 
-func TestCompilationCache(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
+// TestNoCompilationCacheOnDisk: native code is never read from, or
+// written to, a directory another process could write (the user cache
+// directory is where wazero's file cache would go).
+func TestNoCompilationCacheOnDisk(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(home, "cache"))
 	for range 2 {
-		m := load(t, "hostile", &wasmhost.Options{CacheDir: dir})
-		echo(t, m, "cached")
+		m := load(t, "hostile", nil)
+		echo(t, m, "loaded")
 	}
-	n := 0
-	_ = filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			n++
+	_ = filepath.WalkDir(home, func(p string, d os.DirEntry, err error) error {
+		if err == nil && p != home {
+			t.Errorf("loading wrote %s", p)
 		}
 		return nil
 	})
-	if n == 0 {
-		t.Fatalf("no files in the cache directory %s", dir)
-	}
-	// A directory that cannot be created means no cache, not an error.
-	file := filepath.Join(t.TempDir(), "file")
-	if err := os.WriteFile(file, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	m := load(t, "hostile", &wasmhost.Options{CacheDir: filepath.Join(file, "sub")})
-	echo(t, m, "uncached")
 }
 
 func TestErrorFormatting(t *testing.T) {
@@ -539,7 +533,7 @@ func TestErrorFormatting(t *testing.T) {
 func TestNoGoroutineLeak(t *testing.T) {
 	before := runtime.NumGoroutine()
 	m, err := wasmhost.Load(context.Background(), "hostile", fixture(t, "hostile"),
-		&wasmhost.Options{NoCache: true, PoolSize: 4, CallTimeout: 5 * time.Millisecond})
+		&wasmhost.Options{PoolSize: 4, CallTimeout: 5 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

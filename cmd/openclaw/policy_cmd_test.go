@@ -59,6 +59,8 @@ func TestPolicyInspect(t *testing.T) {
 		{testdataWasm + "bigmem.wasm", []string{"memory       300 pages initial (18.75 MiB), no declared max",
 			"initial memory of 300 pages is over the cap of 256 pages"}, 1},
 		{testdataWasm + "nohooks.wasm", []string{"hooks        -\n", "exports no hook"}, 1},
+		{testdataWasm + "locals.wasm", []string{"hooks        before_tool_call\n",
+			`loads        no: wasm module "locals": refused before compiling: function 0 exceeds the load limit of locals per function: 4294967295, over the limit of 50000`}, 1},
 		{"../../guests/rego/policy.wasm", []string{"format       opa\n", "abi version  OPA Wasm ABI 1.", "hooks        before_tool_call, sanitize_tool_names, decide_approval\n",
 			"memory       2 pages initial (128 KiB), no declared max, imported\n", "loads        yes\n", "  env.memory        memory  min 2\n"}, 0},
 		{"builtin:rules", []string{"source       builtin:rules\n", "sha256       " + rulesSHA256(t) + "\n", "loads        yes\n"}, 0},

@@ -49,6 +49,7 @@ func TestImportRules(t *testing.T) {
 	}{
 		{"policies", true, func(d string) bool { return !isStd(d) }, "the policy contract is a stdlib-only leaf"},
 		{"policies/internal/strictjson", false, func(d string) bool { return !isStd(d) }, "the strict decoder of module output is a stdlib-only leaf"},
+		{"wasmhost/wasmbin", true, func(d string) bool { return !isStd(d) }, "the Wasm binary reader is a stdlib-only leaf that wasmhost, the engine and the OPA adapter share"},
 		{"gateway/protocol", true, func(d string) bool { return !isStd(d) }, "the protocol vocabulary is a stdlib-only leaf"},
 		{"internal/redact", true, func(d string) bool { return !isStd(d) }, "redaction is a stdlib-only leaf"},
 		{"config", false, func(d string) bool { return strings.HasPrefix(d, module+"/") && d != module+"/internal/redact" }, "config is a leaf: of the module it imports only internal/redact"},

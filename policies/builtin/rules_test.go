@@ -19,7 +19,7 @@ import (
 func loadRules(t testing.TB, config string) (*wasmpolicy.Module, error) {
 	t.Helper()
 	m, err := wasmpolicy.Load(context.Background(), "rules", builtin.Rules(), json.RawMessage(config),
-		&wasmpolicy.Options{Host: wasmhost.Options{NoCache: true, PoolSize: 1, CallTimeout: time.Minute, InitTimeout: time.Minute}})
+		&wasmpolicy.Options{Host: wasmhost.Options{PoolSize: 1, CallTimeout: time.Minute, InitTimeout: time.Minute}})
 	if err == nil {
 		t.Cleanup(func() { _ = m.Close(context.Background()) })
 	}

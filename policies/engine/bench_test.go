@@ -28,7 +28,7 @@ func BenchmarkBeforeToolCall(b *testing.B) {
 	})
 	b.Run("chain", func(b *testing.B) {
 		m, err := wasmpolicy.Load(ctx, "rules", builtin.Rules(), []byte(builtin.DefaultRulesConfig),
-			&wasmpolicy.Options{Host: wasmhost.Options{NoCache: true}})
+			&wasmpolicy.Options{Host: wasmhost.Options{}})
 		if err != nil {
 			b.Fatal(err)
 		}

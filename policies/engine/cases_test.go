@@ -14,7 +14,7 @@ import (
 func TestRunCaseOtherHooks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	m, err := engine.OpenModule(ctx, "builtin:sanitizer", nil, hostNoCache())
+	m, err := engine.OpenModule(ctx, "builtin:sanitizer", nil, testHost())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -124,10 +124,9 @@ type Options struct {
 	// means a text logger on os.Stderr.
 	Logger *slog.Logger
 	// Host holds sandbox settings applied to every module (pool size,
-	// compilation cache, guest logger: nil means Logger). A module's
-	// timeout_ms and memory_limit_pages override CallTimeout and
-	// MemoryLimitPages; zero fields are wasmhost's defaults. Init and
-	// ErrorExport must be zero.
+	// deadlines, guest logger: nil means Logger). A module's timeout_ms and
+	// memory_limit_pages override CallTimeout and MemoryLimitPages; zero
+	// fields are wasmhost's defaults. Init and ErrorExport must be zero.
 	Host wasmhost.Options
 	// DefaultModules are the module sources loaded when neither
 	// ConfigFile nor Files name any module, each with its default config.

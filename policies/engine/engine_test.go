@@ -97,7 +97,6 @@ func load(t testing.TB, opts engine.Options) (*engine.Engine, *syncBuffer) {
 		opts.Audit = &sink{}
 	}
 	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
-	opts.Host.NoCache = true
 	// Shared CI machines under -race are slow: these tests are about
 	// decisions and swaps, not deadlines (the leak test sets its own).
 	if opts.Host.CallTimeout == 0 {
@@ -162,7 +161,7 @@ func TestLoadRefusesNamingModuleAndReason(t *testing.T) {
 			t.Parallel()
 			// Relative sources resolve against the policy file's folder.
 			pf := writeFile(t, dir, strings.ReplaceAll(tt.name, " ", "-")+".json", []byte(tt.policy))
-			_, err := engine.Load(context.Background(), &engine.Options{ConfigFile: pf, Audit: &sink{}, Host: hostNoCache()})
+			_, err := engine.Load(context.Background(), &engine.Options{ConfigFile: pf, Audit: &sink{}, Host: testHost()})
 			if err == nil {
 				t.Fatal("loaded; want a refusal")
 			}
@@ -319,6 +318,19 @@ func TestReloadSwapsChangedModule(t *testing.T) {
 	if l := logs.String(); !strings.Contains(l, "policy reload refused; the active policies stay in place") || !strings.Contains(l, `policy module \"p\"`) {
 		t.Errorf("log = %q", l)
 	}
+
+	// A module over a load limit (a function declaring 2^32-1 locals) is
+	// refused before it is compiled, naming the limit; the old module
+	// stays.
+	replaceFile(t, p, fixture(t, "locals"))
+	_, err = e.Reload(ctx)
+	if err == nil || !strings.Contains(err.Error(), `policy module "p"`) ||
+		!strings.Contains(err.Error(), "exceeds the load limit of locals per function: 4294967295, over the limit of 50000") {
+		t.Fatalf("reload of locals.wasm: err = %v", err)
+	}
+	if d := e.BeforeToolCall(ctx, call("hostile_block")); d.Outcome != policies.Block || d.Reason != "hostile says no" {
+		t.Fatalf("after a refused reload: %+v, want the previous module's block", d)
+	}
 }
 
 func TestReloadPolicyFile(t *testing.T) {
@@ -467,11 +479,18 @@ func TestWatchSwapsOnFileChange(t *testing.T) {
 	if d := e.BeforeToolCall(context.Background(), call("hostile_block")); d.Reason != "hostile says no" {
 		t.Fatalf("after a broken file: %+v, want the previous module", d)
 	}
+
+	waitFor("the refusal of a module over a load limit", func() bool {
+		return strings.Contains(logs.String(), "load limit of locals per function")
+	}, func() { replaceFile(t, p, fixture(t, "locals")) })
+	if d := e.BeforeToolCall(context.Background(), call("hostile_block")); d.Reason != "hostile says no" {
+		t.Fatalf("after a module over a load limit: %+v, want the previous module", d)
+	}
 }
 
 func TestClosedEngineBlocks(t *testing.T) {
 	t.Parallel()
-	e, err := engine.Load(context.Background(), &engine.Options{Audit: &sink{}, Host: hostNoCache()})
+	e, err := engine.Load(context.Background(), &engine.Options{Audit: &sink{}, Host: testHost()})
 	if err != nil {
 		t.Fatal(err)
 	}

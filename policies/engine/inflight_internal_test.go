@@ -36,7 +36,7 @@ func TestInFlightCallFinishesOnOldModule(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	e, err := Load(ctx, &Options{Files: []string{p}, Audit: discard{}, Host: wasmhost.Options{NoCache: true, CallTimeout: 10 * time.Second, InitTimeout: 10 * time.Second},
+	e, err := Load(ctx, &Options{Files: []string{p}, Audit: discard{}, Host: wasmhost.Options{CallTimeout: 10 * time.Second, InitTimeout: 10 * time.Second},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/openclaw-go/openclaw/policies/opa"
 	"github.com/openclaw-go/openclaw/policies/wasmpolicy"
 	"github.com/openclaw-go/openclaw/wasmhost"
+	"github.com/openclaw-go/openclaw/wasmhost/wasmbin"
 )
 
 // Inspection describes a policy module file: what `openclaw policy
@@ -37,7 +39,8 @@ type Inspection struct {
 	// Hooks are the hook exports the module has, in ABI order.
 	Hooks []policies.Hook `json:"hooks"`
 	// Exports and Imports list the module's exports and imports with
-	// their signatures.
+	// their signatures (of a module over a load limit, those read before
+	// the limit was hit).
 	Exports []Export `json:"exports"`
 	Imports []Import `json:"imports"`
 	// Memory is the module's first memory; nil when it has none.
@@ -59,11 +62,12 @@ func Inspect(ctx context.Context, source string, cfg json.RawMessage, host wasmh
 	if err != nil {
 		return nil, err
 	}
+	sum := sha256.Sum256(wasm)
 	shape, err := parseWasm(wasm)
-	if err != nil {
+	var ce *wasmbin.CapError
+	if err != nil && !errors.As(err, &ce) {
 		return nil, fmt.Errorf("%s: %w", source, err)
 	}
-	sum := sha256.Sum256(wasm)
 	in := &Inspection{Source: source, Size: len(wasm), SHA256: hex.EncodeToString(sum[:]),
 		Exports: shape.exports, Imports: shape.imports, Hooks: []policies.Hook{}}
 	if in.Exports == nil {
@@ -103,7 +107,9 @@ func Inspect(ctx context.Context, source string, cfg json.RawMessage, host wasmh
 				in.ABIVersion = &v
 			}
 		}
-		_ = m.Close(ctx)
+		// Open until the policy load below, which then finds the module
+		// compiled in the process's compilation cache.
+		defer m.Close(ctx)
 	}
 	pm, err := wasmpolicy.Load(ctx, name, wasm, cfg, &wasmpolicy.Options{Host: host})
 	if err != nil {

@@ -2,13 +2,14 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/openclaw-go/openclaw/policies/builtin"
 	"github.com/openclaw-go/openclaw/wasmhost"
+	"github.com/openclaw-go/openclaw/wasmhost/wasmbin"
 )
 
 func testModules(t testing.TB) map[string][]byte {
@@ -38,11 +39,15 @@ func TestParseWasmAgreesWithWazero(t *testing.T) {
 	t.Parallel()
 	for name, b := range testModules(t) {
 		shape, err := parseWasm(b)
+		var ce *wasmbin.CapError
+		if errors.As(err, &ce) {
+			continue // over a load limit on purpose: the host refuses it too
+		}
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
 		}
-		m, err := wasmhost.Load(context.Background(), name, b, &wasmhost.Options{NoCache: true, MemoryLimitPages: 65536})
+		m, err := wasmhost.Load(context.Background(), name, b, &wasmhost.Options{MemoryLimitPages: 65536})
 		if err != nil {
 			continue // refused by the host (unknown import…): nothing to compare
 		}
@@ -62,35 +67,4 @@ func TestParseWasmAgreesWithWazero(t *testing.T) {
 		}
 		_ = m.Close(context.Background())
 	}
-}
-
-func TestParseWasmRefusals(t *testing.T) {
-	t.Parallel()
-	for _, tt := range []struct {
-		in   string
-		want string
-	}{
-		{"", "no \\0asm magic"},
-		{"\x00asm\x0d\x00\x01\x00", "version 65549 (want 1: a core module, not a component)"},
-		{"\x00asm\x01\x00\x00\x00\x01\x05", "section 1: size 5: unexpected end of data"},
-		{"\x00asm\x01\x00\x00\x00\x01\x03\x01\x61\x00", "type form 0x61 is not a function type"},
-		{"\x00asm\x01\x00\x00\x00\x01\x04\x01\x60\x01\x01", "unknown value type 0x01"},
-		{"\x00asm\x01\x00\x00\x00\x03\x02\x01\x00", "function type index 0 out of range"},
-		{"\x00asm\x01\x00\x00\x00\x02\x06\xff\xff\xff\xff\x0f\x00", "vector of 4294967295 elements"},
-	} {
-		if _, err := parseWasm([]byte(tt.in)); err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("%q: err %v, want %q", tt.in, err, tt.want)
-		}
-	}
-}
-
-// FuzzParseWasm: the parser reads untrusted files; it must never panic or
-// hang, whatever the bytes.
-func FuzzParseWasm(f *testing.F) {
-	for _, b := range testModules(f) {
-		f.Add(b)
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _ = parseWasm(b)
-	})
 }

@@ -46,10 +46,10 @@ func readBench(b *testing.B, ex guesttest.Example) []byte {
 // deadline of 1 s instead of 100 ms, so that a GC pause of the Go guest on
 // a loaded machine does not end the run. Interruption is on either way:
 // its cost does not depend on the deadline.
-func loadBench(b *testing.B, ex guesttest.Example, cache string) *wasmpolicy.Module {
+func loadBench(b *testing.B, ex guesttest.Example) *wasmpolicy.Module {
 	b.Helper()
 	m, err := wasmpolicy.Load(context.Background(), ex.Lang, readBench(b, ex), nil,
-		&wasmpolicy.Options{Host: wasmhost.Options{CacheDir: cache, PoolSize: 1, CallTimeout: time.Second}})
+		&wasmpolicy.Options{Host: wasmhost.Options{PoolSize: 1, CallTimeout: time.Second}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -91,7 +91,7 @@ var benchCall = &policies.ToolCall{
 func BenchmarkBeforeToolCall(b *testing.B) {
 	for _, ex := range benchExamples(b) {
 		b.Run(ex.Lang, func(b *testing.B) {
-			m := loadBench(b, ex, b.TempDir())
+			m := loadBench(b, ex)
 			measure(b, func() error {
 				v, err := m.BeforeToolCall(context.Background(), benchCall)
 				if err == nil && v.Decision != policies.Allow {
@@ -120,7 +120,7 @@ func BenchmarkSanitizeToolNames50(b *testing.B) {
 	req := benchCatalog()
 	for _, ex := range benchExamples(b) {
 		b.Run(ex.Lang, func(b *testing.B) {
-			m := loadBench(b, ex, b.TempDir())
+			m := loadBench(b, ex)
 			measure(b, func() error {
 				_, err := m.SanitizeToolNames(context.Background(), req)
 				return err
@@ -135,7 +135,7 @@ func BenchmarkDecideApproval(b *testing.B) {
 		Request: json.RawMessage(`{"command":"ls -la /srv","cwd":"/srv","host":"node","agentId":"main","sessionKey":"agent:main:main"}`)}
 	for _, ex := range benchExamples(b) {
 		b.Run(ex.Lang, func(b *testing.B) {
-			m := loadBench(b, ex, b.TempDir())
+			m := loadBench(b, ex)
 			measure(b, func() error {
 				v, err := m.DecideApproval(context.Background(), req)
 				if err == nil && v.Decision != policies.AllowOnce {
@@ -147,20 +147,22 @@ func BenchmarkDecideApproval(b *testing.B) {
 	}
 }
 
-// BenchmarkLoad is wasmpolicy.Load + Close: compile (without a cache, or
-// from a warm on-disk cache), instantiate, _initialize, configure.
+// BenchmarkLoad is wasmpolicy.Load + Close: check the load limits,
+// compile ("cold"; "live" finds the module in the process's in-memory
+// compilation cache, held by another open Runtime), instantiate,
+// _initialize, configure.
 func BenchmarkLoad(b *testing.B) {
 	for _, ex := range benchExamples(b) {
 		wasm := readBench(b, ex)
-		for _, mode := range []string{"nocache", "cached"} {
+		for _, mode := range []string{"cold", "live"} {
 			b.Run(ex.Lang+"/"+mode, func(b *testing.B) {
-				opts := wasmhost.Options{NoCache: mode == "nocache", CacheDir: b.TempDir(), InitTimeout: time.Minute}
-				if mode == "cached" {
+				opts := wasmhost.Options{InitTimeout: time.Minute}
+				if mode == "live" {
 					m, err := wasmpolicy.Load(context.Background(), ex.Lang, wasm, nil, &wasmpolicy.Options{Host: opts})
 					if err != nil {
 						b.Fatal(err)
 					}
-					m.Close(context.Background())
+					defer m.Close(context.Background())
 				}
 				measure(b, func() error {
 					m, err := wasmpolicy.Load(context.Background(), ex.Lang, wasm, nil, &wasmpolicy.Options{Host: opts})
@@ -182,7 +184,7 @@ func BenchmarkLoad(b *testing.B) {
 func BenchmarkInstantiate(b *testing.B) {
 	for _, ex := range benchExamples(b) {
 		b.Run(ex.Lang, func(b *testing.B) {
-			m := loadBench(b, ex, b.TempDir())
+			m := loadBench(b, ex)
 			measure(b, func() error {
 				if _, err := m.CallHook(context.Background(), policies.HookBeforeToolCall, []byte("not json")); err == nil {
 					return fmt.Errorf("bad input accepted")
@@ -204,7 +206,7 @@ func BenchmarkInstanceMemory(b *testing.B) {
 			var sizes [3]uint32
 			for b.Loop() {
 				m, err := wasmhost.Load(context.Background(), ex.Lang, readBench(b, ex), &wasmhost.Options{
-					NoCache: true, InitTimeout: time.Minute,
+					InitTimeout: time.Minute,
 					Init: func(ctx context.Context, inst *wasmhost.Instance) error {
 						sizes[0] = inst.MemorySize()
 						for i := range 2000 {

@@ -81,7 +81,7 @@ func loadBenchOpts(b *testing.B, config string, opts *Options) *Module {
 // the same call (same run, so the ratio holds on a noisy machine).
 func BenchmarkBeforeToolCall(b *testing.B) {
 	ctx := context.Background()
-	m := loadBench(b, benchConfig, wasmhost.Options{NoCache: true})
+	m := loadBench(b, benchConfig, wasmhost.Options{})
 	for _, bc := range []struct {
 		name string
 		call *policies.ToolCall
@@ -112,7 +112,7 @@ func BenchmarkBeforeToolCall(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		m, err := Load(ctx, "decision", wasm, nil, &Options{Host: wasmhost.Options{NoCache: true}})
+		m, err := Load(ctx, "decision", wasm, nil, &Options{Host: wasmhost.Options{}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -126,7 +126,7 @@ func BenchmarkBeforeToolCall(b *testing.B) {
 	// The cost of interruption: the same decision with it off (never in
 	// production: the deadline is then not enforced).
 	b.Run("rego/require_approval/no-interruption", func(b *testing.B) {
-		m := loadBenchOpts(b, benchConfig, &Options{Host: wasmhost.Options{NoCache: true}, noInterrupt: true})
+		m := loadBenchOpts(b, benchConfig, &Options{Host: wasmhost.Options{}, noInterrupt: true})
 		measure(b, func() {
 			if _, err := m.BeforeToolCall(ctx, benchCall); err != nil {
 				b.Fatal(err)
@@ -136,7 +136,7 @@ func BenchmarkBeforeToolCall(b *testing.B) {
 	b.Run("rules/require_approval", func(b *testing.B) {
 		r, err := wasmpolicy.Load(ctx, "rules", builtin.Rules(), json.RawMessage(
 			`{"default":"allow","rules":[{"tool":"fs_write*","server":"files","decision":"require_approval","reason":"writes need approval"}]}`),
-			&wasmpolicy.Options{Host: wasmhost.Options{NoCache: true}})
+			&wasmpolicy.Options{Host: wasmhost.Options{}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -152,7 +152,7 @@ func BenchmarkBeforeToolCall(b *testing.B) {
 // BenchmarkHooks covers the other two hooks of the example.
 func BenchmarkHooks(b *testing.B) {
 	ctx := context.Background()
-	m := loadBench(b, "", wasmhost.Options{NoCache: true})
+	m := loadBench(b, "", wasmhost.Options{})
 	for _, bc := range []struct {
 		name  string
 		hook  policies.Hook
@@ -172,28 +172,17 @@ func BenchmarkHooks(b *testing.B) {
 	}
 }
 
-// BenchmarkLoad is Load + Close of the example: compile (cold, or from a
-// warm on-disk compilation cache), link, instantiate, parse data, inspect.
+// BenchmarkLoad is Load + Close of the example: check the load limits,
+// compile, link, instantiate, parse data, inspect.
 func BenchmarkLoad(b *testing.B) {
 	ctx := context.Background()
 	wasm := benchWasm(b)
-	dir := b.TempDir()
-	for _, bc := range []struct {
-		name string
-		host wasmhost.Options
-	}{
-		{"nocache", wasmhost.Options{NoCache: true}},
-		{"warmcache", wasmhost.Options{CacheDir: dir}},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			for b.Loop() {
-				m, err := Load(ctx, "rego", wasm, nil, &Options{Host: bc.host})
-				if err != nil {
-					b.Fatal(err)
-				}
-				_ = m.Close(ctx)
-			}
-		})
+	for b.Loop() {
+		m, err := Load(ctx, "rego", wasm, nil, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = m.Close(ctx)
 	}
 }
 
@@ -203,7 +192,7 @@ func BenchmarkLoad(b *testing.B) {
 // evaluation.
 func BenchmarkInstantiate(b *testing.B) {
 	ctx := context.Background()
-	m := loadBench(b, benchConfig, wasmhost.Options{NoCache: true})
+	m := loadBench(b, benchConfig, wasmhost.Options{})
 	var memBytes uint32
 	for b.Loop() {
 		inst, err := m.newInstance(ctx)

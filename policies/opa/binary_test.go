@@ -7,47 +7,54 @@ import (
 	"testing"
 
 	"github.com/openclaw-go/openclaw/wasmhost"
+	"github.com/openclaw-go/openclaw/wasmhost/wasmbin"
 )
 
 // fakeOPA builds a module that passes IsModule (it exports a function
 // opa_eval and an i32 global opa_wasm_abi_version) with the given function
 // imports, and nothing else of OPA's ABI.
 func fakeOPA(imports [][2]string) []byte {
-	var types writer
-	types.u32(2)
-	types = append(types, 0x60, 0, 0) // t0: () -> ()
-	types = append(types, 0x60, 7, valI32, valI32, valI32, valI32, valI32, valI32, valI32, 1, valI32)
-	var imp writer
-	imp.u32(uint32(len(imports)))
-	for _, im := range imports {
-		imp.name(im[0])
-		imp.name(im[1])
-		imp = append(imp, externFunc, 0)
+	return fakeOPABody(imports, wasmbin.Writer{0, 0x41, 0, 0x0b}) // no locals; i32.const 0; end
+}
+
+// fakeOPABody is fakeOPA with body as opa_eval's code.
+func fakeOPABody(imports [][2]string, body wasmbin.Writer) []byte {
+	i32 := wasmbin.I32
+	m := &wasmbin.Module{
+		Types: []wasmbin.FuncType{{}, // t0: () -> ()
+			{Params: []wasmbin.ValType{i32, i32, i32, i32, i32, i32, i32}, Results: []wasmbin.ValType{i32}}}, // t1: opa_eval
+		Funcs:   []uint32{1},
+		Globals: []wasmbin.GlobalType{{Type: i32}},
+		Exports: []wasmbin.Export{{Name: exportEval, Kind: wasmbin.ExternFunc, Index: uint32(len(imports))},
+			{Name: globalABIVersion, Kind: wasmbin.ExternGlobal}},
 	}
-	var funcs writer
-	funcs.u32(1)
-	funcs.u32(1)
-	var globals writer
-	globals.u32(1)
-	globals = append(globals, valI32, 0, 0x41, 1, 0x0b) // immutable i32 = 1
-	var exports writer
-	exports.u32(2)
-	exports.name(exportEval)
-	exports = append(exports, externFunc)
-	exports.u32(uint32(len(imports)))
-	exports.name(globalABIVersion)
-	exports = append(exports, externGlobal, 0)
-	var code writer
-	code.u32(1)
-	code = append(code, 4, 0, 0x41, 0, 0x0b) // no locals; i32.const 0; end
-	w := writer(wasmMagic + wasmVersion)
-	w.section(sectionType, types)
-	w.section(sectionImport, imp)
-	w.section(3, funcs)
-	w.section(6, globals)
-	w.section(sectionExport, exports)
-	w.section(10, code)
-	return w
+	for _, im := range imports {
+		m.Imports = append(m.Imports, wasmbin.Import{Module: im[0], Name: im[1], Kind: wasmbin.ExternFunc})
+	}
+	return wasmbin.Encode(m, []wasmbin.Writer{body})
+}
+
+// TestLoadRefusesOverLimits: an OPA module passes the same load limits
+// as any other before it is compiled.
+func TestLoadRefusesOverLimits(t *testing.T) {
+	t.Parallel()
+	var body wasmbin.Writer
+	body.U32(1)
+	body.U32(1<<32 - 1)
+	body.Byte(byte(wasmbin.I32), 0x41, 0, 0x0b)
+	wasm := fakeOPABody([][2]string{{"env", "opa_abort"}}, body)
+	if !IsModule(wasm) {
+		t.Fatal("IsModule = false")
+	}
+	m, err := Load(context.Background(), "fake", wasm, nil, nil)
+	if err == nil {
+		m.Close(context.Background())
+		t.Fatal("Load succeeded")
+	}
+	want := `wasm module "fake": refused before compiling: function 1 exceeds the load limit of locals per function: 4294967295, over the limit of 50000`
+	if !errors.Is(err, wasmhost.ErrLoad) || err.Error() != want {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
 }
 
 func TestLoadRefusesImports(t *testing.T) {
@@ -69,7 +76,7 @@ func TestLoadRefusesImports(t *testing.T) {
 			if !IsModule(wasm) {
 				t.Fatal("IsModule(fake) = false")
 			}
-			m, err := Load(context.Background(), "fake", wasm, nil, &Options{Host: wasmhost.Options{NoCache: true}})
+			m, err := Load(context.Background(), "fake", wasm, nil, &Options{Host: wasmhost.Options{}})
 			if err == nil {
 				m.Close(context.Background())
 				t.Fatal("Load succeeded")

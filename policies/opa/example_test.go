@@ -22,7 +22,7 @@ func ExampleLoad() {
 		return
 	}
 	config := json.RawMessage(`{"blocked_tools":["exec"]}`)
-	rego, err := opa.Load(ctx, "rego", wasm, config, &opa.Options{Host: wasmhost.Options{NoCache: true}})
+	rego, err := opa.Load(ctx, "rego", wasm, config, &opa.Options{Host: wasmhost.Options{}})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -54,7 +54,7 @@ func ExampleLoad_missingBuiltin() {
 		fmt.Println(err)
 		return
 	}
-	_, err = opa.Load(context.Background(), "clock", wasm, nil, &opa.Options{Host: wasmhost.Options{NoCache: true}})
+	_, err = opa.Load(context.Background(), "clock", wasm, nil, &opa.Options{Host: wasmhost.Options{}})
 	fmt.Println(err)
 	// Output:
 	// wasm module "clock": needs OPA builtins "http.send", "time.now_ns", which this host does not provide (the host provides only "sprintf": no network, clock or randomness)

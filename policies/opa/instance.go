@@ -11,7 +11,6 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
-	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/openclaw-go/openclaw/policies/internal/strictjson"
 	"github.com/openclaw-go/openclaw/wasmhost"
@@ -62,20 +61,16 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 		if m.pool.Closing() {
 			return nil, m.pool.ClosedError("")
 		}
-		var e *wasmhost.Error
-		if errors.As(err, &e) && e.Kind == wasmhost.KindTimeout && ctx.Err() == nil {
-			return nil, loadErr(m.name, "initializing instance: %s", timeoutMessage(ictx, m.opts.InitTimeout))
-		}
-		return nil, asLoad(err)
+		return nil, wasmhost.InitError(m.name, ctx, ictx, m.opts.InitTimeout, err)
 	}
 	return inst, nil
 }
 
 func (i *instance) init(ictx, callerCtx context.Context) error {
 	m := i.m
-	actx := experimental.WithMemoryAllocator(ictx, i.allocator())
+	actx := m.rt.MemoryContext(ictx, &i.refusedGrow)
 	cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions()
-	env, err := m.rt.InstantiateModule(actx, m.shim, cfg)
+	env, err := m.rt.Wazero().InstantiateModule(actx, m.shim, cfg)
 	if err != nil {
 		return loadErr(m.name, "instantiating the env shim: %w", err)
 	}
@@ -86,7 +81,7 @@ func (i *instance) init(ictx, callerCtx context.Context) error {
 		}
 		return nil
 	})
-	mod, err := m.rt.InstantiateModule(rctx, m.compiled, cfg)
+	mod, err := m.rt.Wazero().InstantiateModule(rctx, m.compiled, cfg)
 	if err != nil {
 		if e := i.classify(ictx, callerCtx, "", err); e.Kind != wasmhost.KindTrap {
 			return e
@@ -270,52 +265,9 @@ func (i *instance) call(ctx, callerCtx context.Context, export string, fn api.Fu
 
 // classify turns a wazero call error into a *wasmhost.Error.
 func (i *instance) classify(ctx, callerCtx context.Context, export string, err error) *wasmhost.Error {
-	m := i.m
-	e := &wasmhost.Error{Module: m.name, Export: export, Kind: wasmhost.KindTrap, Err: err}
-	var exit *sys.ExitError
-	switch {
-	case errors.As(err, &exit) && (exit.ExitCode() == sys.ExitCodeDeadlineExceeded || exit.ExitCode() == sys.ExitCodeContextCanceled):
-		if cerr := callerCtx.Err(); cerr != nil {
-			return m.pool.CtxError(export, cerr, "")
-		}
-		if m.pool.Closing() {
-			e.Kind, e.Err = wasmhost.KindClosed, &causeError{"module closed during the call", err}
-			break
-		}
-		e.Kind, e.Err = wasmhost.KindTimeout, &causeError{timeoutMessage(ctx, i.limit), err}
-	case errors.As(err, &exit) && m.pool.Closing():
-		e.Kind, e.Err = wasmhost.KindClosed, &causeError{"module closed during the call", err}
-	case i.refusedGrow != 0:
-		limit := m.opts.MemoryLimitPages
-		e.Kind, e.Err = wasmhost.KindMemoryLimit, &causeError{fmt.Sprintf("out of memory: growing to %d pages was refused by the cap of %d pages (%d MiB)",
-			(i.refusedGrow+pageSize-1)/pageSize, limit, uint64(limit)*pageSize>>20), err}
-	case i.hostErr != nil:
-		e.Err = &causeError{i.hostErr.Error(), err}
-	}
-	return e
+	return wasmhost.ClassifyCall(ctx, callerCtx, wasmhost.CallFailure{Module: i.m.name, Export: export, Err: err, Limit: i.limit,
+		MemoryLimitPages: i.m.opts.MemoryLimitPages, RefusedGrow: i.refusedGrow, Closing: i.m.pool.Closing(), TrapMessage: i.hostErr})
 }
-
-// timeoutMessage says why ctx, the context of a call bounded by limit,
-// ended: the *wasmhost.DeadlineError's message ("deadline of 100ms
-// exceeded" or "wall-clock cap of 1s exceeded (…)") when a
-// wasmhost.Deadline ended it, else "deadline of <limit> exceeded".
-func timeoutMessage(ctx context.Context, limit time.Duration) string {
-	var de *wasmhost.DeadlineError
-	if errors.As(context.Cause(ctx), &de) {
-		return de.Error()
-	}
-	return fmt.Sprintf("deadline of %v exceeded", limit)
-}
-
-// causeError has its own message and unwraps to the wazero error it
-// explains.
-type causeError struct {
-	msg string
-	err error
-}
-
-func (c *causeError) Error() string { return c.msg }
-func (c *causeError) Unwrap() error { return c.err }
 
 // hostFunc returns the Go implementation of env function f. The instance
 // making the call comes from the call's context.
@@ -353,37 +305,4 @@ func (m *Module) hostFunc(f envFunc) api.GoModuleFunc {
 	default:
 		return m.builtinFunc(f.name)
 	}
-}
-
-// cappedMemory backs one instance's linear memory and enforces the memory
-// cap itself, so that a refused memory.grow (out of memory) can be told
-// from any other trap (as in wasmhost).
-type cappedMemory struct {
-	limit uint64 // bytes
-	buf   []byte
-	inst  *instance
-}
-
-func (c *cappedMemory) Reallocate(size uint64) []byte {
-	if size > c.limit {
-		c.inst.refusedGrow = size
-		return nil
-	}
-	if size <= uint64(cap(c.buf)) {
-		c.buf = c.buf[:size]
-		return c.buf
-	}
-	nc := min(max(size, 2*uint64(cap(c.buf))), c.limit)
-	nb := make([]byte, size, nc)
-	copy(nb, c.buf)
-	c.buf = nb
-	return c.buf
-}
-
-func (c *cappedMemory) Free() { c.buf = nil }
-
-func (i *instance) allocator() experimental.MemoryAllocator {
-	return experimental.MemoryAllocatorFunc(func(_, _ uint64) experimental.LinearMemory {
-		return &cappedMemory{limit: uint64(i.m.opts.MemoryLimitPages) * pageSize, inst: i}
-	})
 }

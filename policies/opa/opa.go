@@ -119,9 +119,8 @@ type Options struct {
 	// Host holds the sandbox limits, with wasmhost's meaning and defaults:
 	// MemoryLimitPages, CallTimeout (per evaluation), InitTimeout (per new
 	// instance), MaxResultBytes (the evaluation's JSON result), PoolSize,
-	// CacheDir and NoCache (the compilation cache), and Logger (receives
-	// the lines of env.opa_println, rate-limited as wasmhost.GuestLog
-	// says). OutputLimit does not apply (an OPA
+	// and Logger (receives the lines of env.opa_println, rate-limited as
+	// wasmhost.GuestLog says). OutputLimit does not apply (an OPA
 	// module has no stdout) and is ignored; Init and ErrorExport are the
 	// ABI adapter's and must be left zero.
 	Host wasmhost.Options
@@ -141,8 +140,7 @@ type Module struct {
 	name     string
 	opts     wasmhost.Options
 	data     []byte // the data document, JSON
-	rt       wazero.Runtime
-	cache    wazero.CompilationCache
+	rt       *wasmhost.Runtime
 	compiled wazero.CompiledModule
 	shim     wazero.CompiledModule
 
@@ -194,10 +192,11 @@ func Load(ctx context.Context, name string, wasm []byte, config json.RawMessage,
 	}
 	m.data = append([]byte(nil), data...)
 
-	rc := wazero.NewRuntimeConfigCompiler().
-		WithCloseOnContextDone(!o.noInterrupt).
-		WithMemoryLimitPages(maxMemoryPages)
-	m.rt, m.cache = wasmhost.NewRuntime(ctx, rc, m.opts.CacheDir, m.opts.NoCache)
+	rt, err := wasmhost.NewRuntime(ctx, name, m.opts.MemoryLimitPages, !o.noInterrupt)
+	if err != nil {
+		return nil, err
+	}
+	m.rt = rt
 	m.pool = wasmhost.NewPool(m.name, m.opts.PoolSize, m.newInstance, m.discard)
 	if err := m.link(ctx, wasm); err != nil {
 		return nil, errors.Join(err, m.closeRuntime(ctx))
@@ -218,9 +217,6 @@ func (m *Module) setDefaults() error {
 	o := &m.opts
 	if o.MemoryLimitPages == 0 {
 		o.MemoryLimitPages = wasmhost.DefaultMemoryLimitPages
-	}
-	if o.MemoryLimitPages > maxMemoryPages {
-		return loadErr(m.name, "memory limit of %d pages is over the maximum of %d", o.MemoryLimitPages, maxMemoryPages)
 	}
 	if o.CallTimeout <= 0 {
 		o.CallTimeout = wasmhost.DefaultCallTimeout
@@ -258,9 +254,9 @@ func (m *Module) link(ctx context.Context, wasm []byte) error {
 	if !IsModule(wasm) {
 		return loadErr(m.name, "not an OPA Wasm module: no %q function and %q global exported (build it with `opa build -t wasm`)", exportEval, globalABIVersion)
 	}
-	compiled, err := m.rt.CompileModule(ctx, wasm)
+	compiled, _, err := m.rt.Compile(ctx, wasm)
 	if err != nil {
-		return loadErr(m.name, "compiling: %w", err)
+		return err
 	}
 	m.compiled = compiled
 	for _, def := range compiled.ImportedFunctions() {
@@ -300,7 +296,7 @@ func (m *Module) link(ctx context.Context, wasm []byte) error {
 			return loadErr(m.name, "export %q has signature %s, want %s", w.name, ft, w.sig)
 		}
 	}
-	b := m.rt.NewHostModuleBuilder(hostModule)
+	b := m.rt.Wazero().NewHostModuleBuilder(hostModule)
 	for _, f := range envFuncs {
 		params := make([]api.ValueType, f.params)
 		for i := range params {
@@ -315,21 +311,14 @@ func (m *Module) link(ctx context.Context, wasm []byte) error {
 	if _, err := b.Instantiate(ctx); err != nil {
 		return loadErr(m.name, "instantiating the host functions: %w", err)
 	}
-	if m.shim, err = m.rt.CompileModule(ctx, shimModule(hostModule, minPages, maxPages, hasMax)); err != nil {
-		return loadErr(m.name, "compiling the env shim: %w", err)
+	if m.shim, _, err = m.rt.Compile(ctx, shimModule(hostModule, minPages, maxPages, hasMax)); err != nil {
+		return err
 	}
 	return nil
 }
 
 // sig is the signature of an env function as a wasmhost.FuncType string.
-func (f envFunc) sig() string {
-	p := strings.TrimSuffix(strings.Repeat("i32, ", f.params), ", ")
-	r := ""
-	if f.results == 1 {
-		r = "i32"
-	}
-	return "(" + p + ") -> (" + r + ")"
-}
+func (f envFunc) sig() string { return f.funcType().String() }
 
 // inspect reads the ABI version, the builtins and the entrypoints from the
 // first instance and maps entrypoints to hooks.
@@ -348,7 +337,7 @@ func (m *Module) inspect(ctx context.Context, inst *instance, override map[polic
 
 	var builtins map[string]int32
 	if err := inst.dumpExport(ictx, exportBuiltins, &builtins); err != nil {
-		return asLoad(err)
+		return wasmhost.AsLoad(err)
 	}
 	m.builtins = make(map[int32]string, len(builtins))
 	var missing []string
@@ -372,7 +361,7 @@ func (m *Module) inspect(ctx context.Context, inst *instance, override map[polic
 	}
 
 	if err := inst.dumpExport(ictx, exportEntrypoints, &m.entrypoints); err != nil {
-		return asLoad(err)
+		return wasmhost.AsLoad(err)
 	}
 	return m.mapHooks(override)
 }
@@ -455,22 +444,6 @@ func quote(b []byte) string {
 		return fmt.Sprintf("%q…", b[:64])
 	}
 	return fmt.Sprintf("%q", b)
-}
-
-// asLoad turns an error during initialization into a load error, keeping
-// its cause. The caller's own cancellation or deadline (the instance was
-// made for its call; newInstance reports the init deadline itself) stays
-// what it is.
-func asLoad(err error) error {
-	var e *wasmhost.Error
-	if errors.As(err, &e) && e.Kind != wasmhost.KindLoad && e.Kind != wasmhost.KindClosed &&
-		e.Kind != wasmhost.KindCanceled && e.Kind != wasmhost.KindTimeout {
-		c := *e
-		c.Kind = wasmhost.KindLoad
-		c.Err = fmt.Errorf("initializing instance: %w", e.Err)
-		return &c
-	}
-	return err
 }
 
 // Name returns the module's configured name.
@@ -604,18 +577,7 @@ func (m *Module) Close(ctx context.Context) error {
 	return m.closeErr
 }
 
-func (m *Module) closeRuntime(ctx context.Context) error {
-	err := m.rt.Close(context.WithoutCancel(ctx))
-	if err != nil {
-		err = &wasmhost.Error{Module: m.name, Kind: wasmhost.KindClosed, Err: fmt.Errorf("closing runtime: %w", err)}
-	}
-	if m.cache != nil {
-		if cerr := m.cache.Close(context.WithoutCancel(ctx)); cerr != nil {
-			err = errors.Join(err, &wasmhost.Error{Module: m.name, Kind: wasmhost.KindClosed, Err: fmt.Errorf("closing compilation cache: %w", cerr)})
-		}
-	}
-	return err
-}
+func (m *Module) closeRuntime(ctx context.Context) error { return m.rt.Close(ctx) }
 
 // logPrint sends one Rego print() line to the logger, at info level.
 func (m *Module) logPrint(ctx context.Context, msg string) {

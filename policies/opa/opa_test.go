@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -27,19 +28,23 @@ const (
 	needsBuiltinsPath = "testdata/needs_builtins.wasm"
 )
 
-// cacheDir is a compilation cache shared by the package's tests, so that
-// each module is compiled once per test run (compiling the example takes
-// about half a second).
-var cacheDir string
-
+// TestMain holds the test modules compiled in a Runtime while the tests
+// run, so that the process's in-memory compilation cache keeps them and
+// each is compiled once per run (the example takes about half a second).
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "opa-test-cache")
+	ctx := context.Background()
+	rt, err := wasmhost.NewRuntime(ctx, "held", 0, true)
 	if err != nil {
 		panic(err)
 	}
-	cacheDir = dir
+	paths, _ := filepath.Glob("testdata/*.wasm")
+	for _, p := range append(paths, examplePath) {
+		if b, err := os.ReadFile(p); err == nil {
+			_, _, _ = rt.Compile(ctx, b)
+		}
+	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	rt.Close(ctx)
 	os.Exit(code)
 }
 
@@ -52,8 +57,7 @@ func readWasm(t testing.TB, path string) []byte {
 	return b
 }
 
-// load loads a module with the test's cache directory and closes it when
-// the test ends. Unless the test sets them, the deadlines are 10 s: the
+// load loads a module and closes it when the test ends. Unless the test sets them, the deadlines are 10 s: the
 // tests share two cores with everyone's builds (and run under -race), and
 // only the tests about deadlines may depend on one.
 func load(t testing.TB, path string, config string, opts *opa.Options) *opa.Module {
@@ -62,7 +66,6 @@ func load(t testing.TB, path string, config string, opts *opa.Options) *opa.Modu
 	if opts != nil {
 		o = *opts
 	}
-	o.Host.CacheDir = cacheDir
 	relaxDeadlines(&o.Host)
 	var cfg json.RawMessage
 	if config != "" {
@@ -353,7 +356,6 @@ func TestLoadRefusals(t *testing.T) {
 			if tc.opts != nil {
 				o = *tc.opts
 			}
-			o.Host.CacheDir = cacheDir
 			relaxDeadlines(&o.Host)
 			m, err := opa.Load(context.Background(), "p", tc.wasm, json.RawMessage(tc.config), &o)
 			if err == nil {
@@ -484,7 +486,7 @@ func TestConcurrentCalls(t *testing.T) {
 
 func TestClose(t *testing.T) {
 	t.Parallel()
-	m, err := opa.Load(context.Background(), "rego", readWasm(t, examplePath), nil, &opa.Options{Host: wasmhost.Options{CacheDir: cacheDir}})
+	m, err := opa.Load(context.Background(), "rego", readWasm(t, examplePath), nil, &opa.Options{Host: wasmhost.Options{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -505,7 +507,7 @@ func TestNoLeaks(t *testing.T) {
 	// Not parallel: it counts the process's goroutines.
 	before := runtime.NumGoroutine()
 	m, err := opa.Load(context.Background(), "rego", readWasm(t, hostilePath), nil,
-		&opa.Options{Host: wasmhost.Options{CacheDir: cacheDir, CallTimeout: 2 * time.Millisecond}})
+		&opa.Options{Host: wasmhost.Options{CallTimeout: 2 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

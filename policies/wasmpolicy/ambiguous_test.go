@@ -14,7 +14,7 @@ import (
 // loadParrot loads guests/testdata/parrot.wasm, whose hooks all answer
 // answer byte for byte.
 func loadParrot(t *testing.T, answer string) *wasmpolicy.Module {
-	return loadFile(t, "parrot", "../../guests/testdata/parrot.wasm", answer, wasmhost.Options{NoCache: true, PoolSize: 1})
+	return loadFile(t, "parrot", "../../guests/testdata/parrot.wasm", answer, wasmhost.Options{PoolSize: 1})
 }
 
 // TestAmbiguousOutputFailsClosed: a module answer that JSON readers could

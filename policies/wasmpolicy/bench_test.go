@@ -83,7 +83,7 @@ func measure(b *testing.B, fn func()) {
 func loadBench(b *testing.B, config string) *wasmpolicy.Module {
 	b.Helper()
 	m, err := wasmpolicy.Load(context.Background(), "rules", builtin.Rules(), json.RawMessage(config),
-		&wasmpolicy.Options{Host: wasmhost.Options{NoCache: true}})
+		&wasmpolicy.Options{Host: wasmhost.Options{}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -153,32 +153,28 @@ func BenchmarkBeforeToolCallRulesParallel(b *testing.B) {
 	})
 }
 
-// BenchmarkLoadRules is Load (compile, link, instantiate and configure
-// the pre-warmed instance) plus Close, without a compilation cache and
-// with a warm on-disk cache.
+// BenchmarkLoadRules is Load (check the load limits, compile, link,
+// instantiate and configure the pre-warmed instance) plus Close: "cold"
+// compiles, "live" finds the module compiled in the process's in-memory
+// cache because another Runtime holding it is open.
 func BenchmarkLoadRules(b *testing.B) {
 	wasm := builtin.Rules()
-	dir := b.TempDir()
-	for _, bc := range []struct {
-		name string
-		host wasmhost.Options
-	}{
-		{"nocache", wasmhost.Options{NoCache: true}},
-		{"warmcache", wasmhost.Options{CacheDir: dir}},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			ctx := context.Background()
-			load := func() {
-				m, err := wasmpolicy.Load(ctx, "rules", wasm, json.RawMessage(benchConfig), &wasmpolicy.Options{Host: bc.host})
-				if err != nil {
-					b.Fatal(err)
-				}
-				_ = m.Close(ctx)
-			}
-			load() // fills the cache for warmcache
-			measure(b, load)
-		})
+	ctx := context.Background()
+	load := func() *wasmpolicy.Module {
+		m, err := wasmpolicy.Load(ctx, "rules", wasm, json.RawMessage(benchConfig), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return m
 	}
+	b.Run("cold", func(b *testing.B) {
+		measure(b, func() { _ = load().Close(ctx) })
+	})
+	b.Run("live", func(b *testing.B) {
+		held := load()
+		defer held.Close(ctx)
+		measure(b, func() { _ = load().Close(ctx) })
+	})
 }
 
 // hostileCall makes the rules module fail (its input is not UTF-8: the
@@ -196,7 +192,7 @@ func BenchmarkBenignUnderHostile(b *testing.B) {
 	for _, hostile := range []int{0, 2} {
 		b.Run(fmt.Sprintf("hostile-sessions=%d", hostile), func(b *testing.B) {
 			m, err := wasmpolicy.Load(context.Background(), "rules", builtin.Rules(), json.RawMessage(benchConfig),
-				&wasmpolicy.Options{Host: wasmhost.Options{NoCache: true, PoolSize: 2}})
+				&wasmpolicy.Options{Host: wasmhost.Options{PoolSize: 2}})
 			if err != nil {
 				b.Fatal(err)
 			}

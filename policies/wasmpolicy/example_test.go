@@ -17,7 +17,7 @@ func ExampleLoad() {
 	ctx := context.Background()
 	config := json.RawMessage(`{"rules":[{"tool":"messages_send","decision":"block","reason":"sending is disabled"}]}`)
 	rules, err := wasmpolicy.Load(ctx, "rules", builtin.Rules(), config,
-		&wasmpolicy.Options{Host: wasmhost.Options{NoCache: true}})
+		&wasmpolicy.Options{Host: wasmhost.Options{}})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -42,7 +42,7 @@ func ExampleLoad() {
 func ExampleLoad_configError() {
 	ctx := context.Background()
 	_, err := wasmpolicy.Load(ctx, "rules", builtin.Rules(), json.RawMessage(`{"default":"deny"}`),
-		&wasmpolicy.Options{Host: wasmhost.Options{NoCache: true}})
+		&wasmpolicy.Options{Host: wasmhost.Options{}})
 	fmt.Println(err)
 	// Output:
 	// wasm module "rules": configure: configuration refused: default: unknown decision "deny" (want allow, block or require_approval)

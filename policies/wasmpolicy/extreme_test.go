@@ -26,7 +26,7 @@ func TestExtremeContainment(t *testing.T) {
 	ctx := context.Background()
 
 	// A panic (trap) in configure refuses the module at load.
-	_, err = Load(ctx, "extreme", wasm, json.RawMessage(`"panic"`), &Options{Host: wasmhost.Options{NoCache: true}})
+	_, err = Load(ctx, "extreme", wasm, json.RawMessage(`"panic"`), &Options{Host: wasmhost.Options{}})
 	var we *wasmhost.Error
 	if !errors.As(err, &we) || we.Module != "extreme" || !strings.Contains(err.Error(), "configure") {
 		t.Fatalf("panic in configure: got %v", err)
@@ -34,7 +34,7 @@ func TestExtremeContainment(t *testing.T) {
 
 	// 2048 pages (128 MiB) let the guest really build a 100 MiB result;
 	// the 1 MiB result cap still refuses it.
-	m, err := Load(ctx, "extreme", wasm, nil, &Options{Host: wasmhost.Options{NoCache: true, MemoryLimitPages: 2048, PoolSize: 1}})
+	m, err := Load(ctx, "extreme", wasm, nil, &Options{Host: wasmhost.Options{MemoryLimitPages: 2048, PoolSize: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func kindOf(err error) wasmhost.Kind {
 func TestInputOverMemoryLimit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	m, err := Load(ctx, "rules", builtin.Rules(), nil, &Options{Host: wasmhost.Options{NoCache: true, MemoryLimitPages: 32, PoolSize: 1}})
+	m, err := Load(ctx, "rules", builtin.Rules(), nil, &Options{Host: wasmhost.Options{MemoryLimitPages: 32, PoolSize: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ var hookOrder = []policies.Hook{policies.HookBeforeToolCall, policies.HookSaniti
 // Options configure [Load]. A nil *Options means all defaults.
 type Options struct {
 	// Host holds the sandbox limits (memory cap, call deadline, pool size,
-	// result cap, compilation cache, logger); its zero values are
+	// result cap, logger); its zero values are
 	// wasmhost's defaults. Host.Init and Host.ErrorExport are set by the
 	// adapter and must be left zero.
 	Host wasmhost.Options

@@ -30,7 +30,6 @@ func fixture(t testing.TB, name string) []byte {
 
 func load(t testing.TB, name string, wasm []byte, config string, host wasmhost.Options) *wasmpolicy.Module {
 	t.Helper()
-	host.NoCache = true
 	// Deadlines under test are set explicitly; elsewhere a loaded shared
 	// machine must not fail a call.
 	if host.CallTimeout == 0 {
@@ -134,7 +133,7 @@ func TestLoadErrors(t *testing.T) {
 			t.Parallel()
 			opts := tt.opts
 			if opts == nil {
-				opts = &wasmpolicy.Options{Host: wasmhost.Options{NoCache: true}}
+				opts = &wasmpolicy.Options{Host: wasmhost.Options{}}
 			}
 			m, err := wasmpolicy.Load(context.Background(), "p", fixture(t, tt.fixture), json.RawMessage(tt.config), opts)
 			if err == nil {
@@ -228,7 +227,7 @@ func FuzzDecodeVerdict(f *testing.F) {
 
 func TestClose(t *testing.T) {
 	t.Parallel()
-	m, err := wasmpolicy.Load(context.Background(), "rules", builtin.Rules(), nil, &wasmpolicy.Options{Host: wasmhost.Options{NoCache: true}})
+	m, err := wasmpolicy.Load(context.Background(), "rules", builtin.Rules(), nil, &wasmpolicy.Options{Host: wasmhost.Options{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +251,7 @@ func TestClose(t *testing.T) {
 func TestNoGoroutineLeak(t *testing.T) {
 	before := runtime.NumGoroutine()
 	m, err := wasmpolicy.Load(context.Background(), "hostile", fixture(t, "hostile"), nil,
-		&wasmpolicy.Options{Host: wasmhost.Options{NoCache: true, PoolSize: 3, CallTimeout: 5 * time.Millisecond}})
+		&wasmpolicy.Options{Host: wasmhost.Options{PoolSize: 3, CallTimeout: 5 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
