@@ -43,6 +43,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -134,6 +135,12 @@ type Options struct {
 	// call and audits it (DESIGN.md §3). A surface that builds catalogs
 	// adds "builtin:sanitizer" here.
 	DefaultModules []string
+	// ProgressAfter is how long loading one module (compiling it, mostly)
+	// may take before the engine logs, at info level, that it is compiling
+	// that module, and then that it is done: a large Go guest takes
+	// seconds on a loaded machine, at start and on a hot swap. 0 means
+	// 500 ms.
+	ProgressAfter time.Duration
 	// NamingModule is the source of a sanitize_tool_names module (such as
 	// "builtin:sanitizer") added, with its default config, to every loaded
 	// set in which no module names tools in enforce mode, so that a policy
@@ -558,7 +565,19 @@ func (e *Engine) load(ctx context.Context, spec config.PolicyModule, wasm []byte
 	if spec.TimeoutMs > 0 {
 		host.CallTimeout = time.Duration(spec.TimeoutMs) * time.Millisecond
 	}
+	// A large module (a Go guest) takes seconds to compile on a loaded
+	// machine: past slowLoad the wait is said, and so is its end.
+	start := time.Now()
+	said := make(chan struct{})
+	slow := time.AfterFunc(cmp.Or(e.opts.ProgressAfter, defaultProgressAfter), func() {
+		e.logger.Info("compiling policy module", "module", spec.Name, "source", spec.Source, "bytes", len(wasm))
+		close(said)
+	})
 	m, err := loadModule(ctx, spec.Name, wasm, cfg, host)
+	if !slow.Stop() {
+		<-said
+		e.logger.Info("policy module compiled", "module", spec.Name, "took", time.Since(start).Round(time.Millisecond), "ok", err == nil)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("policy module %q (%s): %w", spec.Name, spec.Source, err)
 	}
@@ -582,6 +601,9 @@ func (e *Engine) load(ctx context.Context, spec config.PolicyModule, wasm []byte
 	g.refs.Store(1)
 	return g, nil
 }
+
+// defaultProgressAfter is Options.ProgressAfter's default.
+const defaultProgressAfter = 500 * time.Millisecond
 
 // loadModule loads wasm with the adapter its format needs: OPA's
 // (`opa build -t wasm`, recognized by opa.IsModule) or the policy ABI's.

@@ -623,3 +623,17 @@ func TestNamingModule(t *testing.T) {
 		}
 	}
 }
+
+// A module whose load outlasts ProgressAfter is announced while it
+// compiles, then said done, in that order, naming the module.
+func TestSlowLoadIsAnnounced(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pf := writeFile(t, dir, "policy.json", []byte(`{"modules":[{"name":"slowpoke","source":"builtin:rules"}]}`))
+	_, logs := load(t, engine.Options{ConfigFile: pf, ProgressAfter: time.Nanosecond})
+	out := logs.String()
+	i, j := strings.Index(out, `msg="compiling policy module" module=slowpoke source=builtin:rules bytes=`), strings.Index(out, `msg="policy module compiled" module=slowpoke took=`)
+	if i < 0 || j < i || !strings.Contains(out[j:], " ok=true") {
+		t.Fatalf("log:\n%s\nwant the compiling line, then the compiled line", out)
+	}
+}
