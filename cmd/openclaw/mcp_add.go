@@ -435,7 +435,8 @@ in seconds and are stored as requestTimeoutMs and connectionTimeoutMs.`,
 	fl.StringVar(&a.cwd, "cwd", "", "Working directory for stdio server")
 	fl.StringVar(&a.url, "url", "", "HTTP MCP server URL")
 	fl.StringVar(&a.transport, "transport", "", "HTTP transport: streamable-http or sse (default sse)")
-	fl.BoolVar(&a.disabled, "disabled", false, "Save the server disabled")
+	fl.BoolVar(&a.disabled, "disabled", false, "Save the server disabled (also --disable, as configure spells it)")
+	fl.SetNormalizeFunc(flagAliases(map[string]string{"disable": "disabled"}))
 	fl.BoolVar(&a.noProbe, "no-probe", false, "Save without connecting first")
 	fl.BoolVar(&a.force, "force", false, "Replace an existing server of that name")
 	return cmd

@@ -82,6 +82,16 @@ func TestMCPAdd(t *testing.T) {
 		steps   []registryStep
 	}{
 		{
+			name:    "--disable and --disabled mean the same on add and configure",
+			servers: map[string]any{},
+			steps: []registryStep{
+				{args: []string{"mcp", "add", "off", "--command", c.tiny, "--disable"}, stdout: []string{savedAs("off")},
+					show: []string{"off", "{", `  "command": "` + c.tiny + `",`, `  "enabled": false`, "}"}},
+				{args: []string{"mcp", "configure", "off", "--enabled"}, show: []string{"off", "{", `  "command": "` + c.tiny + `"`, "}"}},
+				{args: []string{"mcp", "configure", "off", "--disabled"}, show: []string{"off", "{", `  "command": "` + c.tiny + `",`, `  "enabled": false`, "}"}},
+			},
+		},
+		{
 			name:    "a server started through npx gets time for its first download",
 			servers: map[string]any{},
 			steps: []registryStep{{

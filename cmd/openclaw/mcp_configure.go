@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/openclaw-go/openclaw/config"
 )
@@ -24,6 +25,18 @@ type configureFlags struct {
 	clearAuth, clearTLS, probe  bool
 	unsetHeaders, unsetEnvs     []string
 	parallelSet, noParallelSet  bool
+}
+
+// flagAliases returns a flag normalizer that accepts each key of aliases
+// for the flag it names: where two commands spell one flag differently,
+// each accepts both.
+func flagAliases(aliases map[string]string) func(*pflag.FlagSet, string) pflag.NormalizedName {
+	return func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		if to, ok := aliases[name]; ok {
+			return pflag.NormalizedName(to)
+		}
+		return pflag.NormalizedName(name)
+	}
 }
 
 // changeFlags are the flags that change the entry; a run needs one.
@@ -259,7 +272,8 @@ moment of writing.`,
 	f.register(cmd)
 	fl := cmd.Flags()
 	fl.BoolVar(&f.enable, "enable", false, "Enable this saved server")
-	fl.BoolVar(&f.disable, "disable", false, "Disable this saved server")
+	fl.BoolVar(&f.disable, "disable", false, "Disable this saved server (also --disabled, as add spells it)")
+	fl.SetNormalizeFunc(flagAliases(map[string]string{"disabled": "disable", "enabled": "enable"}))
 	fl.BoolVar(&f.clearTools, "clear-tools", false, "Clear this server's MCP tool filter")
 	fl.BoolVar(&f.clearTimeouts, "clear-timeouts", false, "Clear request and connection timeout overrides")
 	fl.BoolVar(&f.noParallel, "no-parallel", false, "Clear the concurrent tool-call marker")

@@ -180,7 +180,15 @@ func newMCPListCmd() *cobra.Command {
 			}
 			fmt.Fprintf(out, "OpenClaw-managed MCP servers (%s):\n", doc.Path)
 			for _, n := range regSortedNames(servers) {
-				fmt.Fprintf(out, "- %s%s\n", n, regOAuthListSuffix(servers, n))
+				// A disabled server is listed, and said to be (OpenClaw
+				// lists the name alone).
+				suffix := regOAuthListSuffix(servers, n)
+				if e, _ := servers.Get(n); e != nil {
+					if v, _ := e.(*config.Object).Get("enabled"); v == false {
+						suffix += " (disabled)"
+					}
+				}
+				fmt.Fprintf(out, "- %s%s\n", n, suffix)
 			}
 			fmt.Fprintln(out)
 			fmt.Fprintln(out, scopeNote)

@@ -281,6 +281,7 @@ func TestRegistryCommands(t *testing.T) {
 			"  - warning: headers.Authorization holds a literal secret; keep it out of the config file and reference an environment variable instead\n" +
 			"  - warning: toolFilter has neither an include nor an exclude list\n", ""},
 		{[]string{"mcp", "list", "--json"}, 0, "{\n  \"gone\": {", ""},
+		{[]string{"mcp", "list"}, 0, "- nourl\n- off (disabled)\n- tls", ""},
 		{[]string{"mcp", "unset", "gone"}, 0, "Removed MCP server \"gone\" from $OPENCLAW_HOME/.openclaw/openclaw.json.\n", ""},
 	}
 	for i, st := range steps {

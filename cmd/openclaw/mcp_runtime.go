@@ -256,10 +256,22 @@ could not be named or openclaw.json is invalid.`,
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "TOOL\tSERVER\tUPSTREAM\tDESCRIPTION")
+			utility := 0
 			for _, t := range tools {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, regSanitize(t.Server), regSanitize(t.Upstream.Name), firstLine(t.Upstream.Description))
+				if t.Utility != "" {
+					utility++
+				}
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if utility > 0 {
+				// `mcp proxy` lists fewer tools: say why.
+				fmt.Fprintf(out, "\n%d of these are utility tools (UPSTREAM resources_list, resources_read, prompts_list, prompts_get) that give an agent without MCP resources and prompts access to them, as OpenClaw does; openclaw mcp proxy serves resources and prompts themselves instead, so it lists %d tools.\n",
+					utility, len(tools)-utility)
+			}
+			return nil
 		},
 	}
 	f.register(cmd)
@@ -296,7 +308,14 @@ reports an error). With --json, stdout is the result's structuredContent as inde
 result has one. With --principal ID, servers with "oauth": {"identity": "per-requester"} list and
 call with the tokens of principal ID (openclaw mcp login <name> --principal ID); without it a call
 to such a server is refused.`,
-		Args: cobra.ExactArgs(1),
+		Args: func(cmd *cobra.Command, pos []string) error {
+			if len(pos) == 2 {
+				// The arguments given as a second word, as other MCP CLIs
+				// take them.
+				return fmt.Errorf("openclaw mcp call: the tool's arguments go in --args: openclaw mcp call %s --args %s", pos[0], shellQuote(pos[1]))
+			}
+			return cobra.ExactArgs(1)(cmd, pos)
+		},
 		RunE: func(cmd *cobra.Command, pos []string) error {
 			callArgs, err := readCallArgs(args)
 			if err != nil {
@@ -416,6 +435,11 @@ func isTerminal(f *os.File) bool {
 	}
 	null, err := os.Stat(os.DevNull)
 	return err != nil || !os.SameFile(fi, null)
+}
+
+// shellQuote quotes s for a POSIX shell (single quotes).
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // approver is who `mcp call` asks when a policy requires approval: the

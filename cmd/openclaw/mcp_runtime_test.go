@@ -292,6 +292,14 @@ func TestMCPToolsAndCall(t *testing.T) {
 			noErr:   []string{"WARNING"},
 		},
 		{
+			name:    "arguments given as a second word point at --args",
+			servers: map[string]any{"tiny": tiny},
+			args:    []string{"mcp", "call", "tiny__echo", `{"message":"it's"}`},
+			code:    1,
+			stderr:  []string{`openclaw mcp call: the tool's arguments go in --args: openclaw mcp call tiny__echo --args '{"message":"it'\''s"}'`},
+			noOut:   []string{"tiny says"},
+		},
+		{
 			name:    "require_approval without a terminal is refused",
 			servers: map[string]any{"tiny": tiny},
 			files:   map[string]string{"policy.json": approveEchoPolicy},
@@ -349,6 +357,12 @@ func TestMCPToolsAndCall(t *testing.T) {
 				servers: map[string]any{"everything": ev, "tiny": tiny},
 				args:    []string{"mcp", "tools", "--json"},
 				stdout:  []string{`"name": "everything__echo"`, `"tool": "echo"`, `"server": "everything"`, `"name": "tiny__echo"`},
+			},
+			runtimeCase{
+				name:    "utility tools are said to be what the proxy does not list",
+				servers: map[string]any{"everything": ev},
+				args:    []string{"mcp", "tools"},
+				stdout:  []string{"everything__resources_read", "4 of these are utility tools (UPSTREAM resources_list, resources_read, prompts_list, prompts_get)", "openclaw mcp proxy serves resources and prompts themselves instead, so it lists"},
 			},
 			runtimeCase{
 				name:    "server-everything echo",
