@@ -56,6 +56,9 @@ func (h *HTTPHandler) checkFrames(sse bool, next http.Handler) http.Handler {
 			writeRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeParseError, "Parse error: reading the request body: "+err.Error())
 			return
 		}
+		// Ill-formed UTF-8 is repaired here, as Node.js decodes a body, so
+		// that the policy, the audit log and the upstream see one value.
+		body = transport.RepairUTF8(body)
 		version := r.Header.Get("Mcp-Protocol-Version")
 		msgs, ferr := decodeBody(body, !sse && version < batchlessRevision)
 		if ferr != nil {

@@ -230,3 +230,24 @@ func TestSSEFramesRefused(t *testing.T) {
 		t.Errorf("null id on /sse: HTTP %d %s, want 400", status, body)
 	}
 }
+
+// Ill-formed UTF-8 in a POST body is repaired as Node.js decodes it (one
+// U+FFFD per maximal subpart: a truncated sequence is one, where Go's
+// decoders give one per byte) before anything sees it: the policy and the
+// upstream server get the same, repaired, value.
+func TestHTTPBodyUTF8Repaired(t *testing.T) {
+	t.Parallel()
+	f := newHTTPFixture(t, HTTPOptions{Token: "t"})
+	c := &rawClient{t: t, url: f.url}
+	c.initialize()
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"up__echo","arguments":{"message":"Z` + "\xe2\x82" + `A"}}}`
+	status, got := c.post(body)
+	if status != http.StatusOK || !strings.Contains(got, "echo: Z\uFFFDA") {
+		t.Fatalf("HTTP %d %s; want the upstream's echo of the repaired text", status, got)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.callers["Z\uFFFDA"]; !ok {
+		t.Errorf("before_tool_call saw %v, want the repaired message", f.callers)
+	}
+}

@@ -300,6 +300,8 @@ func TestCallToolArgumentsAndCancellation(t *testing.T) {
 		errText string // in the error's text
 		policy  bool   // the policy saw the call
 		audit   string // the audited decision, "" for none
+		// policyArgs, when set, are the arguments the policy must see.
+		policyArgs string
 	}{
 		{name: "object", ctx: context.Background(), args: `{"a":1}`, want: `echo: {"a":1}`, policy: true, audit: "allow"},
 		{name: "empty", ctx: context.Background(), args: ``, want: `echo: {}`, policy: true, audit: "allow"},
@@ -309,6 +311,10 @@ func TestCallToolArgumentsAndCancellation(t *testing.T) {
 		{name: "array", ctx: context.Background(), args: `[1,2]`, is: ErrInvalidArguments, errText: `tool "s__echo": the arguments are a JSON array`},
 		{name: "string", ctx: context.Background(), args: `"x"`, is: ErrInvalidArguments, errText: "a JSON string"},
 		{name: "two objects", ctx: context.Background(), args: `{}{}`, is: ErrInvalidArguments, errText: "not valid JSON"},
+		// Repaired as Node.js decodes it (one U+FFFD for the truncated
+		// sequence), for the policy and the server alike.
+		{name: "ill-formed UTF-8", ctx: context.Background(), args: `{"q":"Z` + "\xe2\x82" + `A"}`, want: `echo: {"q":"Z` + "\uFFFD" + `A"}`, policy: true, audit: "allow",
+			policyArgs: `{"q":"Z` + "\uFFFD" + `A"}`},
 		{name: "cancelled", ctx: cancelled, args: `{}`, is: context.Canceled, errText: "context canceled", policy: true, audit: policies.DecisionCancelled},
 	}
 	for _, tt := range tests {
@@ -336,6 +342,9 @@ func TestCallToolArgumentsAndCancellation(t *testing.T) {
 			}
 			hook.mu.Lock()
 			saw := len(hook.args) > 0
+			if tt.policyArgs != "" && (!saw || hook.args[0] != tt.policyArgs) {
+				t.Errorf("policy saw arguments %q, want %q", hook.args, tt.policyArgs)
+			}
 			hook.mu.Unlock()
 			if saw != tt.policy {
 				t.Errorf("policy saw the call: %v, want %v", saw, tt.policy)

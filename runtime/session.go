@@ -681,7 +681,10 @@ func localeRanks(names []string) []int {
 // their turn. Progress notifications go to the handler of WithProgress.
 //
 // The result is the server's, tool errors (isError) included. Errors:
-// ErrClosed, ErrUnknownTool (wrapped), ErrInvalidArguments (wrapped),
+// Ill-formed UTF-8 in args is first replaced by U+FFFD as Node.js decodes
+// it ([transport.RepairUTF8]).
+//
+// Errors: ErrClosed, ErrUnknownTool (wrapped), ErrInvalidArguments (wrapped),
 // *PolicyError, *PausedError, ctx.Err() when ctx ends first (also while
 // the policy decides: a chain audits that call as cancelled), and a
 // *ServerError for a server that is not connected or failed the request;
@@ -690,6 +693,10 @@ func localeRanks(names []string) []int {
 // one, fails the call with an *InputRequestError naming its Method; it is
 // not the server's failure and does not count.
 func (s *Session) CallTool(ctx context.Context, name string, args []byte) (*mcp.CallToolResult, error) {
+	// Ill-formed UTF-8 in the arguments is repaired before anything sees
+	// them (transport.RepairUTF8): the policy, the audit and the server
+	// get one value.
+	args = transport.RepairUTF8(args)
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(s.life, cancel)
 	defer func() {

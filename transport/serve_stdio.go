@@ -528,6 +528,7 @@ func (f *lineFilter) check(line []byte, tooLong bool) {
 	if len(msg) == 0 {
 		return
 	}
+	msg = RepairUTF8(msg) // as Node.js decodes it: one value for everyone downstream
 	_, err := DecodeFrame(msg)
 	if err == nil {
 		// msg aliases f.buf, unused until pending drains. Surrounding

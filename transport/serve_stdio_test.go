@@ -241,6 +241,9 @@ func TestServeStdioFilterStream(t *testing.T) {
 		{"CRLF and blanks", "\r\n \n" + ping + "\r\n\t" + ping + " \r\n", ping + "\n" + ping + "\n"},
 		{"bad lines dropped", "x\n" + ping + "\n[1]\n{}", ping + "\n"},
 		{"over-long line dropped to its newline", strings.Repeat("y", 300) + "\n" + ping, ping + "\n"},
+		// As Node.js decodes a line: one U+FFFD for the truncated sequence.
+		{"ill-formed UTF-8 repaired", `{"jsonrpc":"2.0","id":1,"method":"x","params":{"q":"Z` + "\xe2\x82" + `A"}}`,
+			`{"jsonrpc":"2.0","id":1,"method":"x","params":{"q":"Z` + "\uFFFD" + `A"}}` + "\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
