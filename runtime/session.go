@@ -680,11 +680,11 @@ func localeRanks(names []string) []int {
 // upstream. Calls to a server without supportsParallelToolCalls wait for
 // their turn. Progress notifications go to the handler of WithProgress.
 //
-// The result is the server's, tool errors (isError) included. Errors:
 // Ill-formed UTF-8 in args is first replaced by U+FFFD as Node.js decodes
 // it ([transport.RepairUTF8]).
 //
-// Errors: ErrClosed, ErrUnknownTool (wrapped), ErrInvalidArguments (wrapped),
+// The result is the server's, tool errors (isError) included. Errors:
+// ErrClosed, ErrUnknownTool (wrapped), ErrInvalidArguments (wrapped),
 // *PolicyError, *PausedError, ctx.Err() when ctx ends first (also while
 // the policy decides: a chain audits that call as cancelled), and a
 // *ServerError for a server that is not connected or failed the request;
