@@ -17,7 +17,8 @@
 //	b := bridge.New(gw, &bridge.Options{ClaudeChannelMode: mode, Policy: chain, Logger: stderrLogger})
 //	defer b.Close()                                 // releases pending events_wait calls
 //	// gw's read loop calls b.HandleGatewayEvent(name, payload) for every event frame.
-//	err = b.Serve(ctx, &mcp.StdioTransport{})     // until stdin EOF or ctx ends
+//	stdio := transport.NewServeStdioTransport(os.Stdin, os.Stdout, nil) // strict framing
+//	err = b.Serve(ctx, stdio)                      // until stdin EOF or ctx ends
 //
 // Compatibility: initialize, tools/list, every tool result and error text,
 // the event queue (cursors, 1000 kept, gaps), approval tracking and the

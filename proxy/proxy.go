@@ -1,5 +1,5 @@
 // Package proxy serves the embedded runtime's imported catalog as one MCP
-// server: `openclaw mcp proxy` (issue 5). Every tools/call is routed to
+// server: `openclaw mcp proxy`. Every tools/call is routed to
 // runtime.Session.CallTool, so it passes before_tool_call like any other
 // call. Create the session with runtime.Options.Surface set to
 // policies.SurfaceProxy; each call carries the identity of the MCP client

@@ -90,7 +90,7 @@ func median(d []time.Duration) time.Duration {
 }
 
 // catalogServers builds n in-process servers of nTools tools each, the
-// catalog of the issue 4 figure: snake_case names, one sentence of
+// catalog of the 50 × 100 catalog figure: snake_case names, one sentence of
 // description, a one-property input schema. Building them (go-sdk's
 // AddTool re-encodes every schema) is setup, not part of the figure.
 //

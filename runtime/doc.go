@@ -105,7 +105,7 @@
 // subscriptions, [Session.GetPrompt], [Session.Complete]) run on its
 // listing connection, so they are served for the listing principal only:
 // a context naming anyone else, or nobody, gets a [*PrincipalError] and
-// nothing is sent (per-principal resources and prompts: not yet here).
+// nothing is sent (resources and prompts are not served per principal).
 //
 // The package never loads Wasm itself: it is handed the policy interfaces,
 // which cmd/openclaw fills with the policy engine.

@@ -1,6 +1,6 @@
 // Command mcpbench measures MCP tools/call latency and drives concurrent load
 // with the go-sdk client, against MCP servers and bridges reached over stdio,
-// streamable HTTP or legacy SSE (issue 5, "Figures" and "Load"). It is a
+// streamable HTTP or legacy SSE (DESIGN's proxy figures and load). It is a
 // benchmark tool, run by bench/proxy.sh, not a test.
 //
 // Each target gets -c sessions (each its own MCP session, transport and,

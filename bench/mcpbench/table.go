@@ -9,15 +9,15 @@ import (
 	"strings"
 )
 
-// rssTargetMiB is issue 5's memory target for the proxy under load.
+// rssTargetMiB is the proxy's memory target under load.
 const rssTargetMiB = 100
 
-// addedRatioTarget is issue 5's latency target: our median at most this
+// addedRatioTarget is the proxy's latency target: our median at most this
 // many times the direct median.
 const addedRatioTarget = 1.25
 
 // printTables reads result lines from files (stdin when there are none) and
-// writes a latency table, a load table and the verdicts on issue 5's
+// writes a latency table, a load table and the verdicts on the proxy's
 // targets for the target labelled ours against the one labelled direct.
 func printTables(stdin io.Reader, w io.Writer, files []string, direct, ours string) error {
 	var results []result

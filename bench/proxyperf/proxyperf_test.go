@@ -321,7 +321,7 @@ func BenchmarkEcho(b *testing.B) {
 }
 
 // loadSessions is the number of concurrent client sessions of
-// BenchmarkEchoLoad, as in issue 5's load test.
+// BenchmarkEchoLoad, as in the proxy's load figure.
 const loadSessions = 200
 
 // BenchmarkEchoLoad spreads b.N calls over loadSessions sessions calling at

@@ -22,7 +22,7 @@ import (
 	"github.com/openclaw-go/openclaw/transport"
 )
 
-// The two MCP protocol revisions the runtime must speak (issue 4).
+// The two MCP protocol revisions the runtime must speak.
 const (
 	serverRev20251125 = "2025-11-25"
 	serverRev20260728 = "2026-07-28"
