@@ -268,7 +268,7 @@ func (r *Relay) listRoots(ctx context.Context, server string) (*mcp.ListRootsRes
 		return askFor[*mcp.ListRootsResult](ctx, rd, "roots", &mcp.ListRootsParams{})
 	}
 	ss, err := r.downstream(ctx, "roots", func(c *mcp.ClientCapabilities) bool {
-		return c.RootsV2 != nil || c.Roots.ListChanged
+		return c.RootsV2 != nil
 	})
 	if err != nil {
 		return nil, err

@@ -55,7 +55,6 @@ type downstream struct {
 	mu       sync.Mutex
 	logs     []*mcp.LoggingMessageParams
 	updated  []string
-	changed  []string
 	elicited []*mcp.ElicitParams
 	notify   chan string // "log", "updated", "tools", "resources", "prompts"
 	// acceptEmpty makes the client accept approval forms with no content
