@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/openclaw-go/openclaw/internal/jsonw"
 	"strings"
 	"sync"
 	"time"
@@ -125,7 +126,7 @@ func (r *routing) record(req *policies.ApprovalRequest, module string, decision 
 // summarize shortens a compact JSON value for a human: at most 200 bytes,
 // cut on a rune boundary with "…".
 func summarize(raw json.RawMessage) string {
-	s := string(compactJSON(raw))
+	s := string(jsonw.Compact(raw))
 	if len(s) <= 200 {
 		return s
 	}
@@ -139,15 +140,15 @@ func summarize(raw json.RawMessage) string {
 // toolApprovalRequest builds the decide_approval input for a
 // require_approval verdict on call.
 func toolApprovalRequest(call *policies.ToolCall, d *policies.Decision, id string) *policies.ApprovalRequest {
-	o := newObject(nil)
+	o := jsonw.NewObject(nil)
 	for _, kv := range [][2]string{{"reason", d.Reason}, {"title", d.Title}, {"description", d.Description}, {"module", d.Module}} {
 		if kv[1] != "" {
-			o.str(kv[0], kv[1])
+			o.Str(kv[0], kv[1])
 		}
 	}
-	o.str("arguments_summary", summarize(call.Arguments))
+	o.Str("arguments_summary", summarize(call.Arguments))
 	return &policies.ApprovalRequest{Kind: policies.ApprovalTool, ID: id, Surface: call.Surface,
-		SessionKey: call.SessionKey, Requester: call.Caller, Tool: call.Tool, Request: o.close()}
+		SessionKey: call.SessionKey, Requester: call.Caller, Tool: call.Tool, Request: o.Close()}
 }
 
 // approve routes a require_approval verdict. It returns nil when the call
@@ -262,7 +263,7 @@ func (b *Bridge) elicit(req *mcp.CallToolRequest, call *policies.ToolCall, d *po
 	}
 	full := len(r.elicits) >= maxPendingElicitations
 	if !full {
-		r.elicits[state] = &pendingElicit{session: req.Session, tool: call.Tool.Name, args: string(compactJSON(call.Arguments)),
+		r.elicits[state] = &pendingElicit{session: req.Session, tool: call.Tool.Name, args: string(jsonw.Compact(call.Arguments)),
 			req: areq, deadline: now.Add(ttl)}
 	}
 	r.mu.Unlock()
@@ -296,7 +297,7 @@ func (b *Bridge) elicitAnswer(req *mcp.CallToolRequest, call *policies.ToolCall,
 	switch {
 	case p == nil:
 		return deny(nil, "the approval form is unknown or was already answered")
-	case p.session != req.Session || p.tool != call.Tool.Name || p.args != string(compactJSON(call.Arguments)):
+	case p.session != req.Session || p.tool != call.Tool.Name || p.args != string(jsonw.Compact(call.Arguments)):
 		return deny(p.req, "the approval form was answered for another call")
 	case !now.Before(p.deadline):
 		return deny(p.req, "the approval expired before it was answered")
@@ -327,15 +328,15 @@ func (b *Bridge) elicitAnswer(req *mcp.CallToolRequest, call *policies.ToolCall,
 // pluginApprovalParams are the plugin.approval.request params for a tool
 // approval, in OpenClaw's key order.
 func pluginApprovalParams(areq *policies.ApprovalRequest, d *policies.Decision, args json.RawMessage, ttl time.Duration) json.RawMessage {
-	o := newObject(nil)
-	o.str("pluginId", ApprovalPluginID)
-	o.str("title", approvalTitle(areq, d))
-	o.str("description", approvalDescription(areq, d, args))
-	o.str("toolName", areq.Tool.Name)
-	o.str("toolCallId", areq.ID)
-	o.bool("twoPhase", true)
-	o.int("timeoutMs", max(ttl.Milliseconds(), 1))
-	return o.close()
+	o := jsonw.NewObject(nil)
+	o.Str("pluginId", ApprovalPluginID)
+	o.Str("title", approvalTitle(areq, d))
+	o.Str("description", approvalDescription(areq, d, args))
+	o.Str("toolName", areq.Tool.Name)
+	o.Str("toolCallId", areq.ID)
+	o.Bool("twoPhase", true)
+	o.Int("timeoutMs", max(ttl.Milliseconds(), 1))
+	return o.Close()
 }
 
 // raiseOnGateway raises a plugin approval on the Gateway and waits for its
@@ -452,10 +453,10 @@ func (b *Bridge) raiseOnGateway(ctx context.Context, req *mcp.CallToolRequest, c
 func (b *Bridge) withdraw(ctx context.Context, id string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), withdrawTimeout)
 	defer cancel()
-	p := newObject(nil)
-	p.str("id", id)
-	p.str("decision", string(policies.Deny))
-	if _, err := b.request(ctx, "plugin.approval.resolve", p.close()); err != nil {
+	p := jsonw.NewObject(nil)
+	p.Str("id", id)
+	p.Str("decision", string(policies.Deny))
+	if _, err := b.request(ctx, "plugin.approval.resolve", p.Close()); err != nil {
 		b.log.Warn("openclaw mcp: withdrawing approval "+id+" failed", "error", err)
 	}
 }
@@ -530,17 +531,17 @@ func (b *Bridge) checkAgentApproval(ctx context.Context, req *mcp.CallToolReques
 			"openclaw-go policy raised (the Gateway also matches an id prefix), and %s", id, ErrAgentApproval)
 	}
 	decision, _ := a.str("decision")
-	o := newObject(nil)
-	o.bool("self_approval", self)
-	o.bool("agent_approval", true)
-	o.str("approval_id", id)
-	o.str("decision", decision)
+	o := jsonw.NewObject(nil)
+	o.Bool("self_approval", self)
+	o.Bool("agent_approval", true)
+	o.Str("approval_id", id)
+	o.Str("decision", decision)
 	if raised.tool != "" {
-		o.str("tool", raised.tool)
+		o.Str("tool", raised.tool)
 	}
 	areq := &policies.ApprovalRequest{Kind: policies.ApprovalTool, ID: id, Surface: policies.SurfaceServe,
 		SessionKey: raised.sessionKey, Requester: call.Caller, Tool: policies.ToolRef{Name: ToolPermissionsRespond},
-		Request: o.close()}
+		Request: o.Close()}
 	route := AuditRouteAgent
 	if self {
 		route = AuditRouteSelf

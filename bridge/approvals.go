@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"encoding/json"
+	"github.com/openclaw-go/openclaw/internal/jsonw"
 	"slices"
 	"strings"
 	"sync"
@@ -36,19 +37,19 @@ type trackedApproval struct {
 }
 
 func (a *trackedApproval) appendJSON(buf []byte) []byte {
-	o := newObject(buf)
-	o.str("kind", a.kind)
-	o.str("id", a.id)
+	o := jsonw.NewObject(buf)
+	o.Str("kind", a.kind)
+	o.Str("id", a.id)
 	if a.request != nil {
-		o.raw("request", a.request)
+		o.Raw("request", a.request)
 	}
 	if a.createdAt != nil {
-		o.raw("createdAtMs", a.createdAt)
+		o.Raw("createdAtMs", a.createdAt)
 	}
 	if a.expiresAt != nil {
-		o.raw("expiresAtMs", a.expiresAt)
+		o.Raw("expiresAtMs", a.expiresAt)
 	}
-	return o.close()
+	return o.Close()
 }
 
 func (a *trackedApproval) createdAtMs() float64 {
@@ -141,7 +142,7 @@ func (t *approvalTracker) track(kind string, payload json.RawMessage) {
 	now := t.now()
 	a := &trackedApproval{kind: kind, id: id, deadline: now.Add(DefaultApprovalTTL)}
 	if kindOf(p.Request) == kindObject {
-		a.request = compactJSON(p.Request)
+		a.request = jsonw.Compact(p.Request)
 		var r struct {
 			PluginID   json.RawMessage `json:"pluginId"`
 			ToolName   json.RawMessage `json:"toolName"`
@@ -154,10 +155,10 @@ func (t *approvalTracker) track(kind string, payload json.RawMessage) {
 		}
 	}
 	if kindOf(p.CreatedAtMs) == kindNumber {
-		a.createdAt = compactJSON(p.CreatedAtMs)
+		a.createdAt = jsonw.Compact(p.CreatedAtMs)
 	}
 	if kindOf(p.ExpiresAtMs) == kindNumber {
-		a.expiresAt = compactJSON(p.ExpiresAtMs)
+		a.expiresAt = jsonw.Compact(p.ExpiresAtMs)
 		var ms float64
 		if json.Unmarshal(p.ExpiresAtMs, &ms) == nil {
 			a.deadline = time.UnixMilli(int64(ms))

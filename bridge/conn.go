@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/openclaw-go/openclaw/internal/jsonw"
 	"maps"
 	"slices"
 	"sync"
@@ -168,7 +169,7 @@ func rewriteToolsList(result json.RawMessage, legacy bool) json.RawMessage {
 			continue
 		}
 		buf = append(buf, ',')
-		buf = appendString(buf, k)
+		buf = jsonw.AppendString(buf, k)
 		buf = append(buf, ':')
 		buf = append(buf, res[k]...)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/openclaw-go/openclaw/internal/jsonw"
 	"regexp"
 	"strings"
 
@@ -41,7 +42,7 @@ type sessionMessage struct {
 // payload. A later duplicate key wins, as with encoding/json.
 func decodeSessionMessage(payload []byte) (*sessionMessage, error) {
 	m := &sessionMessage{}
-	err := members(payload, func(k, v []byte) {
+	err := jsonw.Members(payload, func(k, v []byte) {
 		switch string(k) {
 		case "sessionKey":
 			m.SessionKey = v
@@ -61,7 +62,7 @@ func decodeSessionMessage(payload []byte) (*sessionMessage, error) {
 			m.SenderIsOwner = v
 		case "message":
 			if kindOf(v) == kindObject {
-				_ = members(v, func(k, v []byte) {
+				_ = jsonw.Members(v, func(k, v []byte) {
 					switch string(k) {
 					case "role":
 						m.Message.Role = v
@@ -85,12 +86,12 @@ func messageText(content json.RawMessage) (string, bool) {
 	case kindString:
 		return rawString(content)
 	case kindArray:
-		first := firstElement(content)
+		first := jsonw.FirstElement(content)
 		if kindOf(first) != kindObject {
 			return "", false
 		}
 		var text json.RawMessage
-		if members(first, func(k, v []byte) {
+		if jsonw.Members(first, func(k, v []byte) {
 			if string(k) == "text" {
 				text = v
 			}
@@ -125,10 +126,10 @@ func (b *Bridge) onSessionMessage(payload json.RawMessage) error {
 				if strings.HasPrefix(strings.ToLower(g[1]), "y") {
 					behavior = "allow"
 				}
-				o := newObject(nil)
-				o.str("request_id", id)
-				o.str("behavior", behavior)
-				b.notify(MethodClaudePermission, o.close(), func() { b.claude.done(id) })
+				o := jsonw.NewObject(nil)
+				o.Str("request_id", id)
+				o.Str("behavior", behavior)
+				b.notify(MethodClaudePermission, o.Close(), func() { b.claude.done(id) })
 				return nil
 			}
 		}
@@ -144,47 +145,47 @@ func (b *Bridge) onSessionMessage(payload json.RawMessage) error {
 	}
 	messageID, hasID := rawString(m.MessageID)
 
-	o := newObject(make([]byte, 0, len(payload)+256))
-	o.str("type", "message")
-	o.str("sessionKey", sessionKey)
+	o := jsonw.NewObject(make([]byte, 0, len(payload)+256))
+	o.Str("type", "message")
+	o.Str("sessionKey", sessionKey)
 	if conv != nil {
-		o.key("conversation")
-		o.buf = conv.appendJSON(o.buf)
+		o.Key("conversation")
+		o.Buf = conv.appendJSON(o.Buf)
 	}
 	if hasID {
-		o.str("messageId", messageID)
+		o.Str("messageId", messageID)
 	}
 	if kindOf(m.MessageSeq) == kindNumber {
-		o.raw("messageSeq", compactJSON(m.MessageSeq))
+		o.Raw("messageSeq", jsonw.Compact(m.MessageSeq))
 	}
 	if hasRole {
-		o.str("role", role)
+		o.Str("role", role)
 	}
 	if hasText {
-		o.str("text", text)
+		o.Str("text", text)
 	}
 	// payload is passed through as it came: the Gateway sends compact JSON,
 	// and go-sdk compacts structured content when it writes it anyway.
-	o.raw("raw", payload)
-	b.queue.push(sessionKey, o.close())
+	o.Raw("raw", payload)
+	b.queue.push(sessionKey, o.Close())
 
 	if b.channelOn() && role == "user" && conv != nil {
 		content := text
 		if !hasText || text == "" {
 			content = nonTextContent
 		}
-		n := newObject(nil)
-		n.str("content", content)
-		n.key("meta")
-		meta := newObject(n.buf)
-		meta.str("session_key", sessionKey)
-		meta.str("channel", conv.Channel)
-		meta.str("to", conv.To)
-		meta.str("account_id", conv.AccountID)
-		meta.str("thread_id", threadIDString(conv.ThreadID))
-		meta.str("message_id", messageID)
-		n.buf = meta.close()
-		b.notify(MethodClaudeChannel, n.close(), nil)
+		n := jsonw.NewObject(nil)
+		n.Str("content", content)
+		n.Key("meta")
+		meta := jsonw.NewObject(n.Buf)
+		meta.Str("session_key", sessionKey)
+		meta.Str("channel", conv.Channel)
+		meta.Str("to", conv.To)
+		meta.Str("account_id", conv.AccountID)
+		meta.Str("thread_id", threadIDString(conv.ThreadID))
+		meta.Str("message_id", messageID)
+		n.Buf = meta.Close()
+		b.notify(MethodClaudeChannel, n.Close(), nil)
 	}
 	return nil
 }
@@ -212,10 +213,10 @@ func (b *Bridge) onApproval(name string, payload json.RawMessage) error {
 		b.approvals.resolve(payload)
 		b.forgetGatewayApproval(payload)
 	}
-	o := newObject(make([]byte, 0, len(payload)+48))
-	o.str("type", typ)
-	o.raw("raw", payload)
-	b.queue.push("", o.close())
+	o := jsonw.NewObject(make([]byte, 0, len(payload)+48))
+	o.Str("type", typ)
+	o.Raw("raw", payload)
+	b.queue.push("", o.Close())
 	return nil
 }
 
@@ -243,12 +244,12 @@ func (b *Bridge) onClaudePermissionRequest(params json.RawMessage) error {
 	if b.verbose {
 		b.log.Info("openclaw mcp: pending Claude permission " + *p.RequestID)
 	}
-	o := newObject(nil)
-	o.str("type", "claude_permission_request")
-	o.str("requestId", *p.RequestID)
-	o.str("toolName", *p.ToolName)
-	o.str("description", *p.Description)
-	o.str("inputPreview", *p.InputPreview)
-	b.queue.push("", o.close())
+	o := jsonw.NewObject(nil)
+	o.Str("type", "claude_permission_request")
+	o.Str("requestId", *p.RequestID)
+	o.Str("toolName", *p.ToolName)
+	o.Str("description", *p.Description)
+	o.Str("inputPreview", *p.InputPreview)
+	b.queue.push("", o.Close())
 	return nil
 }

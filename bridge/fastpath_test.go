@@ -3,6 +3,7 @@ package bridge
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/openclaw-go/openclaw/internal/jsonw"
 	"path/filepath"
 	"testing"
 )
@@ -164,31 +165,6 @@ func FuzzSessionRows(f *testing.F) {
 	})
 }
 
-// FuzzIndentCompact checks the one-pass pretty printer against json.Indent
-// on compact JSON.
-func FuzzIndentCompact(f *testing.F) {
-	f.Add([]byte(`{"conversations":[{"sessionKey":"a","x":[],"y":{},"z":[1,{"q":"\"]}"}]}],"n":null}`))
-	f.Add([]byte(`"str"`))
-	f.Add([]byte(`[[],[{}],"a\\",true]`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		var c bytes.Buffer
-		if json.Compact(&c, data) != nil {
-			return
-		}
-		var want bytes.Buffer
-		if err := json.Indent(&want, c.Bytes(), "", "  "); err != nil {
-			t.Fatal(err)
-		}
-		got, ok := indentCompact(c.Bytes())
-		if !ok {
-			t.Fatalf("declined compact input %q", c.Bytes())
-		}
-		if got != want.String() {
-			t.Fatalf("on %q:\ngot  %q\nwant %q", c.Bytes(), got, want.String())
-		}
-	})
-}
-
 // FuzzRawString checks the no-escape fast path of rawString against
 // encoding/json.
 func FuzzRawString(f *testing.F) {
@@ -261,7 +237,7 @@ func BenchmarkSessionRows(b *testing.B) {
 	}{
 		{"rows/scanner", payload, func() { _, _ = fastRows(payload) }},
 		{"rows/encoding-json", payload, func() { _, _ = slowRows(payload) }},
-		{"pretty/one-pass", out, func() { _, _ = indentCompact(out) }},
+		{"pretty/one-pass", out, func() { _ = jsonw.Indent(out) }},
 		{"pretty/json.Indent", out, func() {
 			var buf bytes.Buffer
 			_ = json.Indent(&buf, out, "", "  ")

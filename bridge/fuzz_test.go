@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"encoding/json"
+	"github.com/openclaw-go/openclaw/internal/jsonw"
 	"strings"
 	"testing"
 )
@@ -27,7 +28,7 @@ func foldedKeys(data []byte) bool {
 				return true
 			}
 			if kindOf(v) == kindArray && depth < 2 {
-				if first := firstElement(v); first != nil && check(first, depth+1) {
+				if first := jsonw.FirstElement(v); first != nil && check(first, depth+1) {
 					return true
 				}
 			}
@@ -67,7 +68,7 @@ func FuzzDecodeSessionMessage(f *testing.F) {
 			{"message.role", m.Message.Role, std.Message.Role},
 			{"message.content", m.Message.Content, std.Message.Content},
 		} {
-			if string(compactJSON(p.got)) != string(compactJSON(p.std)) {
+			if string(jsonw.Compact(p.got)) != string(jsonw.Compact(p.std)) {
 				t.Fatalf("%s: scanner %q, encoding/json %q in %q", p.name, p.got, p.std, data)
 			}
 		}

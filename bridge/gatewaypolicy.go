@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/openclaw-go/openclaw/internal/jsonw"
 	"sync"
 	"time"
 
@@ -176,7 +177,7 @@ func (b *Bridge) onGatewayApprovalRequested(kind policies.ApprovalKind, payload 
 	if kind == policies.ApprovalPlugin && b.raisedHere(id, p.Request) {
 		return
 	}
-	if !b.gwDecide.submit(b, gatewayApprovalJob{kind: kind, id: id, request: compactJSON(p.Request)}) {
+	if !b.gwDecide.submit(b, gatewayApprovalJob{kind: kind, id: id, request: jsonw.Compact(p.Request)}) {
 		b.log.Warn("openclaw mcp: "+string(kind)+" approval "+id+" left to a human",
 			"error", "the approval policy queue is full or the bridge is closed")
 	}
@@ -250,11 +251,11 @@ func (b *Bridge) decideGatewayApproval(ctx context.Context, job gatewayApprovalJ
 		out.Decision = policies.Deny
 	}
 	reason := fmt.Sprintf("%s approval %s resolved %s on the gateway by %s", job.kind, job.id, out.Decision, by)
-	p := newObject(nil)
-	p.str("id", job.id)
-	p.str("decision", string(out.Decision))
+	p := jsonw.NewObject(nil)
+	p.Str("id", job.id)
+	p.Str("decision", string(out.Decision))
 	rctx, cancel := context.WithTimeout(ctx, resolveTimeout)
-	_, err = b.request(rctx, string(job.kind)+".approval.resolve", p.close())
+	_, err = b.request(rctx, string(job.kind)+".approval.resolve", p.Close())
 	cancel()
 	if err != nil {
 		reason = fmt.Sprintf("%s approval %s: resolving %s (decided by %s) on the gateway failed: %v",

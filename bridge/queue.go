@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"github.com/openclaw-go/openclaw/internal/jsonw"
 	"strconv"
 	"sync"
 	"time"
@@ -40,10 +41,10 @@ type gapInfo struct {
 }
 
 func (g *gapInfo) appendJSON(buf []byte) []byte {
-	o := newObject(buf)
-	o.int("requested_after_cursor", g.requestedAfter)
-	o.int("oldest_available_cursor", g.oldestAvailable)
-	return o.close()
+	o := jsonw.NewObject(buf)
+	o.Int("requested_after_cursor", g.requestedAfter)
+	o.Int("oldest_available_cursor", g.oldestAvailable)
+	return o.Close()
 }
 
 // waitResult is how a wait ended: with an event, or with none (timeout,

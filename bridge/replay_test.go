@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/openclaw-go/openclaw/internal/jsonw"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -165,7 +166,7 @@ func (g *replayGateway) Request(ctx context.Context, method string, params any) 
 		}
 		// The recorded request must also have been sent with the same key
 		// order: compare the bytes, idempotency key aside.
-		if method != "send" && !bytes.Equal(sent, compactJSON(f.Frame.Params)) {
+		if method != "send" && !bytes.Equal(sent, jsonw.Compact(f.Frame.Params)) {
 			g.t.Errorf("%s params key order: got %s, OpenClaw sent %s", method, sent, f.Frame.Params)
 		}
 		g.used[i] = true

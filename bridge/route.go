@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"encoding/json"
+	"github.com/openclaw-go/openclaw/internal/jsonw"
 	"strings"
 )
 
@@ -27,30 +28,30 @@ type Conversation struct {
 func (c *Conversation) MarshalJSON() ([]byte, error) { return c.appendJSON(nil), nil }
 
 func (c *Conversation) appendJSON(buf []byte) []byte {
-	o := newObject(buf)
-	o.str("sessionKey", c.SessionKey)
-	o.str("channel", c.Channel)
-	o.str("to", c.To)
+	o := jsonw.NewObject(buf)
+	o.Str("sessionKey", c.SessionKey)
+	o.Str("channel", c.Channel)
+	o.Str("to", c.To)
 	if c.AccountID != "" {
-		o.str("accountId", c.AccountID)
+		o.Str("accountId", c.AccountID)
 	}
 	if len(c.ThreadID) > 0 {
-		o.raw("threadId", c.ThreadID)
+		o.Raw("threadId", c.ThreadID)
 	}
 	for _, f := range [...]struct{ k, v string }{
 		{"label", c.Label}, {"displayName", c.DisplayName},
 		{"derivedTitle", c.DerivedTitle}, {"lastMessagePreview", c.LastMessagePreview},
 	} {
 		if f.v != "" {
-			o.str(f.k, f.v)
+			o.Str(f.k, f.v)
 		}
 	}
 	if len(c.UpdatedAt) > 0 {
-		o.raw("updatedAt", c.UpdatedAt)
+		o.Raw("updatedAt", c.UpdatedAt)
 	} else {
-		o.raw("updatedAt", []byte("null"))
+		o.Raw("updatedAt", []byte("null"))
 	}
-	return o.close()
+	return o.Close()
 }
 
 // sessionRow holds the fields of a Gateway session row the bridge reads
@@ -95,7 +96,7 @@ func firstString(cands ...json.RawMessage) string {
 func firstPresent(cands ...json.RawMessage) json.RawMessage {
 	for _, c := range cands {
 		if present(c) {
-			return compactJSON(c)
+			return jsonw.Compact(c)
 		}
 	}
 	return nil
@@ -162,11 +163,11 @@ func scanNested(v []byte, keys []string, dst []*json.RawMessage) bool {
 func scanFields(raw []byte, keys []string, set func(i int, v []byte) bool) bool {
 	ok := true
 	var seen uint32
-	err := members(raw, func(k, v []byte) {
+	err := jsonw.Members(raw, func(k, v []byte) {
 		if !ok {
 			return
 		}
-		if !plainKey(k) {
+		if !jsonw.PlainKey(k) {
 			ok = false
 			return
 		}
@@ -179,7 +180,7 @@ func scanFields(raw []byte, keys []string, set func(i int, v []byte) bool) bool 
 				return
 			}
 		}
-		if foldsTo(k, keys) {
+		if jsonw.FoldsTo(k, keys) {
 			ok = false
 		}
 	})
@@ -228,7 +229,7 @@ func conversationFromSessionRow(r *sessionRow) *Conversation {
 	c.DerivedTitle, _ = nonEmptyString(r.DerivedTitle)
 	c.LastMessagePreview, _ = nonEmptyString(r.LastMessagePreview)
 	if kindOf(r.UpdatedAt) == kindNumber {
-		c.UpdatedAt = compactJSON(r.UpdatedAt)
+		c.UpdatedAt = jsonw.Compact(r.UpdatedAt)
 	}
 	return c
 }
@@ -243,5 +244,5 @@ func threadIDString(raw json.RawMessage) string {
 		s, _ := rawString(raw)
 		return s
 	}
-	return string(compactJSON(raw))
+	return string(jsonw.Compact(raw))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/openclaw-go/openclaw/internal/jsonw"
 	"regexp"
 	"strconv"
 	"strings"
@@ -127,35 +128,35 @@ var toolSpecs = []toolSpec{
 func init() {
 	for i := range toolSpecs {
 		t := &toolSpecs[i]
-		o := newObject(nil)
-		o.str("$schema", "http://json-schema.org/draft-07/schema#")
-		o.str("type", "object")
-		o.key("properties")
-		props := newObject(o.buf)
+		o := jsonw.NewObject(nil)
+		o.Str("$schema", "http://json-schema.org/draft-07/schema#")
+		o.Str("type", "object")
+		o.Key("properties")
+		props := jsonw.NewObject(o.Buf)
 		for j := range t.props {
-			props.key(t.props[j].name)
-			props.buf = t.props[j].schemaJSON(props.buf)
+			props.Key(t.props[j].name)
+			props.Buf = t.props[j].schemaJSON(props.Buf)
 		}
-		o.buf = props.close()
+		o.Buf = props.Close()
 		if len(t.required) > 0 {
-			o.key("required")
-			o.buf = append(o.buf, '[')
+			o.Key("required")
+			o.Buf = append(o.Buf, '[')
 			for j, r := range t.required {
 				if j > 0 {
-					o.buf = append(o.buf, ',')
+					o.Buf = append(o.Buf, ',')
 				}
-				o.buf = appendString(o.buf, r)
+				o.Buf = jsonw.AppendString(o.Buf, r)
 			}
-			o.buf = append(o.buf, ']')
+			o.Buf = append(o.Buf, ']')
 		}
-		t.schema = o.close()
+		t.schema = o.Close()
 
-		l := newObject(nil)
-		l.str("name", t.name)
-		l.str("description", t.description)
-		l.raw("inputSchema", t.schema)
-		l.raw("execution", []byte(`{"taskSupport":"forbidden"}`))
-		t.listJSON = l.close()
+		l := jsonw.NewObject(nil)
+		l.Str("name", t.name)
+		l.Str("description", t.description)
+		l.Raw("inputSchema", t.schema)
+		l.Raw("execution", []byte(`{"taskSupport":"forbidden"}`))
+		t.listJSON = l.Close()
 	}
 }
 
@@ -350,9 +351,9 @@ func (b *Bridge) resolveSessionAlias(ctx context.Context, a *args) error {
 	if !ok || key == "" || scopedSessionKey(key) {
 		return nil
 	}
-	p := newObject(nil)
-	p.str("key", key)
-	payload, err := b.request(ctx, "sessions.describe", p.close())
+	p := jsonw.NewObject(nil)
+	p.Str("key", key)
+	payload, err := b.request(ctx, "sessions.describe", p.Close())
 	if err != nil {
 		return fmt.Errorf("resolving session key %q: %w", key, err)
 	}
@@ -365,7 +366,7 @@ func (b *Bridge) resolveSessionAlias(ctx context.Context, a *args) error {
 		return fmt.Errorf("resolving session key %q: sessions.describe: decoding result: %w", key, err)
 	}
 	if k, ok := nonEmptyString(res.Session.Key); ok {
-		a.values["session_key"] = appendString(nil, canonicalSessionKey(k))
+		a.values["session_key"] = jsonw.AppendString(nil, canonicalSessionKey(k))
 	}
 	return nil
 }
@@ -377,14 +378,14 @@ func (b *Bridge) request(ctx context.Context, method string, params []byte) (jso
 }
 
 func (b *Bridge) conversationsList(ctx context.Context, a *args) (*mcp.CallToolResult, error) {
-	p := newObject(nil)
-	p.int("limit", a.integer("limit", DefaultConversationsLimit))
+	p := jsonw.NewObject(nil)
+	p.Int("limit", a.integer("limit", DefaultConversationsLimit))
 	if s, ok := a.str("search"); ok {
-		p.str("search", s)
+		p.Str("search", s)
 	}
-	p.bool("includeDerivedTitles", a.boolean("includeDerivedTitles", true))
-	p.bool("includeLastMessage", a.boolean("includeLastMessage", true))
-	payload, err := b.request(ctx, "sessions.list", p.close())
+	p.Bool("includeDerivedTitles", a.boolean("includeDerivedTitles", true))
+	p.Bool("includeLastMessage", a.boolean("includeLastMessage", true))
+	payload, err := b.request(ctx, "sessions.list", p.Close())
 	if err != nil {
 		return nil, err
 	}
@@ -422,7 +423,7 @@ func sessionRows(payload json.RawMessage) ([]json.RawMessage, error) {
 		case kindNone, kindNull:
 			return nil, nil
 		case kindArray:
-			if elements(list, func(e []byte) { rows = append(rows, e) }) == nil {
+			if jsonw.Elements(list, func(e []byte) { rows = append(rows, e) }) == nil {
 				return rows, nil
 			}
 		}
@@ -446,11 +447,11 @@ func (b *Bridge) resolveConversation(ctx context.Context, key string) (*Conversa
 	if key == "" {
 		return nil, nil
 	}
-	p := newObject(nil)
-	p.str("key", key)
-	p.bool("includeDerivedTitles", true)
-	p.bool("includeLastMessage", true)
-	payload, err := b.request(ctx, "sessions.describe", p.close())
+	p := jsonw.NewObject(nil)
+	p.Str("key", key)
+	p.Bool("includeDerivedTitles", true)
+	p.Bool("includeLastMessage", true)
+	payload, err := b.request(ctx, "sessions.describe", p.Close())
 	if err != nil {
 		return nil, err
 	}
@@ -476,18 +477,18 @@ func (b *Bridge) conversationGet(ctx context.Context, a *args) (*mcp.CallToolRes
 	if c == nil {
 		return nil, fmt.Errorf("conversation not found: %s", key)
 	}
-	o := newObject(nil)
-	o.key("conversation")
-	o.buf = c.appendJSON(o.buf)
-	return okResult("conversation "+c.SessionKey, o.close()), nil
+	o := jsonw.NewObject(nil)
+	o.Key("conversation")
+	o.Buf = c.appendJSON(o.Buf)
+	return okResult("conversation "+c.SessionKey, o.Close()), nil
 }
 
 // sessionMessages calls sessions.get and returns the messages array.
 func (b *Bridge) sessionMessages(ctx context.Context, key string, limit int64) ([]json.RawMessage, error) {
-	p := newObject(nil)
-	p.str("key", key)
-	p.int("limit", limit)
-	payload, err := b.request(ctx, "sessions.get", p.close())
+	p := jsonw.NewObject(nil)
+	p.Str("key", key)
+	p.Int("limit", limit)
+	payload, err := b.request(ctx, "sessions.get", p.Close())
 	if err != nil {
 		return nil, err
 	}
@@ -512,7 +513,7 @@ func appendArray(buf []byte, items []json.RawMessage) []byte {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = append(buf, compactJSON(it)...)
+		buf = append(buf, jsonw.Compact(it)...)
 	}
 	return append(buf, ']')
 }
@@ -523,10 +524,10 @@ func (b *Bridge) messagesRead(ctx context.Context, a *args) (*mcp.CallToolResult
 	if err != nil {
 		return nil, err
 	}
-	o := newObject(nil)
-	o.key("messages")
-	o.buf = appendArray(o.buf, msgs)
-	buf := o.close()
+	o := jsonw.NewObject(nil)
+	o.Key("messages")
+	o.Buf = appendArray(o.Buf, msgs)
+	buf := o.Close()
 	return okResult(fmt.Sprintf("messages: %d\n\n%s", len(msgs), pretty(buf)), buf), nil
 }
 
@@ -554,10 +555,10 @@ func messageID(entry json.RawMessage) string {
 // found.
 func (b *Bridge) findMessage(ctx context.Context, key, id string, limit int64) (json.RawMessage, error) {
 	if b.gw.HasMethod("chat.message.get") {
-		p := newObject(nil)
-		p.str("sessionKey", key)
-		p.str("messageId", id)
-		payload, err := b.request(ctx, "chat.message.get", p.close())
+		p := jsonw.NewObject(nil)
+		p.Str("sessionKey", key)
+		p.Str("messageId", id)
+		payload, err := b.request(ctx, "chat.message.get", p.Close())
 		if err != nil {
 			return nil, err
 		}
@@ -571,7 +572,7 @@ func (b *Bridge) findMessage(ctx context.Context, key, id string, limit int64) (
 		if !res.OK || kindOf(res.Message) != kindObject {
 			return nil, nil
 		}
-		return compactJSON(res.Message), nil
+		return jsonw.Compact(res.Message), nil
 	}
 	msgs, err := b.sessionMessages(ctx, key, limit)
 	if err != nil {
@@ -579,7 +580,7 @@ func (b *Bridge) findMessage(ctx context.Context, key, id string, limit int64) (
 	}
 	for _, m := range msgs {
 		if messageID(m) == id {
-			return compactJSON(m), nil
+			return jsonw.Compact(m), nil
 		}
 	}
 	return nil, nil
@@ -619,13 +620,13 @@ func appendMedia(buf []byte, raw json.RawMessage) ([]byte, bool) {
 	if !hasPath && !hasURL && !hasType && (!hasKind || kind == "unknown") {
 		return buf, false
 	}
-	o := newObject(buf)
-	o.str("type", "openclaw_media")
-	o.key("media")
-	m := newObject(o.buf)
+	o := jsonw.NewObject(buf)
+	o.Str("type", "openclaw_media")
+	o.Key("media")
+	m := jsonw.NewObject(o.Buf)
 	field := func(k string, v json.RawMessage, want jsonKind) {
 		if kindOf(v) == want {
-			m.raw(k, compactJSON(v))
+			m.Raw(k, jsonw.Compact(v))
 		}
 	}
 	field("path", f.Path, kindString)
@@ -638,13 +639,13 @@ func appendMedia(buf []byte, raw json.RawMessage) ([]byte, bool) {
 	field("durationMs", f.DurationMs, kindNumber)
 	field("width", f.Width, kindNumber)
 	field("height", f.Height, kindNumber)
-	m.bool("transcribed", string(f.Transcribed) == "true")
+	m.Bool("transcribed", string(f.Transcribed) == "true")
 	field("messageId", f.MessageID, kindString)
 	field("workspaceDir", f.WorkspaceDir, kindString)
 	field("staged", f.Staged, kindBool)
 	field("hydrationSuppressed", f.HydrationSuppressed, kindBool)
-	o.buf = m.close()
-	return o.close(), true
+	o.Buf = m.Close()
+	return o.Close(), true
 }
 
 func (b *Bridge) attachmentsFetch(ctx context.Context, a *args) (*mcp.CallToolResult, error) {
@@ -683,7 +684,7 @@ func (b *Bridge) attachmentsFetch(ctx context.Context, a *args) (*mcp.CallToolRe
 				continue
 			}
 			sep()
-			buf = append(buf, compactJSON(blk)...)
+			buf = append(buf, jsonw.Compact(blk)...)
 			n++
 		}
 	}
@@ -767,19 +768,19 @@ func (b *Bridge) messagesSend(ctx context.Context, a *args) (*mcp.CallToolResult
 	if err != nil {
 		return nil, fmt.Errorf("generating idempotency key: %w", err)
 	}
-	p := newObject(nil)
-	p.str("to", c.To)
-	p.str("channel", c.Channel)
+	p := jsonw.NewObject(nil)
+	p.Str("to", c.To)
+	p.Str("channel", c.Channel)
 	if c.AccountID != "" {
-		p.str("accountId", c.AccountID)
+		p.Str("accountId", c.AccountID)
 	}
 	if len(c.ThreadID) > 0 {
-		p.str("threadId", threadIDString(c.ThreadID))
+		p.Str("threadId", threadIDString(c.ThreadID))
 	}
-	p.str("message", text)
-	p.str("sessionKey", c.SessionKey)
-	p.str("idempotencyKey", idem)
-	payload, err := b.request(ctx, "send", p.close())
+	p.Str("message", text)
+	p.Str("sessionKey", c.SessionKey)
+	p.Str("idempotencyKey", idem)
+	payload, err := b.request(ctx, "send", p.Close())
 	if err != nil {
 		return nil, err
 	}
@@ -791,9 +792,9 @@ func resultEnvelope(payload json.RawMessage) []byte {
 	if len(payload) == 0 {
 		payload = json.RawMessage("null")
 	}
-	o := newObject(nil)
-	o.raw("result", compactJSON(payload))
-	return o.close()
+	o := jsonw.NewObject(nil)
+	o.Raw("result", jsonw.Compact(payload))
+	return o.Close()
 }
 
 func (b *Bridge) permissionsListOpen(context.Context, *args) (*mcp.CallToolResult, error) {
@@ -817,10 +818,10 @@ func (b *Bridge) permissionsRespond(ctx context.Context, a *args) (*mcp.CallTool
 	if kind == "plugin" {
 		method = "plugin.approval.resolve"
 	}
-	p := newObject(nil)
-	p.str("id", id)
-	p.str("decision", decision)
-	payload, err := b.request(ctx, method, p.close())
+	p := jsonw.NewObject(nil)
+	p.Str("id", id)
+	p.Str("decision", decision)
+	payload, err := b.request(ctx, method, p.Close())
 	if err != nil {
 		return nil, err
 	}

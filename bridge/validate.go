@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/openclaw-go/openclaw/internal/jsonw"
 	"math"
 	"regexp"
 	"slices"
@@ -42,29 +43,29 @@ type prop struct {
 // schemaJSON renders the property as OpenClaw's draft-07 schema does, keys
 // in the same order: type, minLength | enum | minimum, maximum.
 func (p *prop) schemaJSON(buf []byte) []byte {
-	o := newObject(buf)
-	o.str("type", string(p.typ))
+	o := jsonw.NewObject(buf)
+	o.Str("type", string(p.typ))
 	if p.minLength > 0 {
-		o.int("minLength", int64(p.minLength))
+		o.Int("minLength", int64(p.minLength))
 	}
 	if p.enum != nil {
-		o.key("enum")
-		o.buf = append(o.buf, '[')
+		o.Key("enum")
+		o.Buf = append(o.Buf, '[')
 		for i, e := range p.enum {
 			if i > 0 {
-				o.buf = append(o.buf, ',')
+				o.Buf = append(o.Buf, ',')
 			}
-			o.buf = appendString(o.buf, e)
+			o.Buf = jsonw.AppendString(o.Buf, e)
 		}
-		o.buf = append(o.buf, ']')
+		o.Buf = append(o.Buf, ']')
 	}
 	if p.hasMin {
-		o.int("minimum", p.min)
+		o.Int("minimum", p.min)
 	}
 	if p.hasMax {
-		o.int("maximum", p.max)
+		o.Int("maximum", p.max)
 	}
-	return o.close()
+	return o.Close()
 }
 
 // args are validated tool arguments: the known keys the client sent, in the
@@ -76,11 +77,11 @@ type args struct {
 
 // JSON returns the arguments as a JSON object, unknown keys removed.
 func (a *args) JSON() json.RawMessage {
-	o := newObject(nil)
+	o := jsonw.NewObject(nil)
 	for _, k := range a.keys {
-		o.raw(k, a.values[k])
+		o.Raw(k, a.values[k])
 	}
-	return o.close()
+	return o.Close()
 }
 
 func (a *args) str(name string) (string, bool) { return rawString(a.values[name]) }
@@ -175,11 +176,11 @@ func scanArgs(raw []byte, props []prop) (*args, bool) {
 	}
 	a := &args{values: make(map[string]json.RawMessage, len(props))}
 	ok := true
-	err := members(raw, func(k, v []byte) {
+	err := jsonw.Members(raw, func(k, v []byte) {
 		if !ok {
 			return
 		}
-		if !plainKey(k) {
+		if !jsonw.PlainKey(k) {
 			ok = false
 			return
 		}
@@ -229,7 +230,7 @@ func (a *args) set(k string, v json.RawMessage) {
 	if _, dup := a.values[k]; !dup {
 		a.keys = append(a.keys, k)
 	}
-	a.values[k] = compactJSON(v)
+	a.values[k] = jsonw.Compact(v)
 }
 
 // zodType is how zod names the expected type in an invalid_type message.
@@ -318,16 +319,16 @@ func canonicalizeArgs(tool string, a *args) {
 	switch {
 	case sessionKeyTools[tool]:
 		if s, ok := a.str("session_key"); ok {
-			a.values["session_key"] = appendString(nil, canonicalSessionKey(s))
+			a.values["session_key"] = jsonw.AppendString(nil, canonicalSessionKey(s))
 		}
 	case tool == ToolPermissionsRespond:
 		if s, ok := a.str("id"); ok {
-			a.values["id"] = appendString(nil, normalizeApprovalID(s))
+			a.values["id"] = jsonw.AppendString(nil, normalizeApprovalID(s))
 		}
 	case tool == ToolConversationsList:
 		if s, ok := a.str("channel"); ok {
 			if c := jsLower(jsTrim(s)); c != "" {
-				a.values["channel"] = appendString(nil, c)
+				a.values["channel"] = jsonw.AppendString(nil, c)
 			} else {
 				a.remove("channel")
 			}

@@ -10,6 +10,8 @@ import (
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/openclaw-go/openclaw/internal/jsonw"
 )
 
 // A JSON value in this package's ordered representation is one of:
@@ -620,83 +622,50 @@ func (bigHex) parse(h string) (float64, error) {
 // JSON.stringify(v, null, 2) does: 2-space indent, "{}" and "[]" for empty
 // containers, JavaScript number formatting, NaN and ±Infinity as null, and
 // only '"', '\\' and control characters escaped.
-func MarshalIndent(v any) []byte {
-	var b bytes.Buffer
-	writeJSON(&b, v, "", "  ")
-	return b.Bytes()
-}
+func MarshalIndent(v any) []byte { return jsonw.Indent(MarshalCompact(v)) }
 
 // MarshalCompact prints v like JSON.stringify(v), without white space.
-func MarshalCompact(v any) []byte {
-	var b bytes.Buffer
-	writeJSON(&b, v, "", "")
-	return b.Bytes()
-}
+func MarshalCompact(v any) []byte { return appendJSON(nil, v) }
 
-func writeJSON(b *bytes.Buffer, v any, indent, step string) {
-	nl := func(ind string) {
-		if step != "" {
-			b.WriteByte('\n')
-			b.WriteString(ind)
-		}
-	}
-	colon := ":"
-	if step != "" {
-		colon = ": "
-	}
+func appendJSON(b []byte, v any) []byte {
 	switch x := v.(type) {
 	case nil:
-		b.WriteString("null")
+		return append(b, "null"...)
 	case bool:
-		b.WriteString(strconv.FormatBool(x))
+		return strconv.AppendBool(b, x)
 	case float64:
-		b.WriteString(FormatNumber(x))
+		return append(b, FormatNumber(x)...)
 	case int:
-		b.WriteString(strconv.Itoa(x))
+		return strconv.AppendInt(b, int64(x), 10)
 	case int64:
-		b.WriteString(strconv.FormatInt(x, 10))
+		return strconv.AppendInt(b, x, 10)
 	case string:
-		writeJSONString(b, x)
+		return jsonw.AppendString(b, x)
 	case *Object:
-		if x.Len() == 0 {
-			b.WriteString("{}")
-			return
+		o := jsonw.NewObject(b)
+		for _, k := range x.Keys() {
+			o.Key(k)
+			o.Buf = appendJSON(o.Buf, x.vals[k])
 		}
-		b.WriteByte('{')
-		inner := indent + step
-		for i, k := range x.Keys() {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			nl(inner)
-			writeJSONString(b, k)
-			b.WriteString(colon)
-			writeJSON(b, x.vals[k], inner, step)
-		}
-		nl(indent)
-		b.WriteByte('}')
+		return o.Close()
 	case []any:
-		if len(x) == 0 {
-			b.WriteString("[]")
-			return
-		}
-		b.WriteByte('[')
-		inner := indent + step
+		b = append(b, '[')
 		for i, e := range x {
 			if i > 0 {
-				b.WriteByte(',')
+				b = append(b, ',')
 			}
-			nl(inner)
-			writeJSON(b, e, inner, step)
+			b = appendJSON(b, e)
 		}
-		nl(indent)
-		b.WriteByte(']')
+		return append(b, ']')
 	case []string:
-		a := make([]any, len(x))
-		for i, s := range x {
-			a[i] = s
+		b = append(b, '[')
+		for i, e := range x {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = jsonw.AppendString(b, e)
 		}
-		writeJSON(b, a, indent, step)
+		return append(b, ']')
 	case map[string]any:
 		o := NewObject()
 		keys := make([]string, 0, len(x))
@@ -707,39 +676,10 @@ func writeJSON(b *bytes.Buffer, v any, indent, step string) {
 		for _, k := range keys {
 			o.Set(k, x[k])
 		}
-		writeJSON(b, o, indent, step)
+		return appendJSON(b, o)
 	default:
 		panic(fmt.Sprintf("config: MarshalIndent: unsupported type %T", v))
 	}
-}
-
-func writeJSONString(b *bytes.Buffer, s string) {
-	b.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		case '\b':
-			b.WriteString(`\b`)
-		case '\f':
-			b.WriteString(`\f`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '\t':
-			b.WriteString(`\t`)
-		default:
-			if r < 0x20 {
-				fmt.Fprintf(b, `\u%04x`, r)
-			} else {
-				b.WriteRune(r)
-			}
-		}
-	}
-	b.WriteByte('"')
 }
 
 // plainValue converts the ordered representation to plain Go values

@@ -1,8 +1,9 @@
 package gateway
 
 import (
-	"bytes"
 	"encoding/json"
+
+	"github.com/openclaw-go/openclaw/internal/jsonw"
 )
 
 // object is a JSON object that keeps its keys in insertion order, so that
@@ -44,26 +45,16 @@ func (o object) get(key string) (any, bool) {
 	return nil, false
 }
 
-// MarshalJSON writes the members in order.
+// MarshalJSON writes the members in order, each value as json.Marshal
+// writes it.
 func (o object) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, m := range o {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, err := json.Marshal(m.key)
-		if err != nil {
-			return nil, err
-		}
-		b.Write(k)
-		b.WriteByte(':')
+	w := jsonw.NewObject(nil)
+	for _, m := range o {
 		v, err := json.Marshal(m.value)
 		if err != nil {
 			return nil, err
 		}
-		b.Write(v)
+		w.Raw(m.key, v)
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
+	return w.Close(), nil
 }

@@ -1,5 +1,7 @@
 package proxy
 
+//lint:file-ignore SA1019 roots, sampling and logging are deprecated by SEP-2577 but still served during its deprecation window: the passthrough relays them between clients and servers on purpose
+
 import (
 	"context"
 	"crypto/rand"
@@ -268,7 +270,7 @@ func (r *Relay) listRoots(ctx context.Context, server string) (*mcp.ListRootsRes
 		return askFor[*mcp.ListRootsResult](ctx, rd, "roots", &mcp.ListRootsParams{})
 	}
 	ss, err := r.downstream(ctx, "roots", func(c *mcp.ClientCapabilities) bool {
-		return c.RootsV2 != nil || c.Roots.ListChanged
+		return c.RootsV2 != nil
 	})
 	if err != nil {
 		return nil, err

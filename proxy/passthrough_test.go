@@ -1,5 +1,7 @@
 package proxy
 
+//lint:file-ignore SA1019 roots, sampling and logging are deprecated by SEP-2577 but still served during its deprecation window: the passthrough relays them between clients and servers on purpose
+
 import (
 	"context"
 	"encoding/json"
@@ -55,7 +57,6 @@ type downstream struct {
 	mu       sync.Mutex
 	logs     []*mcp.LoggingMessageParams
 	updated  []string
-	changed  []string
 	elicited []*mcp.ElicitParams
 	notify   chan string // "log", "updated", "tools", "resources", "prompts"
 	// acceptEmpty makes the client accept approval forms with no content

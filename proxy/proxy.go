@@ -41,6 +41,8 @@
 // runtime session's Options.
 package proxy
 
+//lint:file-ignore SA1019 logging and roots are deprecated by SEP-2577 but still served during its deprecation window: the proxy announces and relays them on purpose
+
 import (
 	"context"
 	"encoding/json"

@@ -81,6 +81,7 @@ func TestCloseWhileServerEverythingWaitsOnUs(t *testing.T) {
 			opts := &Options{
 				Enforcer: &allowAll{}, Sanitizer: nativeNamer{},
 				Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
+				//lint:ignore SA1019 the test drives the roots and sampling passthrough (deprecated by SEP-2577, still served during its deprecation window)
 				CreateMessage: func(ctx context.Context, _ string, _ *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
 					return nil, wait(ctx, "sampling")
 				},
@@ -89,6 +90,7 @@ func TestCloseWhileServerEverythingWaitsOnUs(t *testing.T) {
 				},
 			}
 			if tc.roots {
+				//lint:ignore SA1019 the test drives the roots and sampling passthrough (deprecated by SEP-2577, still served during its deprecation window)
 				opts.ListRoots = func(ctx context.Context, _ string) (*mcp.ListRootsResult, error) {
 					return nil, wait(ctx, "roots")
 				}

@@ -23,6 +23,7 @@ func TestRetiredSessionEndsWaitingHandlers(t *testing.T) {
 	entered := make(chan struct{}, 1)
 	ended := make(chan error, 1)
 	s := open(t, servers, &Options{
+		//lint:ignore SA1019 the test drives the roots and sampling passthrough (deprecated by SEP-2577, still served during its deprecation window)
 		ListRoots: func(ctx context.Context, server string) (*mcp.ListRootsResult, error) {
 			entered <- struct{}{}
 			<-ctx.Done() // the client never answers
@@ -36,6 +37,7 @@ func TestRetiredSessionEndsWaitingHandlers(t *testing.T) {
 	}
 	asked := make(chan error, 1)
 	go func() {
+		//lint:ignore SA1019 the test drives the roots and sampling passthrough (deprecated by SEP-2577, still served during its deprecation window)
 		_, err := ss.ListRoots(context.Background(), nil)
 		asked <- err
 	}()

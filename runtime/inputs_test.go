@@ -1,5 +1,7 @@
 package runtime
 
+//lint:file-ignore SA1019 an input request (SEP-2322) may ask for sampling or roots, deprecated by SEP-2577 but still served during its deprecation window: the runtime answers them on purpose
+
 import (
 	"context"
 	"errors"

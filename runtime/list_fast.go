@@ -27,14 +27,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/internal/jsonw"
 )
 
 // withFastList wraps a client transport so that listToolsPage can decode
@@ -153,23 +153,23 @@ func (p *fastPage) result() ([]*mcp.Tool, bool) {
 
 // splitPage decodes the "tools" member of a tools/list result and returns
 // the result's other members, ttlMs excepted, with "tools":[] for go-sdk.
-// It reads the page in one pass (scanValue validates what it skips), so a
+// It reads the page in one pass (jsonw.ScanValue validates what it skips), so a
 // malformed page is an error here as it is in go-sdk. The tools' schemas
 // are slices of one copy of the page.
 func splitPage(result []byte) (tools []*mcp.Tool, rest []byte, err error) {
 	b := bytes.Clone(result)
 	rest = make([]byte, 0, 64)
 	rest = append(rest, '{')
-	end, err := eachMember(b, skipSpace(b, 0), 0, func(key []byte, ks, vs int) (int, error) {
+	end, err := jsonw.EachMember(b, jsonw.SkipSpace(b, 0), maxDepth, func(key []byte, ks, vs int) (int, error) {
 		switch string(key) {
 		case "tools":
 			var e int
 			tools, e, err = decodeToolArray(b, vs)
 			return e, err
 		case "ttlMs":
-			return scanValue(b, vs, 1)
+			return jsonw.ScanValue(b, vs, maxDepth-1)
 		}
-		e, err := scanValue(b, vs, 1)
+		e, err := jsonw.ScanValue(b, vs, maxDepth-1)
 		if err == nil {
 			rest = append(append(rest, b[ks:e]...), ',')
 		}
@@ -178,7 +178,7 @@ func splitPage(result []byte) (tools []*mcp.Tool, rest []byte, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if skipSpace(b, end) != len(b) {
+	if jsonw.SkipSpace(b, end) != len(b) {
 		return nil, nil, fmt.Errorf("result: data after the object at offset %d", end)
 	}
 	return tools, append(rest, `"tools":[]}`...), nil
@@ -189,7 +189,7 @@ func splitPage(result []byte) (tools []*mcp.Tool, rest []byte, err error) {
 // bytes); null entries are dropped, as go-sdk drops them. Empty input is no
 // tools.
 func decodeTools(raw json.RawMessage) ([]*mcp.Tool, error) {
-	i := skipSpace(raw, 0)
+	i := jsonw.SkipSpace(raw, 0)
 	if i == len(raw) {
 		return nil, nil
 	}
@@ -197,7 +197,7 @@ func decodeTools(raw json.RawMessage) ([]*mcp.Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	if skipSpace(raw, end) != len(raw) {
+	if jsonw.SkipSpace(raw, end) != len(raw) {
 		return nil, fmt.Errorf("tools: data after the array at offset %d", end)
 	}
 	return tools, nil
@@ -210,10 +210,10 @@ func decodeToolArray(b []byte, i int) ([]*mcp.Tool, int, error) {
 		return nil, i + len(litNull), nil
 	}
 	if i >= len(b) || b[i] != '[' {
-		return nil, i, fmt.Errorf("tools: %s at offset %d, want an array", describe(b, i), i)
+		return nil, i, fmt.Errorf("tools: %s at offset %d, want an array", jsonw.Describe(b, i), i)
 	}
 	p := &pageTools{b: b, tools: make([]*mcp.Tool, 0, 16)}
-	i = skipSpace(b, i+1)
+	i = jsonw.SkipSpace(b, i+1)
 	if i < len(b) && b[i] == ']' {
 		return p.tools, i + 1, nil
 	}
@@ -228,17 +228,17 @@ func decodeToolArray(b []byte, i int) ([]*mcp.Tool, int, error) {
 			}
 			p.tools, i = append(p.tools, t), e
 		default:
-			return nil, i, fmt.Errorf("tools[%d]: %s at offset %d, want an object", n, describe(b, i), i)
+			return nil, i, fmt.Errorf("tools[%d]: %s at offset %d, want an object", n, jsonw.Describe(b, i), i)
 		}
-		i = skipSpace(b, i)
+		i = jsonw.SkipSpace(b, i)
 		if i < len(b) && b[i] == ',' {
-			i = skipSpace(b, i+1)
+			i = jsonw.SkipSpace(b, i+1)
 			continue
 		}
 		if i < len(b) && b[i] == ']' {
 			return p.tools, i + 1, nil
 		}
-		return nil, i, fmt.Errorf("tools: %s at offset %d, want , or ]", describe(b, i), i)
+		return nil, i, fmt.Errorf("tools: %s at offset %d, want , or ]", jsonw.Describe(b, i), i)
 	}
 }
 
@@ -281,7 +281,7 @@ func (p *pageTools) decodeTool(i int) (*mcp.Tool, int, error) {
 	b := p.b
 	t := p.newTool()
 	var strs [3]toolString // name, title, description
-	end, err := eachMember(b, i, 1, func(key []byte, _, vs int) (int, error) {
+	end, err := jsonw.EachMember(b, i, maxDepth-1, func(key []byte, _, vs int) (int, error) {
 		var field int
 		switch string(key) {
 		case "name":
@@ -291,7 +291,7 @@ func (p *pageTools) decodeTool(i int) (*mcp.Tool, int, error) {
 		case "description":
 			field = 2
 		case "inputSchema", "outputSchema":
-			e, err := scanValue(b, vs, 2)
+			e, err := jsonw.ScanValue(b, vs, maxDepth-2)
 			if err != nil {
 				return e, err
 			}
@@ -306,7 +306,7 @@ func (p *pageTools) decodeTool(i int) (*mcp.Tool, int, error) {
 			}
 			return e, nil
 		case "_meta", "annotations", "icons": // rare: the standard decoder
-			e, err := scanValue(b, vs, 2)
+			e, err := jsonw.ScanValue(b, vs, maxDepth-2)
 			if err != nil {
 				return e, err
 			}
@@ -321,15 +321,15 @@ func (p *pageTools) decodeTool(i int) (*mcp.Tool, int, error) {
 			}
 			return e, nil
 		default:
-			return scanValue(b, vs, 2)
+			return jsonw.ScanValue(b, vs, maxDepth-2)
 		}
 		if bytes.HasPrefix(b[vs:], litNull) { // null leaves a string member as it was
 			return vs + len(litNull), nil
 		}
 		if vs >= len(b) || b[vs] != '"' {
-			return vs, fmt.Errorf("%s: %s at offset %d, want a string", key, describe(b, vs), vs)
+			return vs, fmt.Errorf("%s: %s at offset %d, want a string", key, jsonw.Describe(b, vs), vs)
 		}
-		e, plain, err := scanString(b, vs)
+		e, plain, err := jsonw.ScanString(b, vs)
 		if err != nil {
 			return e, fmt.Errorf("%s: %w", key, err)
 		}
@@ -377,223 +377,6 @@ func (p *pageTools) decodeTool(i int) (*mcp.Tool, int, error) {
 
 // maxDepth bounds the nesting of a page, as go-sdk's decoder does.
 const maxDepth = 1000
-
-// eachMember walks the object at b[i:] (depth: its nesting level). For
-// each member it calls fn with the decoded name, the offset of the name's
-// opening quote and the offset of the value; fn consumes the value and
-// returns the offset after it. eachMember returns the offset after the
-// object.
-func eachMember(b []byte, i, depth int, fn func(key []byte, ks, vs int) (int, error)) (int, error) {
-	if depth >= maxDepth {
-		return i, fmt.Errorf("nesting deeper than %d at offset %d", maxDepth, i)
-	}
-	if i >= len(b) || b[i] != '{' {
-		return i, fmt.Errorf("%s at offset %d, want an object", describe(b, i), i)
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return i + 1, nil
-	}
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return i, fmt.Errorf("%s at offset %d, want a member name", describe(b, i), i)
-		}
-		ks := i
-		ke, plain, err := scanString(b, i)
-		if err != nil {
-			return ke, err
-		}
-		key := b[ks+1 : ke-1]
-		if !plain {
-			var k string
-			if err := json.Unmarshal(b[ks:ke], &k); err != nil {
-				return ke, err
-			}
-			key = []byte(k)
-		}
-		i = skipSpace(b, ke)
-		if i >= len(b) || b[i] != ':' {
-			return i, fmt.Errorf("%s at offset %d, want :", describe(b, i), i)
-		}
-		if i, err = fn(key, ks, skipSpace(b, i+1)); err != nil {
-			return i, err
-		}
-		i = skipSpace(b, i)
-		if i < len(b) && b[i] == ',' {
-			i = skipSpace(b, i+1)
-			continue
-		}
-		if i < len(b) && b[i] == '}' {
-			return i + 1, nil
-		}
-		return i, fmt.Errorf("%s at offset %d, want , or }", describe(b, i), i)
-	}
-}
-
-// scanValue validates the JSON value at b[i:] (depth: its nesting level)
-// and returns the offset after it.
-func scanValue(b []byte, i, depth int) (int, error) {
-	if i >= len(b) {
-		return i, errors.New("unexpected end of JSON")
-	}
-	switch c := b[i]; {
-	case c == '"':
-		e, _, err := scanString(b, i)
-		return e, err
-	case c == '{':
-		return eachMember(b, i, depth, func(_ []byte, _, vs int) (int, error) { return scanValue(b, vs, depth+1) })
-	case c == '[':
-		if depth >= maxDepth {
-			return i, fmt.Errorf("nesting deeper than %d at offset %d", maxDepth, i)
-		}
-		i = skipSpace(b, i+1)
-		if i < len(b) && b[i] == ']' {
-			return i + 1, nil
-		}
-		for {
-			var err error
-			if i, err = scanValue(b, i, depth+1); err != nil {
-				return i, err
-			}
-			i = skipSpace(b, i)
-			if i < len(b) && b[i] == ',' {
-				i = skipSpace(b, i+1)
-				continue
-			}
-			if i < len(b) && b[i] == ']' {
-				return i + 1, nil
-			}
-			return i, fmt.Errorf("%s at offset %d, want , or ]", describe(b, i), i)
-		}
-	case c == 't':
-		return scanLiteral(b, i, "true")
-	case c == 'f':
-		return scanLiteral(b, i, "false")
-	case c == 'n':
-		return scanLiteral(b, i, "null")
-	case c == '-' || '0' <= c && c <= '9':
-		return scanNumber(b, i)
-	}
-	return i, fmt.Errorf("%s at offset %d, want a value", describe(b, i), i)
-}
-
-func scanLiteral(b []byte, i int, lit string) (int, error) {
-	if !bytes.HasPrefix(b[i:], []byte(lit)) {
-		return i, fmt.Errorf("%s at offset %d, want %s", describe(b, i), i, lit)
-	}
-	return i + len(lit), nil
-}
-
-// scanNumber validates the JSON number at b[i:] (RFC 8259 §6).
-func scanNumber(b []byte, i int) (int, error) {
-	start := i
-	if b[i] == '-' {
-		i++
-	}
-	digits := func() int {
-		n := 0
-		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
-			i++
-			n++
-		}
-		return n
-	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case digits() == 0:
-		return i, fmt.Errorf("bad number at offset %d", start)
-	}
-	if i < len(b) && b[i] == '.' {
-		i++
-		if digits() == 0 {
-			return i, fmt.Errorf("bad number at offset %d", start)
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		if digits() == 0 {
-			return i, fmt.Errorf("bad number at offset %d", start)
-		}
-	}
-	return i, nil
-}
-
-// scanString validates the JSON string whose opening quote is b[i] and
-// returns the offset after its closing quote. plain reports that its
-// bytes are its value: no escapes and valid UTF-8 (otherwise
-// encoding/json decodes it, replacing invalid UTF-8 as go-sdk does).
-func scanString(b []byte, i int) (end int, plain bool, err error) {
-	start := i
-	plain, ascii := true, true
-	for i++; i < len(b); i++ {
-		for i < len(b) && strByte[b[i]] {
-			i++
-		}
-		if i == len(b) {
-			break
-		}
-		switch c := b[i]; {
-		case c == '"':
-			if !ascii && plain {
-				plain = utf8.Valid(b[start+1 : i])
-			}
-			return i + 1, plain, nil
-		case c == '\\':
-			plain = false
-			i++
-			if i >= len(b) {
-				break
-			}
-			switch b[i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if i+4 >= len(b) || !isHex(b[i+1]) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) {
-					return i, false, fmt.Errorf("bad \\u escape at offset %d", i-1)
-				}
-				i += 4
-			default:
-				return i, false, fmt.Errorf("bad escape at offset %d", i-1)
-			}
-		case c < 0x20:
-			return i, false, fmt.Errorf("control character %#x in a string at offset %d", c, i)
-		case c >= utf8.RuneSelf:
-			ascii = false
-		}
-	}
-	return i, false, fmt.Errorf("unterminated string at offset %d", start)
-}
-
-// strByte[c] reports that c stands for itself in a JSON string and needs
-// no check: printable ASCII other than '"' and '\\'.
-var strByte = func() (t [256]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-func isHex(c byte) bool {
-	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
-		i++
-	}
-	return i
-}
-
-// describe names what is at b[i] for an error message.
-func describe(b []byte, i int) string {
-	if i >= len(b) {
-		return "end of input"
-	}
-	return fmt.Sprintf("%q", b[i])
-}
 
 // listToolsPage is cs.ListTools, except that on a connection made through
 // withFastList the page's tools are decoded by the runtime (fastPage.take).

@@ -1,5 +1,7 @@
 package runtime
 
+//lint:file-ignore SA1019 roots, sampling and logging are deprecated by SEP-2577 but still served during its deprecation window: the passthrough relays them between clients and servers on purpose
+
 import (
 	"context"
 	"errors"

@@ -1,14 +1,10 @@
 package runtime
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -492,36 +488,6 @@ func TestApprovalTimeout(t *testing.T) {
 	if !deadline.Load() {
 		t.Error("the approval callback's ctx carried no deadline from timeout_ms")
 	}
-}
-
-// flaky serves a tool "op" over streamable HTTP whose calls fail at the
-// transport while *fail is true: their POSTs get HTTP 500 with no JSON-RPC
-// body (go-sdk reports "rejected by transport"), the server never answers.
-func flaky(t *testing.T, name string, fail *atomic.Bool) Server {
-	t.Helper()
-	srv := newServer(name, nil)
-	srv.AddTool(&mcp.Tool{Name: "op", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return textResult("ok"), nil
-		})
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && fail.Load() {
-			body, err := io.ReadAll(r.Body)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-				return
-			}
-			if bytes.Contains(body, []byte(`"tools/call"`)) {
-				http.Error(w, "backend down", http.StatusInternalServerError)
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(hs.Close)
-	return Server{Name: name, Entry: config.ServerEntry{URL: hs.URL, Transport: "streamable-http", RequestTimeoutMs: 30000}}
 }
 
 // A server that answers with JSON-RPC errors works: however many error

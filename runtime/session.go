@@ -1,5 +1,7 @@
 package runtime
 
+//lint:file-ignore SA1019 logging is deprecated by SEP-2577 but still served during its deprecation window: the session passes the client's logging level to its servers on purpose
+
 import (
 	"bytes"
 	"cmp"

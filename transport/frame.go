@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/openclaw-go/openclaw/internal/jsonw"
 )
 
 // A frame is the unit a transport hands over as one JSON-RPC message: one
@@ -191,66 +193,42 @@ type frameHead struct {
 // large.
 func readFrameHead(prefix []byte) frameHead {
 	var h frameHead
-	dec := json.NewDecoder(bytes.NewReader(prefix))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+	i := jsonw.SkipSpace(prefix, 0)
+	if i >= len(prefix) || prefix[i] != '{' {
 		return h
 	}
 	h.decoded = true
-	for {
-		t, err := dec.Token()
-		if err != nil {
-			return h
-		}
-		key, ok := t.(string)
-		if !ok {
-			return h // the object's end
-		}
-		switch key {
+	// The walk ends at the cut (an error), at the object's end, or at
+	// errHeadDone.
+	_, _ = jsonw.EachMember(prefix, i, jsonw.MaxDepth, func(key []byte, _, vs int) (int, error) {
+		switch string(key) {
 		case "result", "error":
 			h.answer = !h.method
-			return h
+			return vs, errHeadDone
 		case "params":
-			return h
+			return vs, errHeadDone
 		case "method":
 			h.method, h.answer = true, false
 		case "id":
-			v, err := dec.Token()
+			end, err := jsonw.ScanValue(prefix, vs, jsonw.MaxDepth-1)
 			if err != nil {
-				return h
+				return end, err
 			}
-			if id, err := jsonrpc.MakeID(v); err == nil {
-				h.id = id
+			var v any
+			if json.Unmarshal(prefix[vs:end], &v) == nil {
+				if id, err := jsonrpc.MakeID(v); err == nil {
+					h.id = id
+				}
 			}
-			continue
+			return end, nil
 		}
-		if skipValue(dec) != nil {
-			return h
-		}
-	}
+		return jsonw.ScanValue(prefix, vs, jsonw.MaxDepth-1)
+	})
+	return h
 }
 
-// skipValue reads one JSON value from dec.
-func skipValue(dec *json.Decoder) error {
-	depth := 0
-	for {
-		t, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		switch t {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
-		if depth == 0 {
-			return nil
-		}
-		if depth < 0 {
-			return errors.New("unbalanced")
-		}
-	}
-}
+// errHeadDone stops readFrameHead's walk at the member that decides.
+var errHeadDone = errors.New("frame head read")
 
 // errorReply is a JSON-RPC 2.0 error response whose id may be null, which
 // go-sdk's encoder cannot write (it leaves an invalid id out).

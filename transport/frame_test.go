@@ -78,6 +78,10 @@ func TestReadFrameHead(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage","params":{"mess`, int64(3), true, false},
 		{`{"meta":{"a":[1,2,{"b":3}]},"id":5,"result":{`, int64(5), false, true},
 		{`not json at all`, nil, false, false},
+		{`{"i\u0064":9,"result":{"content":[`, int64(9), false, true},
+		// An id that is not an id is skipped whole: its members are not
+		// the frame's.
+		{`{"id":{"method":1},"result":{"content":[`, nil, false, true},
 	} {
 		h := readFrameHead([]byte(tc.prefix))
 		if h.id.Raw() != tc.id || h.method != tc.method || h.answer != tc.answer {

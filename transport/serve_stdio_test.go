@@ -72,6 +72,7 @@ func startServeHarnessWith(t *testing.T, opts *ServeStdioOptions, caps string) *
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "released"}}}, nil, nil
 	})
 	mcp.AddTool(server, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		//lint:ignore SA1019 the test checks that a roots request reaches the stdio client (roots: deprecated by SEP-2577, still served during its deprecation window)
 		_, err := req.Session.ListRoots(ctx, nil)
 		h.asked <- err
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("roots: %v", err)}}}, nil, nil

@@ -5,40 +5,10 @@ import (
 	"encoding/json"
 	"os"
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/openclaw-go/openclaw/gateway/protocol"
 )
-
-func TestValidJSONAgreesWithEncodingJSON(t *testing.T) {
-	t.Parallel()
-	deep := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
-	for _, in := range []string{
-		``, ` `, `{}`, `[]`, `[ ]`, `{ }`, `""`, `"\u00e9\n\"\\\/\b\f\r\t"`, `"\u00g0"`, `"\x"`, "\"a\x01\"", "\"\xff\xfe\"",
-		`0`, `-0`, `01`, `-`, `1.`, `.5`, `1.5e+3`, `1E-0`, `1e`, `+1`, `-01`, `1.2.3`,
-		`true`, `false`, `null`, `tru`, `nul`, `truex`, `[true false]`, `[1,]`, `{"a":1,}`, `{"a" 1}`, `{a:1}`,
-		`{"a":[1,{"b":null}],"c":"]}"}`, `[1 2]`, `{"a":1}}`, `{"a":1`, `[`, `]`, `{]`, `[}`, `"abc`, `1 2`,
-		` {"type":"res","id":"1","ok":true} `, "\t[\r\n1\n]\n",
-		deep(maxDepth), deep(maxDepth + 1), `[` + deep(maxDepth-1) + `,` + deep(maxDepth) + `]`,
-	} {
-		if got, want := validJSON([]byte(in)), json.Valid([]byte(in)); got != want {
-			t.Errorf("validJSON(%.60q) = %v, json.Valid %v", in, got, want)
-		}
-	}
-}
-
-func FuzzValidJSON(f *testing.F) {
-	for _, s := range []string{`{"type":"res","id":"1:a","ok":true,"payload":{"sessions":[{"key":"k"}]}}`,
-		`[1,-2.5e3,"\u12ab",true,null,{}]`, `{"a":"\"}`, "\"\x00\""} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		if got, want := validJSON(data), json.Valid(data); got != want {
-			t.Fatalf("validJSON(%q) = %v, json.Valid %v", data, got, want)
-		}
-	})
-}
 
 func TestFastFrame(t *testing.T) {
 	t.Parallel()

@@ -1,5 +1,7 @@
 package main
 
+//lint:file-ignore ST1005 these errors are OpenClaw's CLI messages, whole sentences printed to the user as they are (capitals and full stops included)
+
 import (
 	"context"
 	"encoding/json"

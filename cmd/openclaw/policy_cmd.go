@@ -73,16 +73,6 @@ func (f *moduleFlags) host(stderr io.Writer) wasmhost.Options {
 		Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: dropTime}))}
 }
 
-func (f *moduleFlags) open(ctx context.Context, source string, stderr io.Writer) (modCloser, error) {
-	cfg, err := f.configJSON()
-	if err != nil {
-		return nil, err
-	}
-	return engine.OpenModule(ctx, source, cfg, f.host(stderr))
-}
-
-type modCloser interface{ Close(context.Context) error }
-
 func newPolicyInspectCmd() *cobra.Command {
 	var asJSON bool
 	var mf moduleFlags

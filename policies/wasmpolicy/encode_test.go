@@ -3,12 +3,15 @@ package wasmpolicy
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/openclaw-go/openclaw/policies"
 )
 
-// reference is the encoding/json rendering appendCallInput must match.
+// reference is the encoding/json rendering of call's input.
 func reference(t testing.TB, call *policies.ToolCall) []byte {
 	t.Helper()
 	var b bytes.Buffer
@@ -21,6 +24,30 @@ func reference(t testing.TB, call *policies.ToolCall) []byte {
 		t.Fatal(err)
 	}
 	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// checkInput fails unless got is the input encoding/json writes for call,
+// byte for byte where its strings are valid UTF-8 without U+2028 or
+// U+2029 (which encoding/json escapes and JSON.stringify does not), and
+// otherwise the same value once decoded.
+func checkInput(t testing.TB, call *policies.ToolCall, got []byte) {
+	t.Helper()
+	want := reference(t, call)
+	if bytes.Equal(got, want) {
+		return
+	}
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("appendCallInput(%+v) = %s: %v", call, got, err)
+	}
+	_ = json.Unmarshal(want, &w)
+	plain := true
+	for _, s := range []string{string(call.Surface), call.SessionKey, call.Caller.Name, call.Caller.Version, call.Tool.Name, call.Tool.Server, call.Tool.Original} {
+		plain = plain && utf8.ValidString(s) && !strings.ContainsAny(s, "\u2028\u2029")
+	}
+	if plain || !reflect.DeepEqual(g, w) {
+		t.Fatalf("appendCallInput(%+v)\n got %s\nwant %s", call, got, want)
+	}
 }
 
 func TestAppendCallInput(t *testing.T) {
@@ -38,9 +65,7 @@ func TestAppendCallInput(t *testing.T) {
 		if err != nil {
 			t.Fatalf("appendCallInput(%+v): %v", call, err)
 		}
-		if want := reference(t, call); !bytes.Equal(got, want) {
-			t.Errorf("appendCallInput(%+v)\n got %s\nwant %s", call, got, want)
-		}
+		checkInput(t, call, got)
 	}
 	if _, err := appendCallInput(nil, &policies.ToolCall{Arguments: json.RawMessage(`{"a":`)}); err == nil {
 		t.Error("invalid arguments accepted")
@@ -63,8 +88,6 @@ func FuzzAppendCallInput(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := reference(t, call); !bytes.Equal(got, want) {
-			t.Fatalf("\n got %s\nwant %s", got, want)
-		}
+		checkInput(t, call, got)
 	})
 }
