@@ -65,8 +65,8 @@ func TestDeadline(t *testing.T) {
 			&fakeClock{cpu: []time.Duration{0, 0, 0, 2 * ms, 6 * ms, 10 * ms}}, 10 * ms, time.Hour,
 			DeadlineError{Limit: 10 * ms, Cap: time.Hour, CPU: 10 * ms}, 6},
 		{"starved for ever: the wall-clock cap interrupts",
-			&fakeClock{cpu: []time.Duration{5 * ms, 8 * ms}}, 5 * ms, 60 * ms,
-			DeadlineError{Limit: 5 * ms, Cap: 60 * ms, CPU: 3 * ms, WallCap: true}, 0},
+			&fakeClock{cpu: []time.Duration{5 * ms, 8 * ms}}, 5 * ms, 300 * ms,
+			DeadlineError{Limit: 5 * ms, Cap: 300 * ms, CPU: 3 * ms, WallCap: true}, 0},
 		{"no thread clock: wall time",
 			&fakeClock{noSelf: true}, 5 * ms, time.Hour,
 			DeadlineError{Limit: 5 * ms, Cap: time.Hour, NoCPUClock: true}, 0},
@@ -93,8 +93,10 @@ func TestDeadline(t *testing.T) {
 				if reads != 0 {
 					t.Errorf("%d clock reads without a thread clock", reads)
 				}
-			} else if tt.wantReads == 0 && reads < 3 {
-				t.Errorf("%d clock reads, want the baseline and at least 2 checks", reads)
+			} else if tt.wantReads == 0 && reads < 2 {
+				// How many checks fit before the cap depends on how often
+				// a loaded machine runs the checker: at least one does.
+				t.Errorf("%d clock reads, want the baseline and at least one check", reads)
 			} else if tt.wantReads != 0 && reads != tt.wantReads {
 				t.Errorf("%d clock reads, want %d", reads, tt.wantReads)
 			}
