@@ -1,11 +1,15 @@
 package transport
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 
 	"github.com/openclaw-go/openclaw/internal/testkit"
 )
@@ -138,5 +142,37 @@ func TestConfinedServerEverythingRuns(t *testing.T) {
 	cs := connect(t, tr, "")
 	if got := callText(t, cs, "echo", map[string]any{"message": "confined"}); !strings.Contains(got, "confined") {
 		t.Fatalf("echo: %q", got)
+	}
+}
+
+// A confined server cannot signal a process outside its Landlock domain
+// (ABI 6 signal scope): kill -0 on the test process fails confined and
+// succeeds unconfined.
+func TestConfinedServerCannotSignalUs(t *testing.T) {
+	if err := ConfinementAvailable(); err != nil {
+		t.Skip(err)
+	}
+	if abi, _ := ll.LandlockGetABIVersion(); abi < 6 {
+		t.Skipf("Landlock ABI %d has no signal scope", abi)
+	}
+	script := "if kill -0 " + strconv.Itoa(os.Getpid()) + "; then echo signal=sent >&2; else echo signal=refused >&2; fi"
+	for _, tc := range []struct {
+		confine *Confinement
+		want    string
+	}{{&Confinement{}, "signal=refused"}, {nil, "signal=sent"}} {
+		log, buf := newLogger()
+		tr := &StdioTransport{Server: "sig", Command: "/bin/sh", Args: []string{"-c", script},
+			Env: []string{"PATH=/usr/bin:/bin"}, Logger: log, Confine: tc.confine}
+		conn, err := tr.Connect(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for err == nil { // until the script exits
+			_, err = conn.Read(context.Background())
+		}
+		conn.Close() // waits for the stderr reader
+		if !strings.Contains(buf.String(), tc.want) {
+			t.Errorf("confined=%v: want %s in the server's stderr, got %s", tc.confine != nil, tc.want, buf.String())
+		}
 	}
 }
