@@ -61,6 +61,9 @@ type Options struct {
 	// and no flow: a server without a usable token fails with an
 	// *AuthRequiredError.
 	OAuth *OAuthOptions
+	// ConfineStdio, when set, runs every stdio server confined
+	// ([StdioTransport.Confine]); nil runs them unconfined.
+	ConfineStdio *Confinement
 }
 
 // Resolved is an entry resolved into a go-sdk transport. Resolve has no side
@@ -157,6 +160,7 @@ func Resolve(name string, e config.ServerEntry, opts *Options) (*Resolved, error
 			TerminateDuration: o.TerminateDuration,
 			MaxMessageBytes:   o.MaxMessageBytes,
 			Redactor:          r.Redactor,
+			Confine:           o.ConfineStdio,
 		}
 		return r, nil
 	}

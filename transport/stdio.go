@@ -88,6 +88,10 @@ type StdioTransport struct {
 	MaxMessageBytes int
 	// Redactor masks secrets in everything logged; nil means redact.Text.
 	Redactor *redact.Redactor
+	// Confine, when set, runs the server confined (Linux Landlock): see
+	// [Confinement]. Connect fails, naming the reason, where the kernel
+	// cannot confine; the server is then not started.
+	Confine *Confinement
 
 	skips skipCounter // the stdout lines skipped, over every connection
 }
@@ -135,7 +139,7 @@ func (t *StdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		closeAll(inR, inW, outR, outW)
 		return nil, fmt.Errorf("transport: server %q: stderr pipe: %w", t.Server, err)
 	}
-	cmd, lifeline, err := supervisedCommand(path, t.Args, t.Env, grace)
+	cmd, lifeline, err := supervisedCommand(path, t.Args, t.Env, grace, t.Confine)
 	if err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
 		return nil, fmt.Errorf("transport: server %q: %w", t.Server, err)

@@ -41,8 +41,18 @@ func init() {
 // process holds the lifeline (it is close-on-exec), so the supervisor reads
 // EOF when we close it or when our process dies in any way, even by
 // SIGKILL. (A parent-death signal would be tied to the OS thread that
-// forked, which may exit while our process lives.)
-func supervisedCommand(path string, args, env []string, grace time.Duration) (*exec.Cmd, *os.File, error) {
+// forked, which may exit while our process lives.) A non-nil confine runs
+// the server confined (confineGrants); an error then says why the kernel
+// cannot.
+func supervisedCommand(path string, args, env []string, grace time.Duration, confine *Confinement) (*exec.Cmd, *os.File, error) {
+	confined := ""
+	if confine != nil {
+		v, err := confineValue(confine)
+		if err != nil {
+			return nil, nil, err
+		}
+		confined = v
+	}
 	// /proc/self/exe still runs our binary after it was replaced or
 	// deleted on disk (an upgrade while we run).
 	self := "/proc/self/exe"
@@ -60,6 +70,9 @@ func supervisedCommand(path string, args, env []string, grace time.Duration) (*e
 	cmd.Env = append(append([]string(nil), env...),
 		supervisorEnv+"=1",
 		supervisorGraceEnv+"="+strconv.FormatInt(grace.Milliseconds(), 10))
+	if confined != "" {
+		cmd.Env = append(cmd.Env, confineEnv+"="+confined)
+	}
 	if raceBuild {
 		// The server gets the environment as given: the supervisor puts
 		// GORACE back (supervisorOrigGORACEEnv) before it starts it.
@@ -124,6 +137,15 @@ func runSupervisor(argv []string) int {
 		}
 		os.Unsetenv(supervisorOrigGORACEEnv)
 	}
+	// A confined server is started by the confiner, which restricts itself
+	// and execs the server in the same process: the supervisor itself stays
+	// unconfined, since it reads /proc to find the tree.
+	path, args, env := argv[0], argv, os.Environ()
+	if spec, ok := os.LookupEnv(confineEnv); ok {
+		os.Unsetenv(confineEnv)
+		path, args = "/proc/self/exe", confinerArgv(argv)
+		env = append(os.Environ(), confineEnv+"="+spec)
+	}
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return fail("prctl(PR_SET_CHILD_SUBREAPER): %v", err)
 	}
@@ -151,8 +173,8 @@ func runSupervisor(argv []string) int {
 		stop <- struct{}{}
 	}()
 
-	proc, err := os.StartProcess(argv[0], argv, &os.ProcAttr{
-		Env:   os.Environ(),
+	proc, err := os.StartProcess(path, args, &os.ProcAttr{
+		Env:   env,
 		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
 		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	})

@@ -23,6 +23,7 @@ import (
 
 // serverFlags are the entry fields `add` and `configure` share.
 type serverFlags struct {
+	confine                    confineFlags // the probe's --confine-stdio
 	include, exclude           string
 	timeout, connectTimeout    string
 	parallel                   bool
@@ -58,6 +59,7 @@ func (f *serverFlags) register(cmd *cobra.Command) {
 	fl.StringArrayVar(&f.envs, "env", nil, "Repeatable stdio environment entry KEY=VALUE")
 	fl.StringVar(&f.probeTimeout, "probe-timeout", "", "Connection timeout in seconds for the probe (default: the server's, 30 s)")
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log the probed server's stderr on stderr")
+	f.confine.register(fl)
 }
 
 // changed records which optional flags were given.
@@ -176,7 +178,7 @@ func (f *serverFlags) timeoutsMs() (request, connect float64, err error) {
 
 // probeOpts returns the probe settings of --probe-timeout and -v.
 func (f *serverFlags) probeOpts(cmd *cobra.Command) (probeOptions, error) {
-	o := probeOptions{verbose: f.verbose}
+	o := probeOptions{verbose: f.verbose, confine: f.confine}
 	if cmd.Flags().Changed("probe-timeout") {
 		d, err := parseSeconds("--probe-timeout", f.probeTimeout)
 		if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/engine"
 	"github.com/openclaw-go/openclaw/runtime"
+	"github.com/openclaw-go/openclaw/transport"
 )
 
 // `openclaw mcp probe`, and the probe that `add`, `configure --probe` and
@@ -44,6 +45,8 @@ type probeOptions struct {
 	timeout time.Duration
 	// verbose logs the servers' stderr on our stderr.
 	verbose bool
+	// confine asks for confined stdio servers (--confine-stdio).
+	confine confineFlags
 }
 
 // firstStartTimeout is the probe's connection timeout for a server started
@@ -77,6 +80,13 @@ func probeServers(ctx context.Context, stderr io.Writer, entries []probeEntry, o
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: dropTime}))
 	out := make([]runtime.ProbeResult, len(entries))
+	confine, err := o.confine.confinement(policyFlags{})
+	if err != nil {
+		for i, pe := range entries {
+			out[i] = runtime.ProbeResult{Server: pe.name, Err: &runtime.ServerError{Server: pe.name, Op: "confine", Err: err}}
+		}
+		return out
+	}
 	var servers []runtime.Server
 	var at []int
 	for i, pe := range entries {
@@ -100,6 +110,7 @@ func probeServers(ctx context.Context, stderr io.Writer, entries []probeEntry, o
 		at = append(at, i)
 	}
 	popts := &runtime.ProbeOptions{
+		Transport:  &transport.Options{ConfineStdio: confine},
 		Logger:     logger,
 		ClientInfo: &mcp.Implementation{Name: "openclaw-go", Version: version},
 	}
@@ -302,6 +313,7 @@ func newMCPProbeCmd() *cobra.Command {
 	var (
 		asJSON, verbose bool
 		timeout         string
+		confine         confineFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "probe [name...]",
@@ -355,7 +367,7 @@ are probed concurrently, four at a time. The exit code is 1 when any server fail
 				fmt.Fprintf(out, "No enabled MCP servers configured in %s.\n", doc.Path)
 				return nil
 			}
-			results := probeServers(cmd.Context(), cmd.ErrOrStderr(), entries, probeOptions{timeout: to, verbose: verbose})
+			results := probeServers(cmd.Context(), cmd.ErrOrStderr(), entries, probeOptions{timeout: to, verbose: verbose, confine: confine})
 			failed := slices.ContainsFunc(results, func(r runtime.ProbeResult) bool { return r.Err != nil })
 			if asJSON {
 				regPrintJSON(out, probeJSON(doc.Path, entries, results))
@@ -383,6 +395,7 @@ are probed concurrently, four at a time. The exit code is 1 when any server fail
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().StringVar(&timeout, "timeout", "", "connection timeout in seconds for each server (default: its connectionTimeoutMs, 30 s)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log the servers' stderr on stderr")
+	confine.register(cmd.Flags())
 	return cmd
 }
 
@@ -394,15 +407,15 @@ are probed concurrently, four at a time. The exit code is 1 when any server fail
 //
 // Wiring in newMCPDoctorCmd (cmd/openclaw/mcp_registry.go): a --probe flag
 // ("Also connect to each checked server") and, after regDoctorIssues,
-// `if probe { issues = append(issues, doctorProbeIssues(cmd, name, entry, issues)...) }`.
-func doctorProbeIssues(cmd *cobra.Command, name string, e *config.Object, issues []regDoctorIssue) []regDoctorIssue {
+// `if probe { issues = append(issues, doctorProbeIssues(cmd, name, entry, issues, probeOptions{confine: confine})...) }`.
+func doctorProbeIssues(cmd *cobra.Command, name string, e *config.Object, issues []regDoctorIssue, o probeOptions) []regDoctorIssue {
 	if v, _ := e.Get("enabled"); v == false {
 		return nil
 	}
 	if slices.ContainsFunc(issues, func(is regDoctorIssue) bool { return is.level == "error" }) {
 		return nil
 	}
-	r := probeServers(cmd.Context(), cmd.ErrOrStderr(), []probeEntry{{name, e}}, probeOptions{})[0]
+	r := probeServers(cmd.Context(), cmd.ErrOrStderr(), []probeEntry{{name, e}}, o)[0]
 	switch {
 	case r.Err != nil:
 		return []regDoctorIssue{{"error", "probe failed: " + probeMessage(r.Err)}}

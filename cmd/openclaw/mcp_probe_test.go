@@ -281,7 +281,7 @@ func TestDoctorProbeIssues(t *testing.T) {
 			var stderr strings.Builder
 			cmd.SetErr(&stderr)
 			cmd.SetContext(context.Background())
-			got := doctorProbeIssues(cmd, "srv", obj(t, tc.entry), tc.static)
+			got := doctorProbeIssues(cmd, "srv", obj(t, tc.entry), tc.static, probeOptions{})
 			switch {
 			case tc.level == "" && len(got) != 0:
 				t.Fatalf("issues %+v, want none", got)

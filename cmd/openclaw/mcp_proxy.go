@@ -43,6 +43,7 @@ type proxyConfig struct {
 	listen          string        // --listen HOST:PORT; "" serves stdio
 	metricsListen   string        // --metrics-listen HOST:PORT (stdio mode)
 	tokenFile       string        // --token-file FILE
+	confine         confineFlags  // --confine-stdio, --confine-protect
 	noAuth          bool          // --no-auth (loopback only)
 	allowOrigins    []string      // --allow-origin, repeatable
 	shutdownTimeout time.Duration // --shutdown-timeout
@@ -107,6 +108,7 @@ server the proxy started.`,
 	f.BoolVarP(&c.verbose, "verbose", "v", false, "log more on stderr")
 	f.StringArrayVar(&c.policy.files, "policy", nil, "policy module FILE.wasm for before_tool_call (repeatable, runs in order)")
 	f.StringVar(&c.policy.config, "policy-config", "", "policy file (JSON) listing modules, their config and mode")
+	c.confine.register(f)
 	f.StringVar(&c.policy.auditLog, "audit-log", "", `decision audit log (JSON Lines); "-" for stderr (default: <state dir>/openclaw-go/policy-audit.jsonl)`)
 	f.StringVar(&c.listen, "listen", "", "serve streamable HTTP (/mcp) and legacy SSE (/sse) on HOST:PORT, e.g. 127.0.0.1:8765 (default: stdio)")
 	f.StringVar(&c.metricsListen, "metrics-listen", "", "in stdio mode, serve /metrics and /healthz on HOST:PORT (loopback)")
@@ -253,7 +255,12 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	}
 	defer func() { _ = pol.Close(context.WithoutCancel(ctx)) }()
 
+	confine, err := c.confine.confinement(c.policy, c.tokenFile)
+	if err != nil {
+		return failStart(err)
+	}
 	opts := runtime.Options{
+		Transport:       &transport.Options{ConfineStdio: confine},
 		Enforcer:        metrics.Enforcer(pol),
 		Sanitizer:       pol,
 		Approvals:       metrics.Approvals(pol),

@@ -537,6 +537,7 @@ type regDoctorIssue struct{ level, message string }
 
 func newMCPDoctorCmd() *cobra.Command {
 	var asJSON, probe bool
+	var confine confineFlags
 	cmd := &cobra.Command{
 		Use:   "doctor [name]",
 		Short: "Check MCP server entries for setup problems (with --probe, also connect)",
@@ -567,7 +568,7 @@ no error yet and lists its tools; a failed probe is an error. It exits 1 when an
 				e, _ := servers.Get(name)
 				issues := regDoctorIssues(name, e.(*config.Object))
 				if probe {
-					issues = append(issues, doctorProbeIssues(cmd, name, e.(*config.Object), issues)...)
+					issues = append(issues, doctorProbeIssues(cmd, name, e.(*config.Object), issues, probeOptions{confine: confine})...)
 				}
 				ok := true
 				list := []any{}
@@ -639,6 +640,7 @@ no error yet and lists its tools; a failed probe is an error. It exits 1 when an
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&probe, "probe", false, "also connect to each checked server and list its tools (a failure is an error)")
+	confine.register(cmd.Flags())
 	return cmd
 }
 

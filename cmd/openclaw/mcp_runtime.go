@@ -19,6 +19,7 @@ import (
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/engine"
 	"github.com/openclaw-go/openclaw/runtime"
+	"github.com/openclaw-go/openclaw/transport"
 )
 
 // The runtime commands: `openclaw mcp tools` and `openclaw mcp call`
@@ -47,6 +48,8 @@ type runtimeFlags struct {
 	// calls is set by the commands that call tools: they warn when no
 	// module enforces before_tool_call.
 	calls bool
+	// confine asks for confined stdio servers (--confine-stdio).
+	confine confineFlags
 }
 
 func (f *runtimeFlags) register(cmd *cobra.Command) {
@@ -55,6 +58,7 @@ func (f *runtimeFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.policy.config, "policy-config", "", "policy file (JSON) listing modules, their config and mode (replaces the default modules)")
 	fl.StringVar(&f.policy.auditLog, "audit-log", "", `decision audit log (JSON Lines); "-" for stderr (default: <state dir>/openclaw-go/policy-audit.jsonl)`)
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log the servers' stderr and the runtime's progress on stderr")
+	f.confine.register(fl)
 	fl.StringVar(&f.principal, "principal", "", `requester whose OAuth tokens servers with "oauth": {"identity": "per-requester"} use (openclaw mcp login <name> --principal <id>)`)
 }
 
@@ -91,6 +95,10 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve appro
 	}
 	ctx := cmd.Context()
 	stderr := cmd.ErrOrStderr()
+	confine, err := f.confine.confinement(f.policy)
+	if err != nil {
+		return nil, regFail(cmd, "openclaw mcp: "+err.Error())
+	}
 	doc, err := loadRegistry(cmd)
 	if err != nil {
 		return nil, err
@@ -159,6 +167,7 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve appro
 		ToolPolicy: toolPolicy,
 		Caller:     policies.Caller{Name: "openclaw-go-cli", Version: version},
 		Logger:     logger,
+		Transport:  &transport.Options{ConfineStdio: confine},
 		ClientInfo: &mcp.Implementation{
 			Name: "openclaw-go", Version: version,
 		},

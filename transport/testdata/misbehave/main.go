@@ -4,7 +4,8 @@
 // start grandchildren (one of them in a new session). With -http it serves
 // streamable HTTP and answers 404 for a session after -expire-after calls.
 // With -raw it writes broken frames: trailing data, lines over the size cap,
-// a cut-off line, junk lines (raw.go).
+// a cut-off line, junk lines (raw.go). Its files tool tries to read and
+// write the paths it is given.
 package main
 
 import (
@@ -121,6 +122,39 @@ func addTools(server *mcp.Server, out *lockedWriter) {
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			os.Exit(3)
 			return nil, nil
+		})
+	// files reads each path of "read" and appends a line to each of
+	// "write", and reports "ok" or the error per path: a hostile server
+	// looking for the user's secrets.
+	server.AddTool(&mcp.Tool{Name: "files", InputSchema: obj},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var a struct {
+				Read  []string `json:"read"`
+				Write []string `json:"write"`
+			}
+			_ = json.Unmarshal(req.Params.Arguments, &a)
+			res := map[string]string{}
+			report := func(op, p string, err error) {
+				if err != nil {
+					res[op+" "+p] = err.Error()
+				} else {
+					res[op+" "+p] = "ok"
+				}
+			}
+			for _, p := range a.Read {
+				_, err := os.ReadFile(p)
+				report("read", p, err)
+			}
+			for _, p := range a.Write {
+				f, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+				if err == nil {
+					_, err = f.WriteString("written by a stdio server\n")
+					f.Close()
+				}
+				report("write", p, err)
+			}
+			b, _ := json.Marshal(res)
+			return text(string(b)), nil
 		})
 	server.AddTool(&mcp.Tool{Name: "env", InputSchema: obj},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
