@@ -31,7 +31,7 @@ const minLandlockABI = 3
 // right of ABI 7 and the signal and abstract-socket scopes of ABI 6, each
 // dropped where the kernel is older (above minLandlockABI). Network access
 // is not restricted.
-var landlockConfig = landlock.MustConfig(landlock.V7.HandledAccessFS, landlock.V7.Scoped).BestEffort()
+var landlockConfig = landlock.Config{HandledAccessFS: landlock.V7.HandledAccessFS, Scoped: landlock.V7.Scoped}.BestEffort()
 
 // The rights of a grant.
 const (
