@@ -98,6 +98,7 @@ type Session struct {
 	cat       *catalog
 
 	buildMu sync.Mutex    // one catalog build at a time
+	exposed *exposedNames // every tool name exposed so far; under buildMu
 	dirty   atomic.Bool   // a server's tools changed since the last build
 	seq     atomic.Uint64 // approval ids
 
@@ -151,6 +152,7 @@ func New(servers []Server, opts *Options) (*Session, error) {
 		progress:   map[string]progressEntry{},
 		connFailed: map[*conn]time.Time{},
 		retrying:   map[*conn]chan struct{}{},
+		exposed:    newExposedNames(),
 	}
 	if opts.ToolPolicy != nil {
 		tp := *opts.ToolPolicy
@@ -531,6 +533,7 @@ func (s *Session) rebuild(ctx context.Context) (*catalog, error) {
 	req := &policies.SanitizeRequest{Reserved: s.opts.Reserved, Servers: make([]policies.SanitizeServer, len(set.conns))}
 	upstream := make([][]*mcp.Tool, len(set.conns))
 	utils := make([][]string, len(set.conns))
+	keys := make([][]toolKey, len(set.conns)) // who each name of the batch is for
 	cat = &catalog{set: set, count: map[string]int{}, hidden: map[string]*HiddenToolError{}}
 	earliest := func(at time.Time) {
 		if !at.IsZero() && (cat.retryAt.IsZero() || at.Before(cat.retryAt)) {
@@ -548,8 +551,19 @@ func (s *Session) rebuild(ctx context.Context) (*catalog, error) {
 		}
 		names = append(names, utils[i]...)
 		req.Servers[i] = policies.SanitizeServer{Name: c.cfg.Name, Tools: names}
+		keys[i] = make([]toolKey, len(names))
+		for j, n := range names {
+			keys[i][j] = toolKey{server: c.cfg.Name, tool: n}
+			if j >= len(tools) {
+				keys[i][j].utility = n
+			}
+		}
 		earliest(retryAt)
 	}
+	// The names exposed so far are kept (docs/tool-names.md §8): the
+	// sanitizer is told them, and whatever it answers, no name moves to
+	// another tool (check leaves such a tool out).
+	req.Exposed = s.exposed.request(req.Servers, keys)
 	res, err := s.opts.Sanitizer.SanitizeToolNames(ctx, req)
 	if err == nil {
 		err = policies.ValidateSanitized("sanitize_tool_names", req, res)
@@ -559,6 +573,9 @@ func (s *Session) rebuild(ctx context.Context) (*catalog, error) {
 		s.cat = nil
 		s.mu.Unlock()
 		return nil, fmt.Errorf("runtime: naming the catalog: %w", err)
+	}
+	for _, e := range s.exposed.check(req, res, keys) {
+		s.log.Warn(e.Error(), "server", e.Server, "tool", e.Tool)
 	}
 
 	total := 0

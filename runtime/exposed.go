@@ -1,0 +1,136 @@
+package runtime
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/openclaw-go/openclaw/policies"
+)
+
+// toolKey is who a name was exposed for: the raw server and tool names,
+// and the utility operation for a utility tool ("" for a server's own).
+type toolKey struct {
+	server, tool, utility string
+}
+
+// exposedNames is every tool name a session exposed since it was created,
+// kept across rebuilds, reloads and idle reaping, so that within the
+// session a name keeps meaning the same tool or goes away
+// (docs/tool-names.md §8). It is the sanitizer's `exposed` input and the
+// host's own check of every answer. Guarded by Session.buildMu.
+type exposedNames struct {
+	owner map[string]toolKey // lowered name → the tool it was exposed for
+	cur   map[toolKey]string // tool → its latest name
+	safe  map[string]string  // raw server name → its latest safe name
+}
+
+func newExposedNames() *exposedNames {
+	return &exposedNames{owner: map[string]toolKey{}, cur: map[toolKey]string{}, safe: map[string]string{}}
+}
+
+// request returns the `exposed` input for a batch whose tool j of server i
+// is keys[i][j]: per server of the batch, in its order, the latest name of
+// each of its tools in their order, then every other name it was exposed
+// under (tools gone, older names); then the servers gone. Nil when the
+// session exposed nothing yet.
+func (x *exposedNames) request(servers []policies.SanitizeServer, keys [][]toolKey) []policies.ExposedServer {
+	if len(x.owner) == 0 && len(x.safe) == 0 {
+		return nil
+	}
+	present := map[toolKey]bool{}
+	for i := range servers {
+		for _, k := range keys[i] {
+			present[k] = true
+		}
+	}
+	// rest holds, by raw server, the names not sent as a present tool's
+	// latest: tools gone and older names, which stay taken. They are sent
+	// lowered (names compare ignoring case), under their tool's raw name.
+	type pair struct{ tool, name string }
+	rest := map[string][]pair{}
+	for lower, k := range x.owner {
+		if present[k] && strings.ToLower(x.cur[k]) == lower {
+			continue
+		}
+		rest[k.server] = append(rest[k.server], pair{k.tool, lower})
+	}
+	out := make([]policies.ExposedServer, 0, len(servers))
+	add := func(e policies.ExposedServer) {
+		more := rest[e.Server]
+		slices.SortFunc(more, func(a, b pair) int { return strings.Compare(a.name, b.name) })
+		for _, p := range more {
+			e.Tools, e.Names = append(e.Tools, p.tool), append(e.Names, p.name)
+		}
+		delete(rest, e.Server)
+		if e.Safe = x.safe[e.Server]; len(e.Tools) > 0 || e.Safe != "" {
+			out = append(out, e)
+		}
+	}
+	for i, s := range servers {
+		e := policies.ExposedServer{Server: s.Name}
+		for j, raw := range s.Tools {
+			if n := x.cur[keys[i][j]]; n != "" {
+				e.Tools, e.Names = append(e.Tools, raw), append(e.Names, n)
+			}
+		}
+		add(e)
+	}
+	gone := make([]string, 0, len(rest))
+	for server := range rest {
+		gone = append(gone, server)
+	}
+	slices.Sort(gone)
+	for _, server := range gone {
+		add(policies.ExposedServer{Server: server})
+	}
+	return out
+}
+
+// RepointedError says why a tool was left out of a catalog: its sanitizer
+// answered it a name the session had already exposed for another tool.
+// Calls to the name keep failing as unknown rather than reach the other
+// tool.
+type RepointedError struct {
+	// Name is the answered name; Server and Tool the tool it was answered
+	// for; HolderServer and HolderTool the tool it was exposed for.
+	Name, Server, Tool, HolderServer, HolderTool string
+}
+
+// Error reads `sanitize_tool_names: server "netapp" tool "Create CIFS
+// Share": name "netapp__Create-CIFS-Share" was exposed for tool
+// "Create-CIFS-Share" of server "netapp" in this session; the tool is not
+// exposed`.
+func (e *RepointedError) Error() string {
+	return fmt.Sprintf("sanitize_tool_names: server %q tool %q: name %q was exposed for tool %q of server %q in this session; the tool is not exposed",
+		e.Server, e.Tool, e.Name, e.HolderTool, e.HolderServer)
+}
+
+// check withholds every name of res that the session exposed for another
+// tool (clearing it: the tool is left out) and returns why; it records
+// the others. keys is as for request.
+func (x *exposedNames) check(req *policies.SanitizeRequest, res *policies.SanitizeResult, keys [][]toolKey) []*RepointedError {
+	var out []*RepointedError
+	for i := range req.Servers {
+		for j, tn := range res.Servers[i].Tools {
+			if tn.Name == "" {
+				continue
+			}
+			k := keys[i][j]
+			if o, ok := x.owner[strings.ToLower(tn.Name)]; ok && o != k {
+				out = append(out, &RepointedError{Name: tn.Name, Server: k.server, Tool: k.tool, HolderServer: o.server, HolderTool: o.tool})
+				res.Servers[i].Tools[j] = policies.ToolName{Reject: "its name was exposed for another tool in this session"}
+			}
+		}
+	}
+	for i, s := range req.Servers {
+		x.safe[s.Name] = res.Servers[i].Safe
+		for j, tn := range res.Servers[i].Tools {
+			if tn.Name != "" {
+				x.owner[strings.ToLower(tn.Name)] = keys[i][j]
+				x.cur[keys[i][j]] = tn.Name
+			}
+		}
+	}
+	return out
+}

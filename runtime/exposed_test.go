@@ -1,0 +1,123 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openclaw-go/openclaw/policies/builtin"
+	"github.com/openclaw-go/openclaw/policies/wasmpolicy"
+	"github.com/openclaw-go/openclaw/wasmhost"
+)
+
+// builtinSanitizer loads the embedded builtin:sanitizer, closed at the end
+// of the test.
+func builtinSanitizer(t *testing.T) *wasmpolicy.Module {
+	t.Helper()
+	m, err := wasmpolicy.Load(context.Background(), "sanitizer", builtin.Sanitizer(), nil,
+		&wasmpolicy.Options{Host: wasmhost.Options{CallTimeout: 5 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(context.Background()) })
+	return m
+}
+
+// callText calls name and returns its text, failing the test on an error.
+func callText(t *testing.T, s *Session, name string) string {
+	t.Helper()
+	res, err := s.CallTool(context.Background(), name, nil)
+	if err != nil {
+		t.Fatalf("call %q: %v", name, err)
+	}
+	return resultText(t, res)
+}
+
+// TestExposedNamesStayWithinSession: with the built-in sanitizer, a name the
+// session exposed keeps calling the same tool when the server lists a tool
+// that would take its name on a fresh start (a second 70-character tool, a
+// tool that sanitizes to the same name) or a server is added whose safe name
+// collides; the newcomer gets the suffix or the hash.
+func TestExposedNamesStayWithinSession(t *testing.T) {
+	t.Parallel()
+	doc := "search_cloudflare_documentation_and_return_the_most_relevant_pages_x"
+	doc2 := "search_cloudflare_documentation_and_return_the_most_relevant_pages_y"
+	platform := "Acme_Enterprise_Data_Management_Platform_"
+	cf, netapp, p2 := newServer("cloudflare", nil), newServer("netapp", nil), newServer("p2", nil)
+	echoTool(cf, doc)
+	echoTool(netapp, "Create-CIFS-Share")
+	echoTool(p2, "list_assets")
+	evs := newEvents()
+	servers := []Server{inProcess(t, "cloudflare", cf), inProcess(t, "netapp", netapp), inProcess(t, platform+"2", p2)}
+	s := open(t, servers, &Options{OnEvent: evs.on, Sanitizer: builtinSanitizer(t)})
+	before := toolNames(t, s)
+	want := []string{"Acme_Enterprise_Data_Managemen__list_assets", "cloudflare__" + doc[:52], "netapp__Create-CIFS-Share"}
+	if !slices.Equal(before, want) {
+		t.Fatalf("catalog %q, want %q", before, want)
+	}
+
+	echoTool(cf, doc2)
+	evs.wait(t, EventToolsChanged, "cloudflare")
+	echoTool(netapp, "Create CIFS Share")
+	evs.wait(t, EventToolsChanged, "netapp")
+	p3 := newServer("p3", nil)
+	echoTool(p3, "list_assets")
+	if _, err := s.Reload(context.Background(), append(slices.Clone(servers), inProcess(t, platform+"3", p3))); err != nil {
+		t.Fatal(err)
+	}
+	after := toolNames(t, s)
+	for _, n := range before {
+		if !slices.Contains(after, n) {
+			t.Errorf("%q left the catalog %q", n, after)
+		}
+	}
+	for name, text := range map[string]string{
+		"cloudflare__" + doc[:52]:                     doc + ": {}",
+		"netapp__Create-CIFS-Share":                   "Create-CIFS-Share: {}",
+		"netapp__Create-CIFS-Share-2":                 "Create CIFS Share: {}",
+		"Acme_Enterprise_Data_Managemen__list_assets": "list_assets: {}",
+	} {
+		if got := callText(t, s, name); got != text {
+			t.Errorf("%q answers %q, want %q", name, got, text)
+		}
+	}
+	if len(after) != 6 {
+		t.Errorf("catalog %q: want the 3 newcomers beside the 3 first tools", after)
+	}
+}
+
+// TestExposedNamesHostCheck: a sanitizer that ignores "exposed" (nativeNamer
+// names in listing order) cannot move an exposed name to another tool: the
+// host leaves the newcomer out and says why, and the old name never calls
+// it.
+func TestExposedNamesHostCheck(t *testing.T) {
+	t.Parallel()
+	netapp := newServer("netapp", nil)
+	echoTool(netapp, "Create-CIFS-Share")
+	evs := newEvents()
+	var log syncBuffer
+	s := open(t, []Server{inProcess(t, "netapp", netapp)}, &Options{OnEvent: evs.on, Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	if got := toolNames(t, s); !slices.Equal(got, []string{"netapp__Create-CIFS-Share"}) {
+		t.Fatalf("catalog %q", got)
+	}
+	echoTool(netapp, "Create CIFS Share") // listed first: nativeNamer gives it the plain name
+	evs.wait(t, EventToolsChanged, "netapp")
+	got := toolNames(t, s)
+	if slices.Contains(got, "netapp__Create-CIFS-Share") {
+		if text := callText(t, s, "netapp__Create-CIFS-Share"); text != "Create-CIFS-Share: {}" {
+			t.Fatalf("netapp__Create-CIFS-Share now calls %q", text)
+		}
+	} else if _, err := s.CallTool(context.Background(), "netapp__Create-CIFS-Share", nil); !errors.Is(err, ErrUnknownTool) {
+		t.Fatalf("netapp__Create-CIFS-Share: %v, want ErrUnknownTool", err)
+	}
+	log.mu.Lock()
+	logged := log.buf.String()
+	log.mu.Unlock()
+	if !strings.Contains(logged, `name \"netapp__Create-CIFS-Share\" was exposed for tool \"Create-CIFS-Share\" of server \"netapp\" in this session; the tool is not exposed`) {
+		t.Errorf("log does not say why the newcomer is left out:\n%s", logged)
+	}
+}
