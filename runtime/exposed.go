@@ -134,3 +134,12 @@ func (x *exposedNames) check(req *policies.SanitizeRequest, res *policies.Saniti
 	}
 	return out
 }
+
+// serverNames returns the names of servers, in their order.
+func serverNames(servers []Server) []string {
+	out := make([]string, len(servers))
+	for i, sv := range servers {
+		out[i] = sv.Name
+	}
+	return out
+}

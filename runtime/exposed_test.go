@@ -121,3 +121,38 @@ func TestExposedNamesHostCheck(t *testing.T) {
 		t.Errorf("log does not say why the newcomer is left out:\n%s", logged)
 	}
 }
+
+// TestAmbiguousServerNamesRouteAndWarn: servers a (tool b__c), a__b (tool
+// c) and a_ (tool e): the exposed names route by the catalog's map, the
+// session warns at start about a__b and a_, and a tools.deny glob "a__*"
+// keeps OpenClaw's meaning (the exposed name matches: it hides all three).
+func TestAmbiguousServerNamesRouteAndWarn(t *testing.T) {
+	t.Parallel()
+	a, ab, a_ := newServer("a", nil), newServer("a__b", nil), newServer("a_", nil)
+	echoTool(a, "b__c")
+	echoTool(ab, "c")
+	echoTool(a_, "e")
+	servers := []Server{inProcess(t, "a", a), inProcess(t, "a__b", ab), inProcess(t, "a_", a_)}
+	var log syncBuffer
+	s := open(t, servers, &Options{Logger: slog.New(slog.NewTextHandler(&log, nil)), Sanitizer: builtinSanitizer(t)})
+	for name, text := range map[string]string{"a__b__c": "b__c: {}", "a__b__c-2": "c: {}", "a___e": "e: {}"} {
+		if got := callText(t, s, name); got != text {
+			t.Errorf("%q answers %q, want %q", name, got, text)
+		}
+	}
+	log.mu.Lock()
+	logged := log.buf.String()
+	log.mu.Unlock()
+	for _, server := range []string{"a__b", "a_"} {
+		if !strings.Contains(logged, `level=WARN msg="MCP server \"`+server+`\": the server part`) {
+			t.Errorf("no start warning for %s:\n%s", server, logged)
+		}
+	}
+	if strings.Contains(logged, `MCP server \"a\":`) {
+		t.Errorf("warned about server a:\n%s", logged)
+	}
+	s.SetToolPolicy(&ToolPolicy{Deny: []string{"a__*"}})
+	if got := toolNames(t, s); len(got) != 0 {
+		t.Errorf("tools.deny a__* leaves %q (OpenClaw hides every name starting a__)", got)
+	}
+}

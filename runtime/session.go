@@ -176,6 +176,9 @@ func New(servers []Server, opts *Options) (*Session, error) {
 	if err := checkServers(servers); err != nil {
 		return nil, err
 	}
+	for _, w := range config.AmbiguousServerNames(serverNames(servers)) {
+		s.log.Warn(fmt.Sprintf("MCP server %q: %s", w.Server, w.Message), "server", w.Server)
+	}
 	set := &connSet{decl: slices.Clone(servers), byKey: make(map[string]*conn, len(servers))}
 	for _, sv := range servers {
 		set.add(s.newConn(sv))
