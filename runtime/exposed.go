@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -23,10 +24,20 @@ type exposedNames struct {
 	owner map[string]toolKey // lowered name → the tool it was exposed for
 	cur   map[toolKey]string // tool → its latest name
 	safe  map[string]string  // raw server name → its latest safe name
+	// seen is the build that last answered each lowered name; build counts
+	// the checked answers.
+	seen  map[string]uint64
+	build uint64
 }
 
+// maxRetiredNames bounds the names a session remembers beyond its current
+// catalog (tools gone, older names): past it the oldest are forgotten, so a
+// server that keeps renaming its tools cannot grow the session without
+// bound. A forgotten name may be given to another tool again.
+const maxRetiredNames = 16384
+
 func newExposedNames() *exposedNames {
-	return &exposedNames{owner: map[string]toolKey{}, cur: map[toolKey]string{}, safe: map[string]string{}}
+	return &exposedNames{owner: map[string]toolKey{}, cur: map[toolKey]string{}, safe: map[string]string{}, seen: map[string]uint64{}}
 }
 
 // request returns the `exposed` input for a batch whose tool j of server i
@@ -123,16 +134,49 @@ func (x *exposedNames) check(req *policies.SanitizeRequest, res *policies.Saniti
 			}
 		}
 	}
+	x.build++
+	answered := 0
 	for i, s := range req.Servers {
 		x.safe[s.Name] = res.Servers[i].Safe
 		for j, tn := range res.Servers[i].Tools {
 			if tn.Name != "" {
-				x.owner[strings.ToLower(tn.Name)] = keys[i][j]
+				lower := strings.ToLower(tn.Name)
+				x.owner[lower] = keys[i][j]
 				x.cur[keys[i][j]] = tn.Name
+				x.seen[lower] = x.build
+				answered++
 			}
 		}
 	}
+	if len(x.owner) > answered+maxRetiredNames {
+		x.forget(len(x.owner) - answered - maxRetiredNames)
+	}
 	return out
+}
+
+// forget drops the n names answered longest ago (never one of the latest
+// build).
+func (x *exposedNames) forget(n int) {
+	old := make([]string, 0, len(x.owner))
+	for lower := range x.owner {
+		if x.seen[lower] < x.build {
+			old = append(old, lower)
+		}
+	}
+	slices.SortFunc(old, func(a, b string) int {
+		if c := cmp.Compare(x.seen[a], x.seen[b]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	for _, lower := range old[:min(n, len(old))] {
+		k := x.owner[lower]
+		if strings.ToLower(x.cur[k]) == lower {
+			delete(x.cur, k)
+		}
+		delete(x.owner, lower)
+		delete(x.seen, lower)
+	}
 }
 
 // serverNames returns the names of servers, in their order.

@@ -3,12 +3,14 @@ package runtime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/builtin"
 	"github.com/openclaw-go/openclaw/policies/wasmpolicy"
 	"github.com/openclaw-go/openclaw/wasmhost"
@@ -154,5 +156,42 @@ func TestAmbiguousServerNamesRouteAndWarn(t *testing.T) {
 	s.SetToolPolicy(&ToolPolicy{Deny: []string{"a__*"}})
 	if got := toolNames(t, s); len(got) != 0 {
 		t.Errorf("tools.deny a__* leaves %q (OpenClaw hides every name starting a__)", got)
+	}
+}
+
+// TestExposedNamesForgetsOldest: a server that renames its tools on every
+// listing does not grow the session's record past maxRetiredNames beyond
+// its catalog; the oldest names go first, the current ones stay.
+func TestExposedNamesForgetsOldest(t *testing.T) {
+	t.Parallel()
+	x := newExposedNames()
+	batch := func(round, n int) {
+		req := &policies.SanitizeRequest{Servers: []policies.SanitizeServer{{Name: "s"}}}
+		res := &policies.SanitizeResult{Servers: []policies.SanitizedServer{{Safe: "s"}}}
+		keys := [][]toolKey{nil}
+		for i := 0; i < n; i++ {
+			raw := fmt.Sprintf("t%d_%d", round, i)
+			req.Servers[0].Tools = append(req.Servers[0].Tools, raw)
+			res.Servers[0].Tools = append(res.Servers[0].Tools, policies.ToolName{Name: "s__" + raw})
+			keys[0] = append(keys[0], toolKey{server: "s", tool: raw})
+		}
+		x.request(req.Servers, keys)
+		if bad := x.check(req, res, keys); len(bad) != 0 {
+			t.Fatalf("round %d: %v", round, bad[0])
+		}
+	}
+	for round := 0; round < 5; round++ {
+		batch(round, 5000)
+	}
+	if len(x.owner) != 5000+maxRetiredNames {
+		t.Errorf("%d names remembered, want %d", len(x.owner), 5000+maxRetiredNames)
+	}
+	if _, ok := x.owner["s__t0_0"]; ok {
+		t.Error("the oldest name is still remembered")
+	}
+	for _, n := range []string{"s__t4_0", "s__t4_4999", "s__t2_0"} {
+		if _, ok := x.owner[n]; !ok {
+			t.Errorf("%s forgotten", n)
+		}
 	}
 }
