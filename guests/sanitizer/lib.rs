@@ -212,10 +212,7 @@ fn parse_input(b: &[u8]) -> R<Input> {
             abi = true;
             Ok(())
         }
-        "reserved" => p.array(|p| {
-            reserved.push(p.string()?);
-            Ok(())
-        }),
+        "reserved" => strings(p, &mut reserved),
         "servers" => {
             let mut v = Vec::new();
             p.array(|p| {
@@ -241,6 +238,14 @@ fn parse_input(b: &[u8]) -> R<Input> {
     }
 }
 
+/// Reads an array of strings into v.
+fn strings<'a>(p: &mut Reader<'a>, v: &mut Vec<Cow<'a, str>>) -> R<()> {
+    p.array(|p| {
+        v.push(p.string()?);
+        Ok(())
+    })
+}
+
 fn parse_server<'a>(p: &mut Reader<'a>) -> R<Server<'a>> {
     let mut raw = None;
     let mut tools = Vec::new();
@@ -249,10 +254,7 @@ fn parse_server<'a>(p: &mut Reader<'a>) -> R<Server<'a>> {
             raw = Some(p.string()?);
             Ok(())
         }
-        "tools" => p.array(|p| {
-            tools.push(p.string()?);
-            Ok(())
-        }),
+        "tools" => strings(p, &mut tools),
         _ => p.skip(),
     })?;
     match raw {
@@ -275,14 +277,8 @@ fn parse_exposed<'a>(p: &mut Reader<'a>) -> R<Exposed<'a>> {
             safe = Some(p.string()?);
             Ok(())
         }
-        "tools" => p.array(|p| {
-            tools.push(p.string()?);
-            Ok(())
-        }),
-        "names" => p.array(|p| {
-            names.push(p.string()?);
-            Ok(())
-        }),
+        "tools" => strings(p, &mut tools),
+        "names" => strings(p, &mut names),
         _ => p.skip(),
     })?;
     if tools.len() != names.len() {
