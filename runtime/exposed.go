@@ -98,29 +98,33 @@ func (x *exposedNames) request(servers []policies.SanitizeServer, keys [][]toolK
 	return out
 }
 
-// RepointedError says why a tool was left out of a catalog: its sanitizer
-// answered it a name the session had already exposed for another tool.
-// Calls to the name keep failing as unknown rather than reach the other
-// tool.
+// RepointedError says why a tool (or prompt) was left out of a catalog:
+// its sanitizer answered it a name the session had already exposed for
+// another. Calls to the name keep failing as unknown rather than reach
+// the other one.
 type RepointedError struct {
-	// Name is the answered name; Server and Tool the tool it was answered
-	// for; HolderServer and HolderTool the tool it was exposed for.
+	// Kind is "tool" or "prompt".
+	Kind string
+	// Name is the answered name; Server and Tool the tool (or prompt) it
+	// was answered for; HolderServer and HolderTool the one it was exposed
+	// for.
 	Name, Server, Tool, HolderServer, HolderTool string
 }
 
 // Error reads `sanitize_tool_names: server "netapp" tool "Create CIFS
 // Share": name "netapp__Create-CIFS-Share" was exposed for tool
 // "Create-CIFS-Share" of server "netapp" in this session; the tool is not
-// exposed`.
+// exposed` (with "prompt" for a prompt).
 func (e *RepointedError) Error() string {
-	return fmt.Sprintf("sanitize_tool_names: server %q tool %q: name %q was exposed for tool %q of server %q in this session; the tool is not exposed",
-		e.Server, e.Tool, e.Name, e.HolderTool, e.HolderServer)
+	return fmt.Sprintf("sanitize_tool_names: server %q %s %q: name %q was exposed for %s %q of server %q in this session; the %s is not exposed",
+		e.Server, e.Kind, e.Tool, e.Name, e.Kind, e.HolderTool, e.HolderServer, e.Kind)
 }
 
 // check withholds every name of res that the session exposed for another
 // tool (clearing it: the tool is left out) and returns why; it records
-// the others. keys is as for request.
-func (x *exposedNames) check(req *policies.SanitizeRequest, res *policies.SanitizeResult, keys [][]toolKey) []*RepointedError {
+// the others. keys is as for request; kind ("tool", "prompt") names what
+// was named.
+func (x *exposedNames) check(req *policies.SanitizeRequest, res *policies.SanitizeResult, keys [][]toolKey, kind string) []*RepointedError {
 	var out []*RepointedError
 	for i := range req.Servers {
 		for j, tn := range res.Servers[i].Tools {
@@ -129,8 +133,8 @@ func (x *exposedNames) check(req *policies.SanitizeRequest, res *policies.Saniti
 			}
 			k := keys[i][j]
 			if o, ok := x.owner[strings.ToLower(tn.Name)]; ok && o != k {
-				out = append(out, &RepointedError{Name: tn.Name, Server: k.server, Tool: k.tool, HolderServer: o.server, HolderTool: o.tool})
-				res.Servers[i].Tools[j] = policies.ToolName{Reject: "its name was exposed for another tool in this session"}
+				out = append(out, &RepointedError{Kind: kind, Name: tn.Name, Server: k.server, Tool: k.tool, HolderServer: o.server, HolderTool: o.tool})
+				res.Servers[i].Tools[j] = policies.ToolName{Reject: "its name was exposed for another " + kind + " in this session"}
 			}
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/builtin"
 	"github.com/openclaw-go/openclaw/policies/wasmpolicy"
@@ -176,7 +178,7 @@ func TestExposedNamesForgetsOldest(t *testing.T) {
 			keys[0] = append(keys[0], toolKey{server: "s", tool: raw})
 		}
 		x.request(req.Servers, keys)
-		if bad := x.check(req, res, keys); len(bad) != 0 {
+		if bad := x.check(req, res, keys, "tool"); len(bad) != 0 {
 			t.Fatalf("round %d: %v", round, bad[0])
 		}
 	}
@@ -193,5 +195,41 @@ func TestExposedNamesForgetsOldest(t *testing.T) {
 		if _, ok := x.owner[n]; !ok {
 			t.Errorf("%s forgotten", n)
 		}
+	}
+}
+
+// TestExposedPromptNamesStay: prompt names stay within the session as tool
+// names do: a prompt that sanitizes to an exposed prompt's name takes the
+// suffix, and the old name keeps getting the old prompt.
+func TestExposedPromptNamesStay(t *testing.T) {
+	t.Parallel()
+	srv := newServer("p", nil)
+	prompt := func(name string) {
+		srv.AddPrompt(&mcp.Prompt{Name: name}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: name}}}}, nil
+		})
+	}
+	prompt("Create-Report")
+	evs := newEvents()
+	s := open(t, []Server{inProcess(t, "p", srv)}, &Options{Sanitizer: builtinSanitizer(t), OnEvent: evs.on})
+	ctx := context.Background()
+	text := func(name string) string {
+		t.Helper()
+		r, err := s.GetPrompt(ctx, name, nil)
+		if err != nil {
+			t.Fatalf("prompt %q: %v", name, err)
+		}
+		return r.Messages[0].Content.(*mcp.TextContent).Text
+	}
+	if got := text("p__Create-Report"); got != "Create-Report" {
+		t.Fatalf("p__Create-Report gets %q", got)
+	}
+	prompt("Create Report") // sorts first: fresh naming gives it p__Create-Report
+	evs.wait(t, EventPromptsChanged, "p")
+	if got := text("p__Create-Report"); got != "Create-Report" {
+		t.Errorf("p__Create-Report now gets %q", got)
+	}
+	if got := text("p__Create-Report-2"); got != "Create Report" {
+		t.Errorf("p__Create-Report-2 gets %q", got)
 	}
 }

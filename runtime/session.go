@@ -110,8 +110,9 @@ type Session struct {
 	levelMu  sync.Mutex
 	logLevel mcp.LoggingLevel // the latest SetLoggingLevel, for servers a reload adds
 
-	promptMu    sync.Mutex                    // one prompt naming at a time
-	promptCache atomic.Pointer[promptCatalog] // the latest prompt naming
+	promptMu      sync.Mutex                    // one prompt naming at a time
+	promptCache   atomic.Pointer[promptCatalog] // the latest prompt naming
+	promptExposed *exposedNames                 // every prompt name exposed so far; under promptMu
 
 	retryMu    sync.Mutex
 	connFailed map[*conn]time.Time     // servers whose connection failed, and when
@@ -153,6 +154,8 @@ func New(servers []Server, opts *Options) (*Session, error) {
 		connFailed: map[*conn]time.Time{},
 		retrying:   map[*conn]chan struct{}{},
 		exposed:    newExposedNames(),
+
+		promptExposed: newExposedNames(),
 	}
 	if opts.ToolPolicy != nil {
 		tp := *opts.ToolPolicy
@@ -577,7 +580,7 @@ func (s *Session) rebuild(ctx context.Context) (*catalog, error) {
 		s.mu.Unlock()
 		return nil, fmt.Errorf("runtime: naming the catalog: %w", err)
 	}
-	for _, e := range s.exposed.check(req, res, keys) {
+	for _, e := range s.exposed.check(req, res, keys, "tool") {
 		s.log.Warn(e.Error(), "server", e.Server, "tool", e.Tool)
 	}
 
