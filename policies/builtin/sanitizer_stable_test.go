@@ -303,3 +303,23 @@ func FuzzSanitizerStable(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSanitizerExposedInput: any "exposed" input (as a hostile or broken
+// host could send) is answered without a failure, and the answer keeps the
+// contract (the adapter validates it).
+func FuzzSanitizerExposedInput(f *testing.F) {
+	f.Add("s", "a\nb", "s", "s__", "a\nb\nc", "s__a\nS__A\ns__a-2")
+	f.Add("é", "x", "é", "é__x", "x", "mcp-__x-hash")
+	m := loadSanitizer(f)
+	f.Fuzz(func(t *testing.T, server, tools, eserver, safe, etools, enames string) {
+		et, en := strings.Split(etools, "\n"), strings.Split(enames, "\n")
+		n := min(len(et), len(en))
+		req := &policies.SanitizeRequest{
+			Servers: []policies.SanitizeServer{{Name: server, Tools: strings.Split(tools, "\n")}},
+			Exposed: []policies.ExposedServer{{Server: eserver, Safe: safe, Tools: et[:n], Names: en[:n]}},
+		}
+		if _, err := m.SanitizeToolNames(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
