@@ -21,13 +21,19 @@ type toolKey struct {
 // (docs/tool-names.md §8). It is the sanitizer's `exposed` input and the
 // host's own check of every answer. Guarded by Session.buildMu.
 type exposedNames struct {
-	owner map[string]toolKey // lowered name → the tool it was exposed for
-	cur   map[toolKey]string // tool → its latest name
-	safe  map[string]string  // raw server name → its latest safe name
-	// seen is the build that last answered each lowered name; build counts
-	// the checked answers.
-	seen  map[string]uint64
-	build uint64
+	owner map[string]*exposedName // lowered name → who it was exposed for
+	cur   map[toolKey]string      // tool → its latest name
+	safe  map[string]string       // raw server name → its latest safe name
+	build uint64                  // counts the checked answers
+	sent  uint64                  // counts the requests
+}
+
+// exposedName is one name of exposedNames: the tool it was exposed for,
+// the build that last answered it, and the request that last sent it as
+// its tool's latest name.
+type exposedName struct {
+	key        toolKey
+	seen, sent uint64
 }
 
 // maxRetiredNames bounds the names a session remembers beyond its current
@@ -37,7 +43,18 @@ type exposedNames struct {
 const maxRetiredNames = 16384
 
 func newExposedNames() *exposedNames {
-	return &exposedNames{owner: map[string]toolKey{}, cur: map[toolKey]string{}, safe: map[string]string{}, seen: map[string]uint64{}}
+	return &exposedNames{owner: map[string]*exposedName{}, cur: map[toolKey]string{}, safe: map[string]string{}}
+}
+
+// lowerASCII lowers A-Z in s, without allocating when there is none
+// (exposed names are ASCII).
+func lowerASCII(s string) string {
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			return strings.ToLower(s)
+		}
+	}
+	return s
 }
 
 // request returns the `exposed` input for a batch whose tool j of server i
@@ -49,43 +66,41 @@ func (x *exposedNames) request(servers []policies.SanitizeServer, keys [][]toolK
 	if len(x.owner) == 0 && len(x.safe) == 0 {
 		return nil
 	}
-	present := map[toolKey]bool{}
-	for i := range servers {
-		for _, k := range keys[i] {
-			present[k] = true
-		}
-	}
-	// rest holds, by raw server, the names not sent as a present tool's
-	// latest: tools gone and older names, which stay taken. They are sent
-	// lowered (names compare ignoring case), under their tool's raw name.
-	type pair struct{ tool, name string }
-	rest := map[string][]pair{}
-	for lower, k := range x.owner {
-		if present[k] && strings.ToLower(x.cur[k]) == lower {
-			continue
-		}
-		rest[k.server] = append(rest[k.server], pair{k.tool, lower})
-	}
+	x.sent++
 	out := make([]policies.ExposedServer, 0, len(servers))
-	add := func(e policies.ExposedServer) {
-		more := rest[e.Server]
-		slices.SortFunc(more, func(a, b pair) int { return strings.Compare(a.name, b.name) })
-		for _, p := range more {
-			e.Tools, e.Names = append(e.Tools, p.tool), append(e.Names, p.name)
-		}
-		delete(rest, e.Server)
-		if e.Safe = x.safe[e.Server]; len(e.Tools) > 0 || e.Safe != "" {
-			out = append(out, e)
-		}
-	}
 	for i, s := range servers {
-		e := policies.ExposedServer{Server: s.Name}
+		e := policies.ExposedServer{Server: s.Name, Safe: x.safe[s.Name]}
 		for j, raw := range s.Tools {
 			if n := x.cur[keys[i][j]]; n != "" {
 				e.Tools, e.Names = append(e.Tools, raw), append(e.Names, n)
+				x.owner[lowerASCII(n)].sent = x.sent
 			}
 		}
-		add(e)
+		out = append(out, e)
+	}
+	// The names not sent as a present tool's latest (tools gone, older
+	// names) stay taken: sent lowered (names compare ignoring case), under
+	// their tool's raw name, after their server's or in servers gone.
+	type pair struct{ tool, name string }
+	var rest map[string][]pair
+	for lower, n := range x.owner {
+		if n.sent != x.sent {
+			if rest == nil {
+				rest = map[string][]pair{}
+			}
+			rest[n.key.server] = append(rest[n.key.server], pair{n.key.tool, lower})
+		}
+	}
+	if rest == nil {
+		return out
+	}
+	for i := range out {
+		more := rest[out[i].Server]
+		delete(rest, out[i].Server)
+		slices.SortFunc(more, func(a, b pair) int { return strings.Compare(a.name, b.name) })
+		for _, p := range more {
+			out[i].Tools, out[i].Names = append(out[i].Tools, p.tool), append(out[i].Names, p.name)
+		}
 	}
 	gone := make([]string, 0, len(rest))
 	for server := range rest {
@@ -93,7 +108,13 @@ func (x *exposedNames) request(servers []policies.SanitizeServer, keys [][]toolK
 	}
 	slices.Sort(gone)
 	for _, server := range gone {
-		add(policies.ExposedServer{Server: server})
+		more := rest[server]
+		slices.SortFunc(more, func(a, b pair) int { return strings.Compare(a.name, b.name) })
+		e := policies.ExposedServer{Server: server, Safe: x.safe[server]}
+		for _, p := range more {
+			e.Tools, e.Names = append(e.Tools, p.tool), append(e.Names, p.name)
+		}
+		out = append(out, e)
 	}
 	return out
 }
@@ -126,30 +147,29 @@ func (e *RepointedError) Error() string {
 // was named.
 func (x *exposedNames) check(req *policies.SanitizeRequest, res *policies.SanitizeResult, keys [][]toolKey, kind string) []*RepointedError {
 	var out []*RepointedError
-	for i := range req.Servers {
-		for j, tn := range res.Servers[i].Tools {
-			if tn.Name == "" {
-				continue
-			}
-			k := keys[i][j]
-			if o, ok := x.owner[strings.ToLower(tn.Name)]; ok && o != k {
-				out = append(out, &RepointedError{Kind: kind, Name: tn.Name, Server: k.server, Tool: k.tool, HolderServer: o.server, HolderTool: o.tool})
-				res.Servers[i].Tools[j] = policies.ToolName{Reject: "its name was exposed for another " + kind + " in this session"}
-			}
-		}
-	}
 	x.build++
 	answered := 0
 	for i, s := range req.Servers {
 		x.safe[s.Name] = res.Servers[i].Safe
 		for j, tn := range res.Servers[i].Tools {
-			if tn.Name != "" {
-				lower := strings.ToLower(tn.Name)
-				x.owner[lower] = keys[i][j]
-				x.cur[keys[i][j]] = tn.Name
-				x.seen[lower] = x.build
-				answered++
+			if tn.Name == "" {
+				continue
 			}
+			k, lower := keys[i][j], lowerASCII(tn.Name)
+			switch n := x.owner[lower]; {
+			case n == nil:
+				x.owner[lower] = &exposedName{key: k, seen: x.build}
+			case n.key != k:
+				out = append(out, &RepointedError{Kind: kind, Name: tn.Name, Server: k.server, Tool: k.tool, HolderServer: n.key.server, HolderTool: n.key.tool})
+				res.Servers[i].Tools[j] = policies.ToolName{Reject: "its name was exposed for another " + kind + " in this session"}
+				continue
+			default:
+				n.seen = x.build
+			}
+			if x.cur[k] != tn.Name {
+				x.cur[k] = tn.Name
+			}
+			answered++
 		}
 	}
 	if len(x.owner) > answered+maxRetiredNames {
@@ -162,24 +182,23 @@ func (x *exposedNames) check(req *policies.SanitizeRequest, res *policies.Saniti
 // build).
 func (x *exposedNames) forget(n int) {
 	old := make([]string, 0, len(x.owner))
-	for lower := range x.owner {
-		if x.seen[lower] < x.build {
+	for lower, e := range x.owner {
+		if e.seen < x.build {
 			old = append(old, lower)
 		}
 	}
 	slices.SortFunc(old, func(a, b string) int {
-		if c := cmp.Compare(x.seen[a], x.seen[b]); c != 0 {
+		if c := cmp.Compare(x.owner[a].seen, x.owner[b].seen); c != 0 {
 			return c
 		}
 		return strings.Compare(a, b)
 	})
 	for _, lower := range old[:min(n, len(old))] {
-		k := x.owner[lower]
-		if strings.ToLower(x.cur[k]) == lower {
+		k := x.owner[lower].key
+		if lowerASCII(x.cur[k]) == lower {
 			delete(x.cur, k)
 		}
 		delete(x.owner, lower)
-		delete(x.seen, lower)
 	}
 }
 
