@@ -33,11 +33,11 @@
 //! the server part is cut to min(30, (budget − 2) / 2); docs/tool-names.md §7.
 //!
 //! Input field `exposed` (optional): the names a running host already
-//! exposed, `[{"server","safe","tools":[raw tool names],"names":[names]}]`. A tool keeps
-//! its exposed name when the rules could give it that name (the cut
-//! candidate, a `-k` suffix or the stable hash form, under the current
-//! prefix and budget); every exposed name stays taken, so no other tool
-//! gets one; newcomers take the suffix or hash (docs/tool-names.md §8).
+//! exposed, `[{"server","safe","tools":[raw tool names],"names":[names]}]`.
+//! A tool keeps its exposed name when the rules could give it that name
+//! (the cut candidate, a `-k` suffix or the stable hash form, under the
+//! current prefix and budget); every exposed name stays taken, so no other
+//! tool gets one; newcomers take the suffix or hash (docs/tool-names.md §8).
 //!
 //! A tool whose trimmed name is empty is answered `{"reject":"…"}`
 //! (OpenClaw skips it). Build: guests/sanitizer/build.sh (reproducible;
