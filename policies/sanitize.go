@@ -34,6 +34,25 @@ type SanitizeRequest struct {
 	// Proposed is the previous sanitizer's answer when several run in a
 	// chain (nil for the first): a later module may keep or change it.
 	Proposed []SanitizedServer `json:"proposed,omitempty"`
+	// Exposed holds the names the host already exposed in this running
+	// session or proxy (nil on a fresh start), also those of tools and
+	// servers no longer listed: a sanitizer keeps a tool's exposed name
+	// where its rules allow and gives no exposed name to another tool
+	// (docs/tool-names.md §8). The host enforces the second part itself.
+	Exposed []ExposedServer `json:"exposed,omitempty"`
+}
+
+// ExposedServer is what a host already exposed for one server: its raw
+// Server name, the Safe server part it was answered (empty when unknown),
+// and pairs of a raw tool name (Tools[i]) and the name it was exposed
+// under (Names[i]); the two have the same length. A raw name listed twice
+// (a server tool and a utility tool of the same name) applies its pairs to
+// the tool's occurrences in request order.
+type ExposedServer struct {
+	Server string   `json:"server"`
+	Safe   string   `json:"safe,omitempty"`
+	Tools  []string `json:"tools,omitempty"`
+	Names  []string `json:"names,omitempty"`
 }
 
 // ToolCount returns the number of (server, tool) pairs in r.

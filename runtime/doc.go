@@ -12,7 +12,11 @@
 // cursor is an error), named in one batch by the sanitize_tool_names hook
 // ([Sanitizer]), filtered by each server's toolFilter and ordered
 // deterministically. notifications/tools/list_changed marks the catalog
-// stale; it is listed again on its next use.
+// stale; it is listed again on its next use. Within a session a name once
+// exposed keeps meaning the same tool or goes away: every rebuild hands the
+// sanitizer the names exposed so far (SanitizeRequest.Exposed), and a tool
+// answered a name exposed for another is left out with a warning
+// ([RepointedError]; docs/tool-names.md §8).
 //
 // [Session.CallTool] routes a call by exposed name. before_tool_call runs
 // first (surface "embedded"): a block is a [*PolicyError]; require_approval
@@ -66,7 +70,7 @@
 // connection; added and changed servers are connected and listed before the
 // new set replaces the old one in one step, so a concurrent call sees one
 // set or the other, never half of each; the catalog is then named again
-// (safe server names follow declaration order, so names may shift); the
+// (names already exposed stay, newcomers take suffixes or hashes); the
 // connections of removed and changed servers close once their calls in
 // flight end ([EventRemoved]; no child process survives). [EventReloaded]
 // reports each applied reload. [Session.SetToolPolicy] replaces the tool

@@ -27,7 +27,9 @@ const (
 // Sanitizer names a catalog: the sanitize_tool_names hook point
 // (docs/policy-abi.md §6.1). *policies.SanitizeChain and the policy engine
 // (policies/engine.Engine) implement it. Its answer is validated again
-// (policies.ValidateSanitized) before any name is exposed.
+// (policies.ValidateSanitized) before any name is exposed. A session sets
+// the request's Exposed to the names it exposed so far and leaves out any
+// tool answered a name exposed for another ([RepointedError]).
 type Sanitizer interface {
 	SanitizeToolNames(ctx context.Context, req *policies.SanitizeRequest) (*policies.SanitizeResult, error)
 }

@@ -687,20 +687,28 @@ func (s *Session) promptCatalog(ctx context.Context) (*promptCatalog, error) {
 	}
 	req := &policies.SanitizeRequest{Reserved: s.opts.Reserved, Servers: make([]policies.SanitizeServer, len(set.conns))}
 	upstream := make([][]*mcp.Prompt, len(set.conns))
+	keys := make([][]toolKey, len(set.conns))
 	for i, c := range set.conns {
 		upstream[i] = c.promptListing(ctx)
 		names := make([]string, len(upstream[i]))
+		keys[i] = make([]toolKey, len(upstream[i]))
 		for j, p := range upstream[i] {
 			names[j] = p.Name
+			keys[i][j] = toolKey{server: c.cfg.Name, tool: p.Name}
 		}
 		req.Servers[i] = policies.SanitizeServer{Name: c.cfg.Name, Tools: names}
 	}
+	// Prompt names stay within the session as tool names do.
+	req.Exposed = s.promptExposed.request(req.Servers, keys)
 	res, err := s.opts.Sanitizer.SanitizeToolNames(ctx, req)
 	if err == nil {
 		err = policies.ValidateSanitized("sanitize_tool_names", req, res)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("runtime: naming the prompts: %w", err)
+	}
+	for _, e := range s.promptExposed.check(req, res, keys, "prompt") {
+		s.log.Warn(e.Error(), "server", e.Server, "prompt", e.Tool)
 	}
 	pc = &promptCatalog{byName: map[string]*Prompt{}, set: set, cat: cat}
 	for i, c := range set.conns {

@@ -100,6 +100,7 @@ type Session struct {
 	cat       *catalog
 
 	buildMu sync.Mutex    // one catalog build at a time
+	exposed *exposedNames // every tool name exposed so far; under buildMu
 	dirty   atomic.Bool   // a server's tools changed since the last build
 	seq     atomic.Uint64 // approval ids
 
@@ -111,8 +112,9 @@ type Session struct {
 	levelMu  sync.Mutex
 	logLevel mcp.LoggingLevel // the latest SetLoggingLevel, for servers a reload adds
 
-	promptMu    sync.Mutex                    // one prompt naming at a time
-	promptCache atomic.Pointer[promptCatalog] // the latest prompt naming
+	promptMu      sync.Mutex                    // one prompt naming at a time
+	promptCache   atomic.Pointer[promptCatalog] // the latest prompt naming
+	promptExposed *exposedNames                 // every prompt name exposed so far; under promptMu
 
 	retryMu    sync.Mutex
 	connFailed map[*conn]time.Time     // servers whose connection failed, and when
@@ -153,6 +155,9 @@ func New(servers []Server, opts *Options) (*Session, error) {
 		progress:   map[string]progressEntry{},
 		connFailed: map[*conn]time.Time{},
 		retrying:   map[*conn]chan struct{}{},
+		exposed:    newExposedNames(),
+
+		promptExposed: newExposedNames(),
 	}
 	if opts.ToolPolicy != nil {
 		tp := *opts.ToolPolicy
@@ -175,6 +180,9 @@ func New(servers []Server, opts *Options) (*Session, error) {
 	s.policy.Store(compileToolPolicy(opts.ToolPolicy))
 	if err := checkServers(servers); err != nil {
 		return nil, err
+	}
+	for _, w := range config.AmbiguousServerNames(serverNames(servers)) {
+		s.log.Warn(fmt.Sprintf("MCP server %q: %s", w.Server, w.Message), "server", w.Server)
 	}
 	set := &connSet{decl: slices.Clone(servers), byKey: make(map[string]*conn, len(servers))}
 	for _, sv := range servers {
@@ -533,6 +541,7 @@ func (s *Session) rebuild(ctx context.Context) (*catalog, error) {
 	req := &policies.SanitizeRequest{Reserved: s.opts.Reserved, Servers: make([]policies.SanitizeServer, len(set.conns))}
 	upstream := make([][]*mcp.Tool, len(set.conns))
 	utils := make([][]string, len(set.conns))
+	keys := make([][]toolKey, len(set.conns)) // who each name of the batch is for
 	cat = &catalog{set: set, count: map[string]int{}, hidden: map[string]*HiddenToolError{}}
 	earliest := func(at time.Time) {
 		if !at.IsZero() && (cat.retryAt.IsZero() || at.Before(cat.retryAt)) {
@@ -550,8 +559,19 @@ func (s *Session) rebuild(ctx context.Context) (*catalog, error) {
 		}
 		names = append(names, utils[i]...)
 		req.Servers[i] = policies.SanitizeServer{Name: c.cfg.Name, Tools: names}
+		keys[i] = make([]toolKey, len(names))
+		for j, n := range names {
+			keys[i][j] = toolKey{server: c.cfg.Name, tool: n}
+			if j >= len(tools) {
+				keys[i][j].utility = n
+			}
+		}
 		earliest(retryAt)
 	}
+	// The names exposed so far are kept (docs/tool-names.md §8): the
+	// sanitizer is told them, and whatever it answers, no name moves to
+	// another tool (check leaves such a tool out).
+	req.Exposed = s.exposed.request(req.Servers, keys)
 	res, err := s.opts.Sanitizer.SanitizeToolNames(ctx, req)
 	if err == nil {
 		err = policies.ValidateSanitized("sanitize_tool_names", req, res)
@@ -561,6 +581,9 @@ func (s *Session) rebuild(ctx context.Context) (*catalog, error) {
 		s.cat = nil
 		s.mu.Unlock()
 		return nil, fmt.Errorf("runtime: naming the catalog: %w", err)
+	}
+	for _, e := range s.exposed.check(req, res, keys, "tool") {
+		s.log.Warn(e.Error(), "server", e.Server, "tool", e.Tool)
 	}
 
 	total := 0

@@ -134,6 +134,15 @@ func regWarnKeyTypos(w io.Writer, root, servers *config.Object) {
 	}
 }
 
+// regWarnAmbiguousNames writes one stderr line per server whose exposed
+// tool names do not say where its name ends (config.AmbiguousServerNames;
+// docs/tool-names.md §9).
+func regWarnAmbiguousNames(w io.Writer, servers *config.Object) {
+	for _, a := range config.AmbiguousServerNames(servers.Keys()) {
+		fmt.Fprintf(w, "warning: server %q: %s\n", regSanitize(a.Server), regSanitize(a.Message))
+	}
+}
+
 // regSanitize drops control characters so a name cannot forge log lines.
 func regSanitize(s string) string {
 	return strings.Map(func(r rune) rune {
@@ -432,6 +441,7 @@ were not JSON-RPC messages (banners, debug prints) are shown as stdout-lines-ski
 			servers := doc.Servers()
 			regWarnBlockedEnv(cmd.ErrOrStderr(), servers)
 			regWarnKeyTypos(cmd.ErrOrStderr(), doc.Root, servers)
+			regWarnAmbiguousNames(cmd.ErrOrStderr(), servers)
 			out := cmd.OutOrStdout()
 			skipped := runningSkippedLines(doc.Path)
 			var rows []any
@@ -562,11 +572,18 @@ no error yet and lists its tools; a failed probe is an error. It exits 1 when an
 				}
 				names = []string{args[0]}
 			}
+			ambiguous := map[string]string{}
+			for _, a := range config.AmbiguousServerNames(servers.Keys()) {
+				ambiguous[a.Server] = a.Message
+			}
 			allOK := true
 			var results []any
 			for _, name := range names {
 				e, _ := servers.Get(name)
 				issues := regDoctorIssues(name, e.(*config.Object))
+				if msg, ok := ambiguous[name]; ok {
+					issues = append(issues, regDoctorIssue{"warning", msg})
+				}
 				if probe {
 					issues = append(issues, doctorProbeIssues(cmd, name, e.(*config.Object), issues, probeOptions{confine: confine})...)
 				}

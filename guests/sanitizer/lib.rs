@@ -28,7 +28,16 @@
 //! Config (optional): `{"prefix":"always"}` (the default, as above),
 //! `"never"` (raw-name mode: the tool part alone, same charset, length,
 //! uniqueness and hash rules) or `"auto"` (raw names when the catalog
-//! declares exactly one server); docs/tool-names.md §6.
+//! declares exactly one server); docs/tool-names.md §6. `maxNameLength`
+//! (24 to 64, default 64) is the name budget: every exposed name fits it,
+//! the server part is cut to min(30, (budget − 2) / 2); docs/tool-names.md §7.
+//!
+//! Input field `exposed` (optional): the names a running host already
+//! exposed, `[{"server","safe","tools":[raw tool names],"names":[names]}]`.
+//! A tool keeps its exposed name when the rules could give it that name
+//! (the cut candidate, a `-k` suffix or the stable hash form, under the
+//! current prefix and budget); every exposed name stays taken, so no other
+//! tool gets one; newcomers take the suffix or hash (docs/tool-names.md §8).
 //!
 //! A tool whose trimmed name is empty is answered `{"reject":"…"}`
 //! (OpenClaw skips it). Build: guests/sanitizer/build.sh (reproducible;
@@ -55,8 +64,11 @@ use std::collections::HashSet;
 // and the sort (which only decides who gets a collision suffix) runs only
 // when some names collide.
 
-/// The longest exposed name LLM APIs accept.
+/// The longest exposed name LLM APIs accept, and the largest budget.
 const MAX_NAME: usize = 64;
+/// The smallest name budget (`maxNameLength`): it leaves room for a server
+/// part and a tool part of 10 characters each, so that the hash forms fit.
+const MIN_BUDGET: usize = 24;
 /// OpenClaw's cap on the server part.
 const MAX_SERVER: usize = 30;
 /// Length of "-" + 8 hex digits, the stable hash suffix.
@@ -80,11 +92,22 @@ enum Prefix {
 /// The configured prefix mode; set by configure, read by every call.
 static mut PREFIX: Prefix = Prefix::Always;
 
-/// Accepts an empty config, `{}`, or `{"prefix":"always"|"never"|"auto"}`
-/// (docs/tool-names.md §6).
+/// The configured name budget (`maxNameLength`); set by configure.
+static mut BUDGET: usize = MAX_NAME;
+
+/// The cap on the server part under a budget: OpenClaw's 30 for 64, else
+/// at most half of what the `__` leaves.
+fn server_cap(budget: usize) -> usize {
+    MAX_SERVER.min((budget - 2) / 2)
+}
+
+/// Accepts an empty config, `{}`, or an object with
+/// `"prefix":"always"|"never"|"auto"` (docs/tool-names.md §6) and
+/// `"maxNameLength"`: an integer from 24 to 64 (§7).
 #[no_mangle]
 pub extern "C" fn configure(p: u32, n: u32) -> i32 {
     let mut mode = Prefix::Always;
+    let mut budget = MAX_NAME;
     let res = if n == 0 {
         Ok(())
     } else {
@@ -102,14 +125,26 @@ pub extern "C" fn configure(p: u32, n: u32) -> i32 {
                     };
                     Ok(())
                 }
-                other => Err(format!("unknown key {:?} (the sanitizer's only option is \"prefix\")", other)),
+                "maxNameLength" => {
+                    let want = || format!("maxNameLength: want an integer from {} to {}", MIN_BUDGET, MAX_NAME);
+                    let v = r.number().map_err(|_| want())?;
+                    budget = match v.parse::<usize>() {
+                        Ok(b) if (MIN_BUDGET..=MAX_NAME).contains(&b) => b,
+                        _ => return Err(format!("{}, got {}", want(), v)),
+                    };
+                    Ok(())
+                }
+                other => Err(format!("unknown key {:?} (the sanitizer's options are \"prefix\" and \"maxNameLength\")", other)),
             })?;
             r.end()
         })
     };
     match res {
         Ok(()) => {
-            unsafe { PREFIX = mode };
+            unsafe {
+                PREFIX = mode;
+                BUDGET = budget;
+            }
             0
         }
         Err(msg) => {
@@ -144,9 +179,23 @@ struct Server<'a> {
     tools: Vec<Cow<'a, str>>,
 }
 
+/// One name a host already exposed: the raw tool name and its name.
+struct Pin<'a> {
+    tool: Cow<'a, str>,
+    name: Cow<'a, str>,
+}
+
+/// The names a host already exposed for one server (input `exposed`).
+struct Exposed<'a> {
+    server: Cow<'a, str>,
+    safe: Option<Cow<'a, str>>,
+    tools: Vec<Pin<'a>>,
+}
+
 struct Input<'a> {
     reserved: Vec<Cow<'a, str>>,
     servers: Vec<Server<'a>>,
+    exposed: Vec<Exposed<'a>>,
 }
 
 fn parse_input(b: &[u8]) -> R<Input> {
@@ -154,6 +203,7 @@ fn parse_input(b: &[u8]) -> R<Input> {
     let mut abi = false;
     let mut servers = None;
     let mut reserved = Vec::new();
+    let mut exposed = Vec::new();
     p.object(|p, k| match k.as_ref() {
         "abi" => {
             if p.number()? != "1" {
@@ -162,10 +212,7 @@ fn parse_input(b: &[u8]) -> R<Input> {
             abi = true;
             Ok(())
         }
-        "reserved" => p.array(|p| {
-            reserved.push(p.string()?);
-            Ok(())
-        }),
+        "reserved" => strings(p, &mut reserved),
         "servers" => {
             let mut v = Vec::new();
             p.array(|p| {
@@ -175,6 +222,10 @@ fn parse_input(b: &[u8]) -> R<Input> {
             servers = Some(v);
             Ok(())
         }
+        "exposed" => p.array(|p| {
+            exposed.push(parse_exposed(p)?);
+            Ok(())
+        }),
         _ => p.skip(),
     })?;
     p.end()?;
@@ -182,9 +233,17 @@ fn parse_input(b: &[u8]) -> R<Input> {
         return Err("missing \"abi\"".into());
     }
     match servers {
-        Some(servers) => Ok(Input { reserved, servers }),
+        Some(servers) => Ok(Input { reserved, servers, exposed }),
         None => Err("missing \"servers\"".into()),
     }
+}
+
+/// Reads an array of strings into v.
+fn strings<'a>(p: &mut Reader<'a>, v: &mut Vec<Cow<'a, str>>) -> R<()> {
+    p.array(|p| {
+        v.push(p.string()?);
+        Ok(())
+    })
 }
 
 fn parse_server<'a>(p: &mut Reader<'a>) -> R<Server<'a>> {
@@ -195,15 +254,40 @@ fn parse_server<'a>(p: &mut Reader<'a>) -> R<Server<'a>> {
             raw = Some(p.string()?);
             Ok(())
         }
-        "tools" => p.array(|p| {
-            tools.push(p.string()?);
-            Ok(())
-        }),
+        "tools" => strings(p, &mut tools),
         _ => p.skip(),
     })?;
     match raw {
         Some(raw) => Ok(Server { raw, tools }),
         None => p.err("server without \"name\""),
+    }
+}
+
+fn parse_exposed<'a>(p: &mut Reader<'a>) -> R<Exposed<'a>> {
+    let mut server = None;
+    let mut safe = None;
+    let mut tools = Vec::new();
+    let mut names = Vec::new();
+    p.object(|p, k| match k.as_ref() {
+        "server" => {
+            server = Some(p.string()?);
+            Ok(())
+        }
+        "safe" => {
+            safe = Some(p.string()?);
+            Ok(())
+        }
+        "tools" => strings(p, &mut tools),
+        "names" => strings(p, &mut names),
+        _ => p.skip(),
+    })?;
+    if tools.len() != names.len() {
+        return p.err("exposed: \"tools\" and \"names\" differ in length");
+    }
+    let tools = tools.into_iter().zip(names).map(|(tool, name)| Pin { tool, name }).collect();
+    match server {
+        Some(server) => Ok(Exposed { server, safe, tools }),
+        None => p.err("exposed: an entry without \"server\""),
     }
 }
 
@@ -395,6 +479,54 @@ fn lower_eq(a: &[u8], b: &[u8]) -> bool {
     }
 }
 
+/// Whether a and b (each followed by 16 readable bytes) are equal byte for
+/// byte.
+fn exact_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    // Safety: every load starts before len, and 16 bytes follow len.
+    unsafe {
+        loop {
+            if i >= a.len() {
+                return true;
+            }
+            let m = low(a.len() - i);
+            let va = v128_load(a.as_ptr().add(i) as *const v128);
+            let vb = v128_load(b.as_ptr().add(i) as *const v128);
+            if u8x16_bitmask(u8x16_eq(va, vb)) as u32 & m != m {
+                return false;
+            }
+            i += 16;
+        }
+    }
+}
+
+/// Whether two input strings are equal: 16 bytes per step when both lie
+/// in the input buffer (which has PAD readable bytes past its end).
+fn cow_eq(a: &Cow<str>, b: &Cow<str>) -> bool {
+    match (a, b) {
+        (Cow::Borrowed(x), Cow::Borrowed(y)) => exact_eq(x.as_bytes(), y.as_bytes()),
+        _ => a == b,
+    }
+}
+
+/// Whether s is a name the rules could expose under budget: 1 to budget
+/// characters of [A-Za-z0-9_-], a letter first.
+fn valid_name(s: &Cow<str>, budget: usize) -> bool {
+    let b = s.as_bytes();
+    if b.is_empty() || b.len() > budget {
+        return false;
+    }
+    match s {
+        Cow::Borrowed(_) => simple(b),
+        Cow::Owned(_) => {
+            b[0].is_ascii_alphabetic() && b.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_' || c == b'-')
+        }
+    }
+}
+
 // -------------------------------------------------------------- names ----
 
 /// JS String.prototype.trim's white space (WhiteSpace and LineTerminator).
@@ -448,42 +580,91 @@ fn cut(s: &str, n: usize) -> &str {
 }
 
 /// Safe names of all declared servers, in declaration order (§11.6):
-/// OpenClaw's, except that a name cut to 30 characters that collides with
-/// another server's gets the stable hash form.
-fn server_names(servers: &[Server]) -> Vec<String> {
+/// OpenClaw's, except that a name cut to the cap that collides with
+/// another server's gets the stable hash form. pins[i] is the safe name
+/// server i was already exposed under: it is kept when the rules could
+/// give it (rule_form), and the others are assigned around it.
+fn server_names(servers: &[Server], pins: &[Option<&str>], cap: usize) -> Vec<String> {
     let mut bases = Vec::with_capacity(servers.len());
     let mut count: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
     for s in servers {
-        let mut base = js_sanitize(s.raw.trim_matches(js_space), "mcp", "mcp-");
-        let truncated = base.len() > MAX_SERVER;
-        base.truncate(MAX_SERVER);
+        let full = js_sanitize(s.raw.trim_matches(js_space), "mcp", "mcp-");
+        let truncated = full.len() > cap;
+        let base = cut(&full, cap).to_string();
         *count.entry(base.to_ascii_lowercase()).or_insert(0) += 1;
-        bases.push((base, truncated));
+        bases.push((full, base, truncated));
+    }
+    // Pinned names first: a newcomer takes the suffix or the hash.
+    let mut taken: HashSet<String> = HashSet::new();
+    let mut pinned = vec![false; servers.len()];
+    for (i, (full, _, _)) in bases.iter().enumerate() {
+        if let Some(p) = pins.get(i).copied().flatten() {
+            let h = || hash8(&[&servers[i].raw]);
+            if rule_form(p, full, cap, &h) && taken.insert(p.to_ascii_lowercase()) {
+                pinned[i] = true;
+            }
+        }
     }
     // OpenClaw's sequential assignment, which the names that are not
     // replaced keep exactly (suffix numbers included).
-    let mut taken: HashSet<String> = HashSet::new();
     let mut out = Vec::with_capacity(servers.len());
-    for (base, _) in &bases {
+    for (i, (_, base, _)) in bases.iter().enumerate() {
+        if pinned[i] {
+            out.push(pins[i].unwrap().to_string());
+            continue;
+        }
         let mut name = base.clone();
         let mut k = 2;
         while taken.contains(&name.to_ascii_lowercase()) {
             let sfx = format!("-{}", k);
-            name = format!("{}{}", cut(base, MAX_SERVER.saturating_sub(sfx.len()).max(1)), sfx);
+            name = format!("{}{}", cut(base, cap.saturating_sub(sfx.len()).max(1)), sfx);
             k += 1;
         }
         taken.insert(name.to_ascii_lowercase());
         out.push(name);
     }
     let mut hashed = Vec::new();
-    for (i, (base, truncated)) in bases.iter().enumerate() {
-        if *truncated && count[&base.to_ascii_lowercase()] > 1 {
-            out[i] = format!("{}-{}", cut(base, MAX_SERVER - HASH_SFX), hash8(&[&servers[i].raw]));
+    for (i, (_, base, truncated)) in bases.iter().enumerate() {
+        if !pinned[i] && *truncated && count[&base.to_ascii_lowercase()] > 1 {
+            out[i] = format!("{}-{}", cut(base, cap - HASH_SFX), hash8(&[&servers[i].raw]));
             hashed.push(i);
         }
     }
-    dedupe(&mut out, &hashed, &[], MAX_SERVER);
+    dedupe(&mut out, &hashed, &[], cap);
     out
+}
+
+/// Whether name is a form the naming rules give a part whose full
+/// (sanitized, uncut) text is full, under the part budget max: full cut to
+/// max; `full[..max−len(sfx)] + sfx` with a collision suffix sfx = -k
+/// (k ≥ 2); or, when full is longer than max, `full[..max−9]-<h()>`, the
+/// stable hash form. name must be ASCII.
+fn rule_form(name: &str, full: &str, max: usize, h: &dyn Fn() -> String) -> bool {
+    if name == cut(full, max) {
+        return true;
+    }
+    let b = name.as_bytes();
+    if full.len() > max && max > HASH_SFX {
+        let head = cut(full, max - HASH_SFX);
+        if b.len() == head.len() + HASH_SFX && name.starts_with(head) && b[head.len()] == b'-' && name[head.len() + 1..] == h() {
+            return true;
+        }
+    }
+    if !suffix_shaped(b) {
+        return false;
+    }
+    let mut at = b.len() - 1;
+    while b[at - 1].is_ascii_digit() {
+        at -= 1;
+    }
+    // at is the first digit; the suffix is "-" and digits without a
+    // leading zero, at least 2.
+    let digits = &name[at..];
+    if digits.starts_with('0') || digits == "1" {
+        return false;
+    }
+    let sfx = b.len() - (at - 1);
+    name[..at - 1] == *cut(full, max.saturating_sub(sfx).max(1))
 }
 
 /// Makes the replaced (hashed) names unique against every other name and
@@ -521,9 +702,12 @@ fn dedupe(names: &mut [String], hashed: &[usize], reserved: &[String], max: usiz
 struct Tool<'a> {
     server: usize,
     raw: &'a str,
+    /// The name the host already exposed the tool under, kept (input
+    /// `exposed`); the other fields but server and raw are then unused.
+    pin: Option<&'a str>,
     /// The tool part (after trimming, replacing, prefixing, cutting).
     part: Cow<'a, str>,
-    /// The part's budget: max(1, 64 − len(server safe name) − 2).
+    /// The part's budget: max(1, budget − len(server safe name) − 2).
     max: usize,
     truncated: bool,
     /// [off, off+len) of the candidate name in the arena of Names.
@@ -638,8 +822,66 @@ impl Names {
     }
 }
 
+/// The pins of one exposed server entry, matched to the tools of its
+/// server: in order while the tools come in the same order (the host
+/// sends them so), else by raw tool name. Each pin is used once.
+struct PinSet<'a, 'b> {
+    e: &'b Exposed<'a>,
+    /// Whether each pin may be kept: a valid name, not reserved, not an
+    /// earlier pin's name (ignoring case); its Names entry.
+    ok: Vec<bool>,
+    entry: Vec<u32>,
+    used: Vec<bool>,
+    next: usize,
+    by_tool: Option<std::collections::HashMap<&'b str, Vec<usize>>>,
+}
+
+impl<'a, 'b> PinSet<'a, 'b> {
+    /// The unused pin of raw, if any; it is marked used.
+    fn take(&mut self, raw: &Cow<str>) -> Option<usize> {
+        let n = self.e.tools.len();
+        if self.next < n && !self.used[self.next] && cow_eq(&self.e.tools[self.next].tool, raw) {
+            self.next += 1;
+            self.used[self.next - 1] = true;
+            return Some(self.next - 1);
+        }
+        let e = self.e;
+        let by = self.by_tool.get_or_insert_with(|| {
+            let mut m: std::collections::HashMap<&'b str, Vec<usize>> = std::collections::HashMap::new();
+            for (i, p) in e.tools.iter().enumerate() {
+                m.entry(p.tool.as_ref()).or_default().push(i);
+            }
+            m
+        });
+        let i = by.get(raw.as_ref())?.iter().copied().find(|&i| !self.used[i])?;
+        self.used[i] = true;
+        Some(i)
+    }
+}
+
 fn sanitize(req: &Input, out: &mut Vec<u8>) {
-    let safe = server_names(&req.servers);
+    let budget = unsafe { BUDGET };
+    let cap = server_cap(budget);
+    // The exposed entry of each server, if any: at the same index when the
+    // host sends them in order, else by raw server name.
+    let ex_of: Vec<Option<usize>> = if req.exposed.is_empty() {
+        Vec::new()
+    } else {
+        req.servers
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                if i < req.exposed.len() && cow_eq(&req.exposed[i].server, &s.raw) {
+                    Some(i)
+                } else {
+                    req.exposed.iter().position(|e| cow_eq(&e.server, &s.raw))
+                }
+            })
+            .collect()
+    };
+    let safe_pins: Vec<Option<&str>> =
+        ex_of.iter().map(|e| e.and_then(|e| req.exposed[e].safe.as_deref())).collect();
+    let safe = server_names(&req.servers, &safe_pins, cap);
     let count: usize = req.servers.iter().map(|s| s.tools.len()).sum();
     // The prefix of every exposed name: "<safe>__", or nothing in raw-name
     // mode (docs/tool-names.md §6).
@@ -661,11 +903,39 @@ fn sanitize(req: &Input, out: &mut Vec<u8>) {
         })
         .collect();
     let reserved_len: usize = req.reserved.iter().map(|r| r.len()).sum();
-    let mut names = Names::new(req.reserved.len() + count, reserved_len + count * (MAX_NAME + 2));
+    let pin_count: usize = req.exposed.iter().map(|e| e.tools.len()).sum();
+    let mut names =
+        Names::new(req.reserved.len() + pin_count + count, reserved_len + (pin_count + count) * (MAX_NAME + 2));
     for r in &req.reserved {
         let off = names.arena.len();
         names.put(r.as_bytes(), false);
         names.finish(off);
+    }
+    // Every exposed name is taken like a reserved one: kept by its tool
+    // (when the rules still give it) and by no other.
+    let mut pins: Vec<PinSet> = Vec::with_capacity(req.exposed.len());
+    for e in &req.exposed {
+        let mut ps = PinSet {
+            e,
+            ok: Vec::with_capacity(e.tools.len()),
+            entry: Vec::with_capacity(e.tools.len()),
+            used: vec![false; e.tools.len()],
+            next: 0,
+            by_tool: None,
+        };
+        for p in &e.tools {
+            if !valid_name(&p.name, MAX_NAME) {
+                ps.ok.push(false);
+                ps.entry.push(0);
+                continue;
+            }
+            let off = names.arena.len();
+            names.put(p.name.as_bytes(), matches!(p.name, Cow::Borrowed(_)));
+            let (entry, new) = names.finish(off);
+            ps.ok.push(new && p.name.len() <= budget);
+            ps.entry.push(entry);
+        }
+        pins.push(ps);
     }
     let reserved_entries = names.counts.len();
     let mut tools: Vec<Tool> = Vec::with_capacity(count);
@@ -676,7 +946,8 @@ fn sanitize(req: &Input, out: &mut Vec<u8>) {
     // (one loop per tool less); a collision rewrites it.
     out.extend_from_slice(b"{\"servers\":[");
     for (si, s) in req.servers.iter().enumerate() {
-        let max = MAX_NAME.saturating_sub(pre[si].len()).max(1);
+        let max = budget.saturating_sub(pre[si].len()).max(1);
+        let ps = ex_of.get(si).copied().flatten();
         if si > 0 {
             out.push(b',');
         }
@@ -688,7 +959,7 @@ fn sanitize(req: &Input, out: &mut Vec<u8>) {
             // A borrowed name lies in the input buffer, which has PAD
             // readable bytes past its end; a decoded one may not.
             let fast = matches!(raw, Cow::Borrowed(_)) && simple(raw.as_bytes());
-            let part: Cow<str> = if fast {
+            let full: Cow<str> = if fast {
                 Cow::Borrowed(raw.as_ref())
             } else {
                 let t = raw.trim_matches(js_space);
@@ -702,16 +973,55 @@ fn sanitize(req: &Input, out: &mut Vec<u8>) {
                 }
                 Cow::Owned(js_sanitize(t, "tool", "tool-"))
             };
-            let truncated = part.len() > max;
-            let part = if truncated { Cow::Owned(cut(&part, max).to_string()) } else { part };
+            let truncated = full.len() > max;
+            let part = if truncated { Cow::Owned(cut(&full, max).to_string()) } else { full.clone() };
             let off = names.arena.len();
             names.put(&safe_pad[si][..safe_len[si]], true);
             names.put(part.as_bytes(), fast && !truncated);
+            let len = names.arena.len() - off;
+            // A tool already exposed keeps its name when the rules could
+            // give it that name.
+            let pinned = match ps {
+                Some(e) => {
+                    let set = &mut pins[e];
+                    set.take(raw).filter(|&i| {
+                        let name = &set.e.tools[i].name;
+                        set.ok[i]
+                            && (matches!(name, Cow::Borrowed(_))
+                                && exact_eq(&names.padded()[off..off + len], name.as_bytes())
+                                || name.starts_with(pre[si].as_str())
+                                    && rule_form(&name[pre[si].len()..], &full, max, &|| {
+                                        hash8(&[s.raw.as_ref(), raw.as_ref()])
+                                    }))
+                    })
+                }
+                None => None,
+            };
+            if let Some(i) = pinned {
+                names.arena.truncate(off);
+                let set = &pins[ps.unwrap()];
+                let name: &str = set.e.tools[i].name.as_ref();
+                put_lit(out, if rejected.len() > first { &NAME_NEXT } else { &NAME_FIRST });
+                out.extend_from_slice(name.as_bytes());
+                put_lit(out, &NAME_END);
+                rejected.push(false);
+                tools.push(Tool {
+                    server: si,
+                    raw: raw.as_ref(),
+                    pin: Some(name),
+                    part,
+                    max,
+                    truncated,
+                    off: 0,
+                    len: 0,
+                    entry: set.entry[i],
+                });
+                continue;
+            }
             let (entry, new) = names.finish(off);
             // While no candidate collides with another or a reserved name,
             // the order of assignment does not matter and no name changes.
             collide |= !new;
-            let len = names.arena.len() - off;
             if !collide {
                 put_lit(out, if rejected.len() > first { &NAME_NEXT } else { &NAME_FIRST });
                 // The arena has 16 bytes of slack past every name.
@@ -719,7 +1029,7 @@ fn sanitize(req: &Input, out: &mut Vec<u8>) {
                 put_lit(out, &NAME_END);
             }
             rejected.push(false);
-            tools.push(Tool { server: si, raw: raw.as_ref(), part, max, truncated, off, len, entry });
+            tools.push(Tool { server: si, raw: raw.as_ref(), pin: None, part, max, truncated, off, len, entry });
         }
         out.extend_from_slice(b"]}");
     }
@@ -728,7 +1038,7 @@ fn sanitize(req: &Input, out: &mut Vec<u8>) {
         return;
     }
 
-    let finals = assign(req, &safe, &pre, &tools, &mut names, reserved_entries);
+    let finals = assign(req, &safe, &pre, &tools, &mut names, reserved_entries, budget);
     let arena = names.padded();
     out.clear();
     out.extend_from_slice(b"{\"servers\":[");
@@ -798,6 +1108,7 @@ fn assign(
     tools: &[Tool],
     names: &mut Names,
     reserved_entries: usize,
+    budget: usize,
 ) -> Vec<Option<String>> {
     let mut finals: Vec<Option<String>> = vec![None; tools.len()];
     let mut involved: Vec<usize> = Vec::new();
@@ -805,6 +1116,10 @@ fn assign(
     // the reserved names (the first entries) and the uninvolved.
     let mut fixed = vec![true; names.counts.len()];
     for (i, t) in tools.iter().enumerate() {
+        if let Some(p) = t.pin {
+            finals[i] = Some(p.to_string());
+            continue;
+        }
         let name = names.name(t.off, t.len);
         if names.counts[t.entry as usize] > 1 || suffix_shaped(name) {
             involved.push(i);
@@ -874,8 +1189,12 @@ fn assign(
             .zip(tools)
             .map(|(f, t)| f.clone().unwrap_or_else(|| String::from_utf8_lossy(names.name(t.off, t.len)).into_owned()))
             .collect();
-        let reserved: Vec<String> = req.reserved.iter().map(|r| r.to_string()).collect();
-        dedupe(&mut all, &hashed, &reserved, MAX_NAME);
+        // Names no new tool may take: the reserved and exposed ones.
+        let mut held: Vec<String> = req.reserved.iter().map(|r| r.to_string()).collect();
+        for e in &req.exposed {
+            held.extend(e.tools.iter().map(|p| p.name.to_string()));
+        }
+        dedupe(&mut all, &hashed, &held, budget);
         for i in hashed {
             finals[i] = Some(std::mem::take(&mut all[i]));
         }

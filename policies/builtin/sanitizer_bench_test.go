@@ -52,7 +52,8 @@ func benchCatalog(twins bool) *policies.SanitizeRequest {
 }
 
 // BenchmarkSanitizer names a catalog of 50 servers × 100 tools through the
-// built-in module (one guest call, with the host's encoding, strict
+// built-in module, fresh and as a rebuild with every name already exposed
+// (input "exposed") (one guest call, with the host's encoding, strict
 // decoding and validation), interruption on. Target: ≤ 5 ms. Besides
 // ns/op it reports cpu-ns/op, the CPU time of the benchmark's thread (the
 // guest runs on the caller's thread), which a loaded machine inflates less.
@@ -62,15 +63,21 @@ func benchCatalog(twins bool) *policies.SanitizeRequest {
 //	go test -run '^$' -bench Sanitizer -benchtime 20x ./policies/builtin/
 func BenchmarkSanitizer(b *testing.B) {
 	for _, bc := range []struct {
-		name  string
-		twins bool
-	}{{"50x100", false}, {"50x100-collisions", true}} {
+		name           string
+		twins, exposed bool
+	}{{"50x100", false, false}, {"50x100-collisions", true, false}, {"50x100-exposed", false, true}, {"50x100-collisions-exposed", true, true}} {
 		b.Run(bc.name, func(b *testing.B) {
 			m := loadSanitizerWith(b, &wasmpolicy.Options{Host: wasmhost.Options{CallTimeout: time.Second}})
 			req := benchCatalog(bc.twins)
 			ctx := context.Background()
-			if _, err := m.SanitizeToolNames(ctx, req); err != nil {
+			res, err := m.SanitizeToolNames(ctx, req)
+			if err != nil {
 				b.Fatal(err)
+			}
+			if bc.exposed {
+				// A rebuild in a running session: every name already
+				// exposed, sent back as the host sends it.
+				req.Exposed = exposedOf(req, res)
 			}
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()

@@ -35,11 +35,23 @@ type SanitizedServer struct {
 // §6.1): a whole catalog in one batch. Reserved are names the surface's
 // own tools already hold: no exposed name may equal one, ignoring ASCII
 // case. Proposed is the previous sanitizer's answer when several run in a
-// chain (nil for the first): a module may keep or change it.
+// chain (nil for the first): a module may keep or change it. Exposed holds
+// the names the host already exposed in its running session (nil on a
+// fresh start): keep a tool's name where your rules allow, and give none
+// of them to another tool (docs/tool-names.md §8).
 type SanitizeRequest struct {
 	Reserved []string
 	Servers  []SanitizeServer
 	Proposed []SanitizedServer
+	Exposed  []ExposedServer
+}
+
+// ExposedServer is what the host already exposed for one server: the raw
+// Server name, its Safe server part, and pairs of a raw tool name
+// (Tools[i]) and the name it was exposed under (Names[i]).
+type ExposedServer struct {
+	Server, Safe string
+	Tools, Names []string
 }
 
 // SanitizeResult is the output of sanitize_tool_names: one
@@ -115,6 +127,31 @@ func DecodeSanitizeRequest(in []byte, req *SanitizeRequest) error {
 				req.Servers = append(req.Servers, s)
 				return err
 			})
+		case "exposed":
+			return d.array(func(d *decoder) error {
+				var e ExposedServer
+				err := d.object(func(k []byte, d *decoder) error {
+					var err error
+					switch string(k) {
+					case "server":
+						e.Server, err = d.str()
+					case "safe":
+						e.Safe, err = d.str()
+					case "tools":
+						e.Tools, err = d.strs()
+					case "names":
+						e.Names, err = d.strs()
+					default:
+						_, err = d.skip()
+					}
+					return err
+				})
+				if err == nil && len(e.Tools) != len(e.Names) {
+					err = errors.New("exposed: server " + strconv.Quote(e.Server) + ": tools and names differ in length")
+				}
+				req.Exposed = append(req.Exposed, e)
+				return err
+			})
 		case "proposed":
 			return d.array(func(d *decoder) error {
 				var s SanitizedServer
@@ -186,4 +223,15 @@ func AppendSanitizeResult(b []byte, res *SanitizeResult) ([]byte, error) {
 		b = append(b, "]}"...)
 	}
 	return append(b, "]}"...), nil
+}
+
+// strs decodes an array of strings.
+func (d *decoder) strs() ([]string, error) {
+	var out []string
+	err := d.array(func(d *decoder) error {
+		s, err := d.str()
+		out = append(out, s)
+		return err
+	})
+	return out, err
 }

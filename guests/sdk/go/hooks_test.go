@@ -10,7 +10,8 @@ import (
 func TestDecodeSanitizeRequest(t *testing.T) {
 	t.Parallel()
 	in := `{"abi":1,"reserved":["conversations_list"],"servers":[{"name":"web","tools":["fetch url",""]},{"name":"empty","tools":[]}],` +
-		`"proposed":[{"safe":"web","tools":[{"name":"web__fetch_url"},{"reject":"empty"}]},{"safe":"empty","tools":[]}],"future":1}`
+		`"proposed":[{"safe":"web","tools":[{"name":"web__fetch_url"},{"reject":"empty"}]},{"safe":"empty","tools":[]}],` +
+		`"exposed":[{"server":"web","safe":"web","tools":["fetch url"],"names":["web__fetch-url"],"later":0}],"future":1}`
 	var got SanitizeRequest
 	if err := DecodeSanitizeRequest([]byte(in), &got); err != nil {
 		t.Fatal(err)
@@ -19,11 +20,12 @@ func TestDecodeSanitizeRequest(t *testing.T) {
 		Reserved: []string{"conversations_list"},
 		Servers:  []SanitizeServer{{Name: "web", Tools: []string{"fetch url", ""}}, {Name: "empty", Tools: []string{}}},
 		Proposed: []SanitizedServer{{Safe: "web", Tools: []ToolName{{Name: "web__fetch_url"}, {Reject: "empty"}}}, {Safe: "empty"}},
+		Exposed:  []ExposedServer{{Server: "web", Safe: "web", Tools: []string{"fetch url"}, Names: []string{"web__fetch-url"}}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v\nwant %+v", got, want)
 	}
-	for _, bad := range []string{`{"servers":[{"name":1}]}`, `{"servers":{}}`, `{"reserved":[null]}`} {
+	for _, bad := range []string{`{"servers":[{"name":1}]}`, `{"servers":{}}`, `{"reserved":[null]}`, `{"exposed":[{"server":"s","tools":["a"]}]}`} {
 		var r SanitizeRequest
 		if err := DecodeSanitizeRequest([]byte(bad), &r); err == nil {
 			t.Errorf("DecodeSanitizeRequest(%s) succeeded", bad)
