@@ -1,7 +1,11 @@
 # openclaw-go. `make demo` runs the main job on embedded defaults; `make test` runs the tests.
 GO       ?= go
-VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS  := -s -w -X main.version=$(VERSION)
+# The version is the VERSION file (git tags need not travel); the commit and its time are
+# stamped when git knows them. The time is the commit's, never the build's (reproducible).
+VERSION  ?= $(shell cat VERSION)
+COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
+LDFLAGS  := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(SOURCE_DATE_EPOCH)
 BIN      := bin/openclaw
 PEERS_DIR ?= $(CURDIR)/.peers
 export PEERS_DIR
