@@ -21,7 +21,7 @@ func newRootCmd() *cobra.Command {
 	mcp.AddCommand(newMCPRegistryCmds()...)
 	mcp.AddCommand(newMCPToolsCmd(), newMCPCallCmd())
 	mcp.AddCommand(newMCPProbeCmd(), newMCPAddCmd(), newMCPConfigureCmd(), newMCPReloadCmd())
-	root.AddCommand(mcp, newGatewayCmd(), newPolicyCmd(), newVersionCmd())
+	root.AddCommand(mcp, newGatewayCmd(), newPolicyCmd(), newVersionCmd(), newGenManCmd())
 	// Cobra adds its completion group at Execute; add it now so that it is
 	// made strict too.
 	root.InitDefaultCompletionCmd()
