@@ -10,7 +10,7 @@ BIN      := bin/openclaw
 PEERS_DIR ?= $(CURDIR)/.peers
 export PEERS_DIR
 
-.PHONY: man release release-check build guests rego test test-short check demo interop bench peers clean
+.PHONY: build guests rego test test-short check demo interop bench peers clean
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/openclaw
@@ -64,6 +64,7 @@ bench:
 
 ## man: the man pages of every command, generated from the command tree, into bin/man/man1
 ## (read one with `man -l bin/man/man1/openclaw-mcp-serve.1`).
+.PHONY: man
 man: build
 	rm -rf bin/man/man1
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(BIN) gen-man bin/man/man1
