@@ -28,6 +28,7 @@ func newRootCmd() *cobra.Command {
 	for _, c := range root.Commands() {
 		strictGroups(c)
 	}
+	registerCompletions(root)
 	return root
 }
 
