@@ -69,5 +69,14 @@ man: build
 	rm -rf bin/man/man1
 	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(BIN) gen-man bin/man/man1
 
+## release: the release files into dist/ (archives, SBOMs, OCI image, SHA256SUMS), offline
+## and reproducible (see release/main.go); release-check builds them twice and compares.
+.PHONY: release release-check
+release:
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./release -out dist -commit '$(COMMIT)'
+
+release-check:
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) bash release/check.sh
+
 clean:
-	rm -rf bin
+	rm -rf bin dist
