@@ -2,8 +2,9 @@
 # Proves the release reproducible and usable: builds it twice, the second time from a copy of
 # the tree at another path without .git (so neither the path nor git tags reach the bytes),
 # compares the SHA256SUMS, verifies them with sha256sum -c, runs the linux/amd64 binary from
-# its archive, checks the SBOM names the modules linked in, and reads the OCI image with skopeo
-# when it is installed. Leaves the first build in $OUT (default dist/).
+# its archive, checks the SBOM names the modules linked in, reads the OCI image with skopeo
+# when it is installed, and checks that GOOS=windows fails naming the supported systems.
+# Leaves the first build in $OUT (default dist/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-dist}
@@ -41,11 +42,17 @@ done
 if command -v skopeo >/dev/null; then
   mkdir "$tmp/oci" && tar -xf "$OUT/openclaw-go_${version}_oci.tar" -C "$tmp/oci"
   for arch in amd64 arm64; do
-    skopeo --override-os linux --override-arch "$arch" inspect --config "oci:$tmp/oci:$version" \
+    skopeo --override-os linux --override-arch "$arch" inspect --config "oci:$tmp/oci:openclaw-go:$version" \
       | jq -e --arg a "$arch" '.architecture == $a and .config.User == "65532:65532" and .config.Entrypoint == ["/openclaw"]' >/dev/null
   done
   echo "release-check: skopeo reads the image for linux/amd64 and linux/arm64"
 else
   echo "release-check: skopeo not installed, the image layout is checked by go test ./release only"
 fi
+# An unsupported GOOS fails with a sentence saying which are supported.
+if GOOS=windows go build -o /dev/null ./cmd/openclaw 2>"$tmp/windows"; then
+  echo "release-check: GOOS=windows builds: say so in the README" >&2; exit 1
+fi
+grep -q "builds_on_Linux_and_macOS_only" "$tmp/windows" || { cat "$tmp/windows" >&2; exit 1; }
+
 echo "release-check: reproducible, $(wc -l <"$OUT/SHA256SUMS") files in $OUT"

@@ -9,7 +9,8 @@
 // openclaw-go_VERSION_OS_ARCH.tar.gz (the binary, LICENSE, README.md, the
 // man pages and the bash, zsh and fish completions) and
 // openclaw-go_VERSION_OS_ARCH.cdx.json (a CycloneDX SBOM of the binary);
-// then openclaw-go_VERSION_oci.tar, an OCI image layout (an oci-archive)
+// then openclaw-go_VERSION_oci.tar, an OCI image layout (an oci-archive,
+// its image named openclaw-go:VERSION)
 // of the linux binaries FROM scratch; then SHA256SUMS over all of them.
 //
 // The version defaults to the VERSION file, the commit to `git rev-parse
@@ -164,7 +165,7 @@ func build(o options) error {
 		}
 	}
 	layout := filepath.Join(work, "oci")
-	if err := writeImage(layout, o.version, o.commit, o.version, o.date, image); err != nil {
+	if err := writeImage(layout, o.version, o.commit, "openclaw-go:"+o.version, o.date, image); err != nil {
 		return fmt.Errorf("OCI image: %w", err)
 	}
 	layoutEntries, err := treeEntries(layout)

@@ -123,7 +123,7 @@ func decodeJSON(t *testing.T, b []byte, v any) {
 func TestOCIImage(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "oci")
 	bins := []imageBinary{{GOARCH: "amd64", Data: []byte("amd64 binary")}, {GOARCH: "arm64", Data: []byte("arm64 binary")}}
-	if err := writeImage(dir, "1.2.3", "abc123", "1.2.3", epoch, bins); err != nil {
+	if err := writeImage(dir, "1.2.3", "abc123", "openclaw-go:1.2.3", epoch, bins); err != nil {
 		t.Fatal(err)
 	}
 	layoutFile, err := os.ReadFile(filepath.Join(dir, "oci-layout"))
@@ -144,7 +144,7 @@ func TestOCIImage(t *testing.T) {
 	if top.SchemaVersion != 2 || top.MediaType != mediaIndex || len(top.Manifests) != 1 {
 		t.Fatalf("index.json: %s", indexFile)
 	}
-	if ref := top.Manifests[0].Annotations["org.opencontainers.image.ref.name"]; ref != "1.2.3" {
+	if ref := top.Manifests[0].Annotations["org.opencontainers.image.ref.name"]; ref != "openclaw-go:1.2.3" {
 		t.Errorf("index.json names the image %q", ref)
 	}
 	var idx ociIndex
@@ -201,7 +201,7 @@ func TestOCIImage(t *testing.T) {
 		return
 	}
 	for _, arch := range []string{"amd64", "arm64"} {
-		out, err := exec.Command(skopeo, "--override-os", "linux", "--override-arch", arch, "inspect", "--config", "oci:"+dir+":1.2.3").CombinedOutput()
+		out, err := exec.Command(skopeo, "--override-os", "linux", "--override-arch", arch, "inspect", "--config", "oci:"+dir+":openclaw-go:1.2.3").CombinedOutput()
 		if err != nil {
 			t.Fatalf("skopeo inspect %s: %v\n%s", arch, err, out)
 		}
