@@ -19,7 +19,9 @@ import (
 // means starting every server, which a key press must not do.
 
 // registerCompletions attaches the completion functions to the commands of
-// root that take a server name, an exposed tool name or a policy module.
+// root that take a server name (the first word of show, set, unset,
+// configure, doctor, login and logout; every word of probe; tools
+// --server), an exposed tool name (call) or a policy module (--policy).
 func registerCompletions(root *cobra.Command) {
 	one := func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		if len(args) > 0 {
@@ -30,21 +32,13 @@ func registerCompletions(root *cobra.Command) {
 	many := func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 		return completeServers(toComplete, args, ""), cobra.ShellCompDirectiveNoFileComp
 	}
-	for _, path := range []string{"mcp show", "mcp unset", "mcp configure", "mcp doctor", "mcp login", "mcp logout"} {
+	for _, path := range []string{"mcp show", "mcp set", "mcp unset", "mcp configure", "mcp doctor", "mcp login", "mcp logout"} {
 		if c := findCommand(root, path); c != nil {
 			c.ValidArgsFunction = one
 		}
 	}
 	if c := findCommand(root, "mcp probe"); c != nil {
 		c.ValidArgsFunction = many
-	}
-	if c := findCommand(root, "mcp set"); c != nil {
-		c.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-			if len(args) > 0 {
-				return nil, cobra.ShellCompDirectiveNoFileComp
-			}
-			return completeServers(toComplete, nil, ""), cobra.ShellCompDirectiveNoFileComp
-		}
 	}
 	if c := findCommand(root, "mcp call"); c != nil {
 		c.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {

@@ -50,6 +50,8 @@ func TestCompletion(t *testing.T) {
 		{[]string{"mcp", "login", "al"}, "alpha", ":4"},
 		{[]string{"mcp", "logout", ""}, "alpha beta", ":4"},
 		{[]string{"mcp", "probe", "alpha", ""}, "beta", ":4"},
+		{[]string{"mcp", "set", "b"}, "beta", ":4"},
+		{[]string{"mcp", "set", "beta", ""}, "", ":4"},
 		{[]string{"mcp", "tools", "--server", ""}, "alpha beta", ":4"},
 		{[]string{"mcp", "call", "a"}, "alpha__", ":6"},
 		{[]string{"mcp", "proxy", "--policy", "builtin:"}, "builtin:approvals builtin:rules builtin:sanitizer", ":4"},
