@@ -1,6 +1,7 @@
 package main
 
 import (
+	"debug/buildinfo"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -10,10 +11,18 @@ import (
 )
 
 // A binary built without ldflags (go build, go install from a checkout)
-// reports the VERSION file; `--version` and `version` agree on it.
+// reports the VERSION file, or the module version the go command recorded
+// from a tag; `--version` and `version` agree on it.
 func TestVersionUnstamped(t *testing.T) {
 	c := newRegistryCLI(t)
+	bi, err := buildinfo.ReadFile(c.bin)
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := "openclaw-go " + openclaw.Version()
+	if v := moduleVersion(bi.Main.Version); v != "" {
+		want = "openclaw-go " + v
+	}
 	out, _, code := c.run(t, "--version")
 	if code != 0 || strings.TrimSpace(out) != want {
 		t.Fatalf("--version: exit %d, %q; want %q", code, out, want)
