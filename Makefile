@@ -1,7 +1,11 @@
 # openclaw-go. `make demo` runs the main job on embedded defaults; `make test` runs the tests.
 GO       ?= go
-VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS  := -s -w -X main.version=$(VERSION)
+# The version is the VERSION file (git tags need not travel); the commit and its time are
+# stamped when git knows them. The time is the commit's, never the build's (reproducible).
+VERSION  ?= $(shell cat VERSION)
+COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
+LDFLAGS  := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(SOURCE_DATE_EPOCH)
 BIN      := bin/openclaw
 PEERS_DIR ?= $(CURDIR)/.peers
 export PEERS_DIR
@@ -74,5 +78,21 @@ peers:
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 2000x ./policies/... ./bridge/...
 
+## man: the man pages of every command, generated from the command tree, into bin/man/man1
+## (read one with `man -l bin/man/man1/openclaw-mcp-serve.1`).
+.PHONY: man
+man: build
+	rm -rf bin/man/man1
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(BIN) gen-man bin/man/man1
+
+## release: the release files into dist/ (archives, SBOMs, OCI image, SHA256SUMS), offline
+## and reproducible (see release/main.go); release-check builds them twice and compares.
+.PHONY: release release-check
+release:
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(GO) run ./release -out dist -commit '$(COMMIT)'
+
+release-check:
+	SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) bash release/check.sh
+
 clean:
-	rm -rf bin
+	rm -rf bin dist

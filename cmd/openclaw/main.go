@@ -15,8 +15,12 @@ import (
 	"syscall"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "0.1.0-dev"
+// version is the version openclaw-go reports, without a leading "v": set at
+// build time with -ldflags "-X main.version=…", else resolved by init from
+// the build info or the VERSION file (buildVersion).
+var version string
+
+func init() { version = buildVersion(version) }
 
 // exitError carries a process exit code through cobra.
 type exitError struct {

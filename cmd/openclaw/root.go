@@ -21,13 +21,14 @@ func newRootCmd() *cobra.Command {
 	mcp.AddCommand(newMCPRegistryCmds()...)
 	mcp.AddCommand(newMCPToolsCmd(), newMCPCallCmd())
 	mcp.AddCommand(newMCPProbeCmd(), newMCPAddCmd(), newMCPConfigureCmd(), newMCPReloadCmd())
-	root.AddCommand(mcp, newGatewayCmd(), newPolicyCmd())
+	root.AddCommand(mcp, newGatewayCmd(), newPolicyCmd(), newVersionCmd(), newGenManCmd())
 	// Cobra adds its completion group at Execute; add it now so that it is
 	// made strict too.
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {
 		strictGroups(c)
 	}
+	registerCompletions(root)
 	return root
 }
 
