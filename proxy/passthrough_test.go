@@ -589,10 +589,18 @@ func TestPassthroughServerEverything(t *testing.T) {
 	if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: rl.Resources[0].URI}); err != nil {
 		t.Fatal(err)
 	}
-	d.wait(t, "log") // server-everything logs every subscribe request
-	d.mu.Lock()
-	lg := d.logs[len(d.logs)-1]
-	d.mu.Unlock()
+	// server-everything logs every subscribe request; other log lines (a
+	// late "Roots updated") may come first.
+	var lg *mcp.LoggingMessageParams
+	for range 20 {
+		d.wait(t, "log")
+		d.mu.Lock()
+		lg = d.logs[len(d.logs)-1]
+		d.mu.Unlock()
+		if strings.Contains(fmt.Sprint(lg.Data), "Subscribe") {
+			break
+		}
+	}
 	if !strings.HasPrefix(lg.Logger, "everything") || !strings.Contains(fmt.Sprint(lg.Data), "Subscribe") {
 		t.Errorf("log message = %+v", lg)
 	}
