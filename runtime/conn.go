@@ -365,21 +365,20 @@ func uniqueTools(tools []*mcp.Tool) ([]*mcp.Tool, []string) {
 	return out, repeated
 }
 
-// listTools follows nextCursor with OpenClaw's caps (§11.5), each request
-// bounded by timeout.
+// listTools follows nextCursor (cursorTrail) with OpenClaw's caps (§11.5),
+// each request bounded by timeout.
 func listTools(ctx context.Context, cs *mcp.ClientSession, caps *mcp.ServerCapabilities, timeout time.Duration) ([]*mcp.Tool, error) {
 	var (
-		tools  []*mcp.Tool
-		cursor string
-		seen   = map[string]bool{}
-		size   int
+		tools []*mcp.Tool
+		trail cursorTrail
+		size  int
 	)
 	for pages := 1; ; pages++ {
 		if pages > MaxListPages {
 			return nil, &ListError{Reason: "more than " + strconv.Itoa(MaxListPages) + " pages"}
 		}
 		lctx, cancel := context.WithTimeout(ctx, timeout)
-		res, err := listToolsPage(lctx, cs, &mcp.ListToolsParams{Cursor: cursor})
+		res, next, more, err := listToolsPage(lctx, cs, trail.at)
 		cancel()
 		if err != nil {
 			if pages == 1 && methodNotFound(err) && caps != nil && caps.Tools == nil && (caps.Resources != nil || caps.Prompts != nil) {
@@ -392,6 +391,13 @@ func listTools(ctx context.Context, cs *mcp.ClientSession, caps *mcp.ServerCapab
 			}
 			return nil, err
 		}
+		done, keep, err := trail.follow(next, more)
+		if err != nil {
+			return nil, err
+		}
+		if !keep {
+			return tools, nil
+		}
 		tools = append(tools, res.Tools...)
 		if len(tools) > MaxListTools {
 			return nil, &ListError{Reason: "more than " + strconv.Itoa(MaxListTools) + " tools"}
@@ -402,14 +408,9 @@ func listTools(ctx context.Context, cs *mcp.ClientSession, caps *mcp.ServerCapab
 		if size > MaxListBytes {
 			return nil, &ListError{Reason: "more than " + strconv.Itoa(MaxListBytes) + " bytes of tools"}
 		}
-		if res.NextCursor == "" {
+		if done {
 			return tools, nil
 		}
-		if seen[res.NextCursor] {
-			return nil, &ListError{Reason: fmt.Sprintf("cursor %q repeated", truncate(res.NextCursor, 64))}
-		}
-		seen[res.NextCursor] = true
-		cursor = res.NextCursor
 	}
 }
 

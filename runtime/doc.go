@@ -9,7 +9,8 @@
 // a server that fails becomes a diagnostic ([Session.Diagnostics],
 // [EventFailed]), never a failed session. Tools are listed following
 // nextCursor with OpenClaw's caps (128 pages, 16384 tools, 10 MiB; a repeated
-// cursor is an error), named in one batch by the sanitize_tool_names hook
+// cursor is an error; "" is a cursor, only an absent nextCursor ends a list,
+// and a server that answers "" with its first page stops there), named in one batch by the sanitize_tool_names hook
 // ([Sanitizer]), filtered by each server's toolFilter and ordered
 // deterministically. notifications/tools/list_changed marks the catalog
 // stale; it is listed again on its next use.

@@ -69,15 +69,21 @@ type fastListConn struct {
 	pending map[jsonrpc.ID]*fastPage // by request ID, until the response
 }
 
-// Write registers a tools/list call made by listToolsPage, then writes.
+// Write registers a list call made by listToolsPage or listPages, then
+// writes it, with "cursor":"" added when the page asks for the cursor "".
 func (c *fastListConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	req, ok := msg.(*jsonrpc.Request)
 	var page *fastPage
-	if ok && req.Method == "tools/list" && req.IsCall() {
+	if ok && req.IsCall() && listMethods[req.Method] {
 		page, _ = ctx.Value(fastPageKey{}).(*fastPage)
 	}
 	if page == nil {
 		return c.Connection.Write(ctx, msg)
+	}
+	if page.emptyCursor {
+		cp := *req
+		cp.Params = withEmptyCursor(req.Params)
+		msg = &cp
 	}
 	c.mu.Lock()
 	c.pending[req.ID] = page
@@ -106,22 +112,93 @@ func (c *fastListConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if page == nil || resp.Error != nil {
 		return msg, nil
 	}
-	if rest, ok := page.take(resp.Result); ok {
-		cp := *resp
-		cp.Result = rest
-		return &cp, nil
+	if page.decode {
+		if rest, ok := page.take(resp.Result); ok {
+			page.readCursor(rest) // rest is the page without its tools: a short read
+			cp := *resp
+			cp.Result = rest
+			return &cp, nil
+		}
 	}
+	page.readCursor(resp.Result)
 	return msg, nil
+}
+
+// listMethods are the MCP list calls whose pages follow nextCursor.
+var listMethods = map[string]bool{"tools/list": true, "resources/list": true, "resources/templates/list": true, "prompts/list": true}
+
+// withEmptyCursor returns params (a list call's, an object or none) with
+// its cursor set to "": go-sdk's params omit an empty Cursor, which would
+// ask for the first page again.
+func withEmptyCursor(params json.RawMessage) json.RawMessage {
+	i := skipSpace(params, 0)
+	if i == len(params) || bytes.HasPrefix(params[i:], litNull) || params[i] != '{' {
+		return json.RawMessage(`{"cursor":""}`)
+	}
+	rest := params[i+1:]
+	if j := skipSpace(rest, 0); j < len(rest) && rest[j] == '}' {
+		return json.RawMessage(`{"cursor":""}`)
+	}
+	return append(append(json.RawMessage(`{"cursor":"",`), rest...), nil...)
 }
 
 // fastPageKey is the context key of the *fastPage of a listToolsPage call.
 type fastPageKey struct{}
 
-// fastPage receives the tools of one tools/list result.
+// fastPage is one list call on a withFastList connection: what the
+// request carries beyond go-sdk's params, and what the runtime reads of the
+// result itself.
 type fastPage struct {
+	decode      bool // a tools/list page: its tools are decoded here (take)
+	emptyCursor bool // the request carries the cursor "" (go-sdk omits it)
+
 	mu    sync.Mutex
 	taken bool
 	tools []*mcp.Tool
+	// read reports that the result's nextCursor was read here; next and
+	// hasNext are its value and whether it is present at all.
+	read    bool
+	next    string
+	hasNext bool
+}
+
+// readCursor records the nextCursor member of result, a list result,
+// telling an absent one from "". A result that does not read as an object
+// records nothing: go-sdk reports it.
+func (p *fastPage) readCursor(result []byte) {
+	var next string
+	has := false
+	_, err := eachMember(result, skipSpace(result, 0), 0, func(key []byte, _, vs int) (int, error) {
+		e, err := scanValue(result, vs, 1)
+		if err == nil && string(key) == "nextCursor" {
+			// null or a non-string is go-sdk's to refuse; as a cursor it is absent.
+			has = vs < len(result) && result[vs] == '"'
+			next = ""
+			if has && json.Unmarshal(result[vs:e], &next) != nil {
+				has = false
+			}
+		}
+		return e, err
+	})
+	if err != nil {
+		return
+	}
+	p.mu.Lock()
+	p.read, p.next, p.hasNext = true, next, has
+	p.mu.Unlock()
+}
+
+// nextCursor returns the nextCursor of the page and whether it is present:
+// as read from the wire when the connection went through withFastList,
+// else go-sdk's decoded value (sdkNext), where "" cannot be told from
+// absent.
+func (p *fastPage) nextCursor(sdkNext string) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.read {
+		return p.next, p.hasNext
+	}
+	return sdkNext, sdkNext != ""
 }
 
 var xMCPHeader = []byte("x-mcp-header")
@@ -595,16 +672,59 @@ func describe(b []byte, i int) string {
 	return fmt.Sprintf("%q", b[i])
 }
 
-// listToolsPage is cs.ListTools, except that on a connection made through
-// withFastList the page's tools are decoded by the runtime (fastPage.take).
-func listToolsPage(ctx context.Context, cs *mcp.ClientSession, params *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
-	page := &fastPage{}
-	res, err := cs.ListTools(context.WithValue(ctx, fastPageKey{}, page), params)
+// listToolsPage is cs.ListTools of the page at cur, except that on a
+// connection made through withFastList the page's tools are decoded by the
+// runtime (fastPage.take) and a present "" cursor is sent and read as
+// such. next is the page's nextCursor, more whether it is present.
+func listToolsPage(ctx context.Context, cs *mcp.ClientSession, cur pageCursor) (res *mcp.ListToolsResult, next string, more bool, err error) {
+	page := &fastPage{decode: true, emptyCursor: cur.set && cur.cursor == ""}
+	res, err = cs.ListTools(context.WithValue(ctx, fastPageKey{}, page), &mcp.ListToolsParams{Cursor: cur.cursor})
 	if err != nil {
-		return nil, err
+		return nil, "", false, err
 	}
 	if tools, ok := page.result(); ok {
 		res.Tools = tools
 	}
-	return res, nil
+	next, more = page.nextCursor(res.NextCursor)
+	return res, next, more, nil
+}
+
+// pageCursor is the cursor of a list request: set false asks for the first
+// page (no cursor); set with cursor "" sends the cursor "" a server handed
+// out.
+type pageCursor struct {
+	cursor string
+	set    bool
+}
+
+// cursorTrail follows the nextCursor of a listing's pages: only an absent
+// nextCursor ends it ("" is a cursor like any other). A server that ends
+// its lists with "" answers the cursor "" with its first page, whose
+// nextCursor was seen already: a repeated cursor on the page of the cursor
+// "" ends the listing there, without that page (the first one again). Any
+// other repeated cursor is an error (OpenClaw §11.5).
+type cursorTrail struct {
+	at   pageCursor // the cursor of the page being read
+	seen map[string]bool
+}
+
+// follow takes the nextCursor of the page just read (more: present) and
+// returns whether the listing is done, whether that page's items are kept,
+// and the error of a repeated cursor.
+func (t *cursorTrail) follow(next string, more bool) (done, keep bool, err error) {
+	if !more {
+		return true, true, nil
+	}
+	if t.seen[next] {
+		if t.at.set && t.at.cursor == "" {
+			return true, false, nil
+		}
+		return true, false, &ListError{Reason: fmt.Sprintf("cursor %q repeated", truncate(next, 64))}
+	}
+	if t.seen == nil {
+		t.seen = map[string]bool{}
+	}
+	t.seen[next] = true
+	t.at = pageCursor{cursor: next, set: true}
+	return false, true, nil
 }
