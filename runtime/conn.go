@@ -295,7 +295,9 @@ func (c *conn) listing() ([]*mcp.Tool, time.Time) {
 	return c.tools, c.listFailedAt.Add(ListRetryDelay)
 }
 
-// relist lists the server's tools and records the result.
+// relist lists the server's tools and records the result: a failed
+// listing is a "tools/list" diagnostic, retried ListRetryDelay later, and
+// leaves the last good listing in place.
 func (c *conn) relist(ctx context.Context) {
 	c.mu.Lock()
 	cs, caps := c.cs, c.caps
@@ -321,7 +323,10 @@ func (c *conn) relist(ctx context.Context) {
 	c.mu.Lock()
 	c.listed = true
 	if err != nil {
-		c.tools, c.listFailedAt = nil, time.Now()
+		// The last good listing stays (a busy server that announced a
+		// change and then failed to list keeps its tools) until a listing
+		// succeeds; a session that ended took its tools with it (ended).
+		c.listFailedAt = time.Now()
 	} else {
 		c.tools, c.listFailedAt = tools, time.Time{}
 		if c.err != nil && c.err.Op == "tools/list" {

@@ -13,7 +13,9 @@
 // and a server that answers "" with its first page stops there), named in one batch by the sanitize_tool_names hook
 // ([Sanitizer]), filtered by each server's toolFilter and ordered
 // deterministically. notifications/tools/list_changed marks the catalog
-// stale; it is listed again on its next use.
+// stale; it is listed again on its next use. A listing that fails (an
+// error answer, no answer in time) is a "tools/list" diagnostic and keeps
+// the server's last good tools until a listing succeeds.
 //
 // [Session.CallTool] routes a call by exposed name. before_tool_call runs
 // first (surface "embedded"): a block is a [*PolicyError]; require_approval
