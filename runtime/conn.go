@@ -43,6 +43,7 @@ type conn struct {
 	launch        string
 	redactor      *redact.Redactor
 	err           *ServerError // latest diagnostic
+	downSince     time.Time    // when the server was last found down (connect failed, session ended); zero while connected
 	listed        bool         // tools holds a listing (or its failure)
 	tools         []*mcp.Tool
 	listFailedAt  time.Time // zero unless the latest listing failed
@@ -72,6 +73,32 @@ func (c *conn) fail(op string, err error) {
 	c.err = se
 	c.mu.Unlock()
 	c.report(se)
+}
+
+// markDown records that the server is down from now, unless it was
+// already.
+func (c *conn) markDown() {
+	c.mu.Lock()
+	if c.downSince.IsZero() {
+		c.downSince = time.Now()
+	}
+	c.mu.Unlock()
+}
+
+// unavailable returns the error of a call of tool (an exposed name of c's
+// last catalog) while c is down, nil when it is connected or was never
+// found down.
+func (c *conn) unavailable(tool string) *UnavailableError {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cs != nil || c.downSince.IsZero() {
+		return nil
+	}
+	e := &UnavailableError{Tool: tool, Server: c.cfg.Name, Since: c.downSince}
+	if c.err != nil {
+		e.Err = c.err
+	}
+	return e
 }
 
 // report logs a recorded diagnostic and emits EventFailed.
@@ -161,6 +188,7 @@ func (c *conn) connect(ctx context.Context) bool {
 		case ctx.Err() != nil && c.s.life.Err() == nil:
 			err = fmt.Errorf("stopped before the server answered: the caller's context ended (%w)", err)
 		}
+		c.markDown()
 		c.fail("connect", err)
 		return false
 	}
@@ -168,7 +196,7 @@ func (c *conn) connect(ctx context.Context) bool {
 	closed := c.s.closed
 	if !closed {
 		c.mu.Lock()
-		c.cs, c.err, c.client = cs, nil, client
+		c.cs, c.err, c.client, c.downSince = cs, nil, client, time.Time{}
 		// A new session is listed afresh (its tools may differ).
 		c.listed, c.listFailedAt = false, time.Time{}
 		if ir := cs.InitializeResult(); ir != nil {
@@ -224,6 +252,9 @@ func (c *conn) ended(cs *mcp.ClientSession, cause error, wait bool) {
 		return // closed on purpose, or marked already
 	}
 	c.cs, c.caps, c.listed, c.tools, c.listFailedAt = nil, nil, false, nil, time.Time{}
+	if c.downSince.IsZero() {
+		c.downSince = time.Now()
+	}
 	// The diagnostic is set with the disconnection: Status never shows a
 	// server disconnected without it.
 	se := &ServerError{Server: c.cfg.Name, Op: "session", Err: redactErr(c.redactor, fmt.Errorf("the connection ended: %w", cause))}

@@ -37,7 +37,10 @@
 // once: [Session.Status] shows it disconnected with its diagnostic (op
 // "session" for a connection that ended while in use),
 // [EventFailed] is emitted, its calls in flight fail and its tools leave the
-// catalog. It is connected again on the first use of the catalog at least
+// catalog; a call of one of them meanwhile fails with an
+// [*UnavailableError] naming the server, since when it is down and its
+// last diagnostic ([Session.Unavailable] tells a surface that no longer
+// serves the tool). It is connected again on the first use of the catalog at least
 // 5 s later (OpenClaw's catalog failure retry, [EventRetrying]), never in a
 // loop: the retry runs in the background, one at a time per server, so the
 // caller gets the current catalog at once; when it connects,

@@ -107,8 +107,10 @@ func TestDeadStdioServerRestartsOnUse(t *testing.T) {
 			t.Fatalf("catalog after the kill = %v, want ok__ping without everything's tools", names)
 		}
 	}
-	if _, err := s.CallTool(ctx, "everything__echo", []byte(`{"message":"x"}`)); !errors.Is(err, ErrUnknownTool) {
-		t.Errorf("call to the dead server's tool: %v, want ErrUnknownTool", err)
+	var ue *UnavailableError
+	if _, err := s.CallTool(ctx, "everything__echo", []byte(`{"message":"x"}`)); !errors.As(err, &ue) || ue.Server != "everything" ||
+		!strings.Contains(err.Error(), "exited") {
+		t.Errorf("call to the dead server's tool: %v, want an *UnavailableError naming everything and why", err)
 	}
 	if res, err := s.CallTool(ctx, "ok__ping", nil); err != nil || resultText(t, res) != "ping: {}" {
 		t.Errorf("call to the healthy server: %v %v", res, err)
@@ -299,8 +301,9 @@ func TestServerEndingAfterConnectIsRetried(t *testing.T) {
 	if got := toolNames(t, s); len(got) != 0 {
 		t.Fatalf("catalog after the server left = %v, want empty", got)
 	}
-	if _, err := s.CallTool(context.Background(), "brief__ping", nil); !errors.Is(err, ErrUnknownTool) {
-		t.Errorf("call after the server left: %v, want ErrUnknownTool", err)
+	var ue *UnavailableError
+	if _, err := s.CallTool(context.Background(), "brief__ping", nil); !errors.As(err, &ue) || ue.Server != "brief" {
+		t.Errorf("call after the server left: %v, want an *UnavailableError naming brief", err)
 	}
 	backdate(s, "brief")
 	toolNames(t, s)

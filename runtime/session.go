@@ -56,9 +56,43 @@ type catalog struct {
 	count  map[string]int // exposed tools per raw server name
 	// hidden holds the tools the tool policy hides, by exposed name.
 	hidden map[string]*HiddenToolError
+	// down holds, by exposed name, the raw server of each tool that left
+	// the catalog because its server is down (conn.unavailable).
+	down map[string]string
 	// retryAt is the earliest time a server whose listing failed may be
 	// listed again; zero when none failed.
 	retryAt time.Time
+}
+
+// unavailable returns the error of a call of name, a tool that left the
+// catalog with its server, while that server is down; nil otherwise.
+func (cat *catalog) unavailable(name string) *UnavailableError {
+	server, ok := cat.down[name]
+	if !ok {
+		return nil
+	}
+	if c := cat.set.byKey[server]; c != nil {
+		return c.unavailable(name)
+	}
+	return nil
+}
+
+// Unavailable returns the *UnavailableError that CallTool returns for
+// name, an exposed name of the latest catalog's that left it because its
+// server is down (its connection ended or failed); nil for any other name.
+// It never lists or connects: a surface that stopped serving the tool (the
+// proxy) uses it to answer a client that still calls it.
+func (s *Session) Unavailable(name string) error {
+	s.mu.Lock()
+	cat := s.cat
+	s.mu.Unlock()
+	if cat == nil {
+		return nil
+	}
+	if ue := cat.unavailable(name); ue != nil {
+		return ue
+	}
+	return nil
 }
 
 // Session is an embedded MCP client runtime: the servers of one agent
@@ -514,6 +548,7 @@ func (s *Session) rebuild(ctx context.Context) (*catalog, error) {
 	if !s.stale(cat, time.Now()) {
 		return cat, nil // built by the caller we waited for
 	}
+	prev := cat
 	s.dirty.Store(false)
 	set := s.set.Load()
 	now := time.Now()
@@ -608,6 +643,7 @@ func (s *Session) rebuild(ctx context.Context) (*catalog, error) {
 			cat.count[c.cfg.Name] += perConn[i]
 		}
 	}
+	cat.down = downTools(prev, cat)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -616,6 +652,36 @@ func (s *Session) rebuild(ctx context.Context) (*catalog, error) {
 	s.cat = cat
 	s.mu.Unlock()
 	return cat, nil
+}
+
+// downTools returns the tools of prev (and those prev held as down) that
+// are not in cat because their server, still declared in cat's set, is
+// down: a call of one of them says so (UnavailableError) instead of
+// "unknown tool".
+func downTools(prev, cat *catalog) map[string]string {
+	if prev == nil {
+		return nil
+	}
+	var down map[string]string
+	keep := func(name, server string) {
+		if _, listed := cat.byName[name]; listed {
+			return
+		}
+		if c := cat.set.byKey[server]; c == nil || c.unavailable(name) == nil {
+			return
+		}
+		if down == nil {
+			down = map[string]string{}
+		}
+		down[name] = server
+	}
+	for _, t := range prev.tools {
+		keep(t.Name, t.Server)
+	}
+	for name, server := range prev.down {
+		keep(name, server)
+	}
+	return down
 }
 
 // catalogOrder returns the indices of tools in OpenClaw's catalog order:
@@ -719,6 +785,9 @@ func (s *Session) callTool(ctx context.Context, name string, args []byte) (*mcp.
 			if h := cat.hidden[name]; h != nil {
 				e := *h
 				return nil, &e
+			}
+			if ue := cat.unavailable(name); ue != nil {
+				return nil, ue
 			}
 			return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
 		}
