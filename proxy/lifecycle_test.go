@@ -99,4 +99,18 @@ func TestDownServerLeavesAndSaysUnavailable(t *testing.T) {
 	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "w__nope"}); err == nil || !strings.Contains(err.Error(), "unknown tool") {
 		t.Errorf("call of a name never served = %v, want unknown tool", err)
 	}
+
+	// The server comes back: the runtime's background retry connects it
+	// (runtime.ListRetryDelay after it died) and the idle client is told.
+	for len(d.notify) > 0 { // only the notification of the return counts
+		<-d.notify
+	}
+	rt.up()
+	d.wait(t, "tools")
+	if got := listedNames(t, cs); len(got) != 1 || got[0] != "w__ping" {
+		t.Errorf("tools after the server came back = %v", got)
+	}
+	if msg, isErr := toolText(t, cs, "w__ping", map[string]any{}); isErr || msg != "pong" {
+		t.Errorf("call after the server came back = %q (isError %v)", msg, isErr)
+	}
 }

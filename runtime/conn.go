@@ -276,11 +276,7 @@ func (c *conn) ended(cs *mcp.ClientSession, cause error, wait bool) {
 	c.dirty.Store(true)
 	c.s.dirty.Store(true)
 	if !sub && c.s.set.Load().byKey[c.cfg.Name] == c {
-		c.s.retryMu.Lock()
-		if c.s.life.Err() == nil {
-			c.s.connFailed[c] = time.Now()
-		}
-		c.s.retryMu.Unlock()
+		c.s.markFailed(c)
 	}
 	c.report(se)
 }

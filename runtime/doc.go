@@ -40,11 +40,15 @@
 // catalog; a call of one of them meanwhile fails with an
 // [*UnavailableError] naming the server, since when it is down and its
 // last diagnostic ([Session.Unavailable] tells a surface that no longer
-// serves the tool). It is connected again on the first use of the catalog at least
-// 5 s later (OpenClaw's catalog failure retry, [EventRetrying]), never in a
-// loop: the retry runs in the background, one at a time per server, so the
-// caller gets the current catalog at once; when it connects,
-// [EventConnected] follows and the next use lists the server's tools.
+// serves the tool). It is connected again in the background, one retry at
+// a time per server ([EventRetrying]), never in a loop: on the first use of
+// the catalog at least 5 s later (OpenClaw's catalog failure retry; the
+// caller gets the current catalog at once), and on its own schedule
+// without any use, 5 s after the failure and then with a doubling delay of
+// at most [RetryBackoffMax], until it connects or the session closes; when
+// it connects, [EventConnected] follows and the next use lists the
+// server's tools (the proxy's Relay relays notifications/tools/list_changed
+// on EventConnected and EventFailed).
 // [Session.Close] cancels a retry in flight and waits for it.
 //
 // A server that advertises resources or prompts also gets OpenClaw's utility

@@ -41,9 +41,10 @@ type Tool struct {
 }
 
 // EventRetrying is reported when a server whose connection failed (or
-// ended) is connected again, in the background, on the first use of the
+// ended) is connected again, in the background: on the first use of the
 // catalog at least ListRetryDelay (5 s, OpenClaw's catalog failure retry)
-// after the failure; EventConnected or EventFailed follows.
+// after the failure, or when its own retry schedule (retryBackoff) comes
+// due; EventConnected or EventFailed follows.
 const EventRetrying EventKind = "retrying"
 
 // catalog is one build of a session's tools, immutable once published.
@@ -149,6 +150,11 @@ type Session struct {
 	retryMu    sync.Mutex
 	connFailed map[*conn]time.Time     // servers whose connection failed, and when
 	retrying   map[*conn]chan struct{} // retries in flight, closed when each ends
+	retryTimer map[*conn]*time.Timer   // the background retry of each failed server
+	retryCount map[*conn]int           // consecutive failed connections, for the backoff
+	// retryValues holds the values (principal, caller) of Connect's ctx
+	// for the retries the timers start.
+	retryValues context.Context
 }
 
 // progressEntry is a call waiting for progress: the exposed tool, the
@@ -180,11 +186,14 @@ func New(servers []Server, opts *Options) (*Session, error) {
 		return nil, errors.New("runtime: Options.Sanitizer is nil: the catalog must be named by a sanitize_tool_names policy")
 	}
 	s := &Session{
-		opts:       *opts,
-		closeDone:  make(chan struct{}),
-		progress:   map[string]progressEntry{},
-		connFailed: map[*conn]time.Time{},
-		retrying:   map[*conn]chan struct{}{},
+		opts:        *opts,
+		closeDone:   make(chan struct{}),
+		progress:    map[string]progressEntry{},
+		connFailed:  map[*conn]time.Time{},
+		retrying:    map[*conn]chan struct{}{},
+		retryTimer:  map[*conn]*time.Timer{},
+		retryCount:  map[*conn]int{},
+		retryValues: context.Background(),
 	}
 	if opts.ToolPolicy != nil {
 		tp := *opts.ToolPolicy
@@ -267,6 +276,9 @@ func (s *Session) Connect(ctx context.Context) error {
 	}
 	s.connected = true
 	s.mu.Unlock()
+	s.retryMu.Lock()
+	s.retryValues = context.WithoutCancel(ctx)
+	s.retryMu.Unlock()
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(s.life, cancel) // Close aborts connecting
 	defer func() {
@@ -404,8 +416,8 @@ func (s *Session) catalog(ctx context.Context) (*catalog, error) {
 }
 
 // noteConnect records the outcome of connecting c: a failed connection
-// (not a resolution failure, which a retry cannot mend) is retried on the
-// first catalog use ListRetryDelay after it.
+// (not a resolution failure, which a retry cannot mend) is retried
+// (connFailed).
 func (s *Session) noteConnect(c *conn, ok bool) {
 	op := ""
 	if !ok {
@@ -415,13 +427,69 @@ func (s *Session) noteConnect(c *conn, ok bool) {
 		}
 		c.mu.Unlock()
 	}
+	if op == "connect" {
+		s.markFailed(c)
+		return
+	}
 	s.retryMu.Lock()
 	defer s.retryMu.Unlock()
-	if op == "connect" && s.life.Err() == nil {
-		s.connFailed[c] = time.Now()
-	} else {
-		delete(s.connFailed, c)
+	delete(s.connFailed, c)
+	if ok {
+		delete(s.retryCount, c)
 	}
+	if tm := s.retryTimer[c]; tm != nil {
+		tm.Stop()
+		delete(s.retryTimer, c)
+	}
+}
+
+// RetryBackoffMax bounds the delay between two background retries of a
+// server whose connection failed: the n-th consecutive failure is retried
+// ListRetryDelay·2^(n-1) later (5 s, 10 s, 20 s, …), at most
+// RetryBackoffMax, until it connects or the session closes.
+const RetryBackoffMax = 5 * time.Minute
+
+// retryBackoff returns the delay before the background retry of the n-th
+// consecutive failed connection (n ≥ 1).
+func retryBackoff(n int) time.Duration {
+	d := ListRetryDelay
+	for i := 1; i < n && d < RetryBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, RetryBackoffMax)
+}
+
+// markFailed records that c's connection failed (or ended) now: it is
+// retried on the first catalog use ListRetryDelay later (OpenClaw's
+// catalog failure retry), and in the background on its own schedule
+// (retryBackoff), so that a server that comes back joins the catalog
+// (EventConnected) without waiting for a use. Nothing is scheduled once
+// the session's life ended.
+func (s *Session) markFailed(c *conn) {
+	s.retryMu.Lock()
+	defer s.retryMu.Unlock()
+	if s.life.Err() != nil {
+		return
+	}
+	s.connFailed[c] = time.Now()
+	s.retryCount[c]++
+	if tm := s.retryTimer[c]; tm != nil {
+		tm.Stop()
+	}
+	s.retryTimer[c] = time.AfterFunc(retryBackoff(s.retryCount[c]), func() { s.retryDue(c) })
+}
+
+// retryDue is the background retry timer of c: it starts the retries due
+// (c's among them) with the values of Connect's ctx.
+func (s *Session) retryDue(c *conn) {
+	s.retryMu.Lock()
+	delete(s.retryTimer, c)
+	values := s.retryValues
+	s.retryMu.Unlock()
+	if s.life.Err() != nil {
+		return
+	}
+	s.startRetries(values, time.Now())
 }
 
 // stale reports whether cat must be rebuilt at now: there is none, a
@@ -1139,6 +1207,12 @@ func (s *Session) Close(ctx context.Context) error {
 	s.cat = nil
 	s.mu.Unlock()
 	s.endLife()
+	s.retryMu.Lock()
+	for c, tm := range s.retryTimer { // no retry is scheduled after endLife
+		tm.Stop()
+		delete(s.retryTimer, c)
+	}
+	s.retryMu.Unlock()
 
 	errc := make(chan error, 1)
 	go func() {

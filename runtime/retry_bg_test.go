@@ -1,0 +1,105 @@
+package runtime
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// drain returns the kinds of the events of server received so far.
+func (e *events) drain(server string) []EventKind {
+	var out []EventKind
+	for {
+		select {
+		case ev := <-e.ch:
+			if ev.Server == server {
+				out = append(out, ev.Kind)
+			}
+		default:
+			return out
+		}
+	}
+}
+
+func (r *restartable) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.attempts
+}
+
+// A server that is down is retried in the background on its own schedule,
+// without any use of the session: 5 s after the failure, then with a
+// doubling delay (bounded by RetryBackoffMax); when it comes up it joins
+// (EventConnected, then its tools), when it dies it leaves (EventFailed);
+// Close stops the retries.
+func TestBackgroundRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := newServer("late", nil)
+		echoTool(srv, "ping")
+		rt := &restartable{t: t, srv: srv, refuse: true}
+		ev := newEvents()
+		s := open(t, []Server{{Name: "late", Transport: rt}}, &Options{OnEvent: ev.on})
+		if got := ev.drain("late"); !slices.Equal(got, []EventKind{EventFailed}) {
+			t.Fatalf("events after Connect = %v, want [failed]", got)
+		}
+		step := func(d time.Duration) {
+			time.Sleep(d)
+			synctest.Wait()
+		}
+		// Attempts at 5 s, then 10 s and 20 s later: nothing uses the session.
+		for i, d := range []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second} {
+			step(d - time.Millisecond)
+			if n := rt.count(); n != i+1 {
+				t.Fatalf("%d attempts %v before retry %d, want %d", n, d, i+1, i+1)
+			}
+			step(time.Millisecond)
+			if n := rt.count(); n != i+2 {
+				t.Fatalf("%d attempts at retry %d, want %d", n, i+1, i+2)
+			}
+			if got := ev.drain("late"); !slices.Equal(got, []EventKind{EventRetrying, EventFailed}) {
+				t.Fatalf("events of retry %d = %v, want [retrying failed]", i+1, got)
+			}
+		}
+		// The server comes up: the next retry (40 s later) connects it.
+		rt.up()
+		step(40 * time.Second)
+		if got := ev.drain("late"); !slices.Equal(got, []EventKind{EventRetrying, EventConnected}) {
+			t.Fatalf("events when the server came up = %v, want [retrying connected]", got)
+		}
+		if got := toolNames(t, s); !slices.Equal(got, []string{"late__ping"}) {
+			t.Fatalf("catalog = %v", got)
+		}
+		// It dies: it leaves at once and is retried 5 s later (the count
+		// starts again).
+		rt.kill()
+		synctest.Wait()
+		if got := ev.drain("late"); !slices.Equal(got, []EventKind{EventFailed}) {
+			t.Fatalf("events when the server died = %v, want [failed]", got)
+		}
+		n := rt.count()
+		step(5 * time.Second)
+		if rt.count() != n+1 {
+			t.Fatalf("%d attempts 5 s after the server died, want %d", rt.count(), n+1)
+		}
+		ev.drain("late")
+		if err := s.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		n = rt.count()
+		step(time.Hour)
+		if rt.count() != n {
+			t.Errorf("%d attempts after Close, want %d", rt.count(), n)
+		}
+	})
+}
+
+func TestRetryBackoff(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[int]time.Duration{1: 5 * time.Second, 2: 10 * time.Second, 4: 40 * time.Second, 7: RetryBackoffMax, 1000: RetryBackoffMax} {
+		if got := retryBackoff(n); got != want {
+			t.Errorf("retryBackoff(%d) = %v, want %v", n, got, want)
+		}
+	}
+}
