@@ -187,6 +187,16 @@ type Options struct {
 	// A Server.Transport that cannot connect twice (mcp.InMemoryTransport)
 	// becomes a diagnostic after a reap.
 	IdleTTL time.Duration
+	// ConnectWait, when positive, bounds how long Connect waits for the
+	// servers: it returns once every server has connected and listed its
+	// tools or failed, or ConnectWait has passed, whichever is first, with
+	// the catalog of the servers ready by then. The others go on
+	// connecting in the background, each bounded by its own
+	// connectionTimeoutMs (not by Connect's ctx), and join the catalog
+	// when they answer (EventConnected; the proxy's Relay then sends
+	// notifications/tools/list_changed). 0 (the default) makes Connect
+	// wait for every server.
+	ConnectWait time.Duration
 	// ToolPolicy is OpenClaw's tool policy from openclaw.json
 	// (config.Document.ToolPolicy): tools.profile, tools.allow/alsoAllow/
 	// deny and, when Sandboxed, tools.sandbox.tools. A tool it hides is

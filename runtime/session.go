@@ -263,7 +263,10 @@ func (s *Session) requestStarted() (done func()) {
 // session is connected all the same, and the next Tools or CallTool names
 // the catalog. A ctx shorter than the slowest server's connection timeout
 // therefore trades a complete first catalog for a prompt return; pass a
-// ctx without a deadline to wait for every server's own bounds.
+// ctx without a deadline to wait for every server's own bounds. With
+// Options.ConnectWait, Connect returns with the servers ready within it
+// and the others join the catalog as they answer, bounded by their own
+// timeouts only.
 func (s *Session) Connect(ctx context.Context) error {
 	s.mu.Lock()
 	switch {
@@ -286,7 +289,11 @@ func (s *Session) Connect(ctx context.Context) error {
 		cancel()
 	}()
 
-	s.connectAll(ctx, s.set.Load().conns)
+	if wait := s.opts.ConnectWait; wait > 0 {
+		s.connectReady(ctx, wait)
+	} else {
+		s.connectAll(ctx, s.set.Load().conns)
+	}
 	s.lastUse.Store(time.Now().UnixNano())
 	if ttl := s.opts.IdleTTL; ttl > 0 {
 		s.mu.Lock()
@@ -297,6 +304,33 @@ func (s *Session) Connect(ctx context.Context) error {
 	}
 	_, err := s.rebuild(ctx)
 	return err
+}
+
+// connectReady connects and lists the servers in the background, under the
+// session's life with the values of ctx, and returns when they all settled
+// (connected and listed, or failed), when wait has passed, or when ctx
+// ends, whichever is first (Options.ConnectWait). Close cancels and waits
+// for the connections still in flight.
+func (s *Session) connectReady(ctx context.Context, wait time.Duration) {
+	bctx := valuesOf{Context: s.life, values: ctx}
+	done := make(chan struct{})
+	s.mu.Lock()
+	if s.closed { // Close waits for bg only after setting closed
+		s.mu.Unlock()
+		return
+	}
+	s.bg.Go(func() {
+		defer close(done)
+		s.connectAll(bctx, s.set.Load().conns)
+	})
+	s.mu.Unlock()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // connectAll connects and lists the enabled servers of conns concurrently.

@@ -991,10 +991,15 @@ func TestCheckProxyFlags(t *testing.T) {
 		{"small cap", "2025-11-25", time.Second, 1, ""},
 		{"zero cap", "2025-11-25", time.Second, 0, "--max-message-bytes 0: want a positive size"},
 		{"huge cap", "2025-11-25", time.Second, 1 << 40, "--max-message-bytes 1099511627776: want a positive size in bytes up to 2147483647"},
+		{"negative connect wait", "2025-11-25", time.Second, max, "--connect-wait -1s: want a duration of 0 (wait for every server) or more"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			err := checkProxyFlags(&proxyConfig{upstreamProto: tc.proto, shutdownTimeout: tc.timeout, maxMessage: tc.max})
+			c := &proxyConfig{upstreamProto: tc.proto, shutdownTimeout: tc.timeout, maxMessage: tc.max}
+			if tc.name == "negative connect wait" {
+				c.connectWait = -time.Second
+			}
+			err := checkProxyFlags(c)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
