@@ -592,8 +592,9 @@ func (c *conn) call(ctx context.Context, t *Tool, args []byte) (*mcp.CallToolRes
 			// The token is random and bound to cs: another server cannot
 			// guess it, nor use one it learnt (onProgress drops it from them).
 			tok := progressToken()
+			reset, _ := ctx.Value(progressResetKey{}).(func())
 			c.s.progressMu.Lock()
-			c.s.progress[tok] = progressEntry{tool: t.Name, fn: fn, cs: cs}
+			c.s.progress[tok] = progressEntry{tool: t.Name, fn: fn, cs: cs, reset: reset}
 			c.s.progressMu.Unlock()
 			defer func() {
 				c.s.progressMu.Lock()
@@ -627,12 +628,12 @@ func (c *conn) request(ctx context.Context, t *Tool, op string, do func(ctx cont
 	ctx = context.WithValue(ctx, callInfoKey{}, CallInfo{Tool: t.Name, Server: c.cfg.Name})
 	defer c.px.enter(ctx)()
 	timeout := c.cfg.requestTimeout()
-	rctx, cancel := context.WithTimeout(ctx, timeout)
-	stopLife := context.AfterFunc(c.s.life, cancel)
-	res, err := do(rctx, cs)
-	timedOut := rctx.Err() != nil && ctx.Err() == nil
+	rctx, dl := newCallDeadline(ctx, timeout)
+	stopLife := context.AfterFunc(c.s.life, dl.stop)
+	res, err := do(context.WithValue(rctx, progressResetKey{}, dl.progressed), cs)
+	timedOut := dl.expired() && ctx.Err() == nil
 	stopLife()
-	cancel()
+	dl.stop()
 	if err == nil {
 		c.mu.Lock()
 		c.failures = 0
@@ -646,7 +647,7 @@ func (c *conn) request(ctx context.Context, t *Tool, op string, do func(ctx cont
 		return nil, ctx.Err() // the caller gave up: not the server's failure
 	}
 	if timedOut {
-		err = fmt.Errorf("no answer within the request timeout (%v): %w", timeout, err)
+		err = dl.err()
 	}
 	se := &ServerError{Server: c.cfg.Name, Op: op, Err: redactErr(c.red(), err)}
 	if !timedOut && serverAnswered(err) {
@@ -666,6 +667,93 @@ func (c *conn) request(ctx context.Context, t *Tool, op string, do func(ctx cont
 		c.ended(cs, err, false) // now, not when the watcher gets to it
 	}
 	return nil, se
+}
+
+// MaxTotalTimeoutFactor bounds how far progress extends a request: each
+// notifications/progress of a call resets its request timeout
+// (requestTimeoutMs; the TypeScript SDK's resetTimeoutOnProgress), but the
+// call ends at the latest MaxTotalTimeoutFactor × requestTimeoutMs after it
+// was sent (the TypeScript SDK's maxTotalTimeout): 10 minutes for the
+// default 60 s.
+const MaxTotalTimeoutFactor = 10
+
+// progressResetKey is the context key of the func a call's progress calls
+// to reset its timeout (callDeadline.progressed).
+type progressResetKey struct{}
+
+// callDeadline is a request's timeout: it ends the request's context
+// timeout after it was sent, or after the latest progress, and never
+// later than MaxTotalTimeoutFactor × timeout after it was sent.
+type callDeadline struct {
+	cancel  context.CancelFunc
+	timeout time.Duration
+	limit   time.Time // the latest end: sent + MaxTotalTimeoutFactor × timeout
+
+	mu     sync.Mutex
+	timer  *time.Timer
+	fired  bool // the timeout passed
+	capped bool // the current end is limit, not timeout after progress
+}
+
+// newCallDeadline returns ctx ended by the timeout and the deadline that
+// progress extends.
+func newCallDeadline(ctx context.Context, timeout time.Duration) (context.Context, *callDeadline) {
+	rctx, cancel := context.WithCancel(ctx)
+	d := &callDeadline{cancel: cancel, timeout: timeout, limit: time.Now().Add(MaxTotalTimeoutFactor * timeout)}
+	d.mu.Lock()
+	d.timer = time.AfterFunc(timeout, d.fire)
+	d.mu.Unlock()
+	return rctx, d
+}
+
+func (d *callDeadline) fire() {
+	d.mu.Lock()
+	d.fired = true
+	d.mu.Unlock()
+	d.cancel()
+}
+
+// progressed resets the timeout: a progress notification of the call
+// arrived. Past the limit, or once the timeout passed, it does nothing.
+func (d *callDeadline) progressed() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fired || !d.timer.Stop() {
+		return
+	}
+	next := d.timeout
+	if left := time.Until(d.limit); left < next {
+		next, d.capped = max(left, 0), true
+	}
+	d.timer.Reset(next)
+}
+
+// stop ends the request's context (the request is over, or the session
+// closes).
+func (d *callDeadline) stop() {
+	d.mu.Lock()
+	d.timer.Stop()
+	d.mu.Unlock()
+	d.cancel()
+}
+
+// expired reports whether the timeout ended the request.
+func (d *callDeadline) expired() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.fired
+}
+
+// err is the error of a request the timeout ended; it wraps
+// context.DeadlineExceeded.
+func (d *callDeadline) err() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.capped {
+		return fmt.Errorf("no answer within the maximum total timeout (%v: progress resets the %v request timeout up to %d times it): %w",
+			MaxTotalTimeoutFactor*d.timeout, d.timeout, MaxTotalTimeoutFactor, context.DeadlineExceeded)
+	}
+	return fmt.Errorf("no answer within the request timeout (%v): %w", d.timeout, context.DeadlineExceeded)
 }
 
 // Codes go-sdk gives the errors it makes itself rather than receives

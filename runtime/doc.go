@@ -21,8 +21,10 @@
 // first (surface "embedded"): a block is a [*PolicyError]; require_approval
 // goes to decide_approval ([ApprovalDecider]) and, when that answers "ask",
 // to the embedder's [ApprovalFunc]. The call then runs under the server's
-// requestTimeoutMs; cancelling ctx sends notifications/cancelled upstream;
-// progress reaches the handler given by [WithProgress]; servers without
+// requestTimeoutMs, which each progress notification of the call resets, up
+// to [MaxTotalTimeoutFactor] times it in all; cancelling ctx sends
+// notifications/cancelled upstream; progress reaches the handler given by
+// [WithProgress] (a call without one asks for no progress); servers without
 // supportsParallelToolCalls get one call at a time. Three consecutive failed
 // calls pause a server for 60 s ([*PausedError], [EventPaused],
 // [EventResumed]); when the third was a request timeout, the connection is

@@ -161,9 +161,10 @@ type Session struct {
 // handler of WithProgress, and the MCP session the call was sent on, the
 // only one whose notifications may carry its token.
 type progressEntry struct {
-	tool string
-	fn   func(Progress)
-	cs   *mcp.ClientSession
+	tool  string
+	fn    func(Progress)
+	cs    *mcp.ClientSession
+	reset func() // resets the call's request timeout (callDeadline.progressed); nil for none
 }
 
 // progressToken returns a fresh progress token: "openclaw-" and 128 random
@@ -843,9 +844,10 @@ func localeRanks(names []string) []int {
 // Options.Caller and SessionKey): a block returns a *PolicyError with the
 // module's reason; require_approval goes to Options.Approvals
 // (decide_approval), then, for "ask", to Options.Approve. The call then runs
-// under the server's request timeout (requestTimeoutMs, 60 s by default);
-// when ctx ends or the timeout passes, notifications/cancelled is sent
-// upstream. Calls to a server without supportsParallelToolCalls wait for
+// under the server's request timeout (requestTimeoutMs, 60 s by default),
+// reset by each progress notification of a call made WithProgress, up to
+// MaxTotalTimeoutFactor times it in all; when ctx ends or the timeout
+// passes, notifications/cancelled is sent upstream. Calls to a server without supportsParallelToolCalls wait for
 // their turn. Progress notifications go to the handler of WithProgress.
 //
 // The result is the server's, tool errors (isError) included. Errors:
@@ -1132,6 +1134,9 @@ func (s *Session) onProgress(_ context.Context, req *mcp.ProgressNotificationCli
 	e, ok := s.progress[tok]
 	s.progressMu.Unlock()
 	if ok && e.cs != nil && e.cs == req.Session {
+		if e.reset != nil {
+			e.reset()
+		}
 		e.fn(Progress{Tool: e.tool, Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message})
 	}
 }
