@@ -4,11 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/openclaw-go/openclaw/config"
 )
 
 // cursorPeer is a raw server that pages its items (tools and prompts) as
@@ -28,6 +34,13 @@ type cursorPage struct {
 
 func (p *cursorPeer) server(t *testing.T, name string, pages map[string]cursorPage) Server {
 	return rawServerCaps(t, name, `{"tools":{},"prompts":{}}`, func(_ context.Context, _ *rawConn, req *jsonrpc.Request) *jsonrpc.Response {
+		return p.answer(req, pages)
+	})
+}
+
+// answer answers a tools/list or prompts/list request from pages.
+func (p *cursorPeer) answer(req *jsonrpc.Request, pages map[string]cursorPage) *jsonrpc.Response {
+	{
 		resp := &jsonrpc.Response{ID: req.ID}
 		member := map[string]string{"tools/list": "tools", "prompts/list": "prompts"}[req.Method]
 		if member == "" {
@@ -58,7 +71,7 @@ func (p *cursorPeer) server(t *testing.T, name string, pages map[string]cursorPa
 		}
 		resp.Result = b
 		return resp
-	})
+	}
 }
 
 func names(prefix string, from, to int) []string {
@@ -99,47 +112,99 @@ func TestEmptyNextCursorIsACursor(t *testing.T) {
 			"": {names("", 0, 3), `null`},
 		}, names("", 0, 3), []string{""}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			peer := &cursorPeer{}
-			s := open(t, []Server{peer.server(t, "p", tc.pages)}, &Options{})
-			var want []string
-			for _, n := range tc.want {
-				want = append(want, "p__"+n)
-			}
-			tools, err := s.Tools(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, tl := range tools {
-				if tl.Utility == "" {
-					got = append(got, tl.Name)
+		for _, over := range []string{"in-memory", "streamable HTTP (JSON)", "streamable HTTP (SSE)"} {
+			t.Run(tc.name+" over "+over, func(t *testing.T) {
+				t.Parallel()
+				peer := &cursorPeer{}
+				var sv Server
+				if over == "in-memory" {
+					sv = peer.server(t, "p", tc.pages)
+				} else {
+					sv = Server{Name: "p", Entry: config.ServerEntry{URL: peer.httpServer(t, tc.pages, strings.HasSuffix(over, "(SSE)")) + "/mcp",
+						Transport: "streamable-http", RequestTimeoutMs: 30000}}
 				}
-			}
-			slices.Sort(got)
-			if !slices.Equal(got, want) {
-				t.Errorf("catalog has %d tools %v, want %d", len(got), got, len(want))
-			}
-			prompts, err := s.Prompts(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(prompts) != len(tc.want) {
-				t.Errorf("%d prompts, want %d", len(prompts), len(tc.want))
-			}
-			var wantAsked []string
-			for _, m := range []string{"tools/list", "prompts/list"} {
-				for _, k := range tc.asked {
-					wantAsked = append(wantAsked, m+" "+k)
+				s := open(t, []Server{sv}, &Options{})
+				var want []string
+				for _, n := range tc.want {
+					want = append(want, "p__"+n)
 				}
-			}
-			peer.mu.Lock()
-			asked := slices.Clone(peer.asked)
-			peer.mu.Unlock()
-			if !slices.Equal(asked, wantAsked) {
-				t.Errorf("asked for %q, want %q", asked, wantAsked)
-			}
-		})
+				tools, err := s.Tools(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, tl := range tools {
+					if tl.Utility == "" {
+						got = append(got, tl.Name)
+					}
+				}
+				slices.Sort(got)
+				if !slices.Equal(got, want) {
+					t.Errorf("catalog has %d tools %v, want %d", len(got), got, len(want))
+				}
+				prompts, err := s.Prompts(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(prompts) != len(tc.want) {
+					t.Errorf("%d prompts, want %d", len(prompts), len(tc.want))
+				}
+				var wantAsked []string
+				for _, m := range []string{"tools/list", "prompts/list"} {
+					for _, k := range tc.asked {
+						wantAsked = append(wantAsked, m+" "+k)
+					}
+				}
+				peer.mu.Lock()
+				asked := slices.Clone(peer.asked)
+				peer.mu.Unlock()
+				if !slices.Equal(asked, wantAsked) {
+					t.Errorf("asked for %q, want %q", asked, wantAsked)
+				}
+			})
+		}
 	}
+}
+
+// cursorHTTP serves cursorPeer's pages over streamable HTTP (stateless
+// JSON-RPC over POST), answering each call as a JSON body or, with sse, as
+// an event stream that carries a notification before the result.
+func (p *cursorPeer) httpServer(t *testing.T, pages map[string]cursorPage, sse bool) string {
+	handle := func(req *jsonrpc.Request) *jsonrpc.Response {
+		resp := &jsonrpc.Response{ID: req.ID}
+		switch req.Method {
+		case "initialize":
+			resp.Result = json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"prompts":{}},"serverInfo":{"name":"h","version":"1"}}`)
+			return resp
+		case "tools/list", "prompts/list":
+		default:
+			resp.Result = json.RawMessage(`{}`)
+			return resp
+		}
+		return p.answer(req, pages)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		msg, err := jsonrpc.DecodeMessage(body)
+		req, ok := msg.(*jsonrpc.Request)
+		if err != nil || !ok || !req.IsCall() {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		out, _ := jsonrpc.EncodeMessage(handle(req))
+		if !sse {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(out)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"x\"}}\n\n")
+		_, _ = io.WriteString(w, "event: message\ndata: "+string(out)+"\n\n")
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
 }

@@ -35,6 +35,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/transport"
 )
 
 // withFastList wraps a client transport so that listToolsPage can decode
@@ -80,9 +82,9 @@ func (c *fastListConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if page == nil {
 		return c.Connection.Write(ctx, msg)
 	}
-	if page.emptyCursor {
+	if page.EmptyCursor {
 		cp := *req
-		cp.Params = withEmptyCursor(req.Params)
+		cp.Params = transport.WithEmptyCursor(req.Params)
 		msg = &cp
 	}
 	c.mu.Lock()
@@ -127,76 +129,47 @@ func (c *fastListConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // listMethods are the MCP list calls whose pages follow nextCursor.
 var listMethods = map[string]bool{"tools/list": true, "resources/list": true, "resources/templates/list": true, "prompts/list": true}
 
-// withEmptyCursor returns params (a list call's, an object or none) with
-// its cursor set to "": go-sdk's params omit an empty Cursor, which would
-// ask for the first page again.
-func withEmptyCursor(params json.RawMessage) json.RawMessage {
-	i := skipSpace(params, 0)
-	if i == len(params) || bytes.HasPrefix(params[i:], litNull) || params[i] != '{' {
-		return json.RawMessage(`{"cursor":""}`)
-	}
-	rest := params[i+1:]
-	if j := skipSpace(rest, 0); j < len(rest) && rest[j] == '}' {
-		return json.RawMessage(`{"cursor":""}`)
-	}
-	return append(append(json.RawMessage(`{"cursor":"",`), rest...), nil...)
-}
-
 // fastPageKey is the context key of the *fastPage of a listToolsPage call.
 type fastPageKey struct{}
 
-// fastPage is one list call on a withFastList connection: what the
-// request carries beyond go-sdk's params, and what the runtime reads of the
-// result itself.
+// fastPage is one list call: what the request carries beyond go-sdk's
+// params and what is read of the result on the wire (the cursor part,
+// transport.ListPage, which over streamable HTTP the transport's HTTP
+// client fills), and, for a tools/list page on a withFastList connection,
+// the tools the runtime decodes itself.
 type fastPage struct {
-	decode      bool // a tools/list page: its tools are decoded here (take)
-	emptyCursor bool // the request carries the cursor "" (go-sdk omits it)
+	transport.ListPage
+	decode bool // a tools/list page: its tools are decoded here (take)
 
 	mu    sync.Mutex
 	taken bool
 	tools []*mcp.Tool
-	// read reports that the result's nextCursor was read here; next and
-	// hasNext are its value and whether it is present at all.
-	read    bool
-	next    string
-	hasNext bool
 }
 
-// readCursor records the nextCursor member of result, a list result,
-// telling an absent one from "". A result that does not read as an object
-// records nothing: go-sdk reports it.
+// newFastPage returns the page of a list call at cur and ctx carrying it
+// (for withFastList and for the transport's HTTP client).
+func newFastPage(ctx context.Context, cur pageCursor, decode bool) (*fastPage, context.Context) {
+	p := &fastPage{decode: decode}
+	p.EmptyCursor = cur.set && cur.cursor == ""
+	return p, transport.WithListPage(context.WithValue(ctx, fastPageKey{}, p), &p.ListPage)
+}
+
+// readCursor records the nextCursor member of result, a list result. A
+// result that does not read as an object records nothing: go-sdk reports
+// it.
 func (p *fastPage) readCursor(result []byte) {
-	var next string
-	has := false
-	_, err := eachMember(result, skipSpace(result, 0), 0, func(key []byte, _, vs int) (int, error) {
-		e, err := scanValue(result, vs, 1)
-		if err == nil && string(key) == "nextCursor" {
-			// null or a non-string is go-sdk's to refuse; as a cursor it is absent.
-			has = vs < len(result) && result[vs] == '"'
-			next = ""
-			if has && json.Unmarshal(result[vs:e], &next) != nil {
-				has = false
-			}
-		}
-		return e, err
-	})
-	if err != nil {
-		return
+	if next, present, ok := transport.NextCursorOf(result); ok {
+		p.SetNextCursor(next, present)
 	}
-	p.mu.Lock()
-	p.read, p.next, p.hasNext = true, next, has
-	p.mu.Unlock()
 }
 
 // nextCursor returns the nextCursor of the page and whether it is present:
-// as read from the wire when the connection went through withFastList,
-// else go-sdk's decoded value (sdkNext), where "" cannot be told from
-// absent.
+// as read from the wire, else go-sdk's decoded value (sdkNext), where ""
+// cannot be told from absent (a transport neither withFastList nor the
+// transport package's HTTP client sees).
 func (p *fastPage) nextCursor(sdkNext string) (string, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.read {
-		return p.next, p.hasNext
+	if next, present, read := p.NextCursor(); read {
+		return next, present
 	}
 	return sdkNext, sdkNext != ""
 }
@@ -677,8 +650,8 @@ func describe(b []byte, i int) string {
 // runtime (fastPage.take) and a present "" cursor is sent and read as
 // such. next is the page's nextCursor, more whether it is present.
 func listToolsPage(ctx context.Context, cs *mcp.ClientSession, cur pageCursor) (res *mcp.ListToolsResult, next string, more bool, err error) {
-	page := &fastPage{decode: true, emptyCursor: cur.set && cur.cursor == ""}
-	res, err = cs.ListTools(context.WithValue(ctx, fastPageKey{}, page), &mcp.ListToolsParams{Cursor: cur.cursor})
+	page, pctx := newFastPage(ctx, cur, true)
+	res, err = cs.ListTools(pctx, &mcp.ListToolsParams{Cursor: cur.cursor})
 	if err != nil {
 		return nil, "", false, err
 	}

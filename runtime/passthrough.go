@@ -324,8 +324,9 @@ func (c *conn) open() (*mcp.ClientSession, *mcp.ServerCapabilities) {
 // absent nextCursor ends the list) with the caps of tools/list (pages,
 // items, a repeated cursor), each request bounded by the server's list
 // timeout. page sends the request for cursor under ctx and returns the
-// items and go-sdk's NextCursor; on a withFastList connection the cursor
-// "" is sent and the nextCursor read from the wire (fastPage).
+// items and go-sdk's NextCursor; the cursor "" is sent and the nextCursor
+// read from the wire by withFastList or the transport's HTTP client
+// (fastPage).
 func listPages[T any](ctx context.Context, c *conn, method string, page func(ctx context.Context, cursor string) ([]T, string, error)) ([]T, error) {
 	var (
 		out   []T
@@ -336,8 +337,8 @@ func listPages[T any](ctx context.Context, c *conn, method string, page func(ctx
 		if pages > MaxListPages {
 			return nil, fmt.Errorf("%s: more than %d pages", method, MaxListPages)
 		}
-		fp := &fastPage{emptyCursor: trail.at.set && trail.at.cursor == ""}
-		lctx, cancel := context.WithTimeout(context.WithValue(ctx, fastPageKey{}, fp), timeout)
+		fp, pctx := newFastPage(ctx, trail.at, false)
+		lctx, cancel := context.WithTimeout(pctx, timeout)
 		items, sdkNext, err := page(lctx, trail.at.cursor)
 		cancel()
 		if err != nil {
