@@ -3,59 +3,14 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/runtime"
 )
-
-// restartable connects to a fresh in-process session of srv each time;
-// kill ends the current one and refuses new ones until up.
-type restartable struct {
-	t   testing.TB
-	srv *mcp.Server
-
-	mu     sync.Mutex
-	stop   context.CancelFunc
-	refuse bool
-}
-
-func (r *restartable) Connect(ctx context.Context) (mcp.Connection, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.refuse {
-		return nil, errors.New("connection refused (test)")
-	}
-	ct, st := mcp.NewInMemoryTransports()
-	sctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = r.srv.Run(sctx, st)
-	}()
-	r.stop = cancel
-	r.t.Cleanup(func() { cancel(); <-done })
-	return ct.Connect(ctx)
-}
-
-func (r *restartable) kill() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.refuse = true
-	if r.stop != nil {
-		r.stop()
-	}
-}
-
-func (r *restartable) up() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.refuse = false
-}
 
 func listedNames(t *testing.T, cs *mcp.ClientSession) []string {
 	t.Helper()
@@ -80,14 +35,14 @@ func TestDownServerLeavesAndSaysUnavailable(t *testing.T) {
 	up.AddTool(&mcp.Tool{Name: "ping", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return text("pong"), nil
 	})
-	rt := &restartable{t: t, srv: up}
+	rt := &testkit.Restartable{T: t, Server: up}
 	st := newStack(t, []runtime.Server{{Name: "w", Transport: rt}}, asker{}, "")
 	d := &downstream{notify: make(chan string, 64)}
 	cs := st.connect(t, "client", d.clientOptions(false, false))
 	if got := listedNames(t, cs); len(got) != 1 || got[0] != "w__ping" {
 		t.Fatalf("tools = %v", got)
 	}
-	rt.kill()
+	rt.Kill()
 	d.wait(t, "tools")
 	if got := listedNames(t, cs); len(got) != 0 {
 		t.Errorf("tools while the server is down = %v, want none", got)
@@ -105,7 +60,7 @@ func TestDownServerLeavesAndSaysUnavailable(t *testing.T) {
 	for len(d.notify) > 0 { // only the notification of the return counts
 		<-d.notify
 	}
-	rt.up()
+	rt.Up()
 	d.wait(t, "tools")
 	if got := listedNames(t, cs); len(got) != 1 || got[0] != "w__ping" {
 		t.Errorf("tools after the server came back = %v", got)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/internal/testkit"
 )
 
 // testMarker returns a KEY=value pair unique to this test, to find the
@@ -283,7 +284,7 @@ func TestServerEndingAfterConnectIsRetried(t *testing.T) {
 	t.Parallel()
 	srv := newServer("brief", nil)
 	echoTool(srv, "ping")
-	ft := &flakyTransport{t: t, srv: srv}
+	ft := &testkit.Restartable{T: t, Server: srv}
 	ev := newEvents()
 	s := open(t, []Server{{Name: "brief", Transport: ft}}, &Options{OnEvent: ev.on})
 	if got, want := toolNames(t, s), []string{"brief__ping"}; !slices.Equal(got, want) {
@@ -312,7 +313,7 @@ func TestServerEndingAfterConnectIsRetried(t *testing.T) {
 	if got, want := toolNames(t, s), []string{"brief__ping"}; !slices.Equal(got, want) {
 		t.Fatalf("catalog after the retry = %v, want %v", got, want)
 	}
-	if n := ft.count(); n != 2 {
+	if n := ft.Attempts(); n != 2 {
 		t.Errorf("%d connection attempts, want 2", n)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/openclaw-go/openclaw/internal/testkit"
 )
 
 // drain returns the kinds of the events of server received so far.
@@ -23,12 +25,6 @@ func (e *events) drain(server string) []EventKind {
 	}
 }
 
-func (r *restartable) count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.attempts
-}
-
 // A server that is down is retried in the background on its own schedule,
 // without any use of the session: 5 s after the failure, then with a
 // doubling delay (bounded by RetryBackoffMax); when it comes up it joins
@@ -38,7 +34,7 @@ func TestBackgroundRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := newServer("late", nil)
 		echoTool(srv, "ping")
-		rt := &restartable{t: t, srv: srv, refuse: true}
+		rt := &testkit.Restartable{T: t, Server: srv, Refuse: true}
 		ev := newEvents()
 		s := open(t, []Server{{Name: "late", Transport: rt}}, &Options{OnEvent: ev.on})
 		if got := ev.drain("late"); !slices.Equal(got, []EventKind{EventFailed}) {
@@ -51,11 +47,11 @@ func TestBackgroundRetry(t *testing.T) {
 		// Attempts at 5 s, then 10 s and 20 s later: nothing uses the session.
 		for i, d := range []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second} {
 			step(d - time.Millisecond)
-			if n := rt.count(); n != i+1 {
+			if n := rt.Attempts(); n != i+1 {
 				t.Fatalf("%d attempts %v before retry %d, want %d", n, d, i+1, i+1)
 			}
 			step(time.Millisecond)
-			if n := rt.count(); n != i+2 {
+			if n := rt.Attempts(); n != i+2 {
 				t.Fatalf("%d attempts at retry %d, want %d", n, i+1, i+2)
 			}
 			if got := ev.drain("late"); !slices.Equal(got, []EventKind{EventRetrying, EventFailed}) {
@@ -63,7 +59,7 @@ func TestBackgroundRetry(t *testing.T) {
 			}
 		}
 		// The server comes up: the next retry (40 s later) connects it.
-		rt.up()
+		rt.Up()
 		step(40 * time.Second)
 		if got := ev.drain("late"); !slices.Equal(got, []EventKind{EventRetrying, EventConnected}) {
 			t.Fatalf("events when the server came up = %v, want [retrying connected]", got)
@@ -73,24 +69,24 @@ func TestBackgroundRetry(t *testing.T) {
 		}
 		// It dies: it leaves at once and is retried 5 s later (the count
 		// starts again).
-		rt.kill()
+		rt.Kill()
 		synctest.Wait()
 		if got := ev.drain("late"); !slices.Equal(got, []EventKind{EventFailed}) {
 			t.Fatalf("events when the server died = %v, want [failed]", got)
 		}
-		n := rt.count()
+		n := rt.Attempts()
 		step(5 * time.Second)
-		if rt.count() != n+1 {
-			t.Fatalf("%d attempts 5 s after the server died, want %d", rt.count(), n+1)
+		if rt.Attempts() != n+1 {
+			t.Fatalf("%d attempts 5 s after the server died, want %d", rt.Attempts(), n+1)
 		}
 		ev.drain("late")
 		if err := s.Close(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		n = rt.count()
+		n = rt.Attempts()
 		step(time.Hour)
-		if rt.count() != n {
-			t.Errorf("%d attempts after Close, want %d", rt.count(), n)
+		if rt.Attempts() != n {
+			t.Errorf("%d attempts after Close, want %d", rt.Attempts(), n)
 		}
 	})
 }

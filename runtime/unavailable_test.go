@@ -5,59 +5,10 @@ import (
 	"errors"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/openclaw-go/openclaw/internal/testkit"
 )
-
-// restartable connects to a fresh in-process session of srv each time;
-// kill ends the current one (the server went away), down makes later
-// connections fail until up.
-type restartable struct {
-	t   testing.TB
-	srv *mcp.Server
-
-	mu       sync.Mutex
-	stop     context.CancelFunc
-	refuse   bool
-	attempts int
-}
-
-func (r *restartable) Connect(ctx context.Context) (mcp.Connection, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.attempts++
-	if r.refuse {
-		return nil, errors.New("connection refused (test)")
-	}
-	ct, st := mcp.NewInMemoryTransports()
-	sctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = r.srv.Run(sctx, st)
-	}()
-	r.stop = cancel
-	r.t.Cleanup(func() { cancel(); <-done })
-	return ct.Connect(ctx)
-}
-
-// kill ends the current session and refuses new ones until up.
-func (r *restartable) kill() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.refuse = true
-	if r.stop != nil {
-		r.stop()
-	}
-}
-
-func (r *restartable) up() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.refuse = false
-}
 
 // A call of a tool whose server went down says the server is unavailable,
 // since when and why (not "unknown tool"); the tool leaves the catalog and
@@ -66,14 +17,14 @@ func TestDownServerToolIsUnavailable(t *testing.T) {
 	t.Parallel()
 	srv := newServer("w", nil)
 	echoTool(srv, "ping")
-	rt := &restartable{t: t, srv: srv}
+	rt := &testkit.Restartable{T: t, Server: srv}
 	ev := newEvents()
 	s := open(t, []Server{{Name: "w", Transport: rt}}, &Options{OnEvent: ev.on})
 	ctx := context.Background()
 	if got := toolNames(t, s); !slices.Equal(got, []string{"w__ping"}) {
 		t.Fatalf("catalog = %v", got)
 	}
-	rt.kill()
+	rt.Kill()
 	ev.wait(t, EventFailed, "w")
 	if got := toolNames(t, s); len(got) != 0 {
 		t.Errorf("catalog while down = %v, want empty", got)
@@ -105,7 +56,7 @@ func TestDownServerToolIsUnavailable(t *testing.T) {
 		t.Errorf("call after a failed retry = %v, want unavailable with the connect diagnostic", err)
 	}
 
-	rt.up()
+	rt.Up()
 	backdate(s, "w")
 	toolNames(t, s)
 	ev.wait(t, EventConnected, "w")
