@@ -46,8 +46,10 @@ type conn struct {
 	downSince     time.Time    // when the server was last found down (connect failed, session ended); zero while connected
 	listed        bool         // tools holds a listing (or its failure)
 	tools         []*mcp.Tool
-	listFailedAt  time.Time // zero unless the latest listing failed
-	failures      int       // consecutive failed calls
+	listFailedAt  time.Time   // zero unless the latest listing failed
+	listFailures  int         // consecutive failed listings, for the backoff
+	listRetry     *time.Timer // the background listing after a failed one
+	failures      int         // consecutive failed calls
 	pausedUntil   time.Time
 	pauseGen      uint64
 	pauseTimer    *time.Timer
@@ -349,13 +351,21 @@ func (c *conn) relist(ctx context.Context) {
 	}
 	c.mu.Lock()
 	c.listed = true
+	if c.listRetry != nil {
+		c.listRetry.Stop()
+		c.listRetry = nil
+	}
 	if err != nil {
 		// The last good listing stays (a busy server that announced a
 		// change and then failed to list keeps its tools) until a listing
 		// succeeds; a session that ended took its tools with it (ended).
 		c.listFailedAt = time.Now()
+		c.listFailures++
+		if c.s.life.Err() == nil {
+			c.listRetry = time.AfterFunc(retryBackoff(c.listFailures), c.retryList)
+		}
 	} else {
-		c.tools, c.listFailedAt = tools, time.Time{}
+		c.tools, c.listFailedAt, c.listFailures = tools, time.Time{}, 0
 		if c.err != nil && c.err.Op == "tools/list" {
 			c.err = nil
 		}
@@ -364,6 +374,37 @@ func (c *conn) relist(ctx context.Context) {
 	if err != nil {
 		c.fail("tools/list", err)
 	}
+}
+
+// retryList lists the server again in the background after a failed
+// listing (the timer relist sets, on the schedule of retryBackoff), so that
+// a server whose listing failed joins the catalog without a use: when the
+// listing succeeds, the catalog is marked stale and EventToolsChanged is
+// emitted. It runs under the session's life, with the values of
+// Connect's ctx.
+func (c *conn) retryList() {
+	s := c.s
+	if s.life.Err() != nil || c.rl.isRetired() || s.set.Load().byKey[c.cfg.Name] != c {
+		return
+	}
+	s.retryMu.Lock()
+	values := s.retryValues
+	s.retryMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed { // Close waits for bg only after setting closed
+		return
+	}
+	s.bg.Go(func() {
+		c.relist(valuesOf{Context: s.life, values: values})
+		c.mu.Lock()
+		ok := c.cs != nil && c.listed && c.listFailedAt.IsZero()
+		c.mu.Unlock()
+		if ok {
+			s.dirty.Store(true)
+			s.emit(Event{Kind: EventToolsChanged, Server: c.cfg.Name})
+		}
+	})
 }
 
 // uniqueTools drops every tool whose name an earlier tool has (exact
@@ -883,6 +924,10 @@ func (c *conn) close() error {
 	if c.pauseTimer != nil {
 		c.pauseTimer.Stop()
 		c.pauseTimer = nil
+	}
+	if c.listRetry != nil {
+		c.listRetry.Stop()
+		c.listRetry = nil
 	}
 	c.mu.Unlock()
 	if cs == nil {

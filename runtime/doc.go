@@ -15,7 +15,9 @@
 // deterministically. notifications/tools/list_changed marks the catalog
 // stale; it is listed again on its next use. A listing that fails (an
 // error answer, no answer in time) is a "tools/list" diagnostic and keeps
-// the server's last good tools until a listing succeeds.
+// the server's last good tools until a listing succeeds: on the first use
+// 5 s later, or in the background on the schedule of a failed connection
+// (EventToolsChanged when it succeeds).
 //
 // [Session.CallTool] routes a call by exposed name. before_tool_call runs
 // first (surface "embedded"): a block is a [*PolicyError]; require_approval

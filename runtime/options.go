@@ -75,8 +75,9 @@ const (
 	// EventFailed: resolving, connecting or listing failed; Err says why
 	// (a *ServerError). The session goes on without the server's tools.
 	EventFailed EventKind = "failed"
-	// EventToolsChanged: the server sent notifications/tools/list_changed;
-	// the catalog is listed again on its next use.
+	// EventToolsChanged: the server sent notifications/tools/list_changed
+	// (the catalog is listed again on its next use), or a listing that
+	// had failed succeeded in the background (the next use has the tools).
 	EventToolsChanged EventKind = "tools_changed"
 	// EventPaused: consecutive failures paused the server until Until; Err
 	// is the *PausedError calls receive meanwhile.

@@ -7,6 +7,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
 	"github.com/openclaw-go/openclaw/internal/testkit"
 )
 
@@ -98,4 +100,39 @@ func TestRetryBackoff(t *testing.T) {
 			t.Errorf("retryBackoff(%d) = %v, want %v", n, got, want)
 		}
 	}
+}
+
+// A server whose listing failed is listed again in the background (5 s
+// later, then with the backoff): when it succeeds, EventToolsChanged
+// tells the embedder (and the proxy's Relay) without any use.
+func TestBackgroundRelistAfterAFailedListing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sv := scriptPeer(t, "b", []scriptTool{{"t", ""}}, scriptHooks{list: func(_ context.Context, n int) *jsonrpc.Error {
+			if n <= 2 {
+				return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "warming up"}
+			}
+			return nil
+		}})
+		ev := newEvents()
+		s := open(t, []Server{sv}, &Options{OnEvent: ev.on})
+		if got := ev.drain("b"); !slices.Equal(got, []EventKind{EventConnected, EventFailed}) {
+			t.Fatalf("events after Connect = %v, want [connected failed]", got)
+		}
+		time.Sleep(ListRetryDelay)
+		synctest.Wait()
+		if got := ev.drain("b"); !slices.Equal(got, []EventKind{EventFailed}) {
+			t.Fatalf("events of the first background listing = %v, want [failed]", got)
+		}
+		time.Sleep(retryBackoff(2))
+		synctest.Wait()
+		if got := ev.drain("b"); !slices.Equal(got, []EventKind{EventToolsChanged}) {
+			t.Fatalf("events of the second background listing = %v, want [tools_changed]", got)
+		}
+		if got := toolNames(t, s); !slices.Equal(got, []string{"b__t"}) {
+			t.Fatalf("catalog = %v", got)
+		}
+		if d := s.Diagnostics(); len(d) != 0 {
+			t.Errorf("diagnostics %v after the listing succeeded", d)
+		}
+	})
 }
