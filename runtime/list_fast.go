@@ -166,10 +166,16 @@ func (p *fastPage) readCursor(result []byte) {
 // nextCursor returns the nextCursor of the page and whether it is present:
 // as read from the wire, else go-sdk's decoded value (sdkNext), where ""
 // cannot be told from absent (a transport neither withFastList nor the
-// transport package's HTTP client sees).
+// transport package's HTTP client sees). A page of the cursor "" that did
+// not come from the wire came from go-sdk's list cache (protocol
+// 2026-07-28), which keys the first page by the cursor "": it is reported
+// as handing out "" again, the first page's repeat (cursorTrail drops it).
 func (p *fastPage) nextCursor(sdkNext string) (string, bool) {
 	if next, present, read := p.NextCursor(); read {
 		return next, present
+	}
+	if p.EmptyCursor {
+		return "", true
 	}
 	return sdkNext, sdkNext != ""
 }
