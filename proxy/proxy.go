@@ -220,6 +220,19 @@ func (p *Proxy) unavailable(name string) error {
 	return p.sess.Unavailable(name)
 }
 
+// awaitTool makes a call of name, a tool not served (yet), wait for the
+// servers still starting (runtime.Options.ConnectWait), one of which may
+// own it, and serves what they brought before the call is dispatched.
+func (p *Proxy) awaitTool(ctx context.Context, name string) {
+	p.mu.Lock()
+	_, served := p.served[name]
+	p.mu.Unlock()
+	if served || p.sess.WaitConnected(ctx) != nil {
+		return
+	}
+	p.warnSync("tools", p.Sync(ctx))
+}
+
 // syncBeforeList brings the served tools up to date before a tools/list is
 // answered, so a listing never shows a catalog the runtime knows is stale.
 func (p *Proxy) syncBeforeList(next mcp.MethodHandler) mcp.MethodHandler {

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -83,8 +84,35 @@ func TestConnectWaitServesTheReadyServers(t *testing.T) {
 		if got := ev.drain("slow"); len(got) != 0 {
 			t.Fatalf("slow server events before it answered = %v", got)
 		}
+		// A call of a name no ready server has waits for the slow one,
+		// which may own it.
+		type answer struct {
+			text string
+			err  error
+		}
+		slowCall, noneCall := make(chan answer, 1), make(chan answer, 1)
+		for name, ch := range map[string]chan answer{"slow__ping": slowCall, "none__ping": noneCall} {
+			go func() {
+				res, err := s.CallTool(context.Background(), name, nil)
+				a := answer{err: err}
+				if err == nil {
+					a.text = resultText(t, res)
+				}
+				ch <- a
+			}()
+		}
+		synctest.Wait()
+		if len(slowCall) != 0 || len(noneCall) != 0 {
+			t.Fatal("a call of an unknown name returned while a server was still starting")
+		}
 		close(open)
 		synctest.Wait()
+		if a := <-slowCall; a.err != nil || a.text != "ping: {}" {
+			t.Errorf("call of the slow server's tool = %q, %v; want its answer once it started", a.text, a.err)
+		}
+		if a := <-noneCall; !errors.Is(a.err, ErrUnknownTool) {
+			t.Errorf("call of a name nobody has = %v, want ErrUnknownTool once every server settled", a.err)
+		}
 		if got := ev.drain("slow"); !slices.Equal(got, []EventKind{EventConnected}) {
 			t.Fatalf("slow server events = %v, want [connected]", got)
 		}

@@ -78,6 +78,23 @@ func (cat *catalog) unavailable(name string) *UnavailableError {
 	return nil
 }
 
+// connecting reports whether servers that Connect left connecting in the
+// background have not settled yet.
+func (s *Session) connecting() bool {
+	s.mu.Lock()
+	startup := s.startup
+	s.mu.Unlock()
+	if startup == nil {
+		return false
+	}
+	select {
+	case <-startup:
+		return false
+	default:
+		return true
+	}
+}
+
 // Unavailable returns the *UnavailableError that CallTool returns for
 // name, an exposed name of the latest catalog's that left it because its
 // server is down (its connection ended or failed); nil for any other name.
@@ -126,6 +143,7 @@ type Session struct {
 	bg      sync.WaitGroup
 
 	mu        sync.Mutex
+	startup   chan struct{} // closed when the connections Connect left in the background settle; nil without
 	connected bool
 	closed    bool
 	idle      bool // reaped: reconnected on next use
@@ -320,6 +338,7 @@ func (s *Session) connectReady(ctx context.Context, wait time.Duration) {
 		s.mu.Unlock()
 		return
 	}
+	s.startup = done
 	s.bg.Go(func() {
 		defer close(done)
 		s.connectAll(bctx, s.set.Load().conns)
@@ -331,6 +350,32 @@ func (s *Session) connectReady(ctx context.Context, wait time.Duration) {
 	case <-done:
 	case <-t.C:
 	case <-ctx.Done():
+	}
+}
+
+// WaitConnected waits until the servers that Connect left connecting in
+// the background (Options.ConnectWait) have connected and listed or
+// failed, or ctx ends (its error is returned), or the session closes
+// (ErrClosed). Without such servers it returns nil at once.
+func (s *Session) WaitConnected(ctx context.Context) error {
+	s.mu.Lock()
+	startup := s.startup
+	s.mu.Unlock()
+	if startup == nil {
+		return nil
+	}
+	select {
+	case <-startup:
+		// A catalog build in flight (started by EventConnected's listener)
+		// has cleared the dirty flag: let it publish its catalog first, so
+		// the caller's next catalog use sees these servers.
+		s.buildMu.Lock()
+		s.buildMu.Unlock()
+		return s.closedErr()
+	case <-s.life.Done():
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -879,6 +924,7 @@ func (s *Session) callTool(ctx context.Context, name string, args []byte) (*mcp.
 	// and the call: the catalog is then stale, and the next one holds the
 	// new connection (or no such tool). Two tries suffice unless reloads
 	// follow each other faster than a catalog build.
+	waited := false
 	for try := 0; ; try++ {
 		cat, err := s.catalog(ctx)
 		if err != nil {
@@ -892,6 +938,15 @@ func (s *Session) callTool(ctx context.Context, name string, args []byte) (*mcp.
 			}
 			if ue := cat.unavailable(name); ue != nil {
 				return nil, ue
+			}
+			if !waited && s.connecting() {
+				// A server still starting (Options.ConnectWait) may own
+				// the name: the call waits for the servers to settle.
+				waited = true
+				if err := s.WaitConnected(ctx); err != nil {
+					return nil, err
+				}
+				continue
 			}
 			return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,8 +75,21 @@ func TestMCPProxySlowServerJoinsLater(t *testing.T) {
 	for len(changed) > 0 {
 		<-changed
 	}
+	// A call of the slow server's tool, sent before it starts, waits for
+	// it (not "unknown tool").
+	early := make(chan error, 1)
+	go func() {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow__test_simple_text"})
+		if err == nil && res.IsError {
+			err = fmt.Errorf("tool error: %+v", res.Content)
+		}
+		early <- err
+	}()
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
+	}
+	if err := <-early; err != nil {
+		t.Errorf("call of the slow server's tool sent while it started: %v", err)
 	}
 	for {
 		select {
