@@ -92,7 +92,7 @@ func (r *Relay) onEvent(ev runtime.Event) {
 	}
 	switch ev.Kind {
 	case runtime.EventToolsChanged, runtime.EventResourcesChanged, runtime.EventPromptsChanged,
-		runtime.EventConnected, runtime.EventReloaded, runtime.EventRemoved:
+		runtime.EventConnected, runtime.EventFailed, runtime.EventReloaded, runtime.EventRemoved:
 	case runtime.EventResourceUpdated:
 	default:
 		return
@@ -135,9 +135,9 @@ func (p *Proxy) work(r *Relay) {
 		}
 		changed, updated := r.take()
 		ctx := p.life
-		// A connection, or a reload that published a new server set,
-		// may change everything served.
-		all := changed[runtime.EventConnected] || changed[runtime.EventReloaded] || changed[runtime.EventRemoved]
+		// A connection, a server gone down (its tools leave), or a reload
+		// that published a new server set, may change everything served.
+		all := changed[runtime.EventConnected] || changed[runtime.EventFailed] || changed[runtime.EventReloaded] || changed[runtime.EventRemoved]
 		if all || changed[runtime.EventToolsChanged] {
 			p.warnSync("tools", p.Sync(ctx))
 		}
@@ -588,6 +588,17 @@ func (p *Proxy) passthroughMiddleware(next mcp.MethodHandler) mcp.MethodHandler 
 			p.warnSync("resources", p.syncResources(ctx))
 		case "prompts/list":
 			p.warnSync("prompts", p.syncPrompts(ctx))
+		case "tools/call":
+			// A tool of a server still starting is waited for; a tool that
+			// left with its server is not served, but a client that still
+			// calls it is told the server is unavailable (a tool error),
+			// not that the tool is unknown.
+			if cr, ok := req.(*mcp.CallToolRequest); ok && cr.Params != nil {
+				p.awaitTool(ctx, cr.Params.Name)
+				if err := p.unavailable(cr.Params.Name); err != nil {
+					return toolError(err.Error()), nil
+				}
+			}
 		case "resources/read":
 			if p.caps.Resources != nil {
 				if rr, ok := req.(*mcp.ReadResourceRequest); ok && rr.Params != nil {

@@ -6,7 +6,9 @@
 // that made it (clientInfo of its initialize request) via runtime.WithCaller.
 //
 // A policy block is answered as an MCP tool error (isError) whose text is the
-// module's reason. The catalog is compared with the served tools before every
+// module's reason. A tool whose server is down leaves the served tools; a
+// client that still calls it gets a tool error saying the server is
+// unavailable, since when and why (runtime.UnavailableError). The catalog is compared with the served tools before every
 // tools/list, when a server reports a change (with a Relay) or else after
 // every tools/call; added and removed tools are applied with Server.AddTool
 // and Server.RemoveTools, which sends notifications/tools/list_changed to
@@ -205,6 +207,32 @@ func (p *Proxy) Tools() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return slices.Sorted(maps.Keys(p.served))
+}
+
+// unavailable returns the runtime's error for a call of name, a tool that
+// is not served because its server is down; nil when it is served or
+// unknown.
+func (p *Proxy) unavailable(name string) error {
+	p.mu.Lock()
+	_, served := p.served[name]
+	p.mu.Unlock()
+	if served {
+		return nil
+	}
+	return p.sess.Unavailable(name)
+}
+
+// awaitTool makes a call of name, a tool not served (yet), wait for the
+// servers still starting (runtime.Options.ConnectWait), one of which may
+// own it, and serves what they brought before the call is dispatched.
+func (p *Proxy) awaitTool(ctx context.Context, name string) {
+	p.mu.Lock()
+	_, served := p.served[name]
+	p.mu.Unlock()
+	if served || p.sess.WaitConnected(ctx) != nil {
+		return
+	}
+	p.warnSync("tools", p.Sync(ctx))
 }
 
 // syncBeforeList brings the served tools up to date before a tools/list is

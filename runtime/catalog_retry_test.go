@@ -4,54 +4,11 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/internal/testkit"
 )
-
-// flakyTransport refuses its first fails connections, then connects to a
-// fresh in-process session of srv.
-type flakyTransport struct {
-	t   *testing.T
-	srv *mcp.Server
-
-	mu       sync.Mutex
-	fails    int
-	attempts int
-}
-
-func (f *flakyTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	f.mu.Lock()
-	f.attempts++
-	fail := f.fails > 0
-	if fail {
-		f.fails--
-	}
-	f.mu.Unlock()
-	if fail {
-		return nil, errors.New("connection refused (test)")
-	}
-	ct, st := mcp.NewInMemoryTransports()
-	sctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = f.srv.Run(sctx, st)
-	}()
-	f.t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	return ct.Connect(ctx)
-}
-
-func (f *flakyTransport) count() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.attempts
-}
 
 // backdate makes the server's connection failure ListRetryDelay older, as
 // if that time had passed, without sleeping.
@@ -93,7 +50,7 @@ func TestCatalogRetryAfterConnectFailure(t *testing.T) {
 	t.Parallel()
 	srv := newServer("flaky", nil)
 	echoTool(srv, "ping")
-	ft := &flakyTransport{t: t, srv: srv, fails: 2}
+	ft := &testkit.Restartable{T: t, Server: srv, Fails: 2}
 	ev := newEvents()
 	s := open(t, []Server{
 		{Name: "flaky", Transport: ft},
@@ -109,7 +66,7 @@ func TestCatalogRetryAfterConnectFailure(t *testing.T) {
 			t.Fatalf("catalog = %v, want empty", got)
 		}
 	}
-	if n := ft.count(); n != 1 {
+	if n := ft.Attempts(); n != 1 {
 		t.Fatalf("%d connection attempts before the retry delay, want 1", n)
 	}
 	if _, err := s.CallTool(ctx, "flaky__ping", nil); !errors.Is(err, ErrUnknownTool) {
@@ -126,7 +83,7 @@ func TestCatalogRetryAfterConnectFailure(t *testing.T) {
 	ev.wait(t, EventFailed, "flaky")
 	awaitRetries(s)
 	toolNames(t, s)
-	if n := ft.count(); n != 2 {
+	if n := ft.Attempts(); n != 2 {
 		t.Fatalf("%d connection attempts, want 2 (one retry per delay)", n)
 	}
 
@@ -153,7 +110,7 @@ func TestCatalogRetryAfterConnectFailure(t *testing.T) {
 	if at := s.retryAt(s.set.Load().byKey["bad"]); !at.IsZero() {
 		t.Errorf("a server that failed to resolve is scheduled for a retry at %v", at)
 	}
-	if n := ft.count(); n != 3 {
+	if n := ft.Attempts(); n != 3 {
 		t.Errorf("%d connection attempts, want 3", n)
 	}
 }

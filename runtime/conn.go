@@ -43,10 +43,13 @@ type conn struct {
 	launch        string
 	redactor      *redact.Redactor
 	err           *ServerError // latest diagnostic
+	downSince     time.Time    // when the server was last found down (connect failed, session ended); zero while connected
 	listed        bool         // tools holds a listing (or its failure)
 	tools         []*mcp.Tool
-	listFailedAt  time.Time // zero unless the latest listing failed
-	failures      int       // consecutive failed calls
+	listFailedAt  time.Time   // zero unless the latest listing failed
+	listFailures  int         // consecutive failed listings, for the backoff
+	listRetry     *time.Timer // the background listing after a failed one
+	failures      int         // consecutive failed calls
 	pausedUntil   time.Time
 	pauseGen      uint64
 	pauseTimer    *time.Timer
@@ -72,6 +75,32 @@ func (c *conn) fail(op string, err error) {
 	c.err = se
 	c.mu.Unlock()
 	c.report(se)
+}
+
+// markDown records that the server is down from now, unless it was
+// already.
+func (c *conn) markDown() {
+	c.mu.Lock()
+	if c.downSince.IsZero() {
+		c.downSince = time.Now()
+	}
+	c.mu.Unlock()
+}
+
+// unavailable returns the error of a call of tool (an exposed name of c's
+// last catalog) while c is down, nil when it is connected or was never
+// found down.
+func (c *conn) unavailable(tool string) *UnavailableError {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cs != nil || c.downSince.IsZero() {
+		return nil
+	}
+	e := &UnavailableError{Tool: tool, Server: c.cfg.Name, Since: c.downSince}
+	if c.err != nil {
+		e.Err = c.err
+	}
+	return e
 }
 
 // report logs a recorded diagnostic and emits EventFailed.
@@ -161,6 +190,7 @@ func (c *conn) connect(ctx context.Context) bool {
 		case ctx.Err() != nil && c.s.life.Err() == nil:
 			err = fmt.Errorf("stopped before the server answered: the caller's context ended (%w)", err)
 		}
+		c.markDown()
 		c.fail("connect", err)
 		return false
 	}
@@ -168,7 +198,7 @@ func (c *conn) connect(ctx context.Context) bool {
 	closed := c.s.closed
 	if !closed {
 		c.mu.Lock()
-		c.cs, c.err, c.client = cs, nil, client
+		c.cs, c.err, c.client, c.downSince = cs, nil, client, time.Time{}
 		// A new session is listed afresh (its tools may differ).
 		c.listed, c.listFailedAt = false, time.Time{}
 		if ir := cs.InitializeResult(); ir != nil {
@@ -224,6 +254,9 @@ func (c *conn) ended(cs *mcp.ClientSession, cause error, wait bool) {
 		return // closed on purpose, or marked already
 	}
 	c.cs, c.caps, c.listed, c.tools, c.listFailedAt = nil, nil, false, nil, time.Time{}
+	if c.downSince.IsZero() {
+		c.downSince = time.Now()
+	}
 	// The diagnostic is set with the disconnection: Status never shows a
 	// server disconnected without it.
 	se := &ServerError{Server: c.cfg.Name, Op: "session", Err: redactErr(c.redactor, fmt.Errorf("the connection ended: %w", cause))}
@@ -245,11 +278,7 @@ func (c *conn) ended(cs *mcp.ClientSession, cause error, wait bool) {
 	c.dirty.Store(true)
 	c.s.dirty.Store(true)
 	if !sub && c.s.set.Load().byKey[c.cfg.Name] == c {
-		c.s.retryMu.Lock()
-		if c.s.life.Err() == nil {
-			c.s.connFailed[c] = time.Now()
-		}
-		c.s.retryMu.Unlock()
+		c.s.markFailed(c)
 	}
 	c.report(se)
 }
@@ -295,7 +324,9 @@ func (c *conn) listing() ([]*mcp.Tool, time.Time) {
 	return c.tools, c.listFailedAt.Add(ListRetryDelay)
 }
 
-// relist lists the server's tools and records the result.
+// relist lists the server's tools and records the result: a failed
+// listing is a "tools/list" diagnostic, retried ListRetryDelay later, and
+// leaves the last good listing in place.
 func (c *conn) relist(ctx context.Context) {
 	c.mu.Lock()
 	cs, caps := c.cs, c.caps
@@ -320,10 +351,21 @@ func (c *conn) relist(ctx context.Context) {
 	}
 	c.mu.Lock()
 	c.listed = true
+	if c.listRetry != nil {
+		c.listRetry.Stop()
+		c.listRetry = nil
+	}
 	if err != nil {
-		c.tools, c.listFailedAt = nil, time.Now()
+		// The last good listing stays (a busy server that announced a
+		// change and then failed to list keeps its tools) until a listing
+		// succeeds; a session that ended took its tools with it (ended).
+		c.listFailedAt = time.Now()
+		c.listFailures++
+		if c.s.life.Err() == nil {
+			c.listRetry = time.AfterFunc(retryBackoff(c.listFailures), c.retryList)
+		}
 	} else {
-		c.tools, c.listFailedAt = tools, time.Time{}
+		c.tools, c.listFailedAt, c.listFailures = tools, time.Time{}, 0
 		if c.err != nil && c.err.Op == "tools/list" {
 			c.err = nil
 		}
@@ -332,6 +374,37 @@ func (c *conn) relist(ctx context.Context) {
 	if err != nil {
 		c.fail("tools/list", err)
 	}
+}
+
+// retryList lists the server again in the background after a failed
+// listing (the timer relist sets, on the schedule of retryBackoff), so that
+// a server whose listing failed joins the catalog without a use: when the
+// listing succeeds, the catalog is marked stale and EventToolsChanged is
+// emitted. It runs under the session's life, with the values of
+// Connect's ctx.
+func (c *conn) retryList() {
+	s := c.s
+	if s.life.Err() != nil || c.rl.isRetired() || s.set.Load().byKey[c.cfg.Name] != c {
+		return
+	}
+	s.retryMu.Lock()
+	values := s.retryValues
+	s.retryMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed { // Close waits for bg only after setting closed
+		return
+	}
+	s.bg.Go(func() {
+		c.relist(valuesOf{Context: s.life, values: values})
+		c.mu.Lock()
+		ok := c.cs != nil && c.listed && c.listFailedAt.IsZero()
+		c.mu.Unlock()
+		if ok {
+			s.dirty.Store(true)
+			s.emit(Event{Kind: EventToolsChanged, Server: c.cfg.Name})
+		}
+	})
 }
 
 // uniqueTools drops every tool whose name an earlier tool has (exact
@@ -365,21 +438,20 @@ func uniqueTools(tools []*mcp.Tool) ([]*mcp.Tool, []string) {
 	return out, repeated
 }
 
-// listTools follows nextCursor with OpenClaw's caps (§11.5), each request
-// bounded by timeout.
+// listTools follows nextCursor (cursorTrail) with OpenClaw's caps (§11.5),
+// each request bounded by timeout.
 func listTools(ctx context.Context, cs *mcp.ClientSession, caps *mcp.ServerCapabilities, timeout time.Duration) ([]*mcp.Tool, error) {
 	var (
-		tools  []*mcp.Tool
-		cursor string
-		seen   = map[string]bool{}
-		size   int
+		tools []*mcp.Tool
+		trail cursorTrail
+		size  int
 	)
 	for pages := 1; ; pages++ {
 		if pages > MaxListPages {
 			return nil, &ListError{Reason: "more than " + strconv.Itoa(MaxListPages) + " pages"}
 		}
 		lctx, cancel := context.WithTimeout(ctx, timeout)
-		res, err := listToolsPage(lctx, cs, &mcp.ListToolsParams{Cursor: cursor})
+		res, next, more, err := listToolsPage(lctx, cs, trail.at)
 		cancel()
 		if err != nil {
 			if pages == 1 && methodNotFound(err) && caps != nil && caps.Tools == nil && (caps.Resources != nil || caps.Prompts != nil) {
@@ -392,6 +464,13 @@ func listTools(ctx context.Context, cs *mcp.ClientSession, caps *mcp.ServerCapab
 			}
 			return nil, err
 		}
+		done, keep, err := trail.follow(next, more)
+		if err != nil {
+			return nil, err
+		}
+		if !keep {
+			return tools, nil
+		}
 		tools = append(tools, res.Tools...)
 		if len(tools) > MaxListTools {
 			return nil, &ListError{Reason: "more than " + strconv.Itoa(MaxListTools) + " tools"}
@@ -402,14 +481,9 @@ func listTools(ctx context.Context, cs *mcp.ClientSession, caps *mcp.ServerCapab
 		if size > MaxListBytes {
 			return nil, &ListError{Reason: "more than " + strconv.Itoa(MaxListBytes) + " bytes of tools"}
 		}
-		if res.NextCursor == "" {
+		if done {
 			return tools, nil
 		}
-		if seen[res.NextCursor] {
-			return nil, &ListError{Reason: fmt.Sprintf("cursor %q repeated", truncate(res.NextCursor, 64))}
-		}
-		seen[res.NextCursor] = true
-		cursor = res.NextCursor
 	}
 }
 
@@ -559,8 +633,9 @@ func (c *conn) call(ctx context.Context, t *Tool, args []byte) (*mcp.CallToolRes
 			// The token is random and bound to cs: another server cannot
 			// guess it, nor use one it learnt (onProgress drops it from them).
 			tok := progressToken()
+			reset, _ := ctx.Value(progressResetKey{}).(func())
 			c.s.progressMu.Lock()
-			c.s.progress[tok] = progressEntry{tool: t.Name, fn: fn, cs: cs}
+			c.s.progress[tok] = progressEntry{tool: t.Name, fn: fn, cs: cs, reset: reset}
 			c.s.progressMu.Unlock()
 			defer func() {
 				c.s.progressMu.Lock()
@@ -594,12 +669,12 @@ func (c *conn) request(ctx context.Context, t *Tool, op string, do func(ctx cont
 	ctx = context.WithValue(ctx, callInfoKey{}, CallInfo{Tool: t.Name, Server: c.cfg.Name})
 	defer c.px.enter(ctx)()
 	timeout := c.cfg.requestTimeout()
-	rctx, cancel := context.WithTimeout(ctx, timeout)
-	stopLife := context.AfterFunc(c.s.life, cancel)
-	res, err := do(rctx, cs)
-	timedOut := rctx.Err() != nil && ctx.Err() == nil
+	rctx, dl := newCallDeadline(ctx, timeout)
+	stopLife := context.AfterFunc(c.s.life, dl.stop)
+	res, err := do(context.WithValue(rctx, progressResetKey{}, dl.progressed), cs)
+	timedOut := dl.expired() && ctx.Err() == nil
 	stopLife()
-	cancel()
+	dl.stop()
 	if err == nil {
 		c.mu.Lock()
 		c.failures = 0
@@ -613,7 +688,7 @@ func (c *conn) request(ctx context.Context, t *Tool, op string, do func(ctx cont
 		return nil, ctx.Err() // the caller gave up: not the server's failure
 	}
 	if timedOut {
-		err = fmt.Errorf("no answer within the request timeout (%v): %w", timeout, err)
+		err = dl.err()
 	}
 	se := &ServerError{Server: c.cfg.Name, Op: op, Err: redactErr(c.red(), err)}
 	if !timedOut && serverAnswered(err) {
@@ -633,6 +708,93 @@ func (c *conn) request(ctx context.Context, t *Tool, op string, do func(ctx cont
 		c.ended(cs, err, false) // now, not when the watcher gets to it
 	}
 	return nil, se
+}
+
+// MaxTotalTimeoutFactor bounds how far progress extends a request: each
+// notifications/progress of a call resets its request timeout
+// (requestTimeoutMs; the TypeScript SDK's resetTimeoutOnProgress), but the
+// call ends at the latest MaxTotalTimeoutFactor × requestTimeoutMs after it
+// was sent (the TypeScript SDK's maxTotalTimeout): 10 minutes for the
+// default 60 s.
+const MaxTotalTimeoutFactor = 10
+
+// progressResetKey is the context key of the func a call's progress calls
+// to reset its timeout (callDeadline.progressed).
+type progressResetKey struct{}
+
+// callDeadline is a request's timeout: it ends the request's context
+// timeout after it was sent, or after the latest progress, and never
+// later than MaxTotalTimeoutFactor × timeout after it was sent.
+type callDeadline struct {
+	cancel  context.CancelFunc
+	timeout time.Duration
+	limit   time.Time // the latest end: sent + MaxTotalTimeoutFactor × timeout
+
+	mu     sync.Mutex
+	timer  *time.Timer
+	fired  bool // the timeout passed
+	capped bool // the current end is limit, not timeout after progress
+}
+
+// newCallDeadline returns ctx ended by the timeout and the deadline that
+// progress extends.
+func newCallDeadline(ctx context.Context, timeout time.Duration) (context.Context, *callDeadline) {
+	rctx, cancel := context.WithCancel(ctx)
+	d := &callDeadline{cancel: cancel, timeout: timeout, limit: time.Now().Add(MaxTotalTimeoutFactor * timeout)}
+	d.mu.Lock()
+	d.timer = time.AfterFunc(timeout, d.fire)
+	d.mu.Unlock()
+	return rctx, d
+}
+
+func (d *callDeadline) fire() {
+	d.mu.Lock()
+	d.fired = true
+	d.mu.Unlock()
+	d.cancel()
+}
+
+// progressed resets the timeout: a progress notification of the call
+// arrived. Past the limit, or once the timeout passed, it does nothing.
+func (d *callDeadline) progressed() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fired || !d.timer.Stop() {
+		return
+	}
+	next := d.timeout
+	if left := time.Until(d.limit); left < next {
+		next, d.capped = max(left, 0), true
+	}
+	d.timer.Reset(next)
+}
+
+// stop ends the request's context (the request is over, or the session
+// closes).
+func (d *callDeadline) stop() {
+	d.mu.Lock()
+	d.timer.Stop()
+	d.mu.Unlock()
+	d.cancel()
+}
+
+// expired reports whether the timeout ended the request.
+func (d *callDeadline) expired() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.fired
+}
+
+// err is the error of a request the timeout ended; it wraps
+// context.DeadlineExceeded.
+func (d *callDeadline) err() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.capped {
+		return fmt.Errorf("no answer within the maximum total timeout (%v: progress resets the %v request timeout up to %d times it): %w",
+			MaxTotalTimeoutFactor*d.timeout, d.timeout, MaxTotalTimeoutFactor, context.DeadlineExceeded)
+	}
+	return fmt.Errorf("no answer within the request timeout (%v): %w", d.timeout, context.DeadlineExceeded)
 }
 
 // Codes go-sdk gives the errors it makes itself rather than receives
@@ -762,6 +924,10 @@ func (c *conn) close() error {
 	if c.pauseTimer != nil {
 		c.pauseTimer.Stop()
 		c.pauseTimer = nil
+	}
+	if c.listRetry != nil {
+		c.listRetry.Stop()
+		c.listRetry = nil
 	}
 	c.mu.Unlock()
 	if cs == nil {

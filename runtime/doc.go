@@ -9,10 +9,15 @@
 // a server that fails becomes a diagnostic ([Session.Diagnostics],
 // [EventFailed]), never a failed session. Tools are listed following
 // nextCursor with OpenClaw's caps (128 pages, 16384 tools, 10 MiB; a repeated
-// cursor is an error), named in one batch by the sanitize_tool_names hook
+// cursor is an error; "" is a cursor, only an absent nextCursor ends a list,
+// and a server that answers "" with its first page stops there), named in one batch by the sanitize_tool_names hook
 // ([Sanitizer]), filtered by each server's toolFilter and ordered
 // deterministically. notifications/tools/list_changed marks the catalog
-// stale; it is listed again on its next use. Within a session a name once
+// stale; it is listed again on its next use. A listing that fails (an
+// error answer, no answer in time) is a "tools/list" diagnostic and keeps
+// the server's last good tools until a listing succeeds: on the first use
+// 5 s later, or in the background on the schedule of a failed connection
+// (EventToolsChanged when it succeeds). Within a session a name once
 // exposed keeps meaning the same tool or goes away: every rebuild hands the
 // sanitizer the names exposed so far (SanitizeRequest.Exposed), and a tool
 // answered a name exposed for another is left out with a warning
@@ -22,8 +27,10 @@
 // first (surface "embedded"): a block is a [*PolicyError]; require_approval
 // goes to decide_approval ([ApprovalDecider]) and, when that answers "ask",
 // to the embedder's [ApprovalFunc]. The call then runs under the server's
-// requestTimeoutMs; cancelling ctx sends notifications/cancelled upstream;
-// progress reaches the handler given by [WithProgress]; servers without
+// requestTimeoutMs, which each progress notification of the call resets, up
+// to [MaxTotalTimeoutFactor] times it in all; cancelling ctx sends
+// notifications/cancelled upstream; progress reaches the handler given by
+// [WithProgress] (a call without one asks for no progress); servers without
 // supportsParallelToolCalls get one call at a time. Three consecutive failed
 // calls pause a server for 60 s ([*PausedError], [EventPaused],
 // [EventResumed]); when the third was a request timeout, the connection is
@@ -38,11 +45,18 @@
 // once: [Session.Status] shows it disconnected with its diagnostic (op
 // "session" for a connection that ended while in use),
 // [EventFailed] is emitted, its calls in flight fail and its tools leave the
-// catalog. It is connected again on the first use of the catalog at least
-// 5 s later (OpenClaw's catalog failure retry, [EventRetrying]), never in a
-// loop: the retry runs in the background, one at a time per server, so the
-// caller gets the current catalog at once; when it connects,
-// [EventConnected] follows and the next use lists the server's tools.
+// catalog; a call of one of them meanwhile fails with an
+// [*UnavailableError] naming the server, since when it is down and its
+// last diagnostic ([Session.Unavailable] tells a surface that no longer
+// serves the tool). It is connected again in the background, one retry at
+// a time per server ([EventRetrying]), never in a loop: on the first use of
+// the catalog at least 5 s later (OpenClaw's catalog failure retry; the
+// caller gets the current catalog at once), and on its own schedule
+// without any use, 5 s after the failure and then with a doubling delay of
+// at most [RetryBackoffMax], until it connects or the session closes; when
+// it connects, [EventConnected] follows and the next use lists the
+// server's tools (the proxy's Relay relays notifications/tools/list_changed
+// on EventConnected and EventFailed).
 // [Session.Close] cancels a retry in flight and waits for it.
 //
 // A server that advertises resources or prompts also gets OpenClaw's utility

@@ -78,6 +78,40 @@ func (e *PausedError) Error() string {
 		e.Server, e.Failures, e.Until.UTC().Format("2006-01-02T15:04:05.000Z"))
 }
 
+// UnavailableError refuses a call of a tool whose server is down (its
+// connection ended or failed, and a retry has not connected it yet): the
+// tool left the catalog with its server and comes back when the server
+// connects again. It wraps ErrNotConnected and the server's last
+// diagnostic.
+type UnavailableError struct {
+	// Tool is the exposed name called; Server the raw server name.
+	Tool, Server string
+	// Since is when the server was found down.
+	Since time.Time
+	// Err is the server's last diagnostic (a *ServerError); nil when it
+	// has none.
+	Err error
+}
+
+// Error reads `runtime: MCP server "web" is unavailable since
+// 2026-11-29T21:00:00.000Z (tool "web__fetch"): <diagnostic>`.
+func (e *UnavailableError) Error() string {
+	msg := fmt.Sprintf("runtime: MCP server %q is unavailable since %s (tool %q)",
+		e.Server, e.Since.UTC().Format("2006-01-02T15:04:05.000Z"), e.Tool)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns ErrNotConnected and the diagnostic.
+func (e *UnavailableError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrNotConnected}
+	}
+	return []error{ErrNotConnected, e.Err}
+}
+
 // ServerError is a server's diagnostic: what failed (Op) and why. A failing server never
 // fails the session: its ServerError is listed by Session.Diagnostics and
 // returned by calls routed to it.

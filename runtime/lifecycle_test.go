@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/internal/testkit"
 )
 
 // testMarker returns a KEY=value pair unique to this test, to find the
@@ -107,8 +108,10 @@ func TestDeadStdioServerRestartsOnUse(t *testing.T) {
 			t.Fatalf("catalog after the kill = %v, want ok__ping without everything's tools", names)
 		}
 	}
-	if _, err := s.CallTool(ctx, "everything__echo", []byte(`{"message":"x"}`)); !errors.Is(err, ErrUnknownTool) {
-		t.Errorf("call to the dead server's tool: %v, want ErrUnknownTool", err)
+	var ue *UnavailableError
+	if _, err := s.CallTool(ctx, "everything__echo", []byte(`{"message":"x"}`)); !errors.As(err, &ue) || ue.Server != "everything" ||
+		!strings.Contains(err.Error(), "exited") {
+		t.Errorf("call to the dead server's tool: %v, want an *UnavailableError naming everything and why", err)
 	}
 	if res, err := s.CallTool(ctx, "ok__ping", nil); err != nil || resultText(t, res) != "ping: {}" {
 		t.Errorf("call to the healthy server: %v %v", res, err)
@@ -281,7 +284,7 @@ func TestServerEndingAfterConnectIsRetried(t *testing.T) {
 	t.Parallel()
 	srv := newServer("brief", nil)
 	echoTool(srv, "ping")
-	ft := &flakyTransport{t: t, srv: srv}
+	ft := &testkit.Restartable{T: t, Server: srv}
 	ev := newEvents()
 	s := open(t, []Server{{Name: "brief", Transport: ft}}, &Options{OnEvent: ev.on})
 	if got, want := toolNames(t, s), []string{"brief__ping"}; !slices.Equal(got, want) {
@@ -299,8 +302,9 @@ func TestServerEndingAfterConnectIsRetried(t *testing.T) {
 	if got := toolNames(t, s); len(got) != 0 {
 		t.Fatalf("catalog after the server left = %v, want empty", got)
 	}
-	if _, err := s.CallTool(context.Background(), "brief__ping", nil); !errors.Is(err, ErrUnknownTool) {
-		t.Errorf("call after the server left: %v, want ErrUnknownTool", err)
+	var ue *UnavailableError
+	if _, err := s.CallTool(context.Background(), "brief__ping", nil); !errors.As(err, &ue) || ue.Server != "brief" {
+		t.Errorf("call after the server left: %v, want an *UnavailableError naming brief", err)
 	}
 	backdate(s, "brief")
 	toolNames(t, s)
@@ -309,7 +313,7 @@ func TestServerEndingAfterConnectIsRetried(t *testing.T) {
 	if got, want := toolNames(t, s), []string{"brief__ping"}; !slices.Equal(got, want) {
 		t.Fatalf("catalog after the retry = %v, want %v", got, want)
 	}
-	if n := ft.count(); n != 2 {
+	if n := ft.Attempts(); n != 2 {
 		t.Errorf("%d connection attempts, want 2", n)
 	}
 }

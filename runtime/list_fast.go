@@ -35,6 +35,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openclaw-go/openclaw/internal/jsonw"
+	"github.com/openclaw-go/openclaw/transport"
 )
 
 // withFastList wraps a client transport so that listToolsPage can decode
@@ -69,15 +70,21 @@ type fastListConn struct {
 	pending map[jsonrpc.ID]*fastPage // by request ID, until the response
 }
 
-// Write registers a tools/list call made by listToolsPage, then writes.
+// Write registers a list call made by listToolsPage or listPages, then
+// writes it, with "cursor":"" added when the page asks for the cursor "".
 func (c *fastListConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	req, ok := msg.(*jsonrpc.Request)
 	var page *fastPage
-	if ok && req.Method == "tools/list" && req.IsCall() {
+	if ok && req.IsCall() && listMethods[req.Method] {
 		page, _ = ctx.Value(fastPageKey{}).(*fastPage)
 	}
 	if page == nil {
 		return c.Connection.Write(ctx, msg)
+	}
+	if page.EmptyCursor {
+		cp := *req
+		cp.Params = transport.WithEmptyCursor(req.Params)
+		msg = &cp
 	}
 	c.mu.Lock()
 	c.pending[req.ID] = page
@@ -106,22 +113,70 @@ func (c *fastListConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if page == nil || resp.Error != nil {
 		return msg, nil
 	}
-	if rest, ok := page.take(resp.Result); ok {
-		cp := *resp
-		cp.Result = rest
-		return &cp, nil
+	if page.decode {
+		if rest, ok := page.take(resp.Result); ok {
+			page.readCursor(rest) // rest is the page without its tools: a short read
+			cp := *resp
+			cp.Result = rest
+			return &cp, nil
+		}
 	}
+	page.readCursor(resp.Result)
 	return msg, nil
 }
+
+// listMethods are the MCP list calls whose pages follow nextCursor.
+var listMethods = map[string]bool{"tools/list": true, "resources/list": true, "resources/templates/list": true, "prompts/list": true}
 
 // fastPageKey is the context key of the *fastPage of a listToolsPage call.
 type fastPageKey struct{}
 
-// fastPage receives the tools of one tools/list result.
+// fastPage is one list call: what the request carries beyond go-sdk's
+// params and what is read of the result on the wire (the cursor part,
+// transport.ListPage, which over streamable HTTP the transport's HTTP
+// client fills), and, for a tools/list page on a withFastList connection,
+// the tools the runtime decodes itself.
 type fastPage struct {
+	transport.ListPage
+	decode bool // a tools/list page: its tools are decoded here (take)
+
 	mu    sync.Mutex
 	taken bool
 	tools []*mcp.Tool
+}
+
+// newFastPage returns the page of a list call at cur and ctx carrying it
+// (for withFastList and for the transport's HTTP client).
+func newFastPage(ctx context.Context, cur pageCursor, decode bool) (*fastPage, context.Context) {
+	p := &fastPage{decode: decode}
+	p.EmptyCursor = cur.set && cur.cursor == ""
+	return p, transport.WithListPage(context.WithValue(ctx, fastPageKey{}, p), &p.ListPage)
+}
+
+// readCursor records the nextCursor member of result, a list result. A
+// result that does not read as an object records nothing: go-sdk reports
+// it.
+func (p *fastPage) readCursor(result []byte) {
+	if next, present, ok := transport.NextCursorOf(result); ok {
+		p.SetNextCursor(next, present)
+	}
+}
+
+// nextCursor returns the nextCursor of the page and whether it is present:
+// as read from the wire, else go-sdk's decoded value (sdkNext), where ""
+// cannot be told from absent (a transport neither withFastList nor the
+// transport package's HTTP client sees). A page of the cursor "" that did
+// not come from the wire came from go-sdk's list cache (protocol
+// 2026-07-28), which keys the first page by the cursor "": it is reported
+// as handing out "" again, the first page's repeat (cursorTrail drops it).
+func (p *fastPage) nextCursor(sdkNext string) (string, bool) {
+	if next, present, read := p.NextCursor(); read {
+		return next, present
+	}
+	if p.EmptyCursor {
+		return "", true
+	}
+	return sdkNext, sdkNext != ""
 }
 
 var xMCPHeader = []byte("x-mcp-header")
@@ -378,16 +433,59 @@ func (p *pageTools) decodeTool(i int) (*mcp.Tool, int, error) {
 // maxDepth bounds the nesting of a page, as go-sdk's decoder does.
 const maxDepth = 1000
 
-// listToolsPage is cs.ListTools, except that on a connection made through
-// withFastList the page's tools are decoded by the runtime (fastPage.take).
-func listToolsPage(ctx context.Context, cs *mcp.ClientSession, params *mcp.ListToolsParams) (*mcp.ListToolsResult, error) {
-	page := &fastPage{}
-	res, err := cs.ListTools(context.WithValue(ctx, fastPageKey{}, page), params)
+// listToolsPage is cs.ListTools of the page at cur, except that on a
+// connection made through withFastList the page's tools are decoded by the
+// runtime (fastPage.take) and a present "" cursor is sent and read as
+// such. next is the page's nextCursor, more whether it is present.
+func listToolsPage(ctx context.Context, cs *mcp.ClientSession, cur pageCursor) (res *mcp.ListToolsResult, next string, more bool, err error) {
+	page, pctx := newFastPage(ctx, cur, true)
+	res, err = cs.ListTools(pctx, &mcp.ListToolsParams{Cursor: cur.cursor})
 	if err != nil {
-		return nil, err
+		return nil, "", false, err
 	}
 	if tools, ok := page.result(); ok {
 		res.Tools = tools
 	}
-	return res, nil
+	next, more = page.nextCursor(res.NextCursor)
+	return res, next, more, nil
+}
+
+// pageCursor is the cursor of a list request: set false asks for the first
+// page (no cursor); set with cursor "" sends the cursor "" a server handed
+// out.
+type pageCursor struct {
+	cursor string
+	set    bool
+}
+
+// cursorTrail follows the nextCursor of a listing's pages: only an absent
+// nextCursor ends it ("" is a cursor like any other). A server that ends
+// its lists with "" answers the cursor "" with its first page, whose
+// nextCursor was seen already: a repeated cursor on the page of the cursor
+// "" ends the listing there, without that page (the first one again). Any
+// other repeated cursor is an error (OpenClaw §11.5).
+type cursorTrail struct {
+	at   pageCursor // the cursor of the page being read
+	seen map[string]bool
+}
+
+// follow takes the nextCursor of the page just read (more: present) and
+// returns whether the listing is done, whether that page's items are kept,
+// and the error of a repeated cursor.
+func (t *cursorTrail) follow(next string, more bool) (done, keep bool, err error) {
+	if !more {
+		return true, true, nil
+	}
+	if t.seen[next] {
+		if t.at.set && t.at.cursor == "" {
+			return true, false, nil
+		}
+		return true, false, &ListError{Reason: fmt.Sprintf("cursor %q repeated", truncate(next, 64))}
+	}
+	if t.seen == nil {
+		t.seen = map[string]bool{}
+	}
+	t.seen[next] = true
+	t.at = pageCursor{cursor: next, set: true}
+	return false, true, nil
 }

@@ -65,9 +65,9 @@ func connectFast(t *testing.T, srv *mcp.Server, fast bool, version string) *mcp.
 func listAll(t *testing.T, cs *mcp.ClientSession) ([]string, int) {
 	t.Helper()
 	var out []string
-	cursor := ""
+	var cur pageCursor
 	for pages := 1; ; pages++ {
-		res, err := listToolsPage(context.Background(), cs, &mcp.ListToolsParams{Cursor: cursor})
+		res, next, more, err := listToolsPage(context.Background(), cs, cur)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,10 +78,10 @@ func listAll(t *testing.T, cs *mcp.ClientSession) ([]string, int) {
 			}
 			out = append(out, string(raw))
 		}
-		if res.NextCursor == "" {
+		if !more {
 			return out, pages
 		}
-		cursor = res.NextCursor
+		cur = pageCursor{cursor: next, set: true}
 	}
 }
 
@@ -155,7 +155,7 @@ func canon(t *testing.T, s string) string {
 func TestListFastSchemasStayRaw(t *testing.T) {
 	t.Parallel()
 	cs := connectFast(t, fastListServer(4, 0, false), true, "")
-	res, err := listToolsPage(context.Background(), cs, nil)
+	res, _, _, err := listToolsPage(context.Background(), cs, pageCursor{})
 	if err != nil {
 		t.Fatal(err)
 	}

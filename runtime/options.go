@@ -77,8 +77,9 @@ const (
 	// EventFailed: resolving, connecting or listing failed; Err says why
 	// (a *ServerError). The session goes on without the server's tools.
 	EventFailed EventKind = "failed"
-	// EventToolsChanged: the server sent notifications/tools/list_changed;
-	// the catalog is listed again on its next use.
+	// EventToolsChanged: the server sent notifications/tools/list_changed
+	// (the catalog is listed again on its next use), or a listing that
+	// had failed succeeded in the background (the next use has the tools).
 	EventToolsChanged EventKind = "tools_changed"
 	// EventPaused: consecutive failures paused the server until Until; Err
 	// is the *PausedError calls receive meanwhile.
@@ -189,6 +190,18 @@ type Options struct {
 	// A Server.Transport that cannot connect twice (mcp.InMemoryTransport)
 	// becomes a diagnostic after a reap.
 	IdleTTL time.Duration
+	// ConnectWait, when positive, bounds how long Connect waits for the
+	// servers: it returns once every server has connected and listed its
+	// tools or failed, or ConnectWait has passed, whichever is first, with
+	// the catalog of the servers ready by then. The others go on
+	// connecting in the background, each bounded by its own
+	// connectionTimeoutMs (not by Connect's ctx), and join the catalog
+	// when they answer (EventConnected; the proxy's Relay then sends
+	// notifications/tools/list_changed). A CallTool of a name the catalog
+	// does not have meanwhile waits for them first (Session.WaitConnected),
+	// since one of them may own it. 0 (the default) makes Connect wait for
+	// every server.
+	ConnectWait time.Duration
 	// ToolPolicy is OpenClaw's tool policy from openclaw.json
 	// (config.Document.ToolPolicy): tools.profile, tools.allow/alsoAllow/
 	// deny and, when Sandboxed, tools.sandbox.tools. A tool it hides is

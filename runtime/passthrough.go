@@ -322,21 +322,26 @@ func (c *conn) open() (*mcp.ClientSession, *mcp.ServerCapabilities) {
 	return c.cs, c.caps
 }
 
-// listPages follows nextCursor with the caps of tools/list (pages, items, a
-// repeated cursor), each request bounded by the server's list timeout.
+// listPages follows nextCursor (cursorTrail: "" is a cursor, only an
+// absent nextCursor ends the list) with the caps of tools/list (pages,
+// items, a repeated cursor), each request bounded by the server's list
+// timeout. page sends the request for cursor under ctx and returns the
+// items and go-sdk's NextCursor; the cursor "" is sent and the nextCursor
+// read from the wire by withFastList or the transport's HTTP client
+// (fastPage).
 func listPages[T any](ctx context.Context, c *conn, method string, page func(ctx context.Context, cursor string) ([]T, string, error)) ([]T, error) {
 	var (
-		out    []T
-		cursor string
-		seen   = map[string]bool{}
+		out   []T
+		trail cursorTrail
 	)
 	timeout := c.cfg.listTimeout()
 	for pages := 1; ; pages++ {
 		if pages > MaxListPages {
 			return nil, fmt.Errorf("%s: more than %d pages", method, MaxListPages)
 		}
-		lctx, cancel := context.WithTimeout(ctx, timeout)
-		items, next, err := page(lctx, cursor)
+		fp, pctx := newFastPage(ctx, trail.at, false)
+		lctx, cancel := context.WithTimeout(pctx, timeout)
+		items, sdkNext, err := page(lctx, trail.at.cursor)
 		cancel()
 		if err != nil {
 			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
@@ -344,18 +349,20 @@ func listPages[T any](ctx context.Context, c *conn, method string, page func(ctx
 			}
 			return nil, fmt.Errorf("%s: %w", method, err)
 		}
+		done, keep, err := trail.follow(fp.nextCursor(sdkNext))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", method, err)
+		}
+		if !keep {
+			return out, nil
+		}
 		out = append(out, items...)
 		if len(out) > MaxListTools {
 			return nil, fmt.Errorf("%s: more than %d items", method, MaxListTools)
 		}
-		if next == "" {
+		if done {
 			return out, nil
 		}
-		if seen[next] {
-			return nil, fmt.Errorf("%s: cursor %q repeated", method, truncate(next, 64))
-		}
-		seen[next] = true
-		cursor = next
 	}
 }
 

@@ -321,6 +321,11 @@ func (s *Session) Reload(ctx context.Context, servers []Server) (ServerChanges, 
 	s.retryMu.Lock()
 	for _, c := range retired {
 		delete(s.connFailed, c)
+		delete(s.retryCount, c)
+		if tm := s.retryTimer[c]; tm != nil {
+			tm.Stop()
+			delete(s.retryTimer, c)
+		}
 	}
 	s.retryMu.Unlock()
 

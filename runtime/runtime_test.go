@@ -247,6 +247,13 @@ func (r *rawConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 // Notifications are ignored.
 func rawServer(t *testing.T, name string, handle func(ctx context.Context, conn *rawConn, req *jsonrpc.Request) *jsonrpc.Response) Server {
 	t.Helper()
+	return rawServerCaps(t, name, `{"tools":{}}`, handle)
+}
+
+// rawServerCaps is rawServer announcing the capabilities caps (a JSON
+// object) in its initialize answer.
+func rawServerCaps(t *testing.T, name, caps string, handle func(ctx context.Context, conn *rawConn, req *jsonrpc.Request) *jsonrpc.Response) Server {
+	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
 	conn := &rawConn{}
@@ -271,7 +278,7 @@ func rawServer(t *testing.T, name string, handle func(ctx context.Context, conn 
 			}
 			var resp *jsonrpc.Response
 			if req.Method == "initialize" {
-				resp = &jsonrpc.Response{ID: req.ID, Result: json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"` + name + `","version":"1"}}`)}
+				resp = &jsonrpc.Response{ID: req.ID, Result: json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":` + caps + `,"serverInfo":{"name":"` + name + `","version":"1"}}`)}
 			} else if resp = handle(ctx, conn, req); resp == nil {
 				continue
 			}

@@ -43,9 +43,10 @@ type Tool struct {
 }
 
 // EventRetrying is reported when a server whose connection failed (or
-// ended) is connected again, in the background, on the first use of the
+// ended) is connected again, in the background: on the first use of the
 // catalog at least ListRetryDelay (5 s, OpenClaw's catalog failure retry)
-// after the failure; EventConnected or EventFailed follows.
+// after the failure, or when its own retry schedule (retryBackoff) comes
+// due; EventConnected or EventFailed follows.
 const EventRetrying EventKind = "retrying"
 
 // catalog is one build of a session's tools, immutable once published.
@@ -58,9 +59,60 @@ type catalog struct {
 	count  map[string]int // exposed tools per raw server name
 	// hidden holds the tools the tool policy hides, by exposed name.
 	hidden map[string]*HiddenToolError
+	// down holds, by exposed name, the raw server of each tool that left
+	// the catalog because its server is down (conn.unavailable).
+	down map[string]string
 	// retryAt is the earliest time a server whose listing failed may be
 	// listed again; zero when none failed.
 	retryAt time.Time
+}
+
+// unavailable returns the error of a call of name, a tool that left the
+// catalog with its server, while that server is down; nil otherwise.
+func (cat *catalog) unavailable(name string) *UnavailableError {
+	server, ok := cat.down[name]
+	if !ok {
+		return nil
+	}
+	if c := cat.set.byKey[server]; c != nil {
+		return c.unavailable(name)
+	}
+	return nil
+}
+
+// connecting reports whether servers that Connect left connecting in the
+// background have not settled yet.
+func (s *Session) connecting() bool {
+	s.mu.Lock()
+	startup := s.startup
+	s.mu.Unlock()
+	if startup == nil {
+		return false
+	}
+	select {
+	case <-startup:
+		return false
+	default:
+		return true
+	}
+}
+
+// Unavailable returns the *UnavailableError that CallTool returns for
+// name, an exposed name of the latest catalog's that left it because its
+// server is down (its connection ended or failed); nil for any other name.
+// It never lists or connects: a surface that stopped serving the tool (the
+// proxy) uses it to answer a client that still calls it.
+func (s *Session) Unavailable(name string) error {
+	s.mu.Lock()
+	cat := s.cat
+	s.mu.Unlock()
+	if cat == nil {
+		return nil
+	}
+	if ue := cat.unavailable(name); ue != nil {
+		return ue
+	}
+	return nil
 }
 
 // Session is an embedded MCP client runtime: the servers of one agent
@@ -93,6 +145,7 @@ type Session struct {
 	bg      sync.WaitGroup
 
 	mu        sync.Mutex
+	startup   chan struct{} // closed when the connections Connect left in the background settle; nil without
 	connected bool
 	closed    bool
 	idle      bool // reaped: reconnected on next use
@@ -119,15 +172,21 @@ type Session struct {
 	retryMu    sync.Mutex
 	connFailed map[*conn]time.Time     // servers whose connection failed, and when
 	retrying   map[*conn]chan struct{} // retries in flight, closed when each ends
+	retryTimer map[*conn]*time.Timer   // the background retry of each failed server
+	retryCount map[*conn]int           // consecutive failed connections, for the backoff
+	// retryValues holds the values (principal, caller) of Connect's ctx
+	// for the retries the timers start.
+	retryValues context.Context
 }
 
 // progressEntry is a call waiting for progress: the exposed tool, the
 // handler of WithProgress, and the MCP session the call was sent on, the
 // only one whose notifications may carry its token.
 type progressEntry struct {
-	tool string
-	fn   func(Progress)
-	cs   *mcp.ClientSession
+	tool  string
+	fn    func(Progress)
+	cs    *mcp.ClientSession
+	reset func() // resets the call's request timeout (callDeadline.progressed); nil for none
 }
 
 // progressToken returns a fresh progress token: "openclaw-" and 128 random
@@ -150,12 +209,15 @@ func New(servers []Server, opts *Options) (*Session, error) {
 		return nil, errors.New("runtime: Options.Sanitizer is nil: the catalog must be named by a sanitize_tool_names policy")
 	}
 	s := &Session{
-		opts:       *opts,
-		closeDone:  make(chan struct{}),
-		progress:   map[string]progressEntry{},
-		connFailed: map[*conn]time.Time{},
-		retrying:   map[*conn]chan struct{}{},
-		exposed:    newExposedNames(),
+		opts:        *opts,
+		closeDone:   make(chan struct{}),
+		progress:    map[string]progressEntry{},
+		connFailed:  map[*conn]time.Time{},
+		retrying:    map[*conn]chan struct{}{},
+		retryTimer:  map[*conn]*time.Timer{},
+		retryCount:  map[*conn]int{},
+		retryValues: context.Background(),
+		exposed:     newExposedNames(),
 
 		promptExposed: newExposedNames(),
 	}
@@ -230,7 +292,10 @@ func (s *Session) requestStarted() (done func()) {
 // session is connected all the same, and the next Tools or CallTool names
 // the catalog. A ctx shorter than the slowest server's connection timeout
 // therefore trades a complete first catalog for a prompt return; pass a
-// ctx without a deadline to wait for every server's own bounds.
+// ctx without a deadline to wait for every server's own bounds. With
+// Options.ConnectWait, Connect returns with the servers ready within it
+// and the others join the catalog as they answer, bounded by their own
+// timeouts only.
 func (s *Session) Connect(ctx context.Context) error {
 	s.mu.Lock()
 	switch {
@@ -243,6 +308,9 @@ func (s *Session) Connect(ctx context.Context) error {
 	}
 	s.connected = true
 	s.mu.Unlock()
+	s.retryMu.Lock()
+	s.retryValues = context.WithoutCancel(ctx)
+	s.retryMu.Unlock()
 	ctx, cancel := context.WithCancel(ctx)
 	stop := context.AfterFunc(s.life, cancel) // Close aborts connecting
 	defer func() {
@@ -250,7 +318,11 @@ func (s *Session) Connect(ctx context.Context) error {
 		cancel()
 	}()
 
-	s.connectAll(ctx, s.set.Load().conns)
+	if wait := s.opts.ConnectWait; wait > 0 {
+		s.connectReady(ctx, wait)
+	} else {
+		s.connectAll(ctx, s.set.Load().conns)
+	}
 	s.lastUse.Store(time.Now().UnixNano())
 	if ttl := s.opts.IdleTTL; ttl > 0 {
 		s.mu.Lock()
@@ -261,6 +333,60 @@ func (s *Session) Connect(ctx context.Context) error {
 	}
 	_, err := s.rebuild(ctx)
 	return err
+}
+
+// connectReady connects and lists the servers in the background, under the
+// session's life with the values of ctx, and returns when they all settled
+// (connected and listed, or failed), when wait has passed, or when ctx
+// ends, whichever is first (Options.ConnectWait). Close cancels and waits
+// for the connections still in flight.
+func (s *Session) connectReady(ctx context.Context, wait time.Duration) {
+	bctx := valuesOf{Context: s.life, values: ctx}
+	done := make(chan struct{})
+	s.mu.Lock()
+	if s.closed { // Close waits for bg only after setting closed
+		s.mu.Unlock()
+		return
+	}
+	s.startup = done
+	s.bg.Go(func() {
+		defer close(done)
+		s.connectAll(bctx, s.set.Load().conns)
+	})
+	s.mu.Unlock()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// WaitConnected waits until the servers that Connect left connecting in
+// the background (Options.ConnectWait) have connected and listed or
+// failed, or ctx ends (its error is returned), or the session closes
+// (ErrClosed). Without such servers it returns nil at once.
+func (s *Session) WaitConnected(ctx context.Context) error {
+	s.mu.Lock()
+	startup := s.startup
+	s.mu.Unlock()
+	if startup == nil {
+		return nil
+	}
+	select {
+	case <-startup:
+		// A catalog build in flight (started by EventConnected's listener)
+		// has cleared the dirty flag: let it publish its catalog first, so
+		// the caller's next catalog use sees these servers.
+		s.buildMu.Lock()
+		s.buildMu.Unlock()
+		return s.closedErr()
+	case <-s.life.Done():
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // connectAll connects and lists the enabled servers of conns concurrently.
@@ -380,8 +506,8 @@ func (s *Session) catalog(ctx context.Context) (*catalog, error) {
 }
 
 // noteConnect records the outcome of connecting c: a failed connection
-// (not a resolution failure, which a retry cannot mend) is retried on the
-// first catalog use ListRetryDelay after it.
+// (not a resolution failure, which a retry cannot mend) is retried
+// (connFailed).
 func (s *Session) noteConnect(c *conn, ok bool) {
 	op := ""
 	if !ok {
@@ -391,13 +517,69 @@ func (s *Session) noteConnect(c *conn, ok bool) {
 		}
 		c.mu.Unlock()
 	}
+	if op == "connect" {
+		s.markFailed(c)
+		return
+	}
 	s.retryMu.Lock()
 	defer s.retryMu.Unlock()
-	if op == "connect" && s.life.Err() == nil {
-		s.connFailed[c] = time.Now()
-	} else {
-		delete(s.connFailed, c)
+	delete(s.connFailed, c)
+	if ok {
+		delete(s.retryCount, c)
 	}
+	if tm := s.retryTimer[c]; tm != nil {
+		tm.Stop()
+		delete(s.retryTimer, c)
+	}
+}
+
+// RetryBackoffMax bounds the delay between two background retries of a
+// server whose connection failed: the n-th consecutive failure is retried
+// ListRetryDelay·2^(n-1) later (5 s, 10 s, 20 s, …), at most
+// RetryBackoffMax, until it connects or the session closes.
+const RetryBackoffMax = 5 * time.Minute
+
+// retryBackoff returns the delay before the background retry of the n-th
+// consecutive failed connection (n ≥ 1).
+func retryBackoff(n int) time.Duration {
+	d := ListRetryDelay
+	for i := 1; i < n && d < RetryBackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, RetryBackoffMax)
+}
+
+// markFailed records that c's connection failed (or ended) now: it is
+// retried on the first catalog use ListRetryDelay later (OpenClaw's
+// catalog failure retry), and in the background on its own schedule
+// (retryBackoff), so that a server that comes back joins the catalog
+// (EventConnected) without waiting for a use. Nothing is scheduled once
+// the session's life ended.
+func (s *Session) markFailed(c *conn) {
+	s.retryMu.Lock()
+	defer s.retryMu.Unlock()
+	if s.life.Err() != nil {
+		return
+	}
+	s.connFailed[c] = time.Now()
+	s.retryCount[c]++
+	if tm := s.retryTimer[c]; tm != nil {
+		tm.Stop()
+	}
+	s.retryTimer[c] = time.AfterFunc(retryBackoff(s.retryCount[c]), func() { s.retryDue(c) })
+}
+
+// retryDue is the background retry timer of c: it starts the retries due
+// (c's among them) with the values of Connect's ctx.
+func (s *Session) retryDue(c *conn) {
+	s.retryMu.Lock()
+	delete(s.retryTimer, c)
+	values := s.retryValues
+	s.retryMu.Unlock()
+	if s.life.Err() != nil {
+		return
+	}
+	s.startRetries(values, time.Now())
 }
 
 // stale reports whether cat must be rebuilt at now: there is none, a
@@ -524,6 +706,7 @@ func (s *Session) rebuild(ctx context.Context) (*catalog, error) {
 	if !s.stale(cat, time.Now()) {
 		return cat, nil // built by the caller we waited for
 	}
+	prev := cat
 	s.dirty.Store(false)
 	set := s.set.Load()
 	now := time.Now()
@@ -633,6 +816,7 @@ func (s *Session) rebuild(ctx context.Context) (*catalog, error) {
 			cat.count[c.cfg.Name] += perConn[i]
 		}
 	}
+	cat.down = downTools(prev, cat)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -641,6 +825,36 @@ func (s *Session) rebuild(ctx context.Context) (*catalog, error) {
 	s.cat = cat
 	s.mu.Unlock()
 	return cat, nil
+}
+
+// downTools returns the tools of prev (and those prev held as down) that
+// are not in cat because their server, still declared in cat's set, is
+// down: a call of one of them says so (UnavailableError) instead of
+// "unknown tool".
+func downTools(prev, cat *catalog) map[string]string {
+	if prev == nil {
+		return nil
+	}
+	var down map[string]string
+	keep := func(name, server string) {
+		if _, listed := cat.byName[name]; listed {
+			return
+		}
+		if c := cat.set.byKey[server]; c == nil || c.unavailable(name) == nil {
+			return
+		}
+		if down == nil {
+			down = map[string]string{}
+		}
+		down[name] = server
+	}
+	for _, t := range prev.tools {
+		keep(t.Name, t.Server)
+	}
+	for name, server := range prev.down {
+		keep(name, server)
+	}
+	return down
 }
 
 // catalogOrder returns the indices of tools in OpenClaw's catalog order:
@@ -700,9 +914,10 @@ func localeRanks(names []string) []int {
 // Options.Caller and SessionKey): a block returns a *PolicyError with the
 // module's reason; require_approval goes to Options.Approvals
 // (decide_approval), then, for "ask", to Options.Approve. The call then runs
-// under the server's request timeout (requestTimeoutMs, 60 s by default);
-// when ctx ends or the timeout passes, notifications/cancelled is sent
-// upstream. Calls to a server without supportsParallelToolCalls wait for
+// under the server's request timeout (requestTimeoutMs, 60 s by default),
+// reset by each progress notification of a call made WithProgress, up to
+// MaxTotalTimeoutFactor times it in all; when ctx ends or the timeout
+// passes, notifications/cancelled is sent upstream. Calls to a server without supportsParallelToolCalls wait for
 // their turn. Progress notifications go to the handler of WithProgress.
 //
 // Ill-formed UTF-8 in args is first replaced by U+FFFD as Node.js decodes
@@ -741,6 +956,7 @@ func (s *Session) callTool(ctx context.Context, name string, args []byte) (*mcp.
 	// and the call: the catalog is then stale, and the next one holds the
 	// new connection (or no such tool). Two tries suffice unless reloads
 	// follow each other faster than a catalog build.
+	waited := false
 	for try := 0; ; try++ {
 		cat, err := s.catalog(ctx)
 		if err != nil {
@@ -751,6 +967,18 @@ func (s *Session) callTool(ctx context.Context, name string, args []byte) (*mcp.
 			if h := cat.hidden[name]; h != nil {
 				e := *h
 				return nil, &e
+			}
+			if ue := cat.unavailable(name); ue != nil {
+				return nil, ue
+			}
+			if !waited && s.connecting() {
+				// A server still starting (Options.ConnectWait) may own
+				// the name: the call waits for the servers to settle.
+				waited = true
+				if err := s.WaitConnected(ctx); err != nil {
+					return nil, err
+				}
+				continue
 			}
 			return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
 		}
@@ -993,6 +1221,9 @@ func (s *Session) onProgress(_ context.Context, req *mcp.ProgressNotificationCli
 	e, ok := s.progress[tok]
 	s.progressMu.Unlock()
 	if ok && e.cs != nil && e.cs == req.Session {
+		if e.reset != nil {
+			e.reset()
+		}
 		e.fn(Progress{Tool: e.tool, Progress: req.Params.Progress, Total: req.Params.Total, Message: req.Params.Message})
 	}
 }
@@ -1102,6 +1333,12 @@ func (s *Session) Close(ctx context.Context) error {
 	s.cat = nil
 	s.mu.Unlock()
 	s.endLife()
+	s.retryMu.Lock()
+	for c, tm := range s.retryTimer { // no retry is scheduled after endLife
+		tm.Stop()
+		delete(s.retryTimer, c)
+	}
+	s.retryMu.Unlock()
 
 	errc := make(chan error, 1)
 	go func() {

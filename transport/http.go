@@ -121,6 +121,22 @@ func (t *headerRoundTripper) RoundTrip(req *http.Request) (*http.Response, error
 	for k, v := range t.headers {
 		req.Header.Set(k, v)
 	}
+	if page := listPageFrom(req.Context()); page != nil && req.Method == http.MethodPost {
+		// A list request paged by the client (ListPage): "cursor":"" goes
+		// out, and the result's nextCursor is read as it comes in.
+		if err := listPageRequest(req, page); err != nil {
+			return nil, err
+		}
+		resp, err := t.roundTrip(req)
+		listPageResponse(resp, page)
+		return resp, err
+	}
+	return t.roundTrip(req)
+}
+
+// roundTrip sends req (its headers set) and, for streamable HTTP, renews
+// a session the server forgot.
+func (t *headerRoundTripper) roundTrip(req *http.Request) (*http.Response, error) {
 	if !t.renew {
 		return t.base.RoundTrip(req)
 	}

@@ -49,7 +49,12 @@ type proxyConfig struct {
 	shutdownTimeout time.Duration // --shutdown-timeout
 	upstreamProto   string        // --upstream-protocol
 	maxMessage      int64         // --max-message-bytes
+	connectWait     time.Duration // --connect-wait
 }
+
+// defaultConnectWait is how long the proxy waits for the servers before it
+// serves: a server that answers later joins with list_changed.
+const defaultConnectWait = 3 * time.Second
 
 // defaultUpstreamProtocol is the MCP revision the proxy offers the servers
 // it fronts. On 2026-07-28 a server may not send requests (sampling,
@@ -72,6 +77,9 @@ func checkProxyFlags(c *proxyConfig) error {
 	}
 	if c.shutdownTimeout <= 0 {
 		return usage("--shutdown-timeout %v: want a positive duration, e.g. 10s", c.shutdownTimeout)
+	}
+	if c.connectWait < 0 {
+		return usage("--connect-wait %v: want a duration of 0 (wait for every server) or more, e.g. 3s", c.connectWait)
 	}
 	if c.maxMessage <= 0 || c.maxMessage > math.MaxInt32 {
 		return usage("--max-message-bytes %d: want a positive size in bytes up to %d", c.maxMessage, math.MaxInt32)
@@ -116,6 +124,7 @@ server the proxy started.`,
 	f.BoolVar(&c.noAuth, "no-auth", false, "serve HTTP without a bearer token (refused unless the listen address is loopback)")
 	f.StringArrayVar(&c.allowOrigins, "allow-origin", nil, "also accept requests from this browser Origin, e.g. https://app.example.com (repeatable)")
 	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", proxy.DefaultShutdownTimeout, "on SIGINT/SIGTERM, how long calls in flight may take to finish")
+	f.DurationVar(&c.connectWait, "connect-wait", defaultConnectWait, "at start, how long to wait for the MCP servers before serving; a server that answers later joins with notifications/tools/list_changed (0: wait for every server, each bounded by its connectionTimeoutMs)")
 	f.Int64Var(&c.maxMessage, "max-message-bytes", proxy.DefaultMaxMessageBytes, "largest message a client may send, in bytes: one HTTP POST body (larger: 413) or one stdin line (larger: a parse error)")
 	f.StringVar(&c.upstreamProto, "upstream-protocol", defaultUpstreamProtocol, `MCP revision offered to the servers: 2025-11-25 lets them send sampling, elicitation, roots and log requests during a call; 2026-07-28 (or "" for the newest the go-sdk speaks) does not, until the runtime answers SEP-2322 input requests`)
 	return cmd
@@ -269,6 +278,7 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 		Logger:          logger,
 		ProtocolVersion: c.upstreamProto,
 		ToolPolicy:      toolPolicy,
+		ConnectWait:     c.connectWait,
 		OnEvent: func(ev runtime.Event) {
 			switch ev.Kind {
 			case runtime.EventFailed, runtime.EventPaused:

@@ -37,7 +37,8 @@ func TestMCPProxyStdio(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.Command(bin, "mcp", "proxy", "--policy-config", policy, "--audit-log", audit)
+	// --connect-wait 0: the first tools/list below expects every server's tools.
+	cmd := exec.Command(bin, "mcp", "proxy", "--connect-wait", "0", "--policy-config", policy, "--audit-log", audit)
 	cmd.Env = append(os.Environ(), "OPENCLAW_HOME="+home, "OPENCLAW_STATE_DIR="+filepath.Join(dir, "state"))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -224,7 +225,7 @@ func startHTTPProxy(t *testing.T, ctx context.Context, env []string, args ...str
 	dir := t.TempDir()
 	bin := buildOpenclaw(t, dir)
 	home, policy := writeEverythingFixture(t, dir, node, script)
-	all := append([]string{"mcp", "proxy", "--listen", "127.0.0.1:0", "--policy-config", policy, "--audit-log", filepath.Join(dir, "audit.jsonl")}, args...)
+	all := append([]string{"mcp", "proxy", "--listen", "127.0.0.1:0", "--connect-wait", "0", "--policy-config", policy, "--audit-log", filepath.Join(dir, "audit.jsonl")}, args...)
 	cmd := exec.Command(bin, all...)
 	cmd.Env = append(os.Environ(), "OPENCLAW_HOME="+home, "OPENCLAW_STATE_DIR="+filepath.Join(dir, "state"))
 	cmd.Env = append(cmd.Env, env...)
@@ -669,7 +670,7 @@ func TestMCPProxyStdioMetricsListen(t *testing.T) {
 	home, policy := writeEverythingFixture(t, dir, node, script)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.Command(bin, "mcp", "proxy", "--metrics-listen", "127.0.0.1:0", "--no-auth",
+	cmd := exec.Command(bin, "mcp", "proxy", "--metrics-listen", "127.0.0.1:0", "--no-auth", "--connect-wait", "0",
 		"--policy-config", policy, "--audit-log", filepath.Join(dir, "audit.jsonl"))
 	cmd.Env = append(os.Environ(), "OPENCLAW_HOME="+home, "OPENCLAW_STATE_DIR="+filepath.Join(dir, "state"))
 	stderr := &lockedBuffer{}
@@ -750,7 +751,7 @@ func TestMCPProxyReload(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	cmd := exec.Command(bin, "mcp", "proxy", "--audit-log", filepath.Join(dir, "audit.jsonl"))
+	cmd := exec.Command(bin, "mcp", "proxy", "--connect-wait", "0", "--audit-log", filepath.Join(dir, "audit.jsonl"))
 	cmd.Env = env
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
@@ -924,7 +925,7 @@ func TestMCPProxyStdioNodeAndInspector(t *testing.T) {
 	dir := t.TempDir()
 	bin := buildOpenclaw(t, dir)
 	home, policy := writeEverythingFixture(t, dir, node, script)
-	proxyArgs := []string{"mcp", "proxy", "--policy-config", policy, "--audit-log", filepath.Join(dir, "audit.jsonl")}
+	proxyArgs := []string{"mcp", "proxy", "--connect-wait", "0", "--policy-config", policy, "--audit-log", filepath.Join(dir, "audit.jsonl")}
 	env := []string{"OPENCLAW_HOME=" + home, "OPENCLAW_STATE_DIR=" + filepath.Join(dir, "state")}
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
@@ -991,10 +992,15 @@ func TestCheckProxyFlags(t *testing.T) {
 		{"small cap", "2025-11-25", time.Second, 1, ""},
 		{"zero cap", "2025-11-25", time.Second, 0, "--max-message-bytes 0: want a positive size"},
 		{"huge cap", "2025-11-25", time.Second, 1 << 40, "--max-message-bytes 1099511627776: want a positive size in bytes up to 2147483647"},
+		{"negative connect wait", "2025-11-25", time.Second, max, "--connect-wait -1s: want a duration of 0 (wait for every server) or more"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			err := checkProxyFlags(&proxyConfig{upstreamProto: tc.proto, shutdownTimeout: tc.timeout, maxMessage: tc.max})
+			c := &proxyConfig{upstreamProto: tc.proto, shutdownTimeout: tc.timeout, maxMessage: tc.max}
+			if tc.name == "negative connect wait" {
+				c.connectWait = -time.Second
+			}
+			err := checkProxyFlags(c)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("refused: %v", err)

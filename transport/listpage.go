@@ -1,0 +1,202 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"mime"
+	"net/http"
+	"sync"
+)
+
+// ListPage is one MCP list request (tools/list, resources/list,
+// resources/templates/list, prompts/list) as a client pages it: go-sdk's
+// typed params omit an empty cursor, and its typed results cannot tell an
+// absent nextCursor from "". The client's own connection wrapper writes
+// the request and reads the result through a ListPage; over streamable
+// HTTP, where go-sdk's connection cannot be wrapped, the HTTP client that
+// Resolve builds does it for the request whose context carries one
+// (WithListPage). Its methods are safe for concurrent use.
+type ListPage struct {
+	// EmptyCursor makes the request carry "cursor":"" (the cursor "" a
+	// server handed out), which go-sdk would leave out.
+	EmptyCursor bool
+
+	mu   sync.Mutex
+	read bool // the result's nextCursor was read from the wire
+	has  bool // it is present (a string)
+	next string
+}
+
+type listPageKey struct{}
+
+// WithListPage returns ctx carrying p for the list request sent under it.
+func WithListPage(ctx context.Context, p *ListPage) context.Context {
+	return context.WithValue(ctx, listPageKey{}, p)
+}
+
+func listPageFrom(ctx context.Context) *ListPage {
+	p, _ := ctx.Value(listPageKey{}).(*ListPage)
+	return p
+}
+
+// SetNextCursor records the result's nextCursor as read from the wire:
+// next and whether it is present (a JSON string; absent or null is not).
+func (p *ListPage) SetNextCursor(next string, present bool) {
+	p.mu.Lock()
+	p.read, p.next, p.has = true, next, present
+	p.mu.Unlock()
+}
+
+// NextCursor returns the recorded nextCursor, whether it is present, and
+// whether it was read from the wire at all (false: only go-sdk's decoded
+// value is known, where "" means absent).
+func (p *ListPage) NextCursor() (next string, present, read bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.next, p.has, p.read
+}
+
+// WithEmptyCursor returns params (a list request's params: an object, or
+// none) with "cursor":"" set first. Invalid params are returned as they
+// are, for the server to refuse.
+func WithEmptyCursor(params json.RawMessage) json.RawMessage {
+	trimmed := bytes.TrimSpace(params)
+	if len(trimmed) == 0 || string(trimmed) == "null" {
+		return json.RawMessage(`{"cursor":""}`)
+	}
+	if trimmed[0] != '{' {
+		return params
+	}
+	rest := bytes.TrimSpace(trimmed[1:])
+	if len(rest) > 0 && rest[0] == '}' {
+		return json.RawMessage(`{"cursor":""}`)
+	}
+	return append(json.RawMessage(`{"cursor":"",`), rest...)
+}
+
+// NextCursorOf reads the nextCursor member of a list result: its value and
+// whether it is present as a string. ok is false when result is not a JSON
+// object.
+func NextCursorOf(result []byte) (next string, present, ok bool) {
+	var m struct {
+		NextCursor *string `json:"nextCursor"`
+	}
+	if json.Unmarshal(result, &m) != nil {
+		return "", false, false
+	}
+	if m.NextCursor == nil {
+		return "", false, true
+	}
+	return *m.NextCursor, true, true
+}
+
+// listPageRequest prepares req, a POST of a list request under a
+// ListPage, for the round trip: it adds "cursor":"" when the page asks
+// for it. The body is read and replaced.
+func listPageRequest(req *http.Request, p *ListPage) error {
+	if !p.EmptyCursor || req.Body == nil {
+		return nil
+	}
+	body, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	if err != nil {
+		return err
+	}
+	var msg map[string]json.RawMessage
+	if json.Unmarshal(body, &msg) == nil {
+		msg["params"] = WithEmptyCursor(msg["params"])
+		if b, err := json.Marshal(msg); err == nil {
+			body = b
+		}
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	req.ContentLength = int64(len(body))
+	return nil
+}
+
+// listPageResponse wraps the body of resp, the answer to a list request
+// under p, so that the result's nextCursor is recorded in p as its bytes
+// pass to go-sdk: before go-sdk can decode the response, whether it is a
+// JSON body or an event stream.
+func listPageResponse(resp *http.Response, p *ListPage) {
+	if resp == nil || resp.Body == nil || resp.StatusCode != http.StatusOK {
+		return
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch mt {
+	case "application/json", "text/event-stream":
+		resp.Body = &listPageBody{ReadCloser: resp.Body, page: p, sse: mt == "text/event-stream"}
+	}
+}
+
+// listPageBody is a response body that records the nextCursor of the first
+// JSON-RPC result it carries: a JSON body when it ends, an event stream
+// event by event.
+type listPageBody struct {
+	io.ReadCloser
+	page *ListPage
+	sse  bool
+	buf  []byte // the JSON body so far, or the stream's unfinished line
+	data []byte // the data lines of the current event
+	done bool   // a result was seen
+}
+
+func (b *listPageBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if !b.done {
+		b.buf = append(b.buf, p[:n]...)
+		if b.sse {
+			b.lines()
+		} else if err == io.EOF {
+			b.message(b.buf)
+			b.buf = nil
+		}
+	}
+	return n, err
+}
+
+// lines handles the complete lines of the stream read so far.
+func (b *listPageBody) lines() {
+	for !b.done {
+		i := bytes.IndexByte(b.buf, '\n')
+		if i < 0 {
+			return
+		}
+		line := bytes.TrimSuffix(b.buf[:i], []byte("\r"))
+		b.buf = b.buf[i+1:]
+		switch {
+		case len(line) == 0: // the event ends
+			if len(b.data) > 0 {
+				b.message(b.data)
+			}
+			b.data = b.data[:0]
+		case bytes.HasPrefix(line, []byte("data:")):
+			d := bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))
+			if len(b.data) > 0 {
+				b.data = append(b.data, '\n')
+			}
+			b.data = append(b.data, d...)
+		}
+	}
+	if b.done {
+		b.buf, b.data = nil, nil
+	}
+}
+
+// message records the nextCursor of msg when it is a JSON-RPC result (the
+// answer: the requests and notifications of the stream have none).
+func (b *listPageBody) message(msg []byte) {
+	var m struct {
+		Result json.RawMessage `json:"result"`
+	}
+	if json.Unmarshal(msg, &m) != nil || len(m.Result) == 0 {
+		return
+	}
+	b.done = true
+	if next, present, ok := NextCursorOf(m.Result); ok {
+		b.page.SetNextCursor(next, present)
+	}
+}
