@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -46,7 +48,21 @@ func (h *HTTPHandler) checkFrames(sse bool, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		// The headers are in; the body has BodyTimeout to follow. The
+		// deadline is lifted once it is read: a streamed answer may last.
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(h.limits.BodyTimeout))
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+		if err != nil {
+			endBody(w) // what is left of the body is not read
+		} else {
+			_ = rc.SetReadDeadline(time.Time{})
+		}
+		if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+			writeRPCError(w, http.StatusRequestTimeout, transport.PeekFrameID(body), jsonrpc.CodeInvalidRequest,
+				fmt.Sprintf("request timeout: the body did not arrive within %v (--body-timeout)", h.limits.BodyTimeout))
+			return
+		}
 		if err != nil {
 			if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
 				writeRPCError(w, http.StatusRequestEntityTooLarge, transport.PeekFrameID(body), transport.CodeMessageTooLarge,
@@ -68,6 +84,14 @@ func (h *HTTPHandler) checkFrames(sse bool, next http.Handler) http.Handler {
 					fmt.Sprintf("Bad Request: %s needs the Mcp-Session-Id header of a session; send initialize first to start one", method))
 				return
 			}
+		}
+		if !sse && version < sessionlessRevision && r.Header.Get("Mcp-Session-Id") == "" {
+			// An initialize (needsSession passed it): a new session.
+			if !h.admitSession(true) {
+				writeTooManySessions(w, firstRequestID(msgs), h.limits.MaxSessions)
+				return
+			}
+			defer h.sessionOpened()
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
@@ -129,6 +153,16 @@ func needsSession(msgs []jsonrpc.Message) (jsonrpc.ID, string, bool) {
 		return jsonrpc.ID{}, "a response", true
 	}
 	return first.ID, first.Method, true
+}
+
+// firstRequestID is the id of the first request in msgs (null if none).
+func firstRequestID(msgs []jsonrpc.Message) jsonrpc.ID {
+	for _, m := range msgs {
+		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
+			return req.ID
+		}
+	}
+	return jsonrpc.ID{}
 }
 
 // writeRPCError answers an HTTP request with status and a JSON-RPC error
