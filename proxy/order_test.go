@@ -20,7 +20,7 @@ import (
 
 // chattyN is how many log lines (and progress steps) the chatty tool
 // writes before its answer.
-const chattyN = 3000
+const chattyN = 1000
 
 // chattyUpstream is a server whose tool "chatty" logs chattyN lines and
 // sends chattyN progress steps (when asked), interleaved, then answers.
@@ -185,6 +185,16 @@ func TestNotificationsBeforeTheAnswerStdio(t *testing.T) {
 	for _, b := range []string{initBody, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, setLevelBody} {
 		if _, err := io.WriteString(inW, b+"\n"); err != nil {
 			t.Fatal(err)
+		}
+	}
+	// The level is set upstream once logging/setLevel is answered.
+	for {
+		line, ok := next()
+		if !ok {
+			t.Fatal("stdout ended before logging/setLevel was answered")
+		}
+		if strings.HasPrefix(line, `{"jsonrpc":"2.0","id":2,`) {
+			break
 		}
 	}
 	for range 3 {

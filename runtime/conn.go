@@ -151,10 +151,12 @@ func (c *conn) connect(ctx context.Context) bool {
 		// go-sdk tells its streamable HTTP connection the session's state
 		// through an unexported method a wrapper cannot forward (without it
 		// the server's requests during a call go unanswered): the listing
-		// fast path and the ordering of notifications before the answers
-		// they precede (ordered.go) are for the other transports.
-		tr = withOrderedNotifications(withFastList(tr), order)
+		// fast path, the ordering of notifications before the answers they
+		// precede (ordered.go) and the prompt cancellation notices
+		// (cancel.go) are for the other transports.
+		tr = withCancelNotices(withOrderedNotifications(withFastList(tr), order))
 	}
+	tr = withHTTPCancelNotices(tr)
 	cs, err := client.Connect(cctx, tr, sopts)
 	cancel()
 	if err != nil {
