@@ -93,6 +93,11 @@ func (h *HTTPHandler) checkFrames(sse bool, next http.Handler) http.Handler {
 			}
 			defer h.sessionOpened()
 		}
+		if sid := r.Header.Get("Mcp-Session-Id"); !sse && sid != "" {
+			var done func()
+			w, done = h.watchCancel(w, sid, msgs)
+			defer done()
+		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 		next.ServeHTTP(w, r)
@@ -153,6 +158,79 @@ func needsSession(msgs []jsonrpc.Message) (jsonrpc.ID, string, bool) {
 		return jsonrpc.ID{}, "a response", true
 	}
 	return first.ID, first.Method, true
+}
+
+// watchCancel notes the cancellations msgs carry for requests in flight on
+// session sid, and, when msgs is one request, returns a writer for its
+// stream that leaves out the answer once the client cancelled it (a
+// cancelled request gets no answer, MCP cancellation; go-sdk writes one).
+// done forgets the request.
+func (h *HTTPHandler) watchCancel(w http.ResponseWriter, sid string, msgs []jsonrpc.Message) (http.ResponseWriter, func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, m := range msgs {
+		if req, ok := m.(*jsonrpc.Request); ok {
+			if id, ok := transport.CancelledID(req); ok {
+				if _, inFlight := h.calls[callKey{sid, id}]; inFlight {
+					h.calls[callKey{sid, id}] = true
+				}
+			}
+		}
+	}
+	req, ok := msgs[0].(*jsonrpc.Request)
+	if len(msgs) != 1 || !ok || !req.IsCall() {
+		return w, func() {}
+	}
+	key := callKey{sid, req.ID}
+	h.calls[key] = false
+	return &cancelAwareWriter{ResponseWriter: w, h: h, key: key}, func() {
+		h.mu.Lock()
+		delete(h.calls, key)
+		h.mu.Unlock()
+	}
+}
+
+// cancelAwareWriter drops the SSE event that answers key.id once the
+// client cancelled that request.
+type cancelAwareWriter struct {
+	http.ResponseWriter
+	h   *HTTPHandler
+	key callKey
+}
+
+func (c *cancelAwareWriter) Write(b []byte) (int, error) {
+	c.h.mu.Lock()
+	cancelled := c.h.calls[c.key]
+	c.h.mu.Unlock()
+	if cancelled && answers(b, c.key.id) {
+		return len(b), nil
+	}
+	return c.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the Flusher.
+func (c *cancelAwareWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// answers reports whether the SSE event (or JSON body) b is the response
+// to request id.
+func answers(b []byte, id jsonrpc.ID) bool {
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		data := bytes.TrimSpace(bytes.TrimPrefix(line, []byte("data:")))
+		if len(data) == 0 || data[0] != '{' {
+			continue
+		}
+		var m struct {
+			ID     any    `json:"id"`
+			Method string `json:"method"`
+		}
+		if json.Unmarshal(data, &m) != nil || m.Method != "" {
+			continue
+		}
+		if got, err := jsonrpc.MakeID(m.ID); err == nil && got == id {
+			return true
+		}
+	}
+	return false
 }
 
 // firstRequestID is the id of the first request in msgs (null if none).

@@ -139,6 +139,13 @@ type HTTPHandler struct {
 	draining bool
 	wake     chan struct{} // closed and replaced when a count above drops to 0
 	opening  int           // initialize requests admitted, not yet answered
+	calls    map[callKey]bool // requests in flight on /mcp sessions; true once cancelled
+}
+
+// callKey names a request on a streamable HTTP session.
+type callKey struct {
+	session string
+	id      jsonrpc.ID
 }
 
 // sseSettle is how long legacy SSE streams must have been quiet before
@@ -156,7 +163,7 @@ func NewHTTPHandler(p *Proxy, opts *HTTPOptions) (*HTTPHandler, error) {
 	if opts == nil {
 		return nil, errors.New("proxy: HTTP options are required (a bearer token, or NoAuth)")
 	}
-	h := &HTTPHandler{p: p, opts: *opts, origins: map[string]bool{}, hosts: map[string]bool{}, streams: map[*int]context.CancelFunc{}, wake: make(chan struct{})}
+	h := &HTTPHandler{p: p, opts: *opts, origins: map[string]bool{}, hosts: map[string]bool{}, calls: map[callKey]bool{}, streams: map[*int]context.CancelFunc{}, wake: make(chan struct{})}
 	switch {
 	case h.opts.Token == "" && !h.opts.NoAuth:
 		return nil, errors.New("proxy: HTTP serving needs a bearer token (or NoAuth, on loopback only)")
