@@ -21,6 +21,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/transport"
 )
 
 // cancelNoticeTimeout bounds the writing of one notifications/cancelled,
@@ -81,12 +83,8 @@ func (c *cancelConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		}
 		return err
 	case ok && req.Method == "notifications/cancelled":
-		var p struct {
-			RequestID any `json:"requestId"`
-		}
-		_ = json.Unmarshal(req.Params, &p)
-		id, err := jsonrpc.MakeID(p.RequestID)
-		if err != nil {
+		id, ok := transport.CancelledID(req)
+		if !ok {
 			break
 		}
 		c.mu.Lock()
