@@ -137,8 +137,8 @@ type HTTPHandler struct {
 	streams  map[*int]context.CancelFunc // long-lived streams, ended last
 	lastSSE  time.Time                   // the latest write on a legacy SSE stream
 	draining bool
-	wake     chan struct{} // closed and replaced when a count above drops to 0
-	opening  int           // initialize requests admitted, not yet answered
+	wake     chan struct{}    // closed and replaced when a count above drops to 0
+	opening  int              // initialize requests admitted, not yet answered
 	calls    map[callKey]bool // requests in flight on /mcp sessions; true once cancelled
 }
 

@@ -137,13 +137,7 @@ func (c *cancelConn) notice(id jsonrpc.ID, ctx context.Context) {
 	c.writing.Add(1)
 	c.mu.Unlock()
 	defer c.writing.Done()
-	reason := "request cancelled"
-	if err := context.Cause(ctx); err != nil {
-		reason = err.Error()
-		if errors.Is(err, context.DeadlineExceeded) {
-			reason = "request timed out"
-		}
-	}
+	reason := cancelReason(ctx)
 	params, _ := json.Marshal(&mcp.CancelledParams{RequestID: id.Raw(), Reason: reason})
 	wctx, stop := context.WithTimeout(context.Background(), cancelNoticeTimeout)
 	defer stop()
@@ -166,16 +160,35 @@ func (c *cancelConn) Close() error {
 	for i, id := range due {
 		c.notice(id, ctxs[i])
 	}
+	waitNotices(&c.writing)
+	return c.Connection.Close()
+}
+
+// cancelReason is the reason a notifications/cancelled gives for the call
+// whose context ctx ended.
+func cancelReason(ctx context.Context) string {
+	err := context.Cause(ctx)
+	switch {
+	case err == nil:
+		return "request cancelled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "request timed out"
+	}
+	return err.Error()
+}
+
+// waitNotices waits for the notices being written, at most
+// cancelNoticeTimeout.
+func waitNotices(writing *sync.WaitGroup) {
 	done := make(chan struct{})
 	go func() {
-		c.writing.Wait()
+		writing.Wait()
 		close(done)
 	}()
 	t := time.NewTimer(cancelNoticeTimeout)
+	defer t.Stop()
 	select {
 	case <-done:
 	case <-t.C:
 	}
-	t.Stop()
-	return c.Connection.Close()
 }

@@ -15,12 +15,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -154,14 +152,7 @@ func (t *cancelTripper) notice(key string, ctx context.Context) {
 	t.writing.Add(1)
 	t.mu.Unlock()
 	defer t.writing.Done()
-	reason := "request cancelled"
-	if err := context.Cause(ctx); err != nil {
-		reason = err.Error()
-		if errors.Is(err, context.DeadlineExceeded) {
-			reason = "request timed out"
-		}
-	}
-	r, _ := json.Marshal(reason)
+	r, _ := json.Marshal(cancelReason(ctx))
 	body := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + key + `,"reason":` + string(r) + `}}`
 	wctx, stop := context.WithTimeout(context.Background(), cancelNoticeTimeout)
 	defer stop()
@@ -196,17 +187,7 @@ func (t *cancelTripper) flush() {
 	for key, ctx := range due {
 		t.notice(key, ctx)
 	}
-	done := make(chan struct{})
-	go func() {
-		t.writing.Wait()
-		close(done)
-	}()
-	tm := time.NewTimer(cancelNoticeTimeout)
-	defer tm.Stop()
-	select {
-	case <-done:
-	case <-tm.C:
-	}
+	waitNotices(&t.writing)
 }
 
 // answerWatch passes a call's response body on, and reports when the
