@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -46,7 +48,21 @@ func (h *HTTPHandler) checkFrames(sse bool, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		// The headers are in; the body has BodyTimeout to follow. The
+		// deadline is lifted once it is read: a streamed answer may last.
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Now().Add(h.limits.BodyTimeout))
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+		if err != nil {
+			endBody(w) // what is left of the body is not read
+		} else {
+			_ = rc.SetReadDeadline(time.Time{})
+		}
+		if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+			writeRPCError(w, http.StatusRequestTimeout, transport.PeekFrameID(body), jsonrpc.CodeInvalidRequest,
+				fmt.Sprintf("request timeout: the body did not arrive within %v (--body-timeout)", h.limits.BodyTimeout))
+			return
+		}
 		if err != nil {
 			if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
 				writeRPCError(w, http.StatusRequestEntityTooLarge, transport.PeekFrameID(body), transport.CodeMessageTooLarge,
@@ -71,6 +87,19 @@ func (h *HTTPHandler) checkFrames(sse bool, next http.Handler) http.Handler {
 					fmt.Sprintf("Bad Request: %s needs the Mcp-Session-Id header of a session; send initialize first to start one", method))
 				return
 			}
+		}
+		if !sse && version < sessionlessRevision && r.Header.Get("Mcp-Session-Id") == "" {
+			// An initialize (needsSession passed it): a new session.
+			if !h.admitSession(true) {
+				writeTooManySessions(w, firstRequestID(msgs), h.limits.MaxSessions)
+				return
+			}
+			defer h.sessionOpened()
+		}
+		if sid := r.Header.Get("Mcp-Session-Id"); !sse && sid != "" {
+			var done func()
+			w, done = h.watchCancel(w, sid, msgs)
+			defer done()
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
@@ -132,6 +161,89 @@ func needsSession(msgs []jsonrpc.Message) (jsonrpc.ID, string, bool) {
 		return jsonrpc.ID{}, "a response", true
 	}
 	return first.ID, first.Method, true
+}
+
+// watchCancel notes the cancellations msgs carry for requests in flight on
+// session sid, and, when msgs is one request, returns a writer for its
+// stream that leaves out the answer once the client cancelled it (a
+// cancelled request gets no answer, MCP cancellation; go-sdk writes one).
+// done forgets the request.
+func (h *HTTPHandler) watchCancel(w http.ResponseWriter, sid string, msgs []jsonrpc.Message) (http.ResponseWriter, func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, m := range msgs {
+		if req, ok := m.(*jsonrpc.Request); ok {
+			if id, ok := transport.CancelledID(req); ok {
+				if _, inFlight := h.calls[callKey{sid, id}]; inFlight {
+					h.calls[callKey{sid, id}] = true
+				}
+			}
+		}
+	}
+	req, ok := msgs[0].(*jsonrpc.Request)
+	if len(msgs) != 1 || !ok || !req.IsCall() {
+		return w, func() {}
+	}
+	key := callKey{sid, req.ID}
+	h.calls[key] = false
+	return &cancelAwareWriter{ResponseWriter: w, h: h, key: key}, func() {
+		h.mu.Lock()
+		delete(h.calls, key)
+		h.mu.Unlock()
+	}
+}
+
+// cancelAwareWriter drops the SSE event that answers key.id once the
+// client cancelled that request.
+type cancelAwareWriter struct {
+	http.ResponseWriter
+	h   *HTTPHandler
+	key callKey
+}
+
+func (c *cancelAwareWriter) Write(b []byte) (int, error) {
+	c.h.mu.Lock()
+	cancelled := c.h.calls[c.key]
+	c.h.mu.Unlock()
+	if cancelled && answers(b, c.key.id) {
+		return len(b), nil
+	}
+	return c.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the Flusher.
+func (c *cancelAwareWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// answers reports whether the SSE event (or JSON body) b is the response
+// to request id.
+func answers(b []byte, id jsonrpc.ID) bool {
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		data := bytes.TrimSpace(bytes.TrimPrefix(line, []byte("data:")))
+		if len(data) == 0 || data[0] != '{' {
+			continue
+		}
+		var m struct {
+			ID     any    `json:"id"`
+			Method string `json:"method"`
+		}
+		if json.Unmarshal(data, &m) != nil || m.Method != "" {
+			continue
+		}
+		if got, err := jsonrpc.MakeID(m.ID); err == nil && got == id {
+			return true
+		}
+	}
+	return false
+}
+
+// firstRequestID is the id of the first request in msgs (null if none).
+func firstRequestID(msgs []jsonrpc.Message) jsonrpc.ID {
+	for _, m := range msgs {
+		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
+			return req.ID
+		}
+	}
+	return jsonrpc.ID{}
 }
 
 // writeRPCError answers an HTTP request with status and a JSON-RPC error

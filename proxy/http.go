@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openclaw-go/openclaw/runtime"
@@ -63,6 +64,27 @@ type HTTPOptions struct {
 	// AllowOrigins are further origins (scheme://host[:port]) that may
 	// send requests, compared ignoring case and a trailing slash.
 	AllowOrigins []string
+	// AllowedHosts are further names (or IPs) a request's Host header may
+	// carry, without the port, compared ignoring case: a load balancer's
+	// or a Prometheus scrape's name for the proxy. Loopback names, the
+	// listen host and the IP the connection reached are always allowed
+	// (see [HTTPHandler]).
+	AllowedHosts []string
+	// ReadHeaderTimeout bounds the reading of a request's line and
+	// headers; 0 or less means [DefaultReadHeaderTimeout].
+	ReadHeaderTimeout time.Duration
+	// BodyTimeout bounds the reading of a POST body on /mcp and /sse,
+	// counted from the end of its headers; one not in by then is answered
+	// 408 and the connection closed. 0 or less means [DefaultBodyTimeout].
+	BodyTimeout time.Duration
+	// MaxConnections caps the TCP connections open at once in
+	// [HTTPHandler.Serve]; one more is answered 503 and closed. 0 or less
+	// means [DefaultMaxConnections].
+	MaxConnections int
+	// MaxSessions caps the MCP sessions open at once (streamable HTTP and
+	// legacy SSE); an initialize or GET /sse over it is answered 503.
+	// 0 or less means [DefaultMaxSessions].
+	MaxSessions int
 	// MetricsOnly serves /healthz and /metrics alone (stdio mode's
 	// --metrics-listen); /mcp and /sse answer 404.
 	MetricsOnly bool
@@ -86,21 +108,28 @@ type HTTPOptions struct {
 // HTTPHandler serves a [Proxy] over HTTP: streamable HTTP on /mcp (sessions
 // up to MCP 2025-11-25, stateless for 2026-07-28) and legacy SSE on /sse,
 // all serving the proxy's one *mcp.Server, plus /healthz and /metrics.
-// Every request passes an Origin check (a browser page of another
-// site is refused 403, against DNS rebinding; go-sdk's own Host check for
-// loopback listeners stays on); /mcp, /sse and /metrics need the bearer
-// token (401 with WWW-Authenticate: Bearer otherwise). Every POST body on
-// /mcp and /sse is read up to MaxMessageBytes and checked as exactly one
-// JSON-RPC message before go-sdk sees it (see checkFrames, and
+// Every request, on every path, passes a Host check and an Origin check
+// first (403 otherwise, against DNS rebinding): the Host must be loopback,
+// the listen host, the IP the connection reached or one of AllowedHosts (a
+// wildcard listener reached on another interface takes any Host unless
+// AllowedHosts is set); the Origin, when sent once (twice is refused), must
+// be loopback, on the listen host or one of AllowOrigins. /mcp, /sse and
+// /metrics need the bearer token (401 with WWW-Authenticate: Bearer
+// otherwise). A refusal is answered before any body is read, and closes
+// the connection; only a POST to /mcp or /sse may carry a body. Every such
+// body is read within BodyTimeout, up to MaxMessageBytes, and checked as
+// exactly one JSON-RPC message before go-sdk sees it (see checkFrames, and
 // docs/proxy.md for the answers).
 type HTTPHandler struct {
 	p         *Proxy
 	opts      HTTPOptions
 	tokenHash [sha256.Size]byte
 	origins   map[string]bool
+	hosts     map[string]bool // AllowedHosts, lower case
 	logger    *slog.Logger
 	mux       *http.ServeMux
-	maxBody   int64 // MaxMessageBytes, defaulted
+	maxBody   int64       // MaxMessageBytes, defaulted
+	limits    HTTPOptions // the timeouts and caps, defaulted
 
 	mu       sync.Mutex
 	inFlight int                         // MCP requests being handled (track)
@@ -108,7 +137,15 @@ type HTTPHandler struct {
 	streams  map[*int]context.CancelFunc // long-lived streams, ended last
 	lastSSE  time.Time                   // the latest write on a legacy SSE stream
 	draining bool
-	wake     chan struct{} // closed and replaced when a count above drops to 0
+	wake     chan struct{}    // closed and replaced when a count above drops to 0
+	opening  int              // initialize requests admitted, not yet answered
+	calls    map[callKey]bool // requests in flight on /mcp sessions; true once cancelled
+}
+
+// callKey names a request on a streamable HTTP session.
+type callKey struct {
+	session string
+	id      jsonrpc.ID
 }
 
 // sseSettle is how long legacy SSE streams must have been quiet before
@@ -126,7 +163,7 @@ func NewHTTPHandler(p *Proxy, opts *HTTPOptions) (*HTTPHandler, error) {
 	if opts == nil {
 		return nil, errors.New("proxy: HTTP options are required (a bearer token, or NoAuth)")
 	}
-	h := &HTTPHandler{p: p, opts: *opts, origins: map[string]bool{}, streams: map[*int]context.CancelFunc{}, wake: make(chan struct{})}
+	h := &HTTPHandler{p: p, opts: *opts, origins: map[string]bool{}, hosts: map[string]bool{}, calls: map[callKey]bool{}, streams: map[*int]context.CancelFunc{}, wake: make(chan struct{})}
 	switch {
 	case h.opts.Token == "" && !h.opts.NoAuth:
 		return nil, errors.New("proxy: HTTP serving needs a bearer token (or NoAuth, on loopback only)")
@@ -140,6 +177,19 @@ func NewHTTPHandler(p *Proxy, opts *HTTPOptions) (*HTTPHandler, error) {
 			return nil, fmt.Errorf("proxy: allowed origin %q: %w", o, err)
 		}
 		h.origins[norm] = true
+	}
+	for _, host := range h.opts.AllowedHosts {
+		host = strings.Trim(strings.TrimSpace(host), "[]")
+		if host == "" || strings.ContainsAny(host, "/:@ ") && net.ParseIP(host) == nil {
+			return nil, fmt.Errorf("proxy: allowed host %q: want a host name or IP, without scheme or port", host)
+		}
+		h.hosts[strings.ToLower(host)] = true
+	}
+	h.limits = HTTPOptions{
+		ReadHeaderTimeout: orDefault(h.opts.ReadHeaderTimeout, DefaultReadHeaderTimeout),
+		BodyTimeout:       orDefault(h.opts.BodyTimeout, DefaultBodyTimeout),
+		MaxConnections:    orDefault(h.opts.MaxConnections, DefaultMaxConnections),
+		MaxSessions:       orDefault(h.opts.MaxSessions, DefaultMaxSessions),
 	}
 	if h.opts.ShutdownTimeout <= 0 {
 		h.opts.ShutdownTimeout = DefaultShutdownTimeout
@@ -166,9 +216,11 @@ func NewHTTPHandler(p *Proxy, opts *HTTPOptions) (*HTTPHandler, error) {
 		// only statelessly; its clients name the revision on every request.
 		// checkFrames reads and bounds every body first; go-sdk's own cap
 		// is set to the same size.
-		stateful := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{Logger: h.logger, MaxRequestBodyBytes: h.maxBody})
+		// go-sdk's own Host check (loopback listeners only) is replaced by
+		// hostAllowed, which covers every path and honours AllowedHosts.
+		stateful := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{Logger: h.logger, MaxRequestBodyBytes: h.maxBody, DisableLocalhostProtection: true})
 		stateless := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
-			Logger: h.logger, Stateless: true, MaxRequestBodyBytes: h.maxBody,
+			Logger: h.logger, Stateless: true, MaxRequestBodyBytes: h.maxBody, DisableLocalhostProtection: true,
 			// The POST is the whole call: a client that hangs up cancels it.
 			PropagateRequestCancellation: true,
 		})
@@ -179,19 +231,33 @@ func NewHTTPHandler(p *Proxy, opts *HTTPOptions) (*HTTPHandler, error) {
 			}
 			stateful.ServeHTTP(w, r)
 		}))))
-		h.mux.Handle(PathSSE, h.authorized(h.checkFrames(true, mcp.NewSSEHandler(getServer, &mcp.SSEOptions{MaxRequestBodyBytes: h.maxBody}))))
+		h.mux.Handle(PathSSE, h.authorized(h.checkFrames(true, mcp.NewSSEHandler(getServer, &mcp.SSEOptions{MaxRequestBodyBytes: h.maxBody, DisableLocalhostProtection: true}))))
 		p.Server().AddReceivingMiddleware(h.track)
 	}
 	return h, nil
 }
 
-// ServeHTTP checks the Origin, then routes the request.
+// ServeHTTP checks the Host and the Origin, and that only a POST to /mcp
+// or /sse carries a body, then routes the request.
 func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if o := r.Header.Get("Origin"); o != "" && !h.originAllowed(o) {
-		http.Error(w, fmt.Sprintf("openclaw mcp proxy: Origin %q is not allowed (loopback and the listen host are; add others with --allow-origin)", o), http.StatusForbidden)
+	if !h.hostAllowed(r) {
+		refuse(w, http.StatusForbidden, fmt.Sprintf("openclaw mcp proxy: Host %q is not allowed (loopback names, the listen host and the address reached are; add others with --allowed-host)", r.Host))
 		return
 	}
-	if h.opts.MetricsOnly || (r.URL.Path != PathMCP && r.URL.Path != PathSSE) {
+	switch origins := r.Header.Values("Origin"); {
+	case len(origins) > 1:
+		refuse(w, http.StatusForbidden, "openclaw mcp proxy: more than one Origin header")
+		return
+	case len(origins) == 1 && !h.originAllowed(origins[0]):
+		refuse(w, http.StatusForbidden, fmt.Sprintf("openclaw mcp proxy: Origin %q is not allowed (loopback and the listen host are; add others with --allow-origin)", origins[0]))
+		return
+	}
+	mcpPath := !h.opts.MetricsOnly && (r.URL.Path == PathMCP || r.URL.Path == PathSSE)
+	if r.ContentLength != 0 && (r.Method != http.MethodPost || !mcpPath) {
+		refuse(w, http.StatusBadRequest, fmt.Sprintf("openclaw mcp proxy: a %s request to %s carries no body", r.Method, r.URL.Path))
+		return
+	}
+	if !mcpPath {
 		h.mux.ServeHTTP(w, r)
 		return
 	}
@@ -212,6 +278,10 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}()
 		r = r.WithContext(ctx)
 		if r.URL.Path == PathSSE {
+			if r.Method == http.MethodGet && !h.admitSession(false) {
+				writeTooManySessions(w, jsonrpc.ID{}, h.limits.MaxSessions)
+				return
+			}
 			w = &sseWriter{ResponseWriter: w, h: h}
 		}
 	} else {
@@ -284,18 +354,113 @@ func (h *HTTPHandler) authorized(next http.Handler) http.Handler {
 		scheme, tok, ok := strings.Cut(auth, " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="openclaw-mcp-proxy"`)
-			http.Error(w, "openclaw mcp proxy: missing bearer token (Authorization: Bearer <token>)", http.StatusUnauthorized)
+			refuse(w, http.StatusUnauthorized, "openclaw mcp proxy: missing bearer token (Authorization: Bearer <token>)")
 			return
 		}
 		// Hashes compare in constant time whatever the lengths.
 		got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
 		if subtle.ConstantTimeCompare(got[:], h.tokenHash[:]) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="openclaw-mcp-proxy", error="invalid_token"`)
-			http.Error(w, "openclaw mcp proxy: invalid bearer token", http.StatusUnauthorized)
+			refuse(w, http.StatusUnauthorized, "openclaw mcp proxy: invalid bearer token")
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// refuse answers a request the proxy does not serve with status and msg
+// (plain text), and closes the connection after it (see endBody).
+func refuse(w http.ResponseWriter, status int, msg string) {
+	endBody(w)
+	http.Error(w, msg, status)
+}
+
+// endBody makes the answer to w's request the last on its connection and
+// reads no more of the request's body: net/http would otherwise read what
+// is left of it (up to 256 KiB) before writing the answer, or before
+// closing, at the client's pace.
+func endBody(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+}
+
+// hostAllowed reports whether r's Host header names this proxy: a loopback
+// name or IP, the listen host, the IP the connection reached, or one of
+// AllowedHosts. Otherwise, only a wildcard listener reached on a
+// non-loopback address without AllowedHosts takes any Host (it is reached
+// by whatever name the network gives it; its token guards it).
+func (h *HTTPHandler) hostAllowed(r *http.Request) bool {
+	host := r.Host
+	if hn, _, err := net.SplitHostPort(host); err == nil {
+		host = hn
+	}
+	host = strings.ToLower(strings.Trim(host, "[]"))
+	if host != "" && (IsLoopbackHost(host) || h.hosts[host]) {
+		return true
+	}
+	lh := strings.Trim(h.opts.ListenHost, "[]")
+	wildcard := lh == "" || lh == "0.0.0.0" || lh == "::"
+	if host != "" && !wildcard && strings.EqualFold(host, lh) {
+		return true
+	}
+	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		if lip, _, err := net.SplitHostPort(local.String()); err == nil {
+			ip := net.ParseIP(lip)
+			if hip := net.ParseIP(host); hip != nil && ip != nil && hip.Equal(ip) {
+				return true
+			}
+			if ip == nil || ip.IsLoopback() {
+				return false
+			}
+		}
+	}
+	return wildcard && len(h.hosts) == 0
+}
+
+// admitSession reports whether one more MCP session may open, below
+// MaxSessions. With reserve, the caller is an initialize request: it
+// holds a place until sessionOpened, so that concurrent ones cannot
+// all pass.
+func (h *HTTPHandler) admitSession(reserve bool) bool {
+	n := 0
+	for range h.p.Server().Sessions() {
+		n++
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if n+h.opening >= h.limits.MaxSessions {
+		return false
+	}
+	if reserve {
+		h.opening++
+	}
+	return true
+}
+
+// sessionOpened gives back the place admitSession(true) reserved.
+func (h *HTTPHandler) sessionOpened() {
+	h.mu.Lock()
+	h.opening--
+	h.mu.Unlock()
+}
+
+// writeTooManySessions answers 503 with a JSON-RPC error to id.
+func writeTooManySessions(w http.ResponseWriter, id jsonrpc.ID, max int) {
+	w.Header().Set("Retry-After", "5")
+	writeRPCError(w, http.StatusServiceUnavailable, id, CodeTooManySessions,
+		fmt.Sprintf("too many MCP sessions: this proxy serves at most %d at once (--max-sessions); close one (DELETE /mcp) or retry later", max))
+}
+
+// CodeTooManySessions is the JSON-RPC error code of an initialize (or a
+// legacy SSE stream) refused because MaxSessions sessions are open.
+const CodeTooManySessions = -32003
+
+// orDefault returns v, or def when v is not positive.
+func orDefault[T int | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }
 
 // originAllowed reports whether a request with Origin o may proceed: a
@@ -418,9 +583,12 @@ func (h *HTTPHandler) Serve(ctx context.Context, ln net.Listener) error {
 // serve is Serve with front as the server's handler (h, or a test's
 // wrapper around it).
 func (h *HTTPHandler) serve(ctx context.Context, ln net.Listener, front http.Handler) error {
+	ln = newLimitListener(ln, h.limits.MaxConnections, func() {
+		h.logger.Debug("openclaw mcp proxy: connection refused: too many open", "max", h.limits.MaxConnections)
+	})
 	srv := &http.Server{
 		Handler:           front,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: h.limits.ReadHeaderTimeout,
 		IdleTimeout:       2 * time.Minute, // idle keep-alive connections; streams are not idle
 		ErrorLog:          slog.NewLogLogger(h.logger.Handler(), slog.LevelWarn),
 	}

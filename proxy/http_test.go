@@ -337,8 +337,8 @@ func TestHTTPAuthAndOrigin(t *testing.T) {
 		{"loopback origin", "POST", PathMCP, mcpHdr("Authorization", "Bearer "+token, "Origin", "http://localhost:3000"), initBody, 200, "", `"protocolVersion"`},
 		{"allowed origin", "POST", PathMCP, mcpHdr("Authorization", "Bearer "+token, "Origin", "https://app.example.com"), initBody, 200, "", `"protocolVersion"`},
 		{"allowed origin other port", "POST", PathMCP, mcpHdr("Authorization", "Bearer "+token, "Origin", "https://app.example.com:444"), initBody, 403, "", "not allowed"},
-		// go-sdk's DNS rebinding guard: loopback listener, foreign Host.
-		{"foreign host", "POST", PathMCP, mcpHdr("Authorization", "Bearer "+token, "Host", "evil.example.com"), initBody, 403, "", "invalid Host"},
+		// The DNS rebinding guard: loopback listener, foreign Host.
+		{"foreign host", "POST", PathMCP, mcpHdr("Authorization", "Bearer "+token, "Host", "evil.example.com"), initBody, 403, "", `Host "evil.example.com" is not allowed`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -58,6 +58,8 @@ const UnroutedTool = "(unrouted)"
 //	policy_module_decisions_total{hook,module,decision}  counter, fed by [Metrics.AuditSink]
 //	upstream_skipped_lines_total{server}           counter; stdout lines of a stdio server that were not
 //	                                               one JSON-RPC message, by [Metrics.ObserveServers]
+//	proxy_notifications_dropped_total{kind}        counter; upstream notifications (message, progress) a
+//	                                               client could not be given, by [Metrics.Instrument]
 type Metrics struct {
 	reg       *prometheus.Registry
 	calls     *prometheus.CounterVec
@@ -135,9 +137,27 @@ func (m *Metrics) Handler() http.Handler {
 }
 
 // Instrument adds the receiving middleware that measures every tools/call
-// of p's server. Call it once per proxy.
+// of p's server, and the series of the notifications p could not relay
+// (openclaw_proxy_notifications_dropped_total{kind}). Call it once per
+// proxy.
 func (m *Metrics) Instrument(p *Proxy) {
 	p.Server().AddReceivingMiddleware(m.middleware)
+	m.reg.MustRegister(dropCollector{p})
+}
+
+var droppedDesc = prometheus.NewDesc("openclaw_proxy_notifications_dropped_total",
+	"Upstream notifications the proxy could not relay to the client they were for (its session or its call's stream had ended), by kind (message, progress).",
+	[]string{"kind"}, nil)
+
+// dropCollector reports Proxy.NotificationsDropped at scrape time.
+type dropCollector struct{ p *Proxy }
+
+func (c dropCollector) Describe(ch chan<- *prometheus.Desc) { ch <- droppedDesc }
+
+func (c dropCollector) Collect(ch chan<- prometheus.Metric) {
+	logs, progress := c.p.NotificationsDropped()
+	ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.CounterValue, float64(logs), "message")
+	ch <- prometheus.MustNewConstMetric(droppedDesc, prometheus.CounterValue, float64(progress), "progress")
 }
 
 // callMark travels in a call's context from the middleware to the policy

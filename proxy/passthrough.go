@@ -301,16 +301,23 @@ func (r *Relay) onLog(ctx context.Context, server string, params *mcp.LoggingMes
 	if params.Logger != "" {
 		msg.Logger = server + "/" + params.Logger
 	}
-	if ss, ok := ctx.Value(downstreamKey{}).(*mcp.ServerSession); ok && ss != nil {
-		_ = ss.Log(ctx, &msg) // best effort: a client that went away misses it
-		return
-	}
 	p := r.proxy()
 	if p == nil {
 		return
 	}
+	// A client that went away misses the line; it is counted.
+	send := func(ss *mcp.ServerSession) {
+		if err := ss.Log(ctx, &msg); err != nil {
+			p.droppedLogs.Add(1)
+			p.logger.Debug("proxy: log message not relayed", "server", server, "err", err)
+		}
+	}
+	if ss, ok := ctx.Value(downstreamKey{}).(*mcp.ServerSession); ok && ss != nil {
+		send(ss)
+		return
+	}
 	for ss := range p.server.Sessions() {
-		_ = ss.Log(ctx, &msg)
+		send(ss)
 	}
 }
 

@@ -54,6 +54,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -117,6 +118,19 @@ type Proxy struct {
 
 	roundsMu sync.Mutex
 	rounds   map[string]*rounds // requestState → a call waiting for its client's input
+
+	// Relayed notifications a client did not get (its stream or session
+	// had ended), by kind; see NotificationsDropped.
+	droppedLogs, droppedProgress atomic.Uint64
+}
+
+// NotificationsDropped returns how many upstream notifications/message
+// (logs) and notifications/progress (progress) the proxy could not relay
+// to the client they were for, because its session or its call's stream
+// had ended. A log line the client's logging/setLevel filters out is not
+// counted.
+func (p *Proxy) NotificationsDropped() (logs, progress uint64) {
+	return p.droppedLogs.Load(), p.droppedProgress.Load()
 }
 
 // servedTool is one served tool: the definition and the upstream
@@ -364,10 +378,13 @@ func (p *Proxy) handler(name string) mcp.ToolHandler {
 		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 			ss := req.Session
 			ctx = runtime.WithProgress(ctx, func(pr runtime.Progress) {
-				// Best effort: a client that went away misses progress.
-				_ = ss.NotifyProgress(context.WithoutCancel(ctx), &mcp.ProgressNotificationParams{
+				// A client that went away misses progress; it is counted.
+				if err := ss.NotifyProgress(context.WithoutCancel(ctx), &mcp.ProgressNotificationParams{
 					ProgressToken: tok, Progress: pr.Progress, Total: pr.Total, Message: pr.Message,
-				})
+				}); err != nil {
+					p.droppedProgress.Add(1)
+					p.logger.Debug("proxy: progress not relayed", "tool", name, "err", err)
+				}
 			})
 		}
 		if req.Session != nil && multiRoundTrip(req.Session) {

@@ -168,6 +168,8 @@ func (c *conn) connect(ctx context.Context) bool {
 	if c.s.opts.ListRoots != nil || c.s.opts.Elicit != nil {
 		client.AddReceivingMiddleware(c.requestMiddleware)
 	}
+	order := newBarriers()
+	client.AddReceivingMiddleware(order.middleware) // outermost: added last
 	timeout := c.cfg.connectTimeout()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	var sopts *mcp.ClientSessionOptions
@@ -178,9 +180,12 @@ func (c *conn) connect(ctx context.Context) bool {
 		// go-sdk tells its streamable HTTP connection the session's state
 		// through an unexported method a wrapper cannot forward (without it
 		// the server's requests during a call go unanswered): the listing
-		// fast path is for the other transports.
-		tr = withFastList(tr)
+		// fast path, the ordering of notifications before the answers they
+		// precede (ordered.go) and the prompt cancellation notices
+		// (cancel.go) are for the other transports.
+		tr = withCancelNotices(withOrderedNotifications(withFastList(tr), order))
 	}
+	tr = withHTTPCancelNotices(tr)
 	cs, err := client.Connect(cctx, tr, sopts)
 	cancel()
 	if err != nil {

@@ -158,13 +158,14 @@ func (t *ServeStdioTransport) Connect(ctx context.Context) (mcp.Connection, erro
 		return nil, err
 	}
 	c := &drainConn{
-		inner:    inner,
-		eofCh:    t.eof,
-		timeout:  t.drainTimeout,
-		incoming: map[jsonrpc.ID]bool{},
-		outgoing: map[jsonrpc.ID]bool{},
-		wake:     make(chan struct{}, 1),
-		closed:   make(chan struct{}),
+		inner:     inner,
+		eofCh:     t.eof,
+		timeout:   t.drainTimeout,
+		incoming:  map[jsonrpc.ID]bool{},
+		cancelled: map[jsonrpc.ID]bool{},
+		outgoing:  map[jsonrpc.ID]bool{},
+		wake:      make(chan struct{}, 1),
+		closed:    make(chan struct{}),
 	}
 	t.mu.Lock()
 	t.conn = c
@@ -201,6 +202,7 @@ type drainConn struct {
 
 	mu        sync.Mutex
 	incoming  map[jsonrpc.ID]bool
+	cancelled map[jsonrpc.ID]bool // incoming requests the client cancelled: not answered
 	outgoing  map[jsonrpc.ID]bool
 	synth     []jsonrpc.Message  // answers made up for outgoing requests, for Read to return
 	eof       bool               // the reader ended: no message can arrive
@@ -338,8 +340,14 @@ func (c *drainConn) take(ctx context.Context, msg jsonrpc.Message) (jsonrpc.Mess
 			}
 			return m, true
 		}
-		if id, ok := cancelledID(m); ok {
-			// go-sdk may not answer a cancelled request: stop waiting for it.
+		if id, ok := CancelledID(m); ok {
+			// A cancelled request gets no answer (MCP cancellation): go-sdk
+			// writes one, which Write drops; the drain stops waiting for it.
+			c.mu.Lock()
+			if c.incoming[id] {
+				c.cancelled[id] = true
+			}
+			c.mu.Unlock()
 			c.answered(id)
 		}
 	case *jsonrpc.Response:
@@ -366,6 +374,13 @@ func (c *drainConn) answered(id jsonrpc.ID) {
 func (c *drainConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	switch m := msg.(type) {
 	case *jsonrpc.Response:
+		c.mu.Lock()
+		cancelled := c.cancelled[m.ID]
+		delete(c.cancelled, m.ID)
+		c.mu.Unlock()
+		if cancelled {
+			return nil
+		}
 		err := c.inner.Write(ctx, m)
 		c.answered(m.ID)
 		return err

@@ -69,15 +69,15 @@ func (in *inbound) received(msg jsonrpc.Message) {
 	case req.IsCall():
 		in.open[req.ID] = struct{}{}
 	default:
-		if id, ok := cancelledID(req); ok {
+		if id, ok := CancelledID(req); ok {
 			delete(in.open, id)
 		}
 	}
 }
 
-// cancelledID returns the request a notifications/cancelled withdraws; ok
+// CancelledID returns the request a notifications/cancelled withdraws; ok
 // is false for any other message, or when its requestId is not an id.
-func cancelledID(req *jsonrpc.Request) (jsonrpc.ID, bool) {
+func CancelledID(req *jsonrpc.Request) (jsonrpc.ID, bool) {
 	if req.Method != "notifications/cancelled" {
 		return jsonrpc.ID{}, false
 	}

@@ -132,7 +132,7 @@ func (o *outbound) sending(msg jsonrpc.Message) {
 		o.open[req.ID] = struct{}{}
 		return
 	}
-	if id, ok := cancelledID(req); ok {
+	if id, ok := CancelledID(req); ok {
 		delete(o.open, id)
 	}
 }

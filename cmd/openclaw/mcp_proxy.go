@@ -46,6 +46,11 @@ type proxyConfig struct {
 	confine         confineFlags  // --confine-stdio, --confine-protect
 	noAuth          bool          // --no-auth (loopback only)
 	allowOrigins    []string      // --allow-origin, repeatable
+	allowedHosts    []string      // --allowed-host, repeatable
+	headerTimeout   time.Duration // --read-header-timeout
+	bodyTimeout     time.Duration // --body-timeout
+	maxConns        int           // --max-connections
+	maxSessions     int           // --max-sessions
 	shutdownTimeout time.Duration // --shutdown-timeout
 	upstreamProto   string        // --upstream-protocol
 	maxMessage      int64         // --max-message-bytes
@@ -81,6 +86,16 @@ func checkProxyFlags(c *proxyConfig) error {
 	if c.connectWait < 0 {
 		return usage("--connect-wait %v: want a duration of 0 (wait for every server) or more, e.g. 3s", c.connectWait)
 	}
+	for flag, d := range map[string]time.Duration{"--read-header-timeout": c.headerTimeout, "--body-timeout": c.bodyTimeout} {
+		if d <= 0 {
+			return usage("%s %v: want a positive duration, e.g. 10s", flag, d)
+		}
+	}
+	for flag, n := range map[string]int{"--max-connections": c.maxConns, "--max-sessions": c.maxSessions} {
+		if n <= 0 {
+			return usage("%s %d: want a positive number", flag, n)
+		}
+	}
 	if c.maxMessage <= 0 || c.maxMessage > math.MaxInt32 {
 		return usage("--max-message-bytes %d: want a positive size in bytes up to %d", c.maxMessage, math.MaxInt32)
 	}
@@ -104,7 +119,10 @@ With --listen HOST:PORT (e.g. 127.0.0.1:8765) it serves streamable HTTP on /mcp,
 TOKEN": the token is read from --token-file, else from $OPENCLAW_MCP_TOKEN, else generated and
 printed once on stderr. --no-auth turns the token off, on a loopback address only. A request
 from a browser page of another site (an Origin that is not loopback, the listen host or an
---allow-origin) is refused. SIGINT/SIGTERM stop accepting (over stdio, new requests are refused),
+--allow-origin) is refused, and so is one whose Host is not loopback, the listen host, the
+address reached or an --allowed-host, on every path (DNS rebinding). Slow or idle clients are
+cut off (--read-header-timeout, --body-timeout) and connections and MCP sessions are capped
+(--max-connections, --max-sessions). SIGINT/SIGTERM stop accepting (over stdio, new requests are refused),
 let calls in flight finish and write their answers (up to --shutdown-timeout), then stop every
 server the proxy started.`,
 		Args: cobra.NoArgs,
@@ -123,6 +141,11 @@ server the proxy started.`,
 	f.StringVar(&c.tokenFile, "token-file", "", "file holding the bearer token for HTTP (default: $"+proxyTokenEnv+", else generated and printed once)")
 	f.BoolVar(&c.noAuth, "no-auth", false, "serve HTTP without a bearer token (refused unless the listen address is loopback)")
 	f.StringArrayVar(&c.allowOrigins, "allow-origin", nil, "also accept requests from this browser Origin, e.g. https://app.example.com (repeatable)")
+	f.StringArrayVar(&c.allowedHosts, "allowed-host", nil, "also accept requests whose Host header names this host, e.g. a load balancer's or Prometheus's name for the proxy (repeatable; no port)")
+	f.DurationVar(&c.headerTimeout, "read-header-timeout", proxy.DefaultReadHeaderTimeout, "how long a client may take to send a request's headers")
+	f.DurationVar(&c.bodyTimeout, "body-timeout", proxy.DefaultBodyTimeout, "how long a client may take to send a POST body, after its headers (later: 408)")
+	f.IntVar(&c.maxConns, "max-connections", proxy.DefaultMaxConnections, "connections open at once; one more is answered 503 and closed")
+	f.IntVar(&c.maxSessions, "max-sessions", proxy.DefaultMaxSessions, "MCP sessions open at once; an initialize over it is answered 503")
 	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", proxy.DefaultShutdownTimeout, "on SIGINT/SIGTERM, how long calls in flight may take to finish")
 	f.DurationVar(&c.connectWait, "connect-wait", defaultConnectWait, "at start, how long to wait for the MCP servers before serving; a server that answers later joins with notifications/tools/list_changed (0: wait for every server, each bounded by its connectionTimeoutMs)")
 	f.Int64Var(&c.maxMessage, "max-message-bytes", proxy.DefaultMaxMessageBytes, "largest message a client may send, in bytes: one HTTP POST body (larger: 413) or one stdin line (larger: a parse error)")
@@ -149,13 +172,13 @@ func usage(format string, args ...any) error {
 // else $OPENCLAW_MCP_TOKEN, else a new one). It returns nil in plain
 // stdio mode.
 func resolveHTTP(c *proxyConfig, getenv func(string) string) (*proxyHTTP, error) {
-	httpOnly := c.tokenFile != "" || c.noAuth || len(c.allowOrigins) > 0
+	httpOnly := c.tokenFile != "" || c.noAuth || len(c.allowOrigins) > 0 || len(c.allowedHosts) > 0
 	switch {
 	case c.listen != "" && c.metricsListen != "":
 		return nil, usage("--metrics-listen is for stdio mode; with --listen, /metrics is served on %s", c.listen)
 	case c.listen == "" && c.metricsListen == "":
 		if httpOnly {
-			return nil, usage("--token-file, --no-auth and --allow-origin need --listen (or --metrics-listen)")
+			return nil, usage("--token-file, --no-auth, --allow-origin and --allowed-host need --listen (or --metrics-listen)")
 		}
 		return nil, nil
 	case c.noAuth && c.tokenFile != "":
@@ -331,16 +354,21 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	var h *proxy.HTTPHandler
 	if ph != nil {
 		h, err = proxy.NewHTTPHandler(p, &proxy.HTTPOptions{
-			Token:           ph.token,
-			NoAuth:          ph.token == "",
-			ListenHost:      ph.host,
-			AllowOrigins:    c.allowOrigins,
-			MetricsOnly:     ph.metricsOnly,
-			Metrics:         metrics,
-			Servers:         sess.Status,
-			ShutdownTimeout: c.shutdownTimeout,
-			MaxMessageBytes: c.maxMessage,
-			Logger:          logger,
+			Token:             ph.token,
+			NoAuth:            ph.token == "",
+			ListenHost:        ph.host,
+			AllowOrigins:      c.allowOrigins,
+			AllowedHosts:      c.allowedHosts,
+			ReadHeaderTimeout: c.headerTimeout,
+			BodyTimeout:       c.bodyTimeout,
+			MaxConnections:    c.maxConns,
+			MaxSessions:       c.maxSessions,
+			MetricsOnly:       ph.metricsOnly,
+			Metrics:           metrics,
+			Servers:           sess.Status,
+			ShutdownTimeout:   c.shutdownTimeout,
+			MaxMessageBytes:   c.maxMessage,
+			Logger:            logger,
 		})
 		if err != nil {
 			return usage("%v", err)

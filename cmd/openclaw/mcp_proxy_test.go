@@ -971,6 +971,33 @@ func TestMCPProxyStdioNodeAndInspector(t *testing.T) {
 	})
 }
 
+// TestCheckProxyFlagsLimits: HTTP timeouts and caps that are not positive
+// are usage errors naming the flag.
+func TestCheckProxyFlagsLimits(t *testing.T) {
+	t.Parallel()
+	ok := proxyConfig{upstreamProto: defaultUpstreamProtocol, shutdownTimeout: time.Second, maxMessage: 1,
+		headerTimeout: time.Second, bodyTimeout: time.Second, maxConns: 1, maxSessions: 1}
+	for _, tc := range []struct {
+		name string
+		edit func(*proxyConfig)
+		want string
+	}{
+		{"header timeout", func(c *proxyConfig) { c.headerTimeout = 0 }, "--read-header-timeout 0s: want a positive duration"},
+		{"body timeout", func(c *proxyConfig) { c.bodyTimeout = -time.Second }, "--body-timeout -1s: want a positive duration"},
+		{"connections", func(c *proxyConfig) { c.maxConns = 0 }, "--max-connections 0: want a positive number"},
+		{"sessions", func(c *proxyConfig) { c.maxSessions = -1 }, "--max-sessions -1: want a positive number"},
+	} {
+		c := ok
+		tc.edit(&c)
+		if err := checkProxyFlags(&c); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	if err := checkProxyFlags(&ok); err != nil {
+		t.Fatalf("valid limits refused: %v", err)
+	}
+}
+
 // TestCheckProxyFlags: an unknown MCP revision, a shutdown timeout that
 // is not positive and a message cap that is not a positive size are usage
 // errors naming what is wanted.
@@ -996,7 +1023,8 @@ func TestCheckProxyFlags(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c := &proxyConfig{upstreamProto: tc.proto, shutdownTimeout: tc.timeout, maxMessage: tc.max}
+			c := &proxyConfig{upstreamProto: tc.proto, shutdownTimeout: tc.timeout, maxMessage: tc.max,
+				headerTimeout: time.Second, bodyTimeout: time.Second, maxConns: 1, maxSessions: 1}
 			if tc.name == "negative connect wait" {
 				c.connectWait = -time.Second
 			}

@@ -1,0 +1,120 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/transport"
+)
+
+const (
+	slowCallBody = `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"up__slow","arguments":{}}}`
+	cancel5Body  = `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5,"reason":"user pressed stop"}}`
+)
+
+// TestCancelledRequestGetsNoAnswerHTTP: a request the client cancels is
+// not answered on its POST stream, which still ends.
+func TestCancelledRequestGetsNoAnswerHTTP(t *testing.T) {
+	t.Parallel()
+	f := newHTTPFixture(t, HTTPOptions{NoAuth: true})
+	post := func(sid, body string) *http.Response {
+		req, _ := http.NewRequest("POST", f.url+PathMCP, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+			req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	drain := func(res *http.Response) string {
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return string(b)
+	}
+	res := post("", initBody)
+	sid := res.Header.Get("Mcp-Session-Id")
+	drain(res)
+	drain(post(sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	answer := make(chan string, 1)
+	go func() { answer <- drain(post(sid, slowCallBody)) }() // headers come with the first event
+	<-f.slowStarted
+	if res := post(sid, cancel5Body); res.StatusCode != http.StatusAccepted {
+		t.Fatalf("cancel: %d %s", res.StatusCode, drain(res))
+	} else {
+		drain(res)
+	}
+	if got := <-answer; strings.Contains(got, `"id":5`) {
+		t.Fatalf("the cancelled request was answered: %s", got)
+	}
+}
+
+// TestCancelledRequestGetsNoAnswerStdio: the same over stdio.
+func TestCancelledRequestGetsNoAnswerStdio(t *testing.T) {
+	t.Parallel()
+	f := newHTTPFixture(t, HTTPOptions{NoAuth: true})
+	var once sync.Once
+	returned := make(chan struct{})
+	f.p.Server().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if method == "tools/call" {
+				once.Do(func() { close(returned) }) // go-sdk writes the answer next
+			}
+			return res, err
+		}
+	})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	tr := transport.NewServeStdioTransport(inR, outW, &transport.ServeStdioOptions{Logger: discard()})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = f.p.Server().Run(context.Background(), tr)
+	}()
+	t.Cleanup(func() {
+		_ = inW.Close()
+		_ = outR.Close()
+		<-done
+	})
+	lines := make(chan string, 64) // stdout is a pipe: read it as it comes
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(outR)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	send := func(s string) {
+		if _, err := io.WriteString(inW, s+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(initBody)
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(slowCallBody)
+	<-f.slowStarted
+	send(cancel5Body)
+	<-returned
+	send(`{"jsonrpc":"2.0","id":77,"method":"ping"}`)
+	for line := range lines {
+		if strings.Contains(line, `"id":5`) {
+			t.Fatalf("the cancelled request was answered: %s", line)
+		}
+		if strings.Contains(line, `"id":77`) {
+			return
+		}
+	}
+	t.Fatal("stdout ended before the ping was answered")
+}

@@ -1,0 +1,215 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/runtime"
+	"github.com/openclaw-go/openclaw/transport"
+)
+
+// chattyN is how many log lines (and progress steps) the chatty tool
+// writes before its answer.
+const chattyN = 1000
+
+// chattyUpstream is a server whose tool "chatty" logs chattyN lines and
+// sends chattyN progress steps (when asked), interleaved, then answers.
+func chattyUpstream(t *testing.T) runtime.Server {
+	t.Helper()
+	up := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, &mcp.ServerOptions{SupportedProtocolVersions: legacy})
+	up.AddTool(&mcp.Tool{Name: "chatty", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		tok := req.Params.GetProgressToken()
+		for i := 1; i <= chattyN; i++ {
+			if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: i}); err != nil {
+				return nil, err
+			}
+			if tok != nil {
+				if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: chattyN}); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return text("done"), nil
+	})
+	ct, st := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = up.Run(ctx, st)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return runtime.Server{Name: "up", Transport: ct}
+}
+
+// checkOrder reads the JSON-RPC messages of msgs (in the order the client
+// received them) up to the answer of call id 9, and fails unless every log
+// line and progress step came before it, in order.
+func checkOrder(t *testing.T, next func() (string, bool)) {
+	t.Helper()
+	logs, steps := 0, 0
+	for {
+		raw, ok := next()
+		if !ok {
+			t.Fatalf("stream ended before the answer; %d log lines and %d progress steps seen", logs, steps)
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Data     json.RawMessage `json:"data"`
+				Progress float64         `json:"progress"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal([]byte(raw), &m); err != nil {
+			t.Fatalf("not JSON-RPC: %q", raw)
+		}
+		switch {
+		case m.Method == "notifications/message":
+			logs++
+			if string(m.Params.Data) != fmt.Sprint(logs) {
+				t.Fatalf("log line %d carries %s: out of order", logs, m.Params.Data)
+			}
+		case m.Method == "notifications/progress":
+			steps++
+			if m.Params.Progress != float64(steps) {
+				t.Fatalf("progress step %d is %v: out of order", steps, m.Params.Progress)
+			}
+		case string(m.ID) == "9":
+			if logs != chattyN || steps != chattyN {
+				t.Fatalf("the answer came after %d of %d log lines and %d of %d progress steps", logs, chattyN, steps, chattyN)
+			}
+			return
+		}
+	}
+}
+
+const (
+	setLevelBody = `{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"debug"}}`
+	chattyBody   = `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"up__chatty","arguments":{},"_meta":{"progressToken":"p1"}}}`
+)
+
+// TestNotificationsBeforeTheAnswerHTTP: a tool's log lines and progress
+// all reach the POST stream of its call, in order, before its answer.
+func TestNotificationsBeforeTheAnswerHTTP(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, []runtime.Server{chattyUpstream(t)}, allowAll{}, "")
+	h, err := NewHTTPHandler(s.p, &HTTPOptions{NoAuth: true, Logger: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	post := func(sid, body string) *http.Response {
+		req, _ := http.NewRequest("POST", srv.URL+PathMCP, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	res := post("", initBody)
+	sid := res.Header.Get("Mcp-Session-Id")
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	for _, b := range []string{`{"jsonrpc":"2.0","method":"notifications/initialized"}`, setLevelBody} {
+		res := post(sid, b)
+		_, _ = io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+	}
+	for range 3 {
+		res = post(sid, chattyBody)
+		sc := bufio.NewScanner(res.Body)
+		sc.Buffer(nil, 1<<20)
+		checkOrder(t, func() (string, bool) {
+			for sc.Scan() {
+				if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+					return data, true
+				}
+			}
+			return "", false
+		})
+		res.Body.Close()
+	}
+	if logs, progress := s.p.NotificationsDropped(); logs != 0 || progress != 0 {
+		t.Fatalf("dropped %d log lines and %d progress steps", logs, progress)
+	}
+}
+
+// TestNotificationsBeforeTheAnswerStdio: the same on the stdio surface.
+func TestNotificationsBeforeTheAnswerStdio(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, []runtime.Server{chattyUpstream(t)}, allowAll{}, "")
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	tr := transport.NewServeStdioTransport(inR, outW, &transport.ServeStdioOptions{Logger: discard()})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = s.p.Server().Run(ctx, tr)
+	}()
+	t.Cleanup(func() {
+		_ = inW.Close()
+		cancel()
+		_ = outR.Close()
+		<-done
+	})
+	lines := bufio.NewScanner(outR)
+	lines.Buffer(nil, 1<<20)
+	next := func() (string, bool) {
+		if lines.Scan() {
+			return lines.Text(), true
+		}
+		return "", false
+	}
+	for _, b := range []string{initBody, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, setLevelBody} {
+		if _, err := io.WriteString(inW, b+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The level is set upstream once logging/setLevel is answered.
+	for {
+		line, ok := next()
+		if !ok {
+			t.Fatal("stdout ended before logging/setLevel was answered")
+		}
+		if strings.HasPrefix(line, `{"jsonrpc":"2.0","id":2,`) {
+			break
+		}
+	}
+	for range 3 {
+		if _, err := io.WriteString(inW, chattyBody+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		checkOrder(t, next)
+	}
+}
+
+// allowAll allows every call.
+type allowAll struct{}
+
+func (allowAll) Name() string { return "allow" }
+
+func (allowAll) BeforeToolCall(context.Context, *policies.ToolCall) (policies.Verdict, error) {
+	return policies.Verdict{Decision: policies.Allow}, nil
+}

@@ -1,0 +1,194 @@
+package runtime
+
+// notifications/cancelled, sent as the call ends and flushed before close.
+//
+// go-sdk retires a call whose context ends and sends its
+// notifications/cancelled from a goroutine of its own (mcp/transport.go
+// call): a process that exits, or a session that closes, right after the
+// call returned loses it, and the server goes on working for nobody.
+// cancelConn writes the notice itself, from the call's context's
+// context.AfterFunc, straight to the transport; Close first writes the
+// notices still due and waits for those being written. Whichever of
+// go-sdk's notice and its own comes first is written; the other is dropped,
+// so the server sees one per call.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/transport"
+)
+
+// cancelNoticeTimeout bounds the writing of one notifications/cancelled,
+// and Close's wait for those being written.
+const cancelNoticeTimeout = 2 * time.Second
+
+// withCancelNotices wraps t so that a call whose context ends sends its
+// notifications/cancelled at once and before the connection closes (see
+// cancelConn). nil stays nil.
+func withCancelNotices(t mcp.Transport) mcp.Transport {
+	if t == nil {
+		return nil
+	}
+	return &cancelTransport{inner: t}
+}
+
+type cancelTransport struct{ inner mcp.Transport }
+
+// Connect connects the wrapped transport and wraps its connection.
+func (t *cancelTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &cancelConn{Connection: c, calls: map[jsonrpc.ID]*outCall{}, noticed: map[jsonrpc.ID]bool{}}, nil
+}
+
+// outCall is a call written and not yet answered.
+type outCall struct {
+	ctx  context.Context
+	stop func() bool // stops the AfterFunc
+}
+
+type cancelConn struct {
+	mcp.Connection
+
+	mu      sync.Mutex
+	calls   map[jsonrpc.ID]*outCall
+	noticed map[jsonrpc.ID]bool // a notice was written: the second one is dropped
+	writing sync.WaitGroup      // notices being written
+}
+
+// Write notes each call before writing it, and lets one
+// notifications/cancelled per call through.
+func (c *cancelConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	req, ok := msg.(*jsonrpc.Request)
+	switch {
+	case ok && req.IsCall():
+		id := req.ID
+		oc := &outCall{ctx: ctx}
+		c.mu.Lock()
+		c.calls[id] = oc
+		oc.stop = context.AfterFunc(ctx, func() { c.notice(id, ctx) })
+		c.mu.Unlock()
+		err := c.Connection.Write(ctx, msg)
+		if err != nil {
+			c.settled(id) // never sent: nothing to cancel
+		}
+		return err
+	case ok && req.Method == "notifications/cancelled":
+		id, ok := transport.CancelledID(req)
+		if !ok {
+			break
+		}
+		c.mu.Lock()
+		if c.noticed[id] {
+			delete(c.noticed, id)
+			c.mu.Unlock()
+			return nil // ours went first
+		}
+		if oc, ok := c.calls[id]; ok {
+			oc.stop()
+			delete(c.calls, id)
+		}
+		c.noticed[id] = true
+		c.writing.Add(1)
+		c.mu.Unlock()
+		defer c.writing.Done()
+	}
+	return c.Connection.Write(ctx, msg)
+}
+
+// Read forgets the calls that were answered.
+func (c *cancelConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	m, err := c.Connection.Read(ctx)
+	if resp, ok := m.(*jsonrpc.Response); ok && err == nil {
+		c.settled(resp.ID)
+	}
+	return m, err
+}
+
+// settled forgets call id: answered, or never sent.
+func (c *cancelConn) settled(id jsonrpc.ID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if oc, ok := c.calls[id]; ok {
+		oc.stop()
+		delete(c.calls, id)
+	}
+}
+
+// notice writes call id's notifications/cancelled, unless it was answered
+// or noticed already; ctx is the call's (ended) context.
+func (c *cancelConn) notice(id jsonrpc.ID, ctx context.Context) {
+	c.mu.Lock()
+	if _, ok := c.calls[id]; !ok || c.noticed[id] {
+		c.mu.Unlock()
+		return
+	}
+	delete(c.calls, id)
+	c.noticed[id] = true
+	c.writing.Add(1)
+	c.mu.Unlock()
+	defer c.writing.Done()
+	reason := cancelReason(ctx)
+	params, _ := json.Marshal(&mcp.CancelledParams{RequestID: id.Raw(), Reason: reason})
+	wctx, stop := context.WithTimeout(context.Background(), cancelNoticeTimeout)
+	defer stop()
+	_ = c.Connection.Write(wctx, &jsonrpc.Request{Method: "notifications/cancelled", Params: params})
+}
+
+// Close writes the notices of calls whose context has ended (their
+// AfterFunc may not have run yet), waits for the notices being written
+// (within cancelNoticeTimeout), then closes the connection.
+func (c *cancelConn) Close() error {
+	c.mu.Lock()
+	var due []jsonrpc.ID
+	var ctxs []context.Context
+	for id, oc := range c.calls {
+		if oc.ctx.Err() != nil {
+			due, ctxs = append(due, id), append(ctxs, oc.ctx)
+		}
+	}
+	c.mu.Unlock()
+	for i, id := range due {
+		c.notice(id, ctxs[i])
+	}
+	waitNotices(&c.writing)
+	return c.Connection.Close()
+}
+
+// cancelReason is the reason a notifications/cancelled gives for the call
+// whose context ctx ended.
+func cancelReason(ctx context.Context) string {
+	err := context.Cause(ctx)
+	switch {
+	case err == nil:
+		return "request cancelled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "request timed out"
+	}
+	return err.Error()
+}
+
+// waitNotices waits for the notices being written, at most
+// cancelNoticeTimeout.
+func waitNotices(writing *sync.WaitGroup) {
+	done := make(chan struct{})
+	go func() {
+		writing.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(cancelNoticeTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
