@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 logging is deprecated by SEP-2577 but still served during its deprecation window: the test relays a server's log lines on purpose
+
 package proxy
 
 import (

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -31,7 +30,6 @@ func (g *slowStart) Connect(ctx context.Context) (mcp.Connection, error) {
 type slowStartConn struct {
 	mcp.Connection
 	open chan struct{}
-	once sync.Once
 }
 
 func (g *slowStartConn) Read(ctx context.Context) (jsonrpc.Message, error) {
