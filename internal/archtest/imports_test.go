@@ -75,20 +75,30 @@ func TestImportRules(t *testing.T) {
 		{"gateway/protocol", true, func(d string) bool { return !leafOK(d) }, "the protocol vocabulary is a stdlib-only leaf"},
 		{"config", false, func(d string) bool { return strings.HasPrefix(d, module+"/") && !leafOK(d) }, "config is a leaf: of the module it imports only the stdlib-only internal leaves"},
 		{"wasmhost", false, func(d string) bool {
-			return strings.Contains(d, "modelcontextprotocol") || strings.HasPrefix(d, module+"/policies")
-		}, "wasmhost is MCP- and policy-unaware"},
+			return !isStd(d) && !strings.HasPrefix(d, "github.com/tetratelabs/wazero") && !strings.HasPrefix(d, "golang.org/x/sys/") &&
+				d != module+"/wasmhost/wasmbin"
+		}, "wasmhost is MCP- and policy-unaware: it imports only the standard library, golang.org/x/sys, wazero and wasmhost/wasmbin"},
 		{"bridge", false, func(d string) bool { return strings.HasPrefix(d, module+"/wasmhost") || strings.Contains(d, "wazero") }, "surfaces depend on the policy contract, not the Wasm host"},
 		{"bridge/gwclient", false, func(d string) bool { return d == module+"/bridge" }, "the Gateway client must not import the bridge"},
 		{"bridge/gwclient", false, func(d string) bool {
 			return d == module+"/transport" || strings.Contains(d, "modelcontextprotocol") || strings.HasPrefix(d, "golang.org/x/oauth2")
 		}, "the Gateway client speaks WebSocket, not MCP: it needs neither transport nor go-sdk"},
-		{"runtime", false, func(d string) bool { return strings.HasPrefix(d, module+"/wasmhost") || strings.Contains(d, "wazero") }, "surfaces depend on the policy contract, not the Wasm host"},
+		{"runtime", false, func(d string) bool {
+			if strings.Contains(d, "wazero") {
+				return true
+			}
+			switch d {
+			case module + "/transport", module + "/policies", module + "/config":
+				return false
+			}
+			return strings.HasPrefix(d, module+"/") && !leafOK(d)
+		}, "the embedded runtime imports, of this module, only transport, the policy contract (not its sub-packages), config and the stdlib-only leaves; never the Wasm host"},
 		{"proxy", false, func(d string) bool {
 			return strings.HasPrefix(d, module+"/wasmhost") || strings.HasPrefix(d, module+"/policies/engine") || strings.Contains(d, "wazero")
 		}, "the proxy is a surface: it is handed the policy interfaces, never the engine or the Wasm host"},
 		{"transport", false, func(d string) bool {
-			return strings.HasPrefix(d, module+"/policies") || strings.HasPrefix(d, module+"/wasmhost")
-		}, "transports are policy-unaware"},
+			return strings.HasPrefix(d, module+"/") && d != module+"/config" && !leafOK(d)
+		}, "transports are policy-unaware: of this module they import only config and the stdlib-only leaves"},
 	}...)
 	checked := 0
 	for _, r := range rules {
