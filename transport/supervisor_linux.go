@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/openclaw-go/openclaw/internal/procfs"
 )
 
 // The supervisor is this executable run again with supervisorEnv set: the
@@ -241,56 +243,7 @@ func runSupervisor(argv []string) int {
 // subreaper), so they are found as well.
 func signalDescendants(sig syscall.Signal) {
 	self := os.Getpid()
-	for _, pid := range descendants(self) {
+	for _, pid := range procfs.Descendants(self) {
 		_ = syscall.Kill(pid, sig)
 	}
-}
-
-// descendants lists the processes whose ancestry reaches root.
-func descendants(root int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	children := map[int][]int{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if ppid, ok := parentOf(pid); ok {
-			children[ppid] = append(children[ppid], pid)
-		}
-	}
-	var out []int
-	queue := []int{root}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, c := range children[p] {
-			out = append(out, c)
-			queue = append(queue, c)
-		}
-	}
-	return out
-}
-
-// parentOf reads the parent PID from /proc/<pid>/stat (field 4, after the
-// parenthesized command name, which may itself contain spaces or ')').
-func parentOf(pid int) (int, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 2 {
-		return 0, false
-	}
-	ppid, err := strconv.Atoi(f[1])
-	return ppid, err == nil
 }

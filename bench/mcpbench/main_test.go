@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/internal/procfs"
 )
 
 // envStdioServer makes the test binary an MCP server on stdio (see TestMain),
@@ -331,7 +333,7 @@ func TestSampleRSS(t *testing.T) {
 	// Wait until the inner sh has started sleep.
 	root := cmd.Process.Pid
 	deadline := time.Now().Add(30 * time.Second) // a hang guard, not a timing assertion
-	for len(descendants(root)) < 2 {
+	for len(procfs.Descendants(root)) < 2 {
 		if time.Now().After(deadline) {
 			t.Fatal("sh never started sh and sleep")
 		}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/openclaw-go/openclaw/internal/procfs"
 )
 
 // rssReport is the memory of one process and of its descendants while a
@@ -52,7 +54,7 @@ func sampleRSS(ctx context.Context, pid int, interval time.Duration) rssReport {
 			return rep
 		}
 		var kids int64
-		desc := descendants(pid)
+		desc := procfs.Descendants(pid)
 		for _, c := range desc {
 			if rss, _, err := procStatusKiB(c); err == nil {
 				kids += rss
@@ -103,55 +105,6 @@ func procStatusKiB(pid int) (rss, hwm int64, err error) {
 		return 0, 0, fmt.Errorf("no VmRSS (process exited?)")
 	}
 	return rss, hwm, nil
-}
-
-// descendants lists every live process below pid (children, their children,
-// …), found through the parent field of /proc/*/stat.
-func descendants(pid int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	children := map[int][]int{}
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if pp, ok := parentPID(p); ok {
-			children[pp] = append(children[pp], p)
-		}
-	}
-	var out []int
-	queue := []int{pid}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, c := range children[p] {
-			out = append(out, c)
-			queue = append(queue, c)
-		}
-	}
-	return out
-}
-
-// parentPID reads the parent of pid from /proc/PID/stat; the command name in
-// that line may hold spaces and parentheses, so it is skipped up to its last ')'.
-func parentPID(pid int) (int, bool) {
-	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0, false
-	}
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return 0, false
-	}
-	fields := strings.Fields(string(data[i+1:]))
-	if len(fields) < 2 {
-		return 0, false
-	}
-	pp, err := strconv.Atoi(fields[1])
-	return pp, err == nil
 }
 
 // mib converts KiB to MiB with one decimal.
