@@ -65,13 +65,14 @@ func currentBuild() buildFacts {
 			f.Date = time.Unix(sec, 0).UTC().Format(time.RFC3339)
 		}
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
+	if bi, ok := debug.ReadBuildInfo(); ok && commit == "" {
+		// The go command's own record of the tree it built, used only when
+		// the build stamped no commit: a stamped commit's tree is not the
+		// one the go command saw.
 		for _, s := range bi.Settings {
 			switch s.Key {
 			case "vcs.revision":
-				if f.Commit == "" {
-					f.Commit = s.Value
-				}
+				f.Commit = s.Value
 			case "vcs.time":
 				if f.Date == "" {
 					f.Date = s.Value
