@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -62,5 +63,23 @@ func TestCompletion(t *testing.T) {
 		if got := strings.Join(cands, " "); got != tc.want || directive != tc.directive {
 			t.Errorf("complete %q: %q %s, want %q %s", tc.args, got, directive, tc.want, tc.directive)
 		}
+	}
+}
+
+// Installed as openclaw-go (beside OpenClaw's own openclaw, as the README
+// suggests), the completion script completes openclaw-go.
+func TestCompletionUnderInstalledName(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "openclaw-go")
+	if err := os.Rename(buildOpenclaw(t, dir), bin); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "completion", "bash").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "complete -o default -F __start_openclaw-go openclaw-go") {
+		t.Errorf("the bash completion of openclaw-go does not complete openclaw-go:\n%.2000s", out)
 	}
 }

@@ -28,7 +28,7 @@ import (
 // Sentences of ours where OpenClaw prints a hint or a note (the captured
 // transcripts show them as "[hint omitted]" and "[scope note line omitted]").
 const (
-	hintAddServer   = `Add one with: openclaw mcp set <name> '{"command":"npx","args":["-y","<package>"]}'`
+	hintAddServer   = `Add one with: openclaw mcp add <name> --command npx --arg -y --arg <package>`
 	hintListServers = "See the configured servers with: openclaw mcp list"
 	hintDoctorAdd   = "Add one with: openclaw mcp set <name> '<json>'"
 	scopeNote       = "Note: only the OpenClaw-managed mcp.servers entries are listed; servers from config/mcporter.json are not."

@@ -277,8 +277,8 @@ could not be named or openclaw.json is invalid.`,
 			}
 			if utility > 0 {
 				// `mcp proxy` lists fewer tools: say why.
-				fmt.Fprintf(out, "\n%d of these are utility tools (UPSTREAM resources_list, resources_read, prompts_list, prompts_get) that give an agent without MCP resources and prompts access to them, as OpenClaw does; openclaw mcp proxy serves resources and prompts themselves instead, so it lists %d tools.\n",
-					utility, len(tools)-utility)
+				fmt.Fprintf(out, "\n%d of these are utility tools (UPSTREAM resources_list, resources_read, prompts_list, prompts_get) that give an agent without MCP resources and prompts access to them, as OpenClaw does; openclaw mcp proxy serves resources and prompts themselves instead and does not list them.\n",
+					utility)
 			}
 			return nil
 		},

@@ -362,7 +362,7 @@ func TestMCPToolsAndCall(t *testing.T) {
 				name:    "utility tools are said to be what the proxy does not list",
 				servers: map[string]any{"everything": ev},
 				args:    []string{"mcp", "tools"},
-				stdout:  []string{"everything__resources_read", "4 of these are utility tools (UPSTREAM resources_list, resources_read, prompts_list, prompts_get)", "openclaw mcp proxy serves resources and prompts themselves instead, so it lists"},
+				stdout:  []string{"everything__resources_read", "4 of these are utility tools (UPSTREAM resources_list, resources_read, prompts_list, prompts_get)", "openclaw mcp proxy serves resources and prompts themselves instead and does not list them"},
 			},
 			runtimeCase{
 				name:    "server-everything echo",

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -9,7 +11,7 @@ import (
 
 func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "openclaw",
+		Use:           commandName(),
 		Short:         "OpenClaw's MCP bridge in Go, with every security decision in a Wasm policy module",
 		Version:       version,
 		SilenceUsage:  true,
@@ -72,4 +74,15 @@ func unknownSubcommand(cmd *cobra.Command, args []string) error {
 		}
 	}
 	return &exitError{code: 1, err: fmt.Errorf("%s", strings.TrimSuffix(b.String(), "\n"))}
+}
+
+// commandName is the root command's name: "openclaw", or "openclaw-go"
+// when the binary is installed under that name (as the README suggests
+// beside OpenClaw's own), so that shell completion scripts and help name
+// the command the user types.
+func commandName() string {
+	if strings.TrimSuffix(filepath.Base(os.Args[0]), ".exe") == "openclaw-go" {
+		return "openclaw-go"
+	}
+	return "openclaw"
 }

@@ -270,9 +270,23 @@ func decodeInput(input json.RawMessage, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(input))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("input is not a %T: %w", v, err)
+		// The hook's input shape is docs/policy-abi.md's, not a Go type.
+		return fmt.Errorf("input is not a %s input (docs/policy-abi.md §6): %w", hookOfInput(v), err)
 	}
 	return nil
+}
+
+// hookOfInput names the hook whose input type v is.
+func hookOfInput(v any) string {
+	switch v.(type) {
+	case *policies.ToolCall:
+		return string(policies.HookBeforeToolCall)
+	case *policies.SanitizeRequest:
+		return string(policies.HookSanitizeToolNames)
+	case *policies.ApprovalRequest:
+		return string(policies.HookDecideApproval)
+	}
+	return "hook"
 }
 
 // jsonSubset reports whether want is contained in got: objects by member
