@@ -118,11 +118,11 @@ func serveMCPReload(ctx context.Context, dir, command, configPath string, logger
 	}
 	r.wg.Go(func() {
 		onSignal(wctx, func() {
+			// A reload that lands is logged by the runtime ("MCP servers
+			// reloaded"); a refused one only here.
 			summary, err := reload(wctx)
 			if err != nil {
 				logger.Warn("mcp.servers reload refused; the previous servers stay in use", "err", err)
-			} else {
-				logger.Info("mcp.servers reloaded", "changes", summary)
 			}
 			r.record(summary, err)
 		})
