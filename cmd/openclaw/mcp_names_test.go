@@ -76,27 +76,8 @@ func TestMCPProxyNamesStayOnReload(t *testing.T) {
 	cmd.Env = env
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
-	changed := make(chan struct{}, 8)
-	client := mcp.NewClient(&mcp.Implementation{Name: "names-test", Version: "1"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
-	})
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v\nstderr:\n%s", err, stderr.String())
-	}
-	defer cs.Close()
-	tools := func() []string {
-		t.Helper()
-		list, err := cs.ListTools(ctx, nil)
-		if err != nil {
-			t.Fatalf("tools/list: %v", err)
-		}
-		var names []string
-		for _, tl := range list.Tools {
-			names = append(names, tl.Name)
-		}
-		return names
-	}
+	pc := startStdioProxy(ctx, t, cmd, "names-test")
+	cs, changed, tools := pc.cs, pc.changed, pc.tools
 	old := "Acme_Enterprise_Data_Managemen__test_simple_text"
 	before := tools()
 	if !slices.Contains(before, old) {

@@ -39,32 +39,8 @@ func TestMCPProxySlowServerJoinsLater(t *testing.T) {
 	cmd.Env = append(os.Environ(), "OPENCLAW_HOME="+home, "OPENCLAW_STATE_DIR="+filepath.Join(dir, "state"))
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
-	changed := make(chan struct{}, 8)
-	client := mcp.NewClient(&mcp.Implementation{Name: "slow-test", Version: "1"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		},
-	})
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v\nstderr:\n%s", err, stderr.String())
-	}
-	defer cs.Close()
-	tools := func() []string {
-		t.Helper()
-		list, err := cs.ListTools(ctx, nil)
-		if err != nil {
-			t.Fatalf("tools/list: %v", err)
-		}
-		var names []string
-		for _, tl := range list.Tools {
-			names = append(names, tl.Name)
-		}
-		return names
-	}
+	pc := startStdioProxy(ctx, t, cmd, "slow-test")
+	cs, changed, tools := pc.cs, pc.changed, pc.tools
 	names := tools()
 	if !slices.Contains(names, "fast__test_simple_text") || slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, "slow__") }) {
 		t.Fatalf("tools while the slow server starts = %v, want the fast server's only", names)

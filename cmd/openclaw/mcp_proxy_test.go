@@ -755,27 +755,8 @@ func TestMCPProxyReload(t *testing.T) {
 	cmd.Env = env
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
-	changed := make(chan struct{}, 8)
-	client := mcp.NewClient(&mcp.Implementation{Name: "reload-test", Version: "1"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
-	})
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v\nstderr:\n%s", err, stderr.String())
-	}
-	defer cs.Close()
-	tools := func() []string {
-		t.Helper()
-		list, err := cs.ListTools(ctx, nil)
-		if err != nil {
-			t.Fatalf("tools/list: %v", err)
-		}
-		var names []string
-		for _, tl := range list.Tools {
-			names = append(names, tl.Name)
-		}
-		return names
-	}
+	pc := startStdioProxy(ctx, t, cmd, "reload-test")
+	cs, changed, tools := pc.cs, pc.changed, pc.tools
 	if names := tools(); !slices.Contains(names, "one__test_simple_text") {
 		t.Fatalf("tools before the reload = %v", names)
 	}
@@ -1319,4 +1300,53 @@ func TestMCPStatusShowsSkippedLines(t *testing.T) {
 	if out, err := st.Output(); err != nil || !strings.Contains(string(out), "- junky: stdio stdout-lines-skipped=300") {
 		t.Errorf("mcp status = %s (%v), want junky with stdout-lines-skipped=300", out, err)
 	}
+}
+
+// stdioProxy is a go-sdk client of `openclaw mcp proxy` run over stdio.
+type stdioProxy struct {
+	cs *mcp.ClientSession
+	// changed receives one value per notifications/tools/list_changed
+	// (capacity 8; more are dropped while nobody reads).
+	changed chan struct{}
+	// tools lists the exposed tool names.
+	tools func() []string
+}
+
+// startStdioProxy starts cmd (an `mcp proxy` over stdio, its stderr
+// already captured) and connects a go-sdk client named name; the session
+// closes with the test.
+func startStdioProxy(ctx context.Context, t *testing.T, cmd *exec.Cmd, name string) *stdioProxy {
+	t.Helper()
+	p := &stdioProxy{changed: make(chan struct{}, 8)}
+	client := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case p.changed <- struct{}{}:
+			default:
+			}
+		},
+	})
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		msg := ""
+		if b, ok := cmd.Stderr.(*lockedBuffer); ok {
+			msg = b.String()
+		}
+		t.Fatalf("connect: %v\nstderr:\n%s", err, msg)
+	}
+	t.Cleanup(func() { cs.Close() })
+	p.cs = cs
+	p.tools = func() []string {
+		t.Helper()
+		list, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatalf("tools/list: %v", err)
+		}
+		var names []string
+		for _, tl := range list.Tools {
+			names = append(names, tl.Name)
+		}
+		return names
+	}
+	return p
 }
