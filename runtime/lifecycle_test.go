@@ -108,9 +108,12 @@ func TestDeadStdioServerRestartsOnUse(t *testing.T) {
 			t.Fatalf("catalog after the kill = %v, want ok__ping without everything's tools", names)
 		}
 	}
+	// Why: the session's end, which the diagnostic words as the process's
+	// exit or as its closed stdout, whichever the transport saw first.
 	var ue *UnavailableError
+	var why *ServerError
 	if _, err := s.CallTool(ctx, "everything__echo", []byte(`{"message":"x"}`)); !errors.As(err, &ue) || ue.Server != "everything" ||
-		!strings.Contains(err.Error(), "exited") {
+		!errors.As(ue.Err, &why) || why.Op != "session" || !strings.Contains(err.Error(), "the connection ended") {
 		t.Errorf("call to the dead server's tool: %v, want an *UnavailableError naming everything and why", err)
 	}
 	if res, err := s.CallTool(ctx, "ok__ping", nil); err != nil || resultText(t, res) != "ping: {}" {
