@@ -507,7 +507,7 @@ func (c *stdioConn) endRead(err error) {
 			}
 			t.Stop()
 			err = &exitError{server: c.server, exit: c.exitErr, stderr: c.stderrTail()}
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(exitGrace):
 			err = fmt.Errorf("transport: server %q closed its stdout: %w", c.server, io.EOF)
 		}
 	} else {
@@ -516,6 +516,11 @@ func (c *stdioConn) endRead(err error) {
 	c.readErr = err
 	close(c.msgs)
 }
+
+// exitGrace is how long a server whose stdout ended may take to be seen
+// exiting before its read error says it closed its stdout (and keeps
+// running); a loaded machine can take over 100 ms to reap it.
+const exitGrace = time.Second
 
 // stderrTail is how many of a server's last stderr lines an exit error
 // quotes, each cut to stderrTailLine bytes.
