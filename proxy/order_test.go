@@ -43,18 +43,7 @@ func chattyUpstream(t *testing.T) runtime.Server {
 		}
 		return text("done"), nil
 	})
-	ct, st := mcp.NewInMemoryTransports()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = up.Run(ctx, st)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	return runtime.Server{Name: "up", Transport: ct}
+	return runtime.Server{Name: "up", Transport: inMemory(t, up)}
 }
 
 // checkOrder reads the JSON-RPC messages of msgs (in the order the client
