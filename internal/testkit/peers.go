@@ -39,6 +39,11 @@ const (
 	// Conformance is the official conformance suite's CLI
 	// (@modelcontextprotocol/conformance 0.1.16).
 	Conformance = "npm/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+	// ConformanceNext is the CLI of the conformance suite's 0.2 line
+	// (@modelcontextprotocol/conformance 0.2.0-alpha.12), which knows the
+	// MCP 2026-07-28 requirements (`--requirements 2026-07-28`). It is
+	// installed in its own npm project beside [NPM].
+	ConformanceNext = "conformance-next/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 	// GoEverythingServer is go-sdk's conformance everything-server (stdio
 	// by default).
 	GoEverythingServer = "bin/everything-server"
@@ -145,8 +150,20 @@ const InspectorCLI = "npm/node_modules/@modelcontextprotocol/inspector-cli/build
 // globSync that throws.
 func ConformanceArgs(t testing.TB) []string {
 	t.Helper()
+	return conformanceArgs(t, Conformance)
+}
+
+// ConformanceNextArgs is [ConformanceArgs] for the 0.2 line of the suite
+// ([ConformanceNext]).
+func ConformanceNextArgs(t testing.TB) []string {
+	t.Helper()
+	return conformanceArgs(t, ConformanceNext)
+}
+
+func conformanceArgs(t testing.TB, rel string) []string {
+	t.Helper()
 	node := Node(t)
-	cli := Peer(t, Conformance)
+	cli := Peer(t, rel)
 	out, err := exec.Command(node, "-p", "process.versions.node.split('.')[0]").Output()
 	if err != nil {
 		t.Fatalf("node -p: %v", err)

@@ -19,12 +19,15 @@ npm_pins=(
   supergateway@4.0.0
   mcp-proxy@6.7.19
 )
+# The 0.2 line of the conformance suite (MCP 2026-07-28 requirements) lives in its own npm project
+# beside the 0.1.16 one: same package name, and its own @modelcontextprotocol/sdk.
+conformance_next_pin=@modelcontextprotocol/conformance@0.2.0-alpha.12
 go_pins=(
   github.com/modelcontextprotocol/go-sdk/conformance/everything-server@v1.8.0
   github.com/modelcontextprotocol/go-sdk/conformance/everything-client@v1.8.0
 )
 stamp="$PEERS_DIR/.installed"
-want=$(printf '%s\n' "${npm_pins[@]}" "${go_pins[@]}")
+want=$(printf '%s\n' "${npm_pins[@]}" "$conformance_next_pin" "${go_pins[@]}")
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   echo "MCP peers already installed in $PEERS_DIR"
   exit 0
@@ -34,10 +37,13 @@ for tool in node npm go; do
 done
 
 echo "Installing the MCP peers into $PEERS_DIR (npm, then go install)"
-mkdir -p "$PEERS_DIR/npm" "$PEERS_DIR/bin"
+mkdir -p "$PEERS_DIR/npm" "$PEERS_DIR/conformance-next" "$PEERS_DIR/bin"
 cd "$PEERS_DIR/npm"
 [ -f package.json ] || npm init -y >/dev/null
 npm install --no-audit --no-fund --loglevel=error "${npm_pins[@]}"
+cd "$PEERS_DIR/conformance-next"
+[ -f package.json ] || npm init -y >/dev/null
+npm install --no-audit --no-fund --loglevel=error "$conformance_next_pin"
 # go-sdk's own conformance fixtures, built outside this module so its go.mod is untouched.
 cd "$PEERS_DIR"
 GOFLAGS=-mod=mod GOBIN="$PEERS_DIR/bin" go install "${go_pins[@]}"
