@@ -36,7 +36,7 @@ in_ns env OPENCLAW_DEVICE_IDENTITY="$OPENCLAW_DEVICE_IDENTITY" "$OCI" check \
   -approver "$OC_PEERS/approver.mjs" -identity "$OPENCLAW_DEVICE_IDENTITY" -gw-url "$GW_URL" | tee "$WORK/interop-checks.txt" || status=$?
 log "server stderr: $WORK/serve-under-test.stderr; stdio transcript: $WORK/serve-under-test.transcript.jsonl"
 
-# Failure behaviour (openclaw-protocol.md §10): initialize answered, Gateway tools unanswered,
+# Failure behaviour (docs/protocol-facts.md, Failure and shutdown): initialize answered, Gateway tools unanswered,
 # "MCP server failed to start: …" on stderr, exit 1.
 SERVE_BIN=${SERVE%% --url*}
 log "failure cases: refused connection, wrong token"

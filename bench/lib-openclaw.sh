@@ -1,6 +1,6 @@
 # Shared by bench/interop.sh and bench/serve-vs-openclaw.sh (source it from bash).
 # Brings up the real OpenClaw 2026.9.6 Gateway, seeded, inside a loopback-only network namespace,
-# following the recipe of reference/real-openclaw.md §3, and tears down only what it started.
+# following the recipe of the OpenClaw interop kit ($OC_PEERS), and tears down only what it started.
 # See docs/interop.md for the variables and the gotchas.
 
 set -euo pipefail

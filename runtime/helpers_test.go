@@ -62,7 +62,7 @@ func (f *fixedApproval) DecideApproval(_ context.Context, req *policies.Approval
 }
 
 // nativeNamer is a native double of the sanitize_tool_names hook: a
-// simplified form of OpenClaw's rules (§11.6), enough for the runtime's
+// simplified form of OpenClaw's rules (docs/tool-names.md §2), enough for the runtime's
 // tests and benchmarks (the real module is tested against OpenClaw's names in
 // policies/builtin).
 type nativeNamer struct{}

@@ -12,7 +12,7 @@ import (
 )
 
 // Measurement is one spawn-to-exit run of an `mcp serve` server, the figures
-// of DESIGN.md §6 and reference/real-openclaw.md §5.
+// of docs/protocol-facts.md, Measured baselines.
 type Measurement struct {
 	// Label names the server ("openclaw" or "ours").
 	Label string
@@ -186,11 +186,11 @@ func Summarize(runs []*Measurement) Summary {
 }
 
 // MB converts KiB to decimal megabytes (10^6 bytes), the unit of the RSS
-// target in DESIGN.md §6.
+// target.
 func MB(kib int64) float64 { return float64(kib) * 1024 / 1e6 }
 
 // Table renders the side-by-side Markdown table of real (OpenClaw) and ours,
-// with the ratio ours/OpenClaw and the DESIGN.md §6 targets. floor, when not
+// with the ratio ours/OpenClaw and the targets. floor, when not
 // empty, is the Gateway's own sessions.list round trip ([GatewayFloor]),
 // shown as the lower bound of any bridge's conversations_list.
 func Table(real, ours Summary, floor Sample) string {

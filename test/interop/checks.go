@@ -13,14 +13,14 @@ import (
 )
 
 // ToolNames are the tools of `openclaw mcp serve` 2026.9.6, in the order
-// its tools/list returns them (fixtures/openclaw/empty-gateway/tools-list.json).
+// its tools/list returns them (testdata/openclaw/empty-gateway/tools-list.json).
 var ToolNames = []string{
 	"conversations_list", "conversation_get", "messages_read", "attachments_fetch",
 	"events_poll", "events_wait", "messages_send", "permissions_list_open", "permissions_respond",
 }
 
 // Seeded conversations written by peers/openclaw-real/seed.mjs
-// (reference/real-openclaw.md §4).
+// (testdata/openclaw/README.md).
 const (
 	SeededMainKey    = "agent:main:main"
 	SeededTgKey      = "agent:main:tg-dm"
@@ -160,7 +160,7 @@ func (c *checker) toolsList() {
 }
 
 // toolCase is one call of one tool with what the real OpenClaw answers
-// against the seeded Gateway (fixtures/openclaw/seeded/, empty-gateway/).
+// against the seeded Gateway (testdata/openclaw/seeded/, empty-gateway/).
 type toolCase struct {
 	tool  string
 	args  map[string]any
@@ -626,7 +626,7 @@ func wantPrefix(r *mcp.CallToolResult, isError bool, prefix string) error {
 	return nil
 }
 
-// messageID is entry.id, else entry.__openclaw.id (openclaw-protocol.md §3).
+// messageID is entry.id, else entry.__openclaw.id (docs/protocol-facts.md, Gateway RPCs).
 func messageID(m json.RawMessage) string {
 	var v struct {
 		ID string `json:"id"`

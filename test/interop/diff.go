@@ -139,7 +139,7 @@ type Difference struct {
 // the key order of the JSON-RPC envelope itself ({"result","jsonrpc","id"}
 // as Node's SDK writes it, against go-sdk's {"jsonrpc","id","result"}), or
 // the text of a tool description (OpenClaw's are its own prose; only their
-// presence matters, reference/openclaw-protocol.md §6.3).
+// presence matters, docs/protocol-facts.md, mcp serve tools).
 func Cosmetic(d Difference) bool {
 	if d.Path == "{order}" {
 		return true

@@ -12,7 +12,7 @@ import (
 
 // Failcase is how a server behaved when its Gateway could not be used
 // (refused connection, wrong token), the scenario of
-// fixtures/openclaw/failcases/ and openclaw-protocol.md §10.
+// testdata/openclaw/failcases/ and docs/protocol-facts.md, Failure and shutdown.
 type Failcase struct {
 	// InitializeAnswered and ListAnswered say whether initialize and the
 	// conversations_list sent right after it got a response.

@@ -11,7 +11,7 @@ import (
 
 // GatewayFloor measures n sequential sessions.list round trips straight to
 // the Gateway at url, with the params `openclaw mcp serve` sends for a
-// conversations_list without arguments (openclaw-protocol.md §3): the part
+// conversations_list without arguments (docs/protocol-facts.md, Gateway RPCs): the part
 // of a conversations_list that no bridge can make faster. It connects with
 // our Gateway client (bridge/gwclient), signing with identity when not nil.
 func GatewayFloor(ctx context.Context, url, token string, identity *protocol.DeviceIdentity, n int) (Sample, error) {

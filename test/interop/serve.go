@@ -37,7 +37,7 @@ import (
 
 // DefaultProtocolVersion is the MCP revision the client requests unless
 // [ServeOptions.ProtocolVersion] says otherwise: the one the real
-// `openclaw mcp serve` 2026.9.6 answers (reference/openclaw-protocol.md §6.2).
+// `openclaw mcp serve` 2026.9.6 answers (docs/protocol-facts.md, mcp serve initialize).
 const DefaultProtocolVersion = "2025-06-18"
 
 // ServeOptions describes one `mcp serve` child process.
@@ -371,7 +371,7 @@ func trimNL(b []byte) []byte {
 
 // Ready waits until the server answers conversations_list with a success,
 // that is until its Gateway connection is up and subscribed (tools that need
-// the Gateway wait for that; openclaw-protocol.md §6.1), for at most timeout.
+// the Gateway wait for that; docs/protocol-facts.md, mcp serve lifecycle), for at most timeout.
 func Ready(ctx context.Context, s *Serve, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

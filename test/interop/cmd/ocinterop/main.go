@@ -483,7 +483,7 @@ func ignoredPaths(ds []interop.Difference) string {
 }
 
 // failcase checks how a server ends when its Gateway cannot be used
-// (openclaw-protocol.md §10): initialize answered, the conversations_list
+// (docs/protocol-facts.md, Failure and shutdown): initialize answered, the conversations_list
 // sent after it never answered, exit code -want-exit, stderr containing
 // -want-stderr. Prints one PASS/WARN/FAIL line; exit 1 on FAIL. An error
 // answer to the conversations_list is a WARN: OpenClaw leaves the call
