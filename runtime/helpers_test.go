@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/policies"
 )
 
@@ -163,18 +164,7 @@ func resultText(t *testing.T, res *mcp.CallToolResult) string {
 // in-process servers on a loaded machine); tests of a timeout set their own.
 func inProcess(t testing.TB, name string, srv *mcp.Server) Server {
 	t.Helper()
-	ct, st := mcp.NewInMemoryTransports()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Run(ctx, st)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	sv := Server{Name: name, Transport: ct}
+	sv := Server{Name: name, Transport: testkit.InMemory(t, srv)}
 	sv.Entry.RequestTimeoutMs = 30000
 	return sv
 }
