@@ -44,10 +44,10 @@ oc_install() {
   "$OC_PEERS/install.sh"
 }
 
-# oc_build_helper: the go-sdk driver (test/interop/cmd/ocinterop) into $WORK.
+# oc_build_helper: the go-sdk driver (internal/e2e/ocinterop) into $WORK.
 oc_build_helper() {
   log "building ocinterop"
-  (cd "$REPO" && go build -o "$WORK/ocinterop" ./test/interop/cmd/ocinterop)
+  (cd "$REPO" && go build -o "$WORK/ocinterop" ./internal/e2e/ocinterop)
   OCI="$WORK/ocinterop"
 }
 
