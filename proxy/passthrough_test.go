@@ -792,19 +792,7 @@ func TestPassthroughReloadRelaysPrompts(t *testing.T) {
 	two.AddResource(&mcp.Resource{URI: "mem://two", Name: "two"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "from two"}}}, nil
 	})
-	ct, stEnd := mcp.NewInMemoryTransports()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = two.Run(ctx, stEnd)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-
-	changes, err := st.sess.Reload(context.Background(), []runtime.Server{srv, {Name: "two", Transport: ct}})
+	changes, err := st.sess.Reload(context.Background(), []runtime.Server{srv, {Name: "two", Transport: testkit.InMemory(t, two)}})
 	if err != nil {
 		t.Fatal(err)
 	}
