@@ -4,7 +4,7 @@
 # use into $OC_DIR, default ~/.cache/openclaw-real). Steps:
 #   1. install OpenClaw if missing; namespace up; Gateway first boot; seed; Gateway up;
 #   2. bin/openclaw mcp serve --url ws://127.0.0.1:18789 --token … under a go-sdk client
-#      (test/interop/cmd/ocinterop check), with OPENCLAW_DEVICE_IDENTITY=<our key file>:
+#      (internal/e2e/ocinterop check), with OPENCLAW_DEVICE_IDENTITY=<our key file>:
 #      all 9 tools answer; the seeded conversations; events_wait woken by a chat.send made
 #      during the wait; approvals raised by approver.mjs with our key are listed and resolved;
 #      exit 0 after stdin EOF; a refused connection and a wrong token end in exit 1 with
@@ -36,7 +36,7 @@ in_ns env OPENCLAW_DEVICE_IDENTITY="$OPENCLAW_DEVICE_IDENTITY" "$OCI" check \
   -approver "$OC_PEERS/approver.mjs" -identity "$OPENCLAW_DEVICE_IDENTITY" -gw-url "$GW_URL" | tee "$WORK/interop-checks.txt" || status=$?
 log "server stderr: $WORK/serve-under-test.stderr; stdio transcript: $WORK/serve-under-test.transcript.jsonl"
 
-# Failure behaviour (openclaw-protocol.md §10): initialize answered, Gateway tools unanswered,
+# Failure behaviour (docs/protocol-facts.md, Failure and shutdown): initialize answered, Gateway tools unanswered,
 # "MCP server failed to start: …" on stderr, exit 1.
 SERVE_BIN=${SERVE%% --url*}
 log "failure cases: refused connection, wrong token"

@@ -1,6 +1,6 @@
 # Shared by bench/interop.sh and bench/serve-vs-openclaw.sh (source it from bash).
 # Brings up the real OpenClaw 2026.9.6 Gateway, seeded, inside a loopback-only network namespace,
-# following the recipe of reference/real-openclaw.md §3, and tears down only what it started.
+# following the recipe of the OpenClaw interop kit ($OC_PEERS), and tears down only what it started.
 # See docs/interop.md for the variables and the gotchas.
 
 set -euo pipefail
@@ -44,10 +44,10 @@ oc_install() {
   "$OC_PEERS/install.sh"
 }
 
-# oc_build_helper: the go-sdk driver (test/interop/cmd/ocinterop) into $WORK.
+# oc_build_helper: the go-sdk driver (internal/e2e/ocinterop) into $WORK.
 oc_build_helper() {
   log "building ocinterop"
-  (cd "$REPO" && go build -o "$WORK/ocinterop" ./test/interop/cmd/ocinterop)
+  (cd "$REPO" && go build -o "$WORK/ocinterop" ./internal/e2e/ocinterop)
   OCI="$WORK/ocinterop"
 }
 

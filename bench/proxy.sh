@@ -37,7 +37,7 @@ if [ "${1:-}" != --inner ]; then
   mkdir -p "$WORK"
   E=$PEERS_DIR/npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js
   for f in "$E" "$PEERS_DIR/npm/node_modules/.bin/supergateway" "$PEERS_DIR/npm/node_modules/.bin/mcp-proxy"; do
-    [ -e "$f" ] || { echo "PEERS_DIR=$PEERS_DIR: $f missing (see shared/reference/mcp-peers.md)" >&2; exit 2; }
+    [ -e "$f" ] || { echo "PEERS_DIR=$PEERS_DIR: $f missing (see test/peers/install.sh)" >&2; exit 2; }
   done
   command -v node >/dev/null || { echo "node is not on PATH" >&2; exit 2; }
   log "building mcpbench (working tree) and openclaw (git archive ${OURS_REV:-HEAD}) into $WORK"

@@ -5,7 +5,7 @@
 # events_poll calls (through go-sdk's client, and through a minimal raw JSON-RPC client in a
 # second spawn), exit latency after stdin EOF, and the Gateway's own sessions.list round trip
 # (the floor of any bridge's conversations_list). Prints a Markdown table with the ratios
-# ours / OpenClaw and the targets of DESIGN.md §6 (startup ≤ 1/100, RSS ≤ 30 MB, per-call
+# ours / OpenClaw and the targets (startup ≤ 1/100, RSS ≤ 30 MB, per-call
 # medians ≤ 1/3). By hand, outside CI: needs root and ~1 GB (see bench/interop.sh).
 # Env: N (50 calls per op per run), RUNS (3 per server, alternating which goes first),
 # OUT (Markdown report file, default $OC_DIR/run/serve-vs-openclaw.md), OURS_BIN, BUILD,

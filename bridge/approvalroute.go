@@ -26,7 +26,7 @@ type ApprovalDecider interface {
 
 // ApprovalRaiser raises a two-phase Gateway approval request on a Gateway
 // connection other than the bridge's own (the Gateway never shows a request
-// to the connection that raised it, openclaw-protocol.md §5) and returns
+// to the connection that raised it, docs/protocol-facts.md, Approval delivery) and returns
 // the final payload {"id","decision":<string|null>,…}. accepted receives
 // the interim {"status":"accepted","id",…} payload, if one comes. When ctx
 // ends, RaiseApproval returns ctx's error and the request may still be open
@@ -40,7 +40,7 @@ const (
 	// DefaultToolApprovalTTL is how long a human has to answer a tool
 	// approval when neither decide_approval (ttl_ms) nor the
 	// before_tool_call verdict (timeout_ms) says: the Gateway's own default
-	// for plugin approvals (openclaw-protocol.md §3).
+	// for plugin approvals (docs/protocol-facts.md, Gateway RPCs).
 	DefaultToolApprovalTTL = 2 * time.Minute
 	// ApprovalPluginID is the pluginId of the plugin approvals the bridge
 	// raises on the Gateway.

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Approval tracking constants (openclaw-protocol.md §8.4).
+// Approval tracking constants (docs/protocol-facts.md, Event queue).
 const (
 	// DefaultApprovalTTL is how long an approval without expiresAtMs stays
 	// open after the bridge saw it.
@@ -298,7 +298,7 @@ func (t *approvalTracker) close() {
 	}
 }
 
-// claudePermissions holds the pending Claude permission request ids (§9),
+// claudePermissions holds the pending Claude permission request ids (docs/protocol-facts.md, Claude channel mode),
 // each until its reply is delivered or ClaudePermissionTTL has passed.
 // Expiry is checked lazily on lookup, so no timer is needed.
 type claudePermissions struct {

@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// BenchmarkEvents measures the event queue (openclaw-protocol.md §8;
-// target ≥ 100k events/s, events_wait wake ≤ 1 ms, DESIGN §6).
+// BenchmarkEvents measures the event queue (docs/protocol-facts.md, Event queue;
+// target ≥ 100k events/s, events_wait wake ≤ 1 ms).
 //
 //	go test -run '^$' -bench BenchmarkEvents -benchmem ./bridge/
 func BenchmarkEvents(b *testing.B) {

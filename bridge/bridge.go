@@ -20,7 +20,7 @@ import (
 )
 
 // ChannelMode is the Claude channel mode of `--claude-channel-mode`
-// (openclaw-protocol.md §9).
+// (docs/protocol-facts.md, Claude channel mode).
 type ChannelMode string
 
 // The Claude channel modes. Auto and On behave identically: the initialize
@@ -144,7 +144,7 @@ type Bridge struct {
 // InitializeAnswered once its response has been written. `mcp serve` waits
 // on them before it stops writing on a fatal Gateway failure, so that, as
 // in OpenClaw, initialize is answered even when the Gateway turns out to be
-// unreachable (openclaw-protocol.md §10).
+// unreachable (docs/protocol-facts.md, Failure and shutdown).
 func (b *Bridge) InitializeRead() <-chan struct{} { return b.initRead }
 
 // InitializeAnswered: see [Bridge.InitializeRead].
@@ -335,7 +335,7 @@ func (b *Bridge) Close() error {
 
 // HandleGatewayEvent consumes one Gateway event frame: name is its "event"
 // field, payload its raw "payload". The bridge uses session.message and the
-// four *.approval.* events (openclaw-protocol.md §4) and ignores the rest.
+// four *.approval.* events (docs/protocol-facts.md, Gateway events) and ignores the rest.
 // The Gateway client calls it from its read loop, one event at a time; it
 // never blocks on the MCP client nor waits on the Gateway: an
 // *.approval.requested event is handed to a bounded worker that asks

@@ -15,7 +15,7 @@ import (
 )
 
 // bridgeTransport wraps the MCP server transport to reach what go-sdk
-// v1.8.0 has no API for (mcp-peers.md §4): it captures the connection so the
+// v1.8.0 has no API for (docs/protocol-facts.md, go-sdk v1.8.0): it captures the connection so the
 // bridge can write custom notifications (a jsonrpc.Request without ID), it
 // consumes the incoming notifications/claude/channel/permission_request, and
 // it rewrites tools/list results into OpenClaw's shape (fixed tool order,

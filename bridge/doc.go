@@ -90,5 +90,5 @@
 // [AuditGatewayPolicy]; a failed resolve is logged and audited, never
 // fatal.
 //
-// Reference: shared/reference/openclaw-protocol.md §3–§10.
+// Reference: docs/protocol-facts.md, from Gateway RPCs to Failure and shutdown.
 package bridge

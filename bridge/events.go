@@ -12,7 +12,7 @@ import (
 	"github.com/openclaw-go/openclaw/policies"
 )
 
-// Claude channel notification methods (openclaw-protocol.md §9).
+// Claude channel notification methods (docs/protocol-facts.md, Claude channel mode).
 const (
 	MethodClaudeChannel                  = "notifications/claude/channel"
 	MethodClaudePermission               = "notifications/claude/channel/permission"
@@ -21,7 +21,7 @@ const (
 )
 
 // sessionMessage is the part of a session.message payload the bridge reads
-// (§4.1, §8.2); the payload itself is kept whole as the event's raw.
+// (docs/protocol-facts.md, Gateway events and Event queue); the payload itself is kept whole as the event's raw.
 type sessionMessage struct {
 	SessionKey json.RawMessage `json:"sessionKey"`
 	Message    struct {
@@ -231,7 +231,7 @@ type claudePermissionRequest struct {
 
 // onClaudePermissionRequest records a permission request from the Claude
 // client and queues a claude_permission_request event. It is not gated by
-// the channel mode (§9).
+// the channel mode (docs/protocol-facts.md, Claude channel mode).
 func (b *Bridge) onClaudePermissionRequest(params json.RawMessage) error {
 	var p claudePermissionRequest
 	if err := json.Unmarshal(params, &p); err != nil {

@@ -9,7 +9,7 @@ import (
 )
 
 // QueueLimit is how many events the bridge keeps (OpenClaw's QUEUE_LIMIT,
-// openclaw-protocol.md §8.1): after a push the oldest are dropped until
+// docs/protocol-facts.md, Event queue): after a push the oldest are dropped until
 // QueueLimit remain.
 const QueueLimit = 1000
 
@@ -60,7 +60,7 @@ type waiter struct {
 	ch      chan waitResult // buffered 1; receives exactly one result
 }
 
-// eventQueue is the bridge-local event queue of §8: a ring of the last
+// eventQueue is the bridge-local event queue (docs/protocol-facts.md, Event queue): a ring of the last
 // QueueLimit events with monotonically increasing cursors starting at 1, and
 // the events_wait waiters, woken on every push. It is safe for concurrent use.
 type eventQueue struct {
@@ -124,7 +124,7 @@ func (q *eventQueue) push(sessionKey string, body []byte) int64 {
 }
 
 // poll returns up to limit events matching (after, session) in cursor
-// order, the next cursor and the gap (§8.3).
+// order, the next cursor and the gap (docs/protocol-facts.md, Event queue).
 func (q *eventQueue) poll(after int64, session string, limit int) ([]queuedEvent, int64, *gapInfo) {
 	q.mu.Lock()
 	defer q.mu.Unlock()

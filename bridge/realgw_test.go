@@ -44,7 +44,7 @@ func TestRealGatewayApprovalRoute(t *testing.T) {
 	if err != nil {
 		// The real Gateway checks the Origin of control UI connections;
 		// an operator.admin approval client of another device is the same
-		// case for the visibility rules (openclaw-protocol.md §5).
+		// case for the visibility rules (docs/protocol-facts.md, Approval delivery).
 		t.Logf("control-UI-shaped connection refused: %v", err)
 		ui, err = gatewaytest.Dial(tctx(t), url, &gatewaytest.DialOptions{Token: gw.Token, Device: newIdentity(t),
 			DisplayName: "admin-viewer", Caps: []string{"approvals"},

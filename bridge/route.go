@@ -7,7 +7,7 @@ import (
 )
 
 // Conversation is a Gateway session that has a reply route: the object the
-// conversation tools return (openclaw-protocol.md §7). Optional fields are
+// conversation tools return (docs/protocol-facts.md, Conversation routes). Optional fields are
 // empty when absent; ThreadID is the raw JSON value (a string or a number,
 // never converted) and UpdatedAt the raw number, nil meaning null.
 type Conversation struct {
@@ -55,7 +55,7 @@ func (c *Conversation) appendJSON(buf []byte) []byte {
 }
 
 // sessionRow holds the fields of a Gateway session row the bridge reads
-// (§3 "Session row fields"); every other field of the row is ignored.
+// (docs/protocol-facts.md, Gateway RPCs, session row fields); every other field of the row is ignored.
 type sessionRow struct {
 	Key             json.RawMessage `json:"key"`
 	DeliveryContext struct {
@@ -187,7 +187,7 @@ func scanFields(raw []byte, keys []string, set func(i int, v []byte) bool) bool 
 	return ok && err == nil
 }
 
-// conversationFromRow resolves a row's route as OpenClaw does (§7 intro).
+// conversationFromRow resolves a row's route as OpenClaw does (docs/protocol-facts.md, Conversation routes).
 // It reports false for a row without both a channel and a recipient, which
 // is not a conversation.
 func conversationFromRow(raw json.RawMessage) (*Conversation, bool) {

@@ -16,7 +16,7 @@ import (
 	"github.com/openclaw-go/openclaw/policies"
 )
 
-// Tool names, in the order tools/list returns them (openclaw-protocol.md §7).
+// Tool names, in the order tools/list returns them (docs/protocol-facts.md, The nine tools).
 const (
 	ToolConversationsList   = "conversations_list"
 	ToolConversationGet     = "conversation_get"
@@ -29,7 +29,7 @@ const (
 	ToolPermissionsRespond  = "permissions_respond"
 )
 
-// Argument defaults and maxima of the tools (§7).
+// Argument defaults and maxima of the tools (docs/protocol-facts.md, The nine tools).
 const (
 	DefaultConversationsLimit = 50
 	DefaultMessagesLimit      = 20
@@ -551,7 +551,7 @@ func messageID(entry json.RawMessage) string {
 }
 
 // findMessage looks one message up: chat.message.get when the Gateway has
-// it, else a scan of sessions.get (§3 "Lookup fallback"). nil means not
+// it, else a scan of sessions.get (docs/protocol-facts.md, Gateway RPCs, lookup fallback). nil means not
 // found.
 func (b *Bridge) findMessage(ctx context.Context, key, id string, limit int64) (json.RawMessage, error) {
 	if b.gw.HasMethod("chat.message.get") {

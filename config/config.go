@@ -1,10 +1,10 @@
 // Package config reads OpenClaw's configuration file, openclaw.json (JSON5),
 // and resolves what `openclaw mcp serve` needs from it: the Gateway URL, its
 // TLS pin and the credentials, with OpenClaw's precedence of flags, then
-// environment, then config (shared/reference/openclaw-protocol.md §1.1).
+// environment, then config (docs/protocol-facts.md, Gateway target and credentials).
 //
 // It also reads and writes the mcp.servers registry the way OpenClaw's
-// `openclaw mcp set|unset` do (§11): [LoadDocument] keeps the whole file in
+// `openclaw mcp set|unset` do (docs/protocol-facts.md, mcp.servers config file to Registry CLI): [LoadDocument] keeps the whole file in
 // order ([Object]), [Document.SetServer] normalizes and validates an entry,
 // [Document.Save] writes indented JSON atomically with OpenClaw's rotating
 // backups. [ServerEntry] is the one model of an mcp.servers entry and
@@ -162,7 +162,7 @@ type Flags struct {
 	PasswordFile string
 }
 
-// Resolve applies OpenClaw's precedence (§1.1). URL: flag, then
+// Resolve applies OpenClaw's precedence (docs/protocol-facts.md, Gateway target and credentials). URL: flag, then
 // $OPENCLAW_GATEWAY_URL, then config (remote mode: gateway.remote.url;
 // otherwise ws://127.0.0.1:<gateway.port or 18789>). Secrets: flags (token,
 // token file, password, password file), then $OPENCLAW_GATEWAY_TOKEN /

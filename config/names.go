@@ -6,7 +6,7 @@ import (
 )
 
 // maxServerPart is OpenClaw's cap on the server part of an exposed tool
-// name (reference §11.6, docs/tool-names.md §2).
+// name (docs/tool-names.md §2).
 const maxServerPart = 30
 
 // jsSpace reports whether r is white space to JavaScript's String.prototype

@@ -12,11 +12,11 @@ import (
 )
 
 // ReservedServerName is the one server name OpenClaw refuses: it would
-// reach a JavaScript object's prototype (openclaw-protocol.md §11.1).
+// reach a JavaScript object's prototype (docs/protocol-facts.md, mcp.servers config file).
 const ReservedServerName = "__proto__"
 
 // Backups is how many rotating backups a write keeps: openclaw.json.bak and
-// openclaw.json.bak.1 to .bak.(Backups-1), as OpenClaw does (§11.1).
+// openclaw.json.bak.1 to .bak.(Backups-1), as OpenClaw does (docs/protocol-facts.md, mcp.servers config file).
 const Backups = 5
 
 // ErrInvalidConfig is wrapped by [LoadDocument] and [ParseDocument] errors
@@ -148,7 +148,7 @@ func (d *Document) Server(name string) (*Object, bool) {
 }
 
 // Check validates the document's mcp section against OpenClaw's schema
-// (§11.2) and returns the first issue as a [*ConfigError], or nil.
+// (docs/protocol-facts.md, mcp.servers entry schema) and returns the first issue as a [*ConfigError], or nil.
 func (d *Document) Check() error {
 	if issues := ValidateMCP(d.Root); len(issues) > 0 {
 		return issues[0]
@@ -156,7 +156,7 @@ func (d *Document) Check() error {
 	return nil
 }
 
-// SetServer normalizes entry as `openclaw mcp set` does (§11.3, see
+// SetServer normalizes entry as `openclaw mcp set` does (docs/protocol-facts.md, mcp set normalization, see
 // [NormalizeServer]), stores it under the trimmed name (in place if the
 // name exists, last otherwise) and validates the result. On a validation
 // failure the document is left unchanged and the error is a
@@ -233,7 +233,7 @@ func dropNonObjects(s *Object) {
 }
 
 // NormalizeServer rewrites one mcp.servers entry in place the way
-// `openclaw mcp set` does before validation (§11.3):
+// `openclaw mcp set` does before validation (docs/protocol-facts.md, mcp set normalization):
 //   - a known "type" (http, streamable-http, sse, stdio; any case) is
 //     removed, and, when "transport" is not already a string, http and
 //     streamable-http become transport "streamable-http" and sse becomes
@@ -295,7 +295,7 @@ func moveAlias(e *Object, from, to string) {
 	e.Delete(from)
 }
 
-// Save writes the document the way OpenClaw does (§11.1): JSON.stringify
+// Save writes the document the way OpenClaw does (docs/protocol-facts.md, mcp.servers config file): JSON.stringify
 // with a 2-space indent and a final newline, file mode 0600, atomically (a
 // temporary file in the same folder, synced, then renamed over the old
 // one). Before the write the previous file is kept as openclaw.json.bak,

@@ -7,19 +7,19 @@ import (
 )
 
 // ServerEntry is one `mcp.servers.<name>` entry of openclaw.json as Go
-// values, with OpenClaw's JSON spellings (§11.2). [EntryOf] reads it from
+// values, with OpenClaw's JSON spellings (docs/protocol-facts.md, mcp.servers entry schema). [EntryOf] reads it from
 // the file; an embedder may build one. [ResolveEntry] applies OpenClaw's
-// runtime rules to it (§11.4); the transport package connects the result.
+// runtime rules to it (docs/protocol-facts.md, Transport resolution); the transport package connects the result.
 // Zero values mean "not set".
 type ServerEntry struct {
 	// Command starts a stdio server: a Command that is not empty after
-	// trimming means stdio, whatever the other fields say (§11.4 step 1).
+	// trimming means stdio, whatever the other fields say (docs/protocol-facts.md, Transport resolution step 1).
 	// It is used untrimmed.
 	Command string `json:"command,omitempty"`
 	// Args are the command's arguments (OpenClaw keeps only string items).
 	Args []string `json:"args,omitempty"`
 	// Env is merged over the inherited safe set after OpenClaw's filter
-	// (§11.7). Values are strings, numbers or booleans ([EnvValueString]);
+	// (docs/protocol-facts.md, stdio env filter). Values are strings, numbers or booleans ([EnvValueString]);
 	// others are dropped.
 	Env map[string]any `json:"env,omitempty"`
 	// Cwd is the child's working directory; empty means ours.
@@ -40,10 +40,10 @@ type ServerEntry struct {
 	// environment variable NAME when the server is connected.
 	Headers map[string]any `json:"headers,omitempty"`
 	// ConnectionTimeoutMs bounds connecting (TCP, TLS and the MCP
-	// handshake); 0 means [DefaultConnectionTimeoutMs] (§11.5).
+	// handshake); 0 means [DefaultConnectionTimeoutMs] (docs/protocol-facts.md, Defaults and limits).
 	ConnectionTimeoutMs float64 `json:"connectionTimeoutMs,omitempty"`
 	// RequestTimeoutMs bounds each request; 0 means
-	// [DefaultRequestTimeoutMs] (§11.5).
+	// [DefaultRequestTimeoutMs] (docs/protocol-facts.md, Defaults and limits).
 	RequestTimeoutMs float64 `json:"requestTimeoutMs,omitempty"`
 	// SSLVerify false disables TLS certificate verification; nil means true.
 	SSLVerify *bool `json:"sslVerify,omitempty"`
@@ -63,11 +63,11 @@ type ServerEntry struct {
 	Enabled *bool `json:"enabled,omitempty"`
 	// SupportsParallelToolCalls lets calls to the server overlap.
 	SupportsParallelToolCalls bool `json:"supportsParallelToolCalls,omitempty"`
-	// ToolFilter hides tools (§11.6); nil exposes every tool.
+	// ToolFilter hides tools (docs/protocol-facts.md, Tool filter); nil exposes every tool.
 	ToolFilter *ToolFilter `json:"toolFilter,omitempty"`
 }
 
-// ServerOAuth is the oauth block of an entry (§11.2).
+// ServerOAuth is the oauth block of an entry (docs/protocol-facts.md, mcp.servers entry schema).
 type ServerOAuth struct {
 	// Identity is "shared" (or empty) for one set of tokens per server,
 	// "per-requester" for one per principal.

@@ -12,13 +12,13 @@ import (
 	"github.com/openclaw-go/openclaw/internal/redact"
 )
 
-// Defaults of an mcp.servers entry (§11.5).
+// Defaults of an mcp.servers entry (docs/protocol-facts.md, Defaults and limits).
 const (
 	DefaultConnectionTimeoutMs = 30000
 	DefaultRequestTimeoutMs    = 60000
 )
 
-// Transport kinds a resolved entry has (§11.4).
+// Transport kinds a resolved entry has (docs/protocol-facts.md, Transport resolution).
 const (
 	TransportStdio          = "stdio"
 	TransportSSE            = "sse"
@@ -26,7 +26,7 @@ const (
 )
 
 // ResolvedServer is an mcp.servers entry resolved the way OpenClaw's
-// runtime does before it connects (§11.4): which transport, what to launch
+// runtime does before it connects (docs/protocol-facts.md, Transport resolution): which transport, what to launch
 // or dial, the effective timeouts, and the env keys the stdio filter drops.
 // It does not connect and does not read the environment.
 type ResolvedServer struct {
@@ -52,7 +52,7 @@ type ResolvedServer struct {
 	// URL is set for SSE and streamable HTTP.
 	URL string
 	// Description is the launch string `mcp status` shows, secrets
-	// redacted (§11.8): "<command> <args> (cwd=<cwd>)" or the URL.
+	// redacted (docs/protocol-facts.md, Redaction): "<command> <args> (cwd=<cwd>)" or the URL.
 	Description string
 	// RequestTimeoutMs and ConnectionTimeoutMs are the configured values or
 	// the defaults, in milliseconds.
@@ -68,7 +68,7 @@ type ResolvedServer struct {
 	// [EnvValueString] (numbers as JavaScript's String()), in the order of
 	// Env; values of other types are left out and their names listed in
 	// DroppedHeaders. With auth "oauth" any Authorization header is left
-	// out (§11.4) and its name listed in RemovedHeaders. Values are as
+	// out (docs/protocol-facts.md, Transport resolution) and its name listed in RemovedHeaders. Values are as
 	// written: ${NAME} is expanded when the server is connected.
 	Headers        []EnvVar
 	DroppedHeaders []string
@@ -84,7 +84,7 @@ type ResolvedServer struct {
 
 // ToolFilter is an entry's toolFilter: a tool is exposed when Include is
 // empty or one of its patterns matches, and no Exclude pattern matches;
-// "*" matches any run of characters (§11.6).
+// "*" matches any run of characters (docs/protocol-facts.md, Tool filter).
 type ToolFilter struct {
 	Include []string `json:"include,omitempty"`
 	Exclude []string `json:"exclude,omitempty"`
@@ -118,7 +118,7 @@ func ResolveServer(name string, e *Object) (*ResolvedServer, error) {
 	return r, err
 }
 
-// ResolveEntry resolves entry e called name (§11.4):
+// ResolveEntry resolves entry e called name (docs/protocol-facts.md, Transport resolution):
 //  1. a command that is a non-empty string (after trimming) means stdio,
 //     whatever else the entry says;
 //  2. otherwise the transport is "transport" (trimmed, lowercased), else
@@ -272,7 +272,7 @@ var stdioEnv = func() (p struct {
 }()
 
 // IsBlockedStdioEnvKey reports whether OpenClaw's stdio env filter drops
-// key (§11.7): the trimmed, upper-cased key is hard-blocked (blocked
+// key (docs/protocol-facts.md, stdio env filter): the trimmed, upper-cased key is hard-blocked (blocked
 // everywhere, or prefixed DYLD_, LD_ or BASH_FUNC_); else kept when on the
 // MCP credential allowlist; else dropped when in the blocked-everywhere
 // set or the override-only set minus the keys allowed to be inherited. An
@@ -297,7 +297,7 @@ func IsBlockedStdioEnvKey(key string) bool {
 	return stdioEnv.blocked[k]
 }
 
-// FilterStdioEnv applies OpenClaw's stdio env filter (§11.7) to an entry's
+// FilterStdioEnv applies OpenClaw's stdio env filter (docs/protocol-facts.md, stdio env filter) to an entry's
 // env object: blocked keys are dropped (and returned, as written), strings
 // kept, numbers and booleans converted with [EnvValueString], other values
 // dropped. Kept keys keep their spelling and order.

@@ -9,11 +9,11 @@ import (
 )
 
 // ServerTransports are the values OpenClaw's schema accepts for an entry's
-// "transport" key (§11.2).
+// "transport" key (docs/protocol-facts.md, mcp.servers entry schema).
 var ServerTransports = []string{"stdio", "sse", "streamable-http"}
 
 // RejectedServerKeys are the legacy spellings OpenClaw's schema refuses
-// with an unrecognized-key error (§11.2). `mcp set` rewrites some of them
+// with an unrecognized-key error (docs/protocol-facts.md, mcp.servers entry schema). `mcp set` rewrites some of them
 // first ([NormalizeServer]); in a hand-edited file they make it invalid.
 var RejectedServerKeys = []string{
 	"connectTimeout", "connect_timeout", "timeout", "workingDirectory",
@@ -23,7 +23,7 @@ var RejectedServerKeys = []string{
 var codexAgentRE = regexp.MustCompile(`(?i)^[a-z0-9][a-z0-9_-]{0,63}$`)
 
 // ValidateMCP checks root's "mcp" section the way OpenClaw's zod schema
-// does (§11.1, §11.2) and returns every issue found, in schema order: per
+// does (docs/protocol-facts.md, mcp.servers config file and mcp.servers entry schema) and returns every issue found, in schema order: per
 // entry the key types, then the rejected keys, then the cross-field rules.
 // Keys outside "mcp" are not OpenClaw's MCP schema and are not checked.
 // Validation also applies the schema's one transform: toolFilter patterns

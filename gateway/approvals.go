@@ -56,7 +56,7 @@ func (a *approval) accepted() object {
 }
 
 // canSee applies OpenClaw's delivery rules for approval events
-// (openclaw-protocol.md §5): approvals scope, an approval client, the
+// (docs/protocol-facts.md, Approval delivery): approvals scope, an approval client, the
 // record's visibility, and never the requesting connection itself.
 func (c *conn) canSee(a *approval) bool {
 	if !c.isReady() || !c.hasScope(protocol.ScopeOperatorApproval) || (a.requester != nil && a.requester == c) {

@@ -9,8 +9,8 @@
 // exec/plugin.approval.request, and history through seeds ([DemoSeed],
 // [ParseSeed], [Server.ApplySeed]).
 //
-// On the wire it behaves as the real Gateway does (shared/reference/
-// openclaw-protocol.md §1–§5): the server speaks first with
+// On the wire it behaves as the real Gateway does (docs/protocol-facts.md,
+// from Gateway frames to Approval delivery): the server speaks first with
 // connect.challenge; connect is validated (protocol, client id and mode,
 // role, scopes), authenticated with the shared token or password (constant
 // time; OpenClaw's "unauthorized: gateway token mismatch (…)" on failure)

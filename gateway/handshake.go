@@ -14,7 +14,7 @@ import (
 )
 
 // ClientIDs is the closed set of connect client.id values the Gateway
-// accepts (OpenClaw 2026.9.6; openclaw-protocol.md §2.2).
+// accepts (OpenClaw 2026.9.6; docs/protocol-facts.md, Connect handshake).
 var ClientIDs = []string{
 	"openclaw-control-ui", "openclaw-browser-copilot", "openclaw-tui", "openclaw-macos", "openclaw-linux",
 	"openclaw-ios", "openclaw-watchos", "openclaw-android", "openclaw-worker", "openclaw-probe",

@@ -19,7 +19,7 @@ func testConn(id, clientID, device string, scopes, caps []string) *conn {
 	return c
 }
 
-// OpenClaw's delivery rules for approval events (openclaw-protocol.md §5).
+// OpenClaw's delivery rules for approval events (docs/protocol-facts.md, Approval delivery).
 func TestApprovalVisibility(t *testing.T) {
 	t.Parallel()
 	appr := []string{protocol.ScopeOperatorRead, protocol.ScopeOperatorApproval}

@@ -12,7 +12,7 @@ import (
 // ApprovalKind says what asks for approval.
 type ApprovalKind string
 
-// Approval kinds: the Gateway's two (reference §4.2, §5) and the
+// Approval kinds: the Gateway's two (docs/protocol-facts.md, Gateway events and Approval delivery) and the
 // require_approval outcome of before_tool_call.
 const (
 	ApprovalExec   ApprovalKind = "exec"   // a Gateway exec.approval.requested
@@ -56,7 +56,7 @@ type ApprovalRequest struct {
 type ApprovalDecision string
 
 // The decide_approval answers. The first three are the Gateway's decision
-// values (reference §5); Ask leaves the request to a human.
+// values (docs/protocol-facts.md, Approval delivery); Ask leaves the request to a human.
 const (
 	AllowOnce   ApprovalDecision = "allow-once"
 	AllowAlways ApprovalDecision = "allow-always"
@@ -378,7 +378,7 @@ func (m *ApprovalMemory) Len() int {
 }
 
 // gatewayApproval is the part of a Gateway approval request the host
-// reads (reference §4.2).
+// reads (docs/protocol-facts.md, Gateway events).
 type gatewayApproval struct {
 	SessionKey string `json:"sessionKey"`
 	AgentID    string `json:"agentId"`
@@ -390,7 +390,7 @@ type gatewayApproval struct {
 // GatewayApprovalRequest builds the decide_approval input for a Gateway
 // approval: kind exec or plugin, the approval's id and its `request`
 // object (the payload of exec.approval.requested /
-// plugin.approval.requested, reference §4.2). It fills SessionKey from
+// plugin.approval.requested, docs/protocol-facts.md, Gateway events). It fills SessionKey from
 // request.sessionKey, Requester from request.agentId ("agent:<id>"),
 // Command from request.command (exec) and Tool from request.toolName and
 // request.pluginId (plugin, as the tool's name and server).

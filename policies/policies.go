@@ -6,7 +6,7 @@
 // `mcp proxy`, the embedded runtime) depend on this package and are handed an
 // [Enforcer]; the Wasm adapter (sub-package wasmpolicy) and the embedded
 // built-in modules (sub-package builtin) implement [BeforeToolCallHook]. The
-// rules are those of DESIGN.md §3:
+// rules are those of docs/policy-abi.md §5:
 //
 //   - modules run in the configured order; the first block stops the chain;
 //     block wins over require_approval, which wins over allow;
@@ -40,7 +40,7 @@ import (
 // policy ABI (docs/policy-abi.md).
 type Hook string
 
-// The three hook points of DESIGN.md §3.
+// The three hook points (docs/policy-abi.md §2).
 const (
 	HookBeforeToolCall    Hook = "before_tool_call"
 	HookSanitizeToolNames Hook = "sanitize_tool_names"

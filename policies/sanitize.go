@@ -10,7 +10,7 @@ import (
 
 // MaxToolNameLen is the longest exposed tool name: LLM APIs (Anthropic,
 // OpenAI) accept tool names matching ^[a-zA-Z0-9_-]{1,64}$, and OpenClaw
-// §11.6 cuts names to 64.
+// cuts names to 64 (docs/tool-names.md §2).
 const MaxToolNameLen = 64
 
 // SanitizeServer is one declared MCP server of a catalog with the raw names

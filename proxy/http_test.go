@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/runtime"
 )
@@ -88,9 +89,7 @@ func newHTTPFixture(t testing.TB, opts HTTPOptions) *httpFixture {
 			return nil, ctx.Err()
 		}
 	})
-	upClient, upServer := mcp.NewInMemoryTransports()
-	upDone := make(chan error, 1)
-	go func() { upDone <- up.Run(ctx, upServer) }()
+	upClient := testkit.InMemory(t, up)
 
 	f.metrics = NewMetrics()
 	sess, err := runtime.New([]runtime.Server{{Name: "up", Transport: upClient}}, &runtime.Options{
@@ -105,10 +104,7 @@ func newHTTPFixture(t testing.TB, opts HTTPOptions) *httpFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = sess.Close(context.Background())
-		<-upDone
-	})
+	t.Cleanup(func() { _ = sess.Close(context.Background()) })
 	if err := sess.Connect(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/runtime"
 	"github.com/openclaw-go/openclaw/transport"
@@ -43,7 +44,7 @@ func chattyUpstream(t *testing.T) runtime.Server {
 		}
 		return text("done"), nil
 	})
-	return runtime.Server{Name: "up", Transport: inMemory(t, up)}
+	return runtime.Server{Name: "up", Transport: testkit.InMemory(t, up)}
 }
 
 // checkOrder reads the JSON-RPC messages of msgs (in the order the client

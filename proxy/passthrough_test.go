@@ -253,7 +253,7 @@ func upstream(t *testing.T) (up *mcp.Server, srv runtime.Server, rootsChanged <-
 	up.AddPrompt(&mcp.Prompt{Name: "greet", Arguments: []*mcp.PromptArgument{{Name: "who"}}}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "hello " + req.Params.Arguments["who"]}}}}, nil
 	})
-	return up, runtime.Server{Name: "up", Transport: inMemory(t, up)}, roots
+	return up, runtime.Server{Name: "up", Transport: testkit.InMemory(t, up)}, roots
 }
 
 func toolText(t *testing.T, cs *mcp.ClientSession, name string, args any) (string, bool) {
@@ -792,19 +792,7 @@ func TestPassthroughReloadRelaysPrompts(t *testing.T) {
 	two.AddResource(&mcp.Resource{URI: "mem://two", Name: "two"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "from two"}}}, nil
 	})
-	ct, stEnd := mcp.NewInMemoryTransports()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = two.Run(ctx, stEnd)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-
-	changes, err := st.sess.Reload(context.Background(), []runtime.Server{srv, {Name: "two", Transport: ct}})
+	changes, err := st.sess.Reload(context.Background(), []runtime.Server{srv, {Name: "two", Transport: testkit.InMemory(t, two)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -906,22 +894,4 @@ func TestRelayFailsPendingOnClose(t *testing.T) {
 	if resp.Error == nil && !res.IsError || !strings.Contains(got, "sampling") {
 		t.Errorf("call answered %s (isError %v), want a failure naming sampling", got, res.IsError)
 	}
-}
-
-// inMemory runs srv on one end of an in-memory connection until the test
-// ends and returns the client end.
-func inMemory(t *testing.T, srv *mcp.Server) mcp.Transport {
-	t.Helper()
-	ct, st := mcp.NewInMemoryTransports()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Run(ctx, st)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	return ct
 }

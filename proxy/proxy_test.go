@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/runtime"
 )
@@ -76,9 +77,7 @@ func TestProxyEndToEnd(t *testing.T) {
 	up.AddTool(&mcp.Tool{Name: "reset", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return text("reset done"), nil
 	})
-	upClient, upServer := mcp.NewInMemoryTransports()
-	upDone := make(chan error, 1)
-	go func() { upDone <- up.Run(ctx, upServer) }()
+	upClient := testkit.InMemory(t, up)
 
 	rec := &recorder{}
 	changed := make(chan struct{}, 8)
@@ -96,10 +95,7 @@ func TestProxyEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		_ = sess.Close(context.Background())
-		<-upDone
-	}()
+	defer func() { _ = sess.Close(context.Background()) }()
 	if err := sess.Connect(ctx); err != nil {
 		t.Fatal(err)
 	}

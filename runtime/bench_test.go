@@ -34,7 +34,7 @@ func (allowFast) BeforeToolCall(_ context.Context, call *policies.ToolCall) poli
 // BenchmarkCallTool compares tools/call through the runtime (native allow
 // policy, sequential server) with a direct go-sdk client to the same
 // in-process server, interleaved in one run; it reports both medians and
-// their ratio (DESIGN.md §6 target: ≤ 1.10× with the built-in hooks).
+// their ratio (target: ≤ 1.10× with the built-in hooks).
 func BenchmarkCallTool(b *testing.B) {
 	ctx := context.Background()
 	srv := newServer("bench", nil)
@@ -180,8 +180,8 @@ var catalogTransports = []struct {
 }
 
 // BenchmarkCatalog50x100 connects 50 in-process servers of 100 tools each,
-// lists them and names the catalog with a native sanitizer double (DESIGN.md
-// §6 target: ≤ 50 ms), on each of catalogTransports. It reports wall time
+// lists them and names the catalog with a native sanitizer double
+// (target: ≤ 50 ms), on each of catalogTransports. It reports wall time
 // per catalog (ns/op, and the median of the catalogs: median-ms, which a
 // loaded machine's outliers move less) and the CPU time of the whole
 // process during it (cpu-ms/op: ours, the in-process servers' and the

@@ -299,7 +299,7 @@ func connectionEnded(err error) bool {
 
 // toolsChanged handles notifications/tools/list_changed. It only marks the
 // catalog stale: listing from inside a go-sdk notification handler would
-// block the connection's reader (mcp-peers.md §4).
+// block the connection's reader (docs/protocol-facts.md, go-sdk v1.8.0).
 func (c *conn) toolsChanged(context.Context, *mcp.ToolListChangedRequest) {
 	c.dirty.Store(true)
 	c.s.dirty.Store(true)
@@ -443,7 +443,7 @@ func uniqueTools(tools []*mcp.Tool) ([]*mcp.Tool, []string) {
 	return out, repeated
 }
 
-// listTools follows nextCursor (cursorTrail) with OpenClaw's caps (§11.5),
+// listTools follows nextCursor (cursorTrail) with OpenClaw's caps (docs/protocol-facts.md, Defaults and limits),
 // each request bounded by timeout.
 func listTools(ctx context.Context, cs *mcp.ClientSession, caps *mcp.ServerCapabilities, timeout time.Duration) ([]*mcp.Tool, error) {
 	var (
@@ -460,7 +460,7 @@ func listTools(ctx context.Context, cs *mcp.ClientSession, caps *mcp.ServerCapab
 		cancel()
 		if err != nil {
 			if pages == 1 && methodNotFound(err) && caps != nil && caps.Tools == nil && (caps.Resources != nil || caps.Prompts != nil) {
-				return nil, nil // a resources- or prompts-only server (§11.5)
+				return nil, nil // a resources- or prompts-only server (docs/protocol-facts.md, Defaults and limits)
 			}
 			// The callers' errors name the step (ServerError.Op
 			// "tools/list"): no prefix here.
@@ -863,7 +863,7 @@ func (c *conn) failed(cause error, timedOut bool) {
 	var drop *mcp.ClientSession
 	if timedOut {
 		// Repeated timeouts: the connection itself may be stuck; drop it and
-		// redial on the first call after the pause (OpenClaw §11.5).
+		// redial on the first call after the pause (docs/protocol-facts.md, Defaults and limits).
 		drop, c.cs, c.recycle = c.cs, nil, true
 	}
 	c.mu.Unlock()

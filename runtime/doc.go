@@ -1,8 +1,8 @@
 // Package runtime is the embedded MCP client runtime of openclaw-go: a Go
 // library that imports the tools of the MCP servers in OpenClaw's
 // `mcp.servers` into an agent harness, with OpenClaw's lifecycle rules
-// (shared/reference/openclaw-protocol.md §11.4–§11.6) and every call passing
-// the loaded policies (DESIGN.md §3).
+// (docs/protocol-facts.md, Transport resolution, Defaults and limits, Tool filter) and every call passing
+// the loaded policies (docs/policy-file.md).
 //
 // A [Session] holds one agent session's servers. [Session.Connect] connects
 // every enabled server concurrently, each bounded by its connectionTimeoutMs;
@@ -101,7 +101,7 @@
 // [Options.Elicit], [Options.ListRoots]), attributed to the call in flight
 // ([CallFromContext]).
 //
-// A server with oauth.identity "per-requester" (reference §11.2;
+// A server with oauth.identity "per-requester" (docs/protocol-facts.md, mcp.servers entry schema;
 // [Server.OAuthIdentity], set by [ServerFromConfig]) gets one MCP connection per principal, since
 // servers bind a session to the token's user: a call runs over the
 // connection of the principal its context names ([WithPrincipal], the

@@ -61,7 +61,7 @@ func (e *PolicyError) Message() string {
 }
 
 // PausedError refuses a call to a server paused after consecutive failures
-// (OpenClaw §11.5: 3 failures pause it for 60 s).
+// (docs/protocol-facts.md, Defaults and limits: 3 failures pause it for 60 s).
 type PausedError struct {
 	// Server is the raw server name.
 	Server string

@@ -1,11 +1,9 @@
 package runtime
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -15,6 +13,7 @@ import (
 	"time"
 
 	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/internal/procfs"
 	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/transport"
 )
@@ -25,33 +24,6 @@ func everythingScript(t testing.TB) string {
 	t.Helper()
 	testkit.Node(t)
 	return testkit.Peer(t, testkit.ServerEverything)
-}
-
-// processesWithEnv returns the PIDs of live processes whose environment
-// holds marker (Linux /proc).
-func processesWithEnv(marker string) []int {
-	var pids []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil {
-			continue
-		}
-		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && bytes.Contains(stat, []byte(") Z ")) {
-			continue // a zombie is dead; its parent reaps it
-		}
-		for _, kv := range bytes.Split(env, []byte{0}) {
-			if string(kv) == marker {
-				pids = append(pids, pid)
-				break
-			}
-		}
-	}
-	return pids
 }
 
 func TestServerEverythingStdio(t *testing.T) {
@@ -137,7 +109,7 @@ func TestServerEverythingStdio(t *testing.T) {
 		t.Errorf("policy saw %d calls, want 3", n)
 	}
 
-	if pids := processesWithEnv(marker); len(pids) == 0 {
+	if pids := procfs.WithEnv(marker); len(pids) == 0 {
 		t.Fatal("found no server process to watch (the marker env did not reach the child)")
 	}
 	closeStart := time.Now()
@@ -146,7 +118,7 @@ func TestServerEverythingStdio(t *testing.T) {
 	}
 	t.Logf("Close took %v", time.Since(closeStart)) // information, not a pass/fail figure
 	deadline := time.Now().Add(30 * time.Second)    // a hang guard, not a timing assertion
-	for pids := processesWithEnv(marker); len(pids) > 0; pids = processesWithEnv(marker) {
+	for pids := procfs.WithEnv(marker); len(pids) > 0; pids = procfs.WithEnv(marker) {
 		if time.Now().After(deadline) {
 			t.Fatalf("processes survived Close: %v", pids)
 		}

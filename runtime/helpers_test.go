@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/policies"
 )
 
@@ -62,7 +63,7 @@ func (f *fixedApproval) DecideApproval(_ context.Context, req *policies.Approval
 }
 
 // nativeNamer is a native double of the sanitize_tool_names hook: a
-// simplified form of OpenClaw's rules (§11.6), enough for the runtime's
+// simplified form of OpenClaw's rules (docs/tool-names.md §2), enough for the runtime's
 // tests and benchmarks (the real module is tested against OpenClaw's names in
 // policies/builtin).
 type nativeNamer struct{}
@@ -163,18 +164,7 @@ func resultText(t *testing.T, res *mcp.CallToolResult) string {
 // in-process servers on a loaded machine); tests of a timeout set their own.
 func inProcess(t testing.TB, name string, srv *mcp.Server) Server {
 	t.Helper()
-	ct, st := mcp.NewInMemoryTransports()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Run(ctx, st)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	sv := Server{Name: name, Transport: ct}
+	sv := Server{Name: name, Transport: testkit.InMemory(t, srv)}
 	sv.Entry.RequestTimeoutMs = 30000
 	return sv
 }

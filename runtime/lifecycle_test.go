@@ -14,12 +14,14 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/internal/procfs"
 	"github.com/openclaw-go/openclaw/internal/testkit"
 )
 
 // testMarker returns a KEY=value pair unique to this test, to find the
-// processes the test started (processesWithEnv).
+// processes the test started (procfs.WithEnv).
 func testMarker(t *testing.T) (marker, key, value string) {
 	marker = "OPENCLAW_LIFECYCLE_TEST=" + strconv.Itoa(os.Getpid()) + "-" + strings.ReplaceAll(t.Name(), "/", "-") + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	key, value, _ = strings.Cut(marker, "=")
@@ -81,7 +83,7 @@ func TestDeadStdioServerRestartsOnUse(t *testing.T) {
 	case err := <-errc:
 		t.Fatalf("long operation ended before any progress: %v", err)
 	}
-	pids := processesWithEnv(marker)
+	pids := procfs.WithEnv(marker)
 	if len(pids) == 0 {
 		t.Fatal("no server-everything process found")
 	}
@@ -119,7 +121,7 @@ func TestDeadStdioServerRestartsOnUse(t *testing.T) {
 	if res, err := s.CallTool(ctx, "ok__ping", nil); err != nil || resultText(t, res) != "ping: {}" {
 		t.Errorf("call to the healthy server: %v %v", res, err)
 	}
-	if p := processesWithEnv(marker); len(p) != 0 {
+	if p := procfs.WithEnv(marker); len(p) != 0 {
 		t.Errorf("processes %v started within the retry delay", p)
 	}
 
@@ -143,7 +145,7 @@ func TestDeadStdioServerRestartsOnUse(t *testing.T) {
 	if err := s.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if p := processesWithEnv(marker); len(p) != 0 {
+	if p := procfs.WithEnv(marker); len(p) != 0 {
 		t.Errorf("processes %v survive Close", p)
 	}
 }
@@ -275,7 +277,7 @@ func TestCloseEndsARetryInFlight(t *testing.T) {
 	if retryInFlight(s, "hang") {
 		t.Error("a retry is still in flight after Close")
 	}
-	if p := processesWithEnv(marker); len(p) != 0 {
+	if p := procfs.WithEnv(marker); len(p) != 0 {
 		t.Errorf("processes %v survive Close", p)
 	}
 }

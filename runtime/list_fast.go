@@ -463,7 +463,7 @@ type pageCursor struct {
 // its lists with "" answers the cursor "" with its first page, whose
 // nextCursor was seen already: a repeated cursor on the page of the cursor
 // "" ends the listing there, without that page (the first one again). Any
-// other repeated cursor is an error (OpenClaw §11.5).
+// other repeated cursor is an error (docs/protocol-facts.md, Defaults and limits).
 type cursorTrail struct {
 	at   pageCursor // the cursor of the page being read
 	seen map[string]bool

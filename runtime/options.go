@@ -12,7 +12,7 @@ import (
 	"github.com/openclaw-go/openclaw/transport"
 )
 
-// Defaults of OpenClaw §11.5 for failure pauses.
+// Defaults of OpenClaw for failure pauses (docs/protocol-facts.md, Defaults and limits).
 const (
 	// DefaultPauseAfter is the count of consecutive failed calls that
 	// pauses a server.
@@ -108,7 +108,7 @@ type Event struct {
 }
 
 // Options configure a Session. Enforcer and Sanitizer are required: the
-// absence of a policy is never a silent allow-all (DESIGN.md §3); hand in a
+// absence of a policy is never a silent allow-all (docs/policy-abi.md §5); hand in a
 // policy engine, or chains of the built-in modules.
 type Options struct {
 	// Enforcer decides every call (before_tool_call, surface "embedded").

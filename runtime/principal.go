@@ -10,7 +10,7 @@ import (
 	"github.com/openclaw-go/openclaw/transport"
 )
 
-// OAuth identities of a server (oauth.identity, reference §11.2).
+// OAuth identities of a server (oauth.identity, docs/protocol-facts.md, mcp.servers entry schema).
 const (
 	// IdentityShared: every requester uses the server's one set of tokens
 	// (`openclaw mcp login <name>`). It is the default ("" means it too).

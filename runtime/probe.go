@@ -83,7 +83,7 @@ type ProbeResult struct {
 
 // Probe connects each enabled server once, bounded by its connection
 // timeout, lists its tools following nextCursor with the catalog's caps and
-// per-page timeout (§11.5), and disconnects it (a stdio server and all it
+// per-page timeout (docs/protocol-facts.md, Defaults and limits), and disconnects it (a stdio server and all it
 // started are stopped). It runs no policy and names no catalog: it answers
 // "does this server work, and what does it offer", for `openclaw mcp probe`,
 // `add`, `configure --probe` and `doctor --probe`.

@@ -28,7 +28,7 @@ type ServerChanges struct {
 	// connection can be kept.
 	Unchanged []string
 	// Reordered reports that the servers kept are declared in another
-	// order: the safe server names (§11.6, assigned in declaration order),
+	// order: the safe server names (docs/tool-names.md §2, assigned in declaration order),
 	// and so exposed tool names, may change even if nothing else did.
 	Reordered bool
 }

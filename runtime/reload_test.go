@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/internal/procfs"
 	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/policies"
 )
@@ -364,7 +365,7 @@ func TestReloadStdioChildren(t *testing.T) {
 			ConnectionTimeoutMs: 30000, RequestTimeoutMs: 30000,
 		}}
 	}
-	pids := func(name string) []int { return processesWithEnv("OPENCLAW_RELOAD_TEST=" + tag + "-" + name) }
+	pids := func(name string) []int { return procfs.WithEnv("OPENCLAW_RELOAD_TEST=" + tag + "-" + name) }
 	gone := func(name string) {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second) // a hang guard, not a timing assertion

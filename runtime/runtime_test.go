@@ -57,7 +57,7 @@ func TestCatalogNamesOrderAndRouting(t *testing.T) {
 	s := open(t, []Server{inProcess(t, "web", web), {Name: "off", Disabled: true}, inProcess(t, "my files", files)},
 		&Options{Enforcer: pol, Caller: policies.Caller{Name: "harness", Version: "1"}, SessionKey: "agent:main"})
 
-	// Catalog order: by safe server name, then raw tool name (§11.6).
+	// Catalog order: by safe server name, then raw tool name (docs/tool-names.md §2).
 	want := []string{"my-files__fetch", "my-files__read", "web__a-search", "web__fetch"}
 	if got := toolNames(t, s); !slices.Equal(got, want) {
 		t.Fatalf("catalog = %v, want %v", got, want)

@@ -12,10 +12,10 @@ import (
 )
 
 // DefaultListTimeout bounds the tools/list requests of a catalog build for a
-// server that sets no requestTimeoutMs (OpenClaw §11.5: 1500 ms).
+// server that sets no requestTimeoutMs (docs/protocol-facts.md, Defaults and limits: 1500 ms).
 const DefaultListTimeout = 1500 * time.Millisecond
 
-// Pagination caps of one server's tools/list (OpenClaw §11.5). A listing
+// Pagination caps of one server's tools/list (docs/protocol-facts.md, Defaults and limits). A listing
 // that exceeds one fails with a *[ListError] naming the cap, and the server
 // contributes no tools.
 const (
@@ -44,7 +44,7 @@ type Server struct {
 	// diagnostic.
 	Transport mcp.Transport
 	// Disabled servers are declared (they take part in naming, as in
-	// OpenClaw, §11.6) but never connected: `enabled: false`.
+	// OpenClaw, docs/tool-names.md §2) but never connected: `enabled: false`.
 	Disabled bool
 	// BlockedEnv lists env keys of OpenClaw's stdio blocklist that the
 	// config's filter already dropped (config.ResolvedServer.BlockedEnv).
@@ -54,12 +54,12 @@ type Server struct {
 	// ToolFilter hides tools: a tool is exposed when Include is empty or one
 	// of its patterns matches, and no Exclude pattern matches; a pattern
 	// matches the raw tool name or the exposed (namespaced) name, and `*`
-	// matches any run of characters (§11.6). nil exposes every tool.
+	// matches any run of characters (docs/protocol-facts.md, Tool filter). nil exposes every tool.
 	ToolFilter *config.ToolFilter
 	// SupportsParallelToolCalls lets calls to this server overlap; by default
 	// (false, as in OpenClaw) they run one at a time.
 	SupportsParallelToolCalls bool
-	// OAuthIdentity is oauth.identity (reference §11.2): "" or
+	// OAuthIdentity is oauth.identity (docs/protocol-facts.md, mcp.servers entry schema): "" or
 	// [IdentityShared] for the server's one set of tokens, or
 	// [IdentityPerRequester]: each call runs over a connection of the
 	// principal its context names ([WithPrincipal]) with that principal's
@@ -92,7 +92,7 @@ func (s *Server) requestTimeout() time.Duration {
 	return msOr(s.Entry.RequestTimeoutMs, transport.DefaultRequestTimeout)
 }
 
-// listTimeout is the tools/list bound of §11.5: 1500 ms unless the server
+// listTimeout is the tools/list bound of OpenClaw (docs/protocol-facts.md, Defaults and limits): 1500 ms unless the server
 // sets requestTimeoutMs.
 func (s *Server) listTimeout() time.Duration {
 	return msOr(s.Entry.RequestTimeoutMs, DefaultListTimeout)
@@ -106,7 +106,7 @@ func msOr(ms float64, def time.Duration) time.Duration {
 }
 
 // ServerFromConfig maps a resolved mcp.servers entry (config.ResolvedServer,
-// §11.4) to a Server: its Entry, which transport.Resolve connects with the
+// docs/protocol-facts.md, Transport resolution) to a Server: its Entry, which transport.Resolve connects with the
 // same rules; enabled, toolFilter, supportsParallelToolCalls, the env keys
 // the stdio filter dropped, and the oauth block's identity and
 // authProfileId.
@@ -141,7 +141,7 @@ func ServersFromConfig(rs []*config.ResolvedServer) []Server {
 	return out
 }
 
-// allowed applies f to a tool known by its raw and exposed names (§11.6).
+// allowed applies f to a tool known by its raw and exposed names (docs/protocol-facts.md, Tool filter).
 func allowed(f *config.ToolFilter, raw, exposed string) bool {
 	if f == nil {
 		return true

@@ -57,7 +57,7 @@ func TestServersFromConfig(t *testing.T) {
 		},
 		{
 			// A requestTimeoutMs written in the file is the tools/list
-			// bound too, even when it equals the default (§11.5).
+			// bound too, even when it equals the default (docs/protocol-facts.md, Defaults and limits).
 			Name:     "legacy",
 			Entry:    config.ServerEntry{URL: "http://127.0.0.1:9/sse", Enabled: &f, RequestTimeoutMs: 60000},
 			Disabled: true,

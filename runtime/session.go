@@ -199,7 +199,7 @@ func progressToken() string {
 }
 
 // New returns a session over servers (declaration order: it decides the
-// safe server names, §11.6). It starts nothing: Connect does. It fails when a
+// safe server names, docs/tool-names.md §2). It starts nothing: Connect does. It fails when a
 // server name is empty or repeated, or a required option is missing.
 func New(servers []Server, opts *Options) (*Session, error) {
 	if opts == nil || opts.Enforcer == nil {
@@ -472,7 +472,7 @@ func (s *Session) touch() (done func()) {
 }
 
 // Tools returns the catalog in its deterministic order (by safe server name,
-// raw tool name, raw server name; OpenClaw §11.6), listing again the servers
+// raw tool name, raw server name; docs/tool-names.md §2), listing again the servers
 // whose tools changed since the last call.
 func (s *Session) Tools(ctx context.Context) ([]Tool, error) {
 	defer s.touch()()

@@ -1,7 +1,7 @@
 // Package transport turns the entries of OpenClaw's `mcp.servers` config
-// into go-sdk client transports, with OpenClaw's runtime rules (reference
-// §11.4) and openclaw-go's hardening; every log line and error about a
-// server goes through the server's redactor (internal/redact, §11.8).
+// into go-sdk client transports, with OpenClaw's runtime rules
+// (docs/protocol-facts.md, Transport resolution) and openclaw-go's hardening; every log line and error about a
+// server goes through the server's redactor (internal/redact, docs/protocol-facts.md, Redaction).
 //
 //	r, err := transport.Resolve("github", entry, &transport.Options{Logger: log})
 //	if err != nil { … } // *BlockedEnvError, ErrUnusable, bad URL or header
@@ -34,7 +34,7 @@
 //
 // The child's environment is the SDK-default safe set of ours (HOME,
 // LOGNAME, PATH, SHELL, TERM, USER) with the entry's env merged over it
-// after OpenClaw's filter (§11.7); a key on the blocklist refuses to start
+// after OpenClaw's filter (docs/protocol-facts.md, stdio env filter); a key on the blocklist refuses to start
 // the server with a *[BlockedEnvError] naming it. stderr lines are logged
 // (capped at [MaxStderrLine]) with server=<name>; stdout lines that are not
 // one JSON-RPC 2.0 message are counted, logged (rate limited) and skipped;

@@ -19,14 +19,14 @@ import (
 // Kind is the transport an entry resolves to.
 type Kind string
 
-// The transports of OpenClaw's mcp.servers (§11.2).
+// The transports of OpenClaw's mcp.servers (docs/protocol-facts.md, mcp.servers entry schema).
 const (
 	KindStdio          Kind = config.TransportStdio
 	KindSSE            Kind = config.TransportSSE
 	KindStreamableHTTP Kind = config.TransportStreamableHTTP
 )
 
-// Defaults of OpenClaw §11.5.
+// Defaults of OpenClaw (docs/protocol-facts.md, Defaults and limits).
 const (
 	DefaultConnectionTimeout = config.DefaultConnectionTimeoutMs * time.Millisecond
 	DefaultRequestTimeout    = config.DefaultRequestTimeoutMs * time.Millisecond
@@ -34,7 +34,7 @@ const (
 
 // ErrUnusable is wrapped by Resolve's error when an entry has neither a
 // usable command nor a usable URL; OpenClaw skips such a server with a
-// warning (§11.4 steps 2 to 4). It is [config.ErrNoTransport].
+// warning (docs/protocol-facts.md, Transport resolution steps 2 to 4). It is [config.ErrNoTransport].
 var ErrUnusable = config.ErrNoTransport
 
 // Options configure Resolve. The zero value and nil are valid.
@@ -83,14 +83,14 @@ type Resolved struct {
 	// ConnectTimeout and each request with RequestTimeout.
 	ConnectTimeout time.Duration
 	RequestTimeout time.Duration
-	// Launch is the redacted description `mcp status` shows (§11.8): the
+	// Launch is the redacted description `mcp status` shows (docs/protocol-facts.md, Redaction): the
 	// command line for stdio, the URL for HTTP.
 	Launch string
 	// Warnings lists what resolution dropped (env values or headers of an
 	// unusable type, an Authorization header under auth:"oauth"). Each was
 	// also logged.
 	Warnings []string
-	// Server is the entry as config resolved it (§11.4): the transport
+	// Server is the entry as config resolved it (docs/protocol-facts.md, Transport resolution): the transport
 	// kind, the filtered env, the converted headers, the launch string.
 	Server *config.ResolvedServer
 	// Redactor masks this server's env and header values and generic
@@ -100,7 +100,7 @@ type Resolved struct {
 
 // Resolve turns the mcp.servers entry called name into a transport. The
 // entry is resolved by [config.ResolveEntry] with OpenClaw's runtime rules
-// (§11.4): a non-blank Command means stdio; else Transport, else the Type
+// (docs/protocol-facts.md, Transport resolution): a non-blank Command means stdio; else Transport, else the Type
 // alias, picks "sse" or "streamable-http"; else an http(s) URL defaults to
 // SSE. Errors name the server and never quote a secret: a
 // *[BlockedEnvError] for a blocked env key, an error wrapping [ErrUnusable]
@@ -194,7 +194,7 @@ func Resolve(name string, e config.ServerEntry, opts *Options) (*Resolved, error
 }
 
 // resolveHeaders expands the ${NAME} references of a resolved entry's
-// headers and warns about the headers resolution left out (§11.4 step 3).
+// headers and warns about the headers resolution left out (docs/protocol-facts.md, Transport resolution step 3).
 func resolveHeaders(rs *config.ResolvedServer, lookup func(string) (string, bool), warn func(string, ...any)) (map[string]string, error) {
 	for _, k := range rs.DroppedHeaders {
 		warn("server %q: header %q dropped: its value is not a string, number or boolean", rs.Name, k)

@@ -9,13 +9,13 @@ import (
 )
 
 // DefaultInheritedEnv lists the variables a stdio child inherits from our
-// process, the POSIX default of the MCP SDKs' stdio client (OpenClaw §11.4:
+// process, the POSIX default of the MCP SDKs' stdio client (docs/protocol-facts.md, Transport resolution:
 // HOME, LOGNAME, PATH, SHELL, TERM, USER). Nothing else of our environment
 // reaches the child; the entry's filtered env is merged over this set.
 var DefaultInheritedEnv = []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"}
 
 // BlockedEnvError refuses to start a stdio server whose env holds keys of
-// OpenClaw's stdio env blocklist (§11.7). OpenClaw silently drops such keys;
+// OpenClaw's stdio env blocklist (docs/protocol-facts.md, stdio env filter). OpenClaw silently drops such keys;
 // openclaw-go does not start the server, so that `doctor` can report it.
 type BlockedEnvError struct {
 	// Server is the mcp.servers name.

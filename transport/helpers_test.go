@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/internal/procfs"
 	"github.com/openclaw-go/openclaw/internal/testkit"
 )
 
@@ -128,17 +128,6 @@ func callText(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]
 	return tc.Text
 }
 
-// alive reports whether pid is a live (not zombie) process.
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && len(s) > i+2 && s[i+2] != 'Z'
-}
-
 // waitGone waits until none of pids is alive, or fails naming the survivors.
 // The wait is generous: it is a bound for a hung test, not a timing check.
 func waitGone(t *testing.T, pids []int) {
@@ -147,7 +136,7 @@ func waitGone(t *testing.T, pids []int) {
 	for {
 		var left []int
 		for _, p := range pids {
-			if alive(p) {
+			if procfs.Alive(p) {
 				left = append(left, p)
 			}
 		}

@@ -27,7 +27,7 @@ import (
 	"golang.org/x/oauth2"
 )
 
-// OAuth of HTTP MCP servers (auth: "oauth", reference §11.2 and §11.4).
+// OAuth of HTTP MCP servers (auth: "oauth", docs/protocol-facts.md, mcp.servers entry schema and Transport resolution).
 //
 // `openclaw mcp login <name>` runs [Login]: discovery of the protected
 // resource and authorization server metadata, client registration (client ID
@@ -56,7 +56,7 @@ type OAuthOptions struct {
 	// a connection fail with an *AuthRequiredError.
 	Flow *OAuthFlow
 	// Principal, when non-empty, makes the connection use the tokens of
-	// that principal (oauth.identity "per-requester", reference §11.2) for
+	// that principal (oauth.identity "per-requester", docs/protocol-facts.md, mcp.servers entry schema) for
 	// every request, and [Login] store its tokens under that principal. A
 	// request whose context names another principal ([WithPrincipal]) is
 	// refused with an *AuthRequiredError of Reason "principal".

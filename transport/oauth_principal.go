@@ -13,8 +13,8 @@ import (
 	"time"
 )
 
-// Per-requester OAuth identity (oauth.identity "per-requester", reference
-// §11.2): the tokens of such a server belong to whoever calls it, one set
+// Per-requester OAuth identity (oauth.identity "per-requester",
+// docs/protocol-facts.md, mcp.servers entry schema): the tokens of such a server belong to whoever calls it, one set
 // per (server, principal), each logged in separately. OpenClaw names its
 // requesters by (channel, bot account, sender) and connects them from the
 // chat; openclaw-go takes the principal from the caller's context

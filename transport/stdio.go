@@ -23,7 +23,7 @@ import (
 )
 
 // MaxStderrLine is the cap on one logged stderr line of a stdio child, in
-// bytes (OpenClaw §11.4); the rest of a longer line is dropped.
+// bytes (docs/protocol-facts.md, Transport resolution); the rest of a longer line is dropped.
 const MaxStderrLine = 8192
 
 // DefaultMaxMessageBytes is the default cap on one JSON-RPC message read

@@ -20,7 +20,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/internal/procfs"
 )
 
 // recordingTransport remembers the connection it made, so tests can see the
@@ -49,7 +51,7 @@ func spawnPIDs(t *testing.T, cs *mcp.ClientSession) []int {
 		t.Fatalf("spawn answered %v, %v", pids, err)
 	}
 	for _, p := range pids {
-		if !alive(p) {
+		if !procfs.Alive(p) {
 			t.Fatalf("pid %d of %v not alive after spawn", p, pids)
 		}
 	}
@@ -401,7 +403,7 @@ func TestStdioSurvivesTheExitOfTheStartingThread(t *testing.T) {
 			t.Errorf("call %d: echo = %q", i, got)
 		}
 	}
-	if !alive(rt.supervisorPID()) {
+	if !procfs.Alive(rt.supervisorPID()) {
 		t.Error("the supervisor died with the thread that started it")
 	}
 }

@@ -1,6 +1,6 @@
 // Command mcpbench measures MCP tools/call latency and drives concurrent load
 // with the go-sdk client, against MCP servers and bridges reached over stdio,
-// streamable HTTP or legacy SSE (DESIGN's proxy figures and load). It is a
+// streamable HTTP or legacy SSE (the proxy's latency and load figures). It is a
 // benchmark tool, run by bench/proxy.sh, not a test.
 //
 // Each target gets -c sessions (each its own MCP session, transport and,

@@ -57,13 +57,13 @@ type StateChange struct {
 	Delay time.Duration
 }
 
-// Hello is what the client keeps from the Gateway's hello-ok (§2.4).
+// Hello is what the client keeps from the Gateway's hello-ok (docs/protocol-facts.md, hello-ok).
 type Hello struct {
 	// Protocol is the negotiated protocol version (4).
 	Protocol int
 	// ServerVersion is server.version, e.g. "2026.9.6".
 	ServerVersion string
-	// Methods is features.methods; it is not exhaustive (§1.2).
+	// Methods is features.methods; it is not exhaustive (docs/protocol-facts.md, Gateway frames).
 	Methods []string
 	// TickInterval is policy.tickIntervalMs, or [DefaultTickInterval].
 	TickInterval time.Duration
@@ -109,7 +109,7 @@ func New(opts *Options) *Client {
 // A ws:// URL to a host not trusted for plaintext (see [CheckSecureURL])
 // ends Run at once with a *[PlaintextRemoteError]; nothing is dialled.
 //
-// The first connection follows OpenClaw's startup policy (§2.5): a
+// The first connection follows OpenClaw's startup policy (docs/protocol-facts.md, Connect failures): a
 // retryable Gateway error, a connect timeout or a challenge timeout is
 // retried with backoff; anything else ends Run with that error, unwrapped
 // so that `MCP server failed to start: <err>` reads like OpenClaw: a
@@ -336,7 +336,7 @@ func (c *Client) waitReady(ctx context.Context, what string, failFast bool) (*se
 
 // HasMethod reports whether the latest hello-ok listed method in
 // features.methods; false before the first hello-ok. The list is not
-// exhaustive (§1.2), so false does not prove a method is missing.
+// exhaustive (docs/protocol-facts.md, Gateway frames), so false does not prove a method is missing.
 func (c *Client) HasMethod(method string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()

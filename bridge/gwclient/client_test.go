@@ -374,7 +374,7 @@ func TestInitialConnectFatal(t *testing.T) {
 	}
 }
 
-// Retryable first-connect failures are retried (§2.5).
+// Retryable first-connect failures are retried (docs/protocol-facts.md, Connect failures).
 func TestInitialConnectRetried(t *testing.T) {
 	t.Parallel()
 	one := int64(1)

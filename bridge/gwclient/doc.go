@@ -5,7 +5,7 @@
 // events until it is closed, reconnecting whenever the connection drops.
 //
 // It mirrors the Node GatewayClient of OpenClaw 2026.9.6 as `mcp serve`
-// configures it (shared/reference/openclaw-protocol.md §1, §2, §10):
+// configures it (docs/protocol-facts.md, Gateway frames, Connect handshake and Failure and shutdown):
 //
 //   - handshake: wait for connect.challenge, send connect (protocol 4,
 //     client "cli"/"OpenClaw MCP", caps ["approvals"], role operator, scopes
@@ -16,7 +16,7 @@
 //   - the URL must be wss://, or ws:// to loopback, a private or
 //     link-local address, a .local or .ts.net name ([CheckSecureURL],
 //     OpenClaw's isSecureWebSocketUrl);
-//   - the first connection is fatal unless the error is retryable (§2.5);
+//   - the first connection is fatal unless the error is retryable (docs/protocol-facts.md, Connect failures);
 //     after it, drops are retried forever with a 1 s doubling backoff capped
 //     at 30 s; requests made before the first connection wait for it, those
 //     made while a later connection is down fail at once with
@@ -29,7 +29,7 @@
 //
 // [ApprovalRaiser] raises an approval on a short-lived connection of its
 // own, because the Gateway never shows a request to the connection that
-// raised it (§5).
+// raised it (docs/protocol-facts.md, Approval delivery).
 //
 // A [Client] satisfies bridge.GatewayConn without importing package bridge.
 //

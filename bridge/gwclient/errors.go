@@ -33,7 +33,7 @@ var (
 	// timeout for <method>", is the one OpenClaw's retry policy matches.
 	ErrRequestTimeout = errors.New("gateway request timeout")
 	// ErrChallengeTimeout is returned when connect.challenge did not arrive
-	// in time; the first connection retries it (§2.5).
+	// in time; the first connection retries it (docs/protocol-facts.md, Connect failures).
 	ErrChallengeTimeout = errors.New("gateway connect challenge timeout")
 	// ErrFingerprintMismatch is wrapped when the pinned TLS fingerprint does
 	// not match the Gateway's leaf certificate.
@@ -110,7 +110,7 @@ func newClosedError(err error) *closedError {
 }
 
 // retryableInitial reports whether OpenClaw retries the first connection
-// after err (§2.5): a Gateway error marked retryable, or a connect or
+// after err (docs/protocol-facts.md, Connect failures): a Gateway error marked retryable, or a connect or
 // challenge timeout.
 func retryableInitial(err error) bool {
 	var re *protocol.RequestError

@@ -12,7 +12,7 @@ import (
 	"github.com/openclaw-go/openclaw/gateway/protocol"
 )
 
-// Defaults, as OpenClaw's `mcp serve` configures its Gateway client (§1.2).
+// Defaults, as OpenClaw's `mcp serve` configures its Gateway client (docs/protocol-facts.md, Gateway frames).
 const (
 	// DefaultRequestTimeout is how long a request waits for its response
 	// once sent (the bridge's requestTimeoutMs, 180000 ms).
@@ -74,7 +74,7 @@ type Options struct {
 	// URL to any host but loopback, private and link-local addresses and
 	// .local and .ts.net names, before dialling.
 	AllowInsecurePrivateWS bool
-	// Identity signs the connect handshake (§2.3). nil sends no device block.
+	// Identity signs the connect handshake (docs/protocol-facts.md, Device identity). nil sends no device block.
 	Identity *protocol.DeviceIdentity
 	// ClientVersion is client.version; empty means [DefaultClientVersion].
 	ClientVersion string

@@ -10,7 +10,7 @@ import (
 
 // RequestTwoPhase sends one two-phase Gateway RPC, such as
 // plugin.approval.request or exec.approval.request with twoPhase:true
-// (openclaw-protocol.md §3), and returns the payload of its final
+// (docs/protocol-facts.md, Gateway RPCs), and returns the payload of its final
 // response. The Gateway answers such a request twice with the same id:
 // first {"status":"accepted","id",…,"createdAtMs","expiresAtMs"}, which is
 // passed to accepted (when non-nil) from the connection's read goroutine,
@@ -41,7 +41,7 @@ func (c *Client) RequestTwoPhase(ctx context.Context, method string, params any,
 // identity as the bridge's main connection.
 //
 // Why a second connection: the Gateway never delivers an approval event to
-// the connection that raised it (openclaw-protocol.md §5), and a record
+// the connection that raised it (docs/protocol-facts.md, Approval delivery), and a record
 // carrying requestedByDeviceId is visible only to connections of that
 // device (and to operator.admin connections such as the control UI). Raised
 // from a sibling connection of the same device, the request therefore

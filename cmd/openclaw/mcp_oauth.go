@@ -20,7 +20,7 @@ import (
 
 // `openclaw mcp login <name> [--principal ID]` and `openclaw mcp logout
 // <name> [--principal ID|--all]`: OAuth for the HTTP servers of mcp.servers
-// with auth "oauth" (reference §11.2). The flow itself is transport.Login
+// with auth "oauth" (docs/protocol-facts.md, mcp.servers entry schema). The flow itself is transport.Login
 // (go-sdk's discovery, registration and authorization code flow with PKCE);
 // tokens live in <state dir>/mcp-oauth, where the runtime (`mcp tools`, `mcp
 // call`, `mcp proxy`) finds and refreshes them: one set per server, or per

@@ -23,6 +23,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openclaw-go/openclaw/internal/procfs"
 	"github.com/openclaw-go/openclaw/internal/testkit"
 )
 
@@ -112,10 +113,9 @@ func TestMCPProxyStdio(t *testing.T) {
 	}
 
 	// The server children of the proxy, found before it exits.
-	out, _ := exec.Command("pgrep", "-P", strconv.Itoa(cmd.Process.Pid)).Output()
-	children := strings.Fields(string(out))
+	children := procfs.Descendants(cmd.Process.Pid)
 	if len(children) == 0 {
-		t.Fatalf("pgrep -P %d found no server child of the proxy", cmd.Process.Pid)
+		t.Fatalf("no server child of the proxy (pid %d)", cmd.Process.Pid)
 	}
 
 	// stdin EOF: the proxy exits 0 and its server child is gone.
@@ -126,8 +126,8 @@ func TestMCPProxyStdio(t *testing.T) {
 		t.Fatalf("proxy exit = %v, want 0\nstderr:\n%s", cmd.ProcessState, stderr.String())
 	}
 	for _, pid := range children {
-		if alive(pid) {
-			t.Errorf("server child %s survives the proxy", pid)
+		if procfs.Alive(pid) {
+			t.Errorf("server child %d survives the proxy", pid)
 		}
 	}
 
@@ -163,17 +163,6 @@ func writeJSON(t *testing.T, path string, v any) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// alive reports whether process pid exists and is not a zombie.
-func alive(pid string) bool {
-	b, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return false
-	}
-	// The state follows the parenthesized command name.
-	i := strings.LastIndexByte(string(b), ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }
 
 // proxyPeers returns node, server-everything's script and PEERS_DIR, or
@@ -476,8 +465,7 @@ func TestMCPProxyHTTP(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer cs.Close()
-		out, _ := exec.Command("pgrep", "-P", strconv.Itoa(hp.cmd.Process.Pid)).Output()
-		children := strings.Fields(string(out))
+		children := procfs.Descendants(hp.cmd.Process.Pid)
 		if len(children) == 0 {
 			t.Fatal("no server child of the proxy")
 		}
@@ -504,8 +492,8 @@ func TestMCPProxyHTTP(t *testing.T) {
 			t.Fatalf("proxy exit = %v, want 0\n%s", err, hp.stderr.String())
 		}
 		for _, pid := range children {
-			if alive(pid) {
-				t.Errorf("server child %s survives the proxy", pid)
+			if procfs.Alive(pid) {
+				t.Errorf("server child %d survives the proxy", pid)
 			}
 		}
 		// The generated token was printed once, and only on its line.
@@ -745,7 +733,7 @@ func TestMCPProxyReload(t *testing.T) {
 	entry := func(name string) map[string]any {
 		return map[string]any{"command": server, "env": map[string]any{"OPENCLAW_PROXY_RELOAD_TEST": tag + "-" + name}}
 	}
-	pids := func(name string) []string { return pidsWithEnv("OPENCLAW_PROXY_RELOAD_TEST=" + tag + "-" + name) }
+	pids := func(name string) []int { return procfs.WithEnv("OPENCLAW_PROXY_RELOAD_TEST=" + tag + "-" + name) }
 	writeJSON(t, cfgPath, map[string]any{"mcp": map[string]any{"servers": map[string]any{"one": entry("one")}}})
 	env := append(os.Environ(), "OPENCLAW_HOME="+home, "OPENCLAW_STATE_DIR="+filepath.Join(dir, "state"))
 
@@ -842,8 +830,8 @@ func TestMCPProxyReload(t *testing.T) {
 		t.Fatalf("close: %v\nstderr:\n%s", err, stderr.String())
 	}
 	for _, pid := range twoPIDs {
-		if alive(pid) {
-			t.Errorf("server two's process %s survives the proxy", pid)
+		if procfs.Alive(pid) {
+			t.Errorf("server two's process %d survives the proxy", pid)
 		}
 	}
 }
@@ -855,26 +843,6 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// pidsWithEnv returns the live processes whose environment holds marker
-// (Linux /proc).
-func pidsWithEnv(marker string) []string {
-	var pids []string
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil || !alive(e.Name()) {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil {
-			continue
-		}
-		if slices.Contains(strings.Split(string(env), "\x00"), marker) {
-			pids = append(pids, e.Name())
-		}
-	}
-	return pids
 }
 
 // nodeStdioClient spawns the proxy with the Node SDK's stdio transport and

@@ -21,8 +21,8 @@ import (
 
 // The registry commands: `openclaw mcp list | show | set | unset | status |
 // doctor`, reading and writing mcp.servers in OpenClaw's openclaw.json with
-// OpenClaw's texts and exit codes (shared/reference/openclaw-protocol.md
-// §11.9, golden transcripts in testdata/openclaw/cli/). Results go to
+// OpenClaw's texts and exit codes (docs/protocol-facts.md, Registry CLI,
+// golden transcripts in testdata/openclaw/cli/). Results go to
 // stdout, failures and warnings to stderr.
 
 // Sentences of ours where OpenClaw prints a hint or a note (the captured
@@ -107,7 +107,7 @@ func loadRegistry(cmd *cobra.Command) (*config.Document, error) {
 }
 
 // regWarnBlockedEnv prints one `[bundle-mcp]` warning per blocked env key of
-// every stdio server on stderr (§11.7).
+// every stdio server on stderr (docs/protocol-facts.md, stdio env filter).
 func regWarnBlockedEnv(w io.Writer, servers *config.Object) {
 	for _, name := range servers.Keys() {
 		e, _ := servers.Get(name)

@@ -67,7 +67,7 @@ the before_tool_call policy chain first. Logs go to stderr.`,
 	return cmd
 }
 
-// failStart is OpenClaw's fatal startup message (§10), exit code 1.
+// failStart is OpenClaw's fatal startup message (docs/protocol-facts.md, Failure and shutdown), exit code 1.
 func failStart(err error) error {
 	return &exitError{code: 1, err: fmt.Errorf("MCP server failed to start: %s.", strings.TrimSuffix(err.Error(), "."))}
 }
@@ -138,7 +138,7 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 		Logger:         logger,
 		OnEvent:        func(name string, payload json.RawMessage) { b.HandleGatewayEvent(name, payload) },
 		// A fatal first connect ends the process without answering the
-		// calls that wait for the Gateway, as OpenClaw does (§10).
+		// calls that wait for the Gateway, as OpenClaw does (docs/protocol-facts.md, Failure and shutdown).
 		// (initialize itself is still answered first, as in OpenClaw.)
 		OnFatal: func(error) {
 			// A client writes initialize right after spawning us: give it a
@@ -178,7 +178,7 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 	})
 
 	// The MCP transport starts first so initialize is answered before the
-	// Gateway is reachable, as OpenClaw does (§6.1). Neither it nor the
+	// Gateway is reachable, as OpenClaw does (docs/protocol-facts.md, mcp serve lifecycle). Neither it nor the
 	// Gateway client runs on ctx: a signal ends them through the shutdown
 	// below, which lets the answers that are ready out first.
 	life, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -191,7 +191,7 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 	go func() { gwDone <- client.Run(life) }()
 
 	// shutdown releases everything a call may wait on, as OpenClaw does on
-	// stdin EOF or a signal (§10): events_wait answers event:null, an
+	// stdin EOF or a signal (docs/protocol-facts.md, Failure and shutdown): events_wait answers event:null, an
 	// approval being raised on the Gateway ends, calls waiting for the
 	// Gateway or its answer fail at once. The drain then writes those
 	// answers and the session ends.

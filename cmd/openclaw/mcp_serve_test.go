@@ -190,7 +190,7 @@ func resultText(m map[string]any) (string, bool) {
 }
 
 // On stdin EOF or SIGTERM, serve releases what its calls wait on (OpenClaw
-// §10): a long events_wait answers event:null and a call waiting for a
+// docs/protocol-facts.md, Failure and shutdown): a long events_wait answers event:null and a call waiting for a
 // Gateway answer fails, both before the process exits 0. Before, serve
 // waited for the events_wait timeout (here 5 minutes) and the Gateway
 // request timeout (3 minutes).

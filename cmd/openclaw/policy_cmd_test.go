@@ -357,7 +357,7 @@ func TestPolicyReloadReachesServe(t *testing.T) {
 	if err := os.WriteFile(pf, []byte(`{"audit_log":"-","modules":[{"source":"p.wasm","timeout_ms":10000}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, err := e2e.StartServe(ctx, bin, gw, tokenFile, "policy-reload-test", "--policy-config", pf)
+	s, err := gw.StartServe(ctx, tokenFile, "policy-reload-test", "--policy-config", pf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,7 @@ func run(ctx context.Context, bin string, keep bool) error {
 	}
 
 	step("Spawn `openclaw mcp serve` under a real MCP client (go-sdk), rules module blocking messages_send")
-	srv, err := e2e.StartServe(ctx, bin, gw, tokenFile, "openclaw-demo",
+	srv, err := gw.StartServe(ctx, tokenFile, "openclaw-demo",
 		"--policy-config", policyFile, "--audit-log", auditFile)
 	if err != nil {
 		return err

@@ -18,7 +18,7 @@ import (
 )
 
 // DeviceIdentity is an Ed25519 device key as OpenClaw uses it to sign the
-// connect handshake (§2.3). ID is the lowercase hex SHA-256 of the raw 32-byte
+// connect handshake (docs/protocol-facts.md, Device identity). ID is the lowercase hex SHA-256 of the raw 32-byte
 // public key.
 type DeviceIdentity struct {
 	ID         string
@@ -165,7 +165,7 @@ func asciiLower(s string) string {
 	return string(b)
 }
 
-// TokenForSignature picks the token the signature covers (§2.3).
+// TokenForSignature picks the token the signature covers (docs/protocol-facts.md, Device identity).
 func TokenForSignature(a *Auth) string {
 	if a == nil {
 		return ""
@@ -192,7 +192,7 @@ func (d *DeviceIdentity) Prove(s SignedFields) *DeviceProof {
 }
 
 // Device-auth failure reasons, as the Gateway reports them in
-// error.details.reason (§2.3).
+// error.details.reason (docs/protocol-facts.md, Device identity).
 const (
 	ReasonDeviceIDMismatch       = "device-id-mismatch"
 	ReasonSignatureStale         = "device-signature-stale"

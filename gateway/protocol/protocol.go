@@ -4,7 +4,7 @@
 // device identity with its signed connect string.
 //
 // It mirrors OpenClaw 2026.9.6 (protocol version 4) as captured on the wire;
-// see shared/reference/openclaw-protocol.md §1–§2. It imports only the
+// see docs/protocol-facts.md, Gateway frames to Connect failures. It imports only the
 // standard library, so both sides can depend on it without depending on each
 // other.
 //
@@ -39,7 +39,7 @@ const (
 	CodeUnavailable    = "UNAVAILABLE"
 )
 
-// Event names the bridge consumes (§4) or the handshake uses (§2.1).
+// Event names the bridge consumes (docs/protocol-facts.md, Gateway events) or the handshake uses (docs/protocol-facts.md, Connect handshake).
 const (
 	EventConnectChallenge        = "connect.challenge"
 	EventTick                    = "tick"
@@ -50,7 +50,7 @@ const (
 	EventPluginApprovalResolved  = "plugin.approval.resolved"
 )
 
-// WebSocket close codes used by OpenClaw (§1.2).
+// WebSocket close codes used by OpenClaw (docs/protocol-facts.md, Gateway frames).
 const (
 	// ClosePolicyViolation (1008) follows a rejected connect or a challenge timeout.
 	ClosePolicyViolation = 1008
@@ -90,7 +90,7 @@ type ErrorShape struct {
 
 // RequestError is a failed Gateway response surfaced as a Go error. Its
 // Error() is the Gateway's message alone, which is what `openclaw mcp serve`
-// puts in an MCP tool error (§6.4).
+// puts in an MCP tool error (docs/protocol-facts.md, mcp serve tools).
 type RequestError struct {
 	Method string
 	ErrorShape
@@ -215,7 +215,7 @@ type Auth struct {
 	DeviceToken    string `json:"deviceToken,omitempty"`
 }
 
-// DeviceProof is connect's "device" object (§2.3).
+// DeviceProof is connect's "device" object (docs/protocol-facts.md, Device identity).
 type DeviceProof struct {
 	ID        string `json:"id"`
 	PublicKey string `json:"publicKey"`

@@ -4,7 +4,7 @@
 //! A module of the "openclaw-policy v1" ABI (docs/policy-abi.md) for
 //! `wasm32-unknown-unknown`, std only, exporting `sanitize_tool_names`. It
 //! gives every imported MCP tool the name OpenClaw 2026.9.6 gives it
-//! (reference §11.6: `server__tool`, characters outside `[A-Za-z0-9_-]`
+//! (docs/tool-names.md §2: `server__tool`, characters outside `[A-Za-z0-9_-]`
 //! replaced by `-`, a letter first, server part ≤ 30, whole name ≤ 64,
 //! `-2`, `-3`, … on a case-insensitive collision, assigned in catalog
 //! order), except where OpenClaw would cut a long name into a collision:
@@ -579,7 +579,7 @@ fn cut(s: &str, n: usize) -> &str {
     &s[..s.len().min(n)]
 }
 
-/// Safe names of all declared servers, in declaration order (§11.6):
+/// Safe names of all declared servers, in declaration order (docs/tool-names.md §2):
 /// OpenClaw's, except that a name cut to the cap that collides with
 /// another server's gets the stable hash form. pins[i] is the safe name
 /// server i was already exposed under: it is kept when the rules could

@@ -1,7 +1,27 @@
-// Package e2e drives the built `openclaw` binary the way users do: it starts
-// a local Gateway (`openclaw gateway run`), spawns `openclaw mcp serve` under
-// a real MCP client, and injects traffic through the Gateway's CLI. The demo
-// (examples/demo) and the end-to-end tests (test/e2e) share it.
+// Package e2e drives an `openclaw mcp serve` process (ours, or the real
+// OpenClaw 2026.9.6 one) the way users do: it starts a local Gateway
+// (`openclaw gateway run`) and injects traffic through its CLI, spawns a
+// server under the go-sdk MCP client ([Serve]) or a raw JSON-RPC client
+// ([RawClient]), records every line exchanged, and reports how the server
+// ends. The end-to-end tests (test/e2e, cmd/openclaw), the demo
+// (examples/demo) and the interop tool against the real OpenClaw
+// (internal/e2e/ocinterop, run by bench/interop.sh) share it; nothing in the
+// product imports it.
+//
+// A [Serve] is one child process in its own process group, spoken to over
+// stdio (protocol 2025-06-18 by default, what the real OpenClaw answers;
+// [Gateway.StartServe] negotiates the newest). Every line is also kept raw
+// in [Serve.Raw], so that results can be compared byte for byte and
+// notifications the go-sdk client ignores (notifications/claude/channel)
+// can be seen:
+//
+//	s, err := e2e.StartServe(ctx, e2e.ServeOptions{
+//		Command: []string{"bin/openclaw", "mcp", "serve", "--url", url, "--token-file", f},
+//	})
+//	if err != nil { … }
+//	defer s.Kill()
+//	res, err := s.Call(ctx, "conversations_list", nil)
+//	exit, err := s.CloseStdin(ctx) // exit latency after stdin EOF, exit code
 package e2e
 
 import (

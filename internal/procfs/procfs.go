@@ -1,11 +1,13 @@
 // Package procfs reads the process tree from Linux's /proc: the one walker
 // of descendants that the stdio supervisor (to signal a server's whole
-// tree) and the benchmarks (to sum a tree's memory) share. It imports only
+// tree) and the benchmarks (to sum a tree's memory) share, and the checks
+// tests use to find processes left behind (by liveness and environment). It imports only
 // the standard library. Where there is no /proc it finds nothing.
 package procfs
 
 import (
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -41,23 +43,61 @@ func Descendants(root int) []int {
 	return out
 }
 
-// Parent returns the parent PID of pid from /proc/<pid>/stat (field 4,
-// after the parenthesized command name, which may itself hold spaces or
-// ')'), and false when it cannot be read.
+// Parent returns the parent PID of pid from /proc/<pid>/stat, and false
+// when it cannot be read.
 func Parent(pid int) (int, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 2 {
+	f, ok := stat(pid)
+	if !ok || len(f) < 2 {
 		return 0, false
 	}
 	ppid, err := strconv.Atoi(f[1])
 	return ppid, err == nil
+}
+
+// Alive reports whether pid is a live process: its /proc/<pid>/stat can be
+// read and its state is not Z (a zombie has exited and waits to be reaped).
+func Alive(pid int) bool {
+	f, ok := stat(pid)
+	return ok && len(f) > 0 && f[0] != "Z"
+}
+
+// WithEnv lists the live processes whose environment
+// (/proc/<pid>/environ) holds entry, a "KEY=VALUE" string compared whole.
+// Processes whose environment cannot be read (another user's) are skipped.
+func WithEnv(entry string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || !Alive(pid) {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err != nil {
+			continue
+		}
+		if slices.Contains(strings.Split(string(env), "\x00"), entry) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// stat returns the fields of /proc/<pid>/stat after the parenthesized
+// command name (which may itself hold spaces or ')'): the state first, then
+// the parent PID, and false when the file cannot be read.
+func stat(pid int) ([]string, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil, false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return nil, false
+	}
+	return strings.Fields(s[i+1:]), true
 }

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -41,5 +42,64 @@ func TestDescendants(t *testing.T) {
 	}
 	if p, ok := Parent(grandchild); !ok || p != cmd.Process.Pid {
 		t.Errorf("Parent(%d) = %d, %v; want %d", grandchild, p, ok, cmd.Process.Pid)
+	}
+}
+
+// A child started with a marker in its environment is found by it, alive;
+// once it has exited and been reaped it is neither.
+func TestWithEnvAndAlive(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	marker := "PROCFS_TEST_MARKER=" + strconv.Itoa(os.Getpid())
+	cmd := exec.Command("sleep", "30")
+	cmd.Env = append(os.Environ(), marker)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	if got := WithEnv(marker); !slices.Equal(got, []int{pid}) {
+		t.Fatalf("WithEnv(%q) = %v, want [%d]", marker, got, pid)
+	}
+	if got := WithEnv(marker + "x"); len(got) != 0 {
+		t.Errorf("WithEnv matched a longer entry: %v", got)
+	}
+	if !Alive(pid) {
+		t.Fatalf("Alive(%d) = false for a running child", pid)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if Alive(pid) {
+		t.Errorf("Alive(%d) = true after the child was reaped", pid)
+	}
+	if got := WithEnv(marker); len(got) != 0 {
+		t.Errorf("WithEnv(%q) = %v after the child was reaped", marker, got)
+	}
+}
+
+// A child that exited but is not reaped yet (a zombie) is not alive.
+func TestAliveZombie(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Wait() })
+	pid := cmd.Process.Pid
+	for {
+		f, ok := stat(pid)
+		if !ok {
+			t.Fatalf("no /proc/%d/stat before the child was reaped", pid)
+		}
+		if f[0] == "Z" {
+			break
+		}
+		runtime.Gosched()
+	}
+	if Alive(pid) {
+		t.Errorf("Alive(%d) = true for a zombie", pid)
 	}
 }

@@ -3,7 +3,7 @@
 // lines (the values of secret flags), free text (Bearer credentials,
 // well-known token shapes, name=value pairs with a secret-looking name) and
 // the known secret values of one server ([Redactor]). The URL and argument
-// rules are those of OpenClaw's `mcp status` (openclaw-protocol.md §11.8).
+// rules are those of OpenClaw's `mcp status` (docs/protocol-facts.md, Redaction).
 //
 // It is a standard-library-only leaf: config, transport and the Gateway
 // client all use it.

@@ -26,7 +26,7 @@ type Restartable struct {
 	Fails int
 
 	mu       sync.Mutex
-	stop     context.CancelFunc
+	stop     func()
 	attempts int
 }
 
@@ -42,15 +42,9 @@ func (r *Restartable) Connect(ctx context.Context) (mcp.Connection, error) {
 	if r.Refuse {
 		return nil, errors.New("connection refused (test)")
 	}
-	ct, st := mcp.NewInMemoryTransports()
-	sctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = r.Server.Run(sctx, st)
-	}()
-	r.stop = cancel
-	r.T.Cleanup(func() { cancel(); <-done })
+	ct, stop := serveInMemory(r.Server)
+	r.stop = stop
+	r.T.Cleanup(stop)
 	return ct.Connect(ctx)
 }
 

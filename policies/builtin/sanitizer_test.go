@@ -75,7 +75,7 @@ func srv(name string, tools ...string) policies.SanitizeServer {
 }
 
 // TestSanitizerRules checks cases derived by hand from OpenClaw's rules
-// (reference §11.6), and the two places where ours differ on purpose.
+// (docs/tool-names.md §2), and the two places where ours differ on purpose.
 func TestSanitizerRules(t *testing.T) {
 	t.Parallel()
 	m := loadSanitizer(t)

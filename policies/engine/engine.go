@@ -7,7 +7,7 @@
 // policies/wasmpolicy (sandbox, sha256 pin, ABI version, exports, imports,
 // configure), and builds the before_tool_call [policies.Chain] with the
 // decision audit log. With no module configured it loads builtin:rules with
-// its default ruleset (allow every call, audit it), as DESIGN.md §3 asks.
+// its default ruleset (allow every call, audit it), as docs/policy-file.md says.
 // Any module that cannot be loaded refuses the whole start, with an error
 // naming the module and the reason.
 //
@@ -132,7 +132,7 @@ type Options struct {
 	// DefaultModules are the module sources loaded when neither
 	// ConfigFile nor Files name any module, each with its default config.
 	// nil means builtin:rules alone, whose default ruleset allows every
-	// call and audits it (DESIGN.md §3). A surface that builds catalogs
+	// call and audits it (docs/policy-file.md). A surface that builds catalogs
 	// adds "builtin:sanitizer" here.
 	DefaultModules []string
 	// ProgressAfter is how long loading one module (compiling it, mostly)

@@ -94,7 +94,7 @@ func loadBench(b *testing.B, config string) *wasmpolicy.Module {
 // BenchmarkBeforeToolCallRules is one before_tool_call decision through
 // wasmpolicy and the built-in rules module, with interruption on
 // (WithCloseOnContextDone and the 100 ms call deadline). Target: a median
-// of at most 10 µs (DESIGN.md §6).
+// of at most 10 µs.
 func BenchmarkBeforeToolCallRules(b *testing.B) {
 	for _, bc := range []struct{ name, config string }{
 		{"default", builtin.DefaultRulesConfig},

@@ -13,7 +13,7 @@ import (
 	"github.com/openclaw-go/openclaw/wasmhost"
 )
 
-// TestExtremeContainment covers the containment cases of DESIGN §3 that the
+// TestExtremeContainment covers the containment cases of docs/policy-abi.md §5 that the
 // hostile module does not: a panic in configure, unbounded recursion, and a
 // 100 MiB result. Each fails closed with a typed error naming the module,
 // and the module keeps serving.

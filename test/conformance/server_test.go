@@ -77,7 +77,7 @@ func TestServerConformance(t *testing.T) {
 		}
 	}
 	// The suite's active server scenarios are 30 with 40 checks, all of
-	// which the fixture passes (mcp-peers.md §3); fewer means the suite or
+	// which the fixture passes (docs/protocol-facts.md, Conformance suite); fewer means the suite or
 	// the fixture changed under us.
 	if n := len(direct.scenarios()); n < 30 || passed < 40 {
 		t.Errorf("direct: %d scenarios, %d checks passed; want at least 30 and 40", n, passed)

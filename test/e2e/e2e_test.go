@@ -65,7 +65,7 @@ func setup(t *testing.T) (context.Context, *e2e.Gateway, string) {
 
 func serve(t *testing.T, ctx context.Context, gw *e2e.Gateway, tokenFile string, args ...string) *e2e.Serve {
 	t.Helper()
-	s, err := e2e.StartServe(ctx, bin, gw, tokenFile, "go-sdk-e2e", args...)
+	s, err := gw.StartServe(ctx, tokenFile, "go-sdk-e2e", args...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,5 +1,5 @@
-// openclaw_names.mjs: OpenClaw 2026.9.6's tool naming (reference
-// openclaw-protocol.md §11.6) transcribed step by step in JavaScript, run
+// openclaw_names.mjs: OpenClaw 2026.9.6's tool naming (docs/tool-names.md
+// §2) transcribed step by step in JavaScript, run
 // under Node so that String.prototype.trim, the regular expression (per
 // UTF-16 code unit) and localeCompare are the real ones. It writes
 // policies/builtin/testdata/sanitizer_golden.json: catalogs and the names

@@ -1,4 +1,4 @@
-package interop
+package main
 
 import (
 	"context"
@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/internal/e2e"
 )
 
-// Measurement is one spawn-to-exit run of an `mcp serve` server, the figures
-// of DESIGN.md §6 and reference/real-openclaw.md §5.
-type Measurement struct {
+// measurement is one spawn-to-exit run of an `mcp serve` server, the figures
+// of docs/protocol-facts.md, Measured baselines.
+type measurement struct {
 	// Label names the server ("openclaw" or "ours").
 	Label string
 	// Initialize is spawn → initialize response.
@@ -22,7 +24,7 @@ type Measurement struct {
 	FirstToolsList time.Duration
 	// Procs and RSSKiB are the process tree and its summed VmRSS, read right
 	// after the first tools/list.
-	Procs  []Proc
+	Procs  []e2e.Proc
 	RSSKiB int64
 	// FirstConversationsList is the first conversations_list round trip,
 	// which waits for the Gateway connect and sessions.subscribe.
@@ -31,16 +33,16 @@ type Measurement struct {
 	SpawnToFirstList time.Duration
 	// ConversationsList and EventsPoll are N sequential round trips each,
 	// through the go-sdk client.
-	ConversationsList, EventsPoll Sample
+	ConversationsList, EventsPoll sample
 	// RawConversationsList and RawEventsPoll are the same through a
 	// [RawClient], in a second process (MeasureOptions.Raw); empty otherwise.
-	RawConversationsList, RawEventsPoll Sample
+	RawConversationsList, RawEventsPoll sample
 	// Exit is how the server ended after stdin EOF.
-	Exit Exit
+	Exit e2e.Exit
 }
 
-// MeasureOptions tune [Measure].
-type MeasureOptions struct {
+// measureOptions tune [Measure].
+type measureOptions struct {
 	// N is the number of sequential calls per operation. Zero means 50.
 	N int
 	// Raw also measures the per-call latencies with a [RawClient] in a
@@ -49,21 +51,21 @@ type MeasureOptions struct {
 	Raw bool
 }
 
-// Measure spawns the server of opts, measures one run with mo.N sequential
+// measure spawns the server of opts, measures one run with mo.N sequential
 // calls of conversations_list and of events_poll, and ends it by closing
 // stdin. Every result must be a success (a conversations_list error result
 // is a failed measurement, not a fast one).
-func Measure(ctx context.Context, label string, opts ServeOptions, mo MeasureOptions) (*Measurement, error) {
+func measure(ctx context.Context, label string, opts e2e.ServeOptions, mo measureOptions) (*measurement, error) {
 	n := mo.N
 	if n == 0 {
 		n = 50
 	}
-	s, err := StartServe(ctx, opts)
+	s, err := e2e.StartServe(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
 	defer s.Kill()
-	m := &Measurement{Label: label, Initialize: s.Initialized}
+	m := &measurement{Label: label, Initialize: s.Initialized}
 	t0 := time.Now()
 	if _, err := s.Session.ListTools(ctx, nil); err != nil {
 		return nil, fmt.Errorf("interop: %s: tools/list: %w", label, err)
@@ -80,7 +82,7 @@ func Measure(ctx context.Context, label string, opts ServeOptions, mo MeasureOpt
 			return d, fmt.Errorf("interop: %s: %s: %w", label, name, err)
 		}
 		if r.IsError {
-			return d, fmt.Errorf("interop: %s: %s: error result %q", label, name, ResultText(r))
+			return d, fmt.Errorf("interop: %s: %s: error result %q", label, name, resultText(r))
 		}
 		return d, nil
 	}
@@ -90,7 +92,7 @@ func Measure(ctx context.Context, label string, opts ServeOptions, mo MeasureOpt
 	m.SpawnToFirstList = time.Since(s.Spawned)
 	for _, op := range []struct {
 		name string
-		out  *Sample
+		out  *sample
 	}{{"conversations_list", &m.ConversationsList}, {"events_poll", &m.EventsPoll}} {
 		for range n {
 			d, err := call(op.name)
@@ -111,8 +113,8 @@ func Measure(ctx context.Context, label string, opts ServeOptions, mo MeasureOpt
 	return m, nil
 }
 
-func measureRaw(ctx context.Context, label string, opts ServeOptions, n int) (cl, ep Sample, err error) {
-	s, c, err := StartRaw(ctx, opts)
+func measureRaw(ctx context.Context, label string, opts e2e.ServeOptions, n int) (cl, ep sample, err error) {
+	s, c, err := e2e.StartRaw(ctx, opts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -124,7 +126,7 @@ func measureRaw(ctx context.Context, label string, opts ServeOptions, n int) (cl
 	}
 	for _, op := range []struct {
 		name string
-		out  *Sample
+		out  *sample
 	}{{"conversations_list", &cl}, {"events_poll", &ep}} {
 		for range n {
 			t0 := time.Now()
@@ -140,9 +142,9 @@ func measureRaw(ctx context.Context, label string, opts ServeOptions, n int) (cl
 	return cl, ep, nil
 }
 
-// Summary aggregates the runs of one server: the median over runs of each
+// summary aggregates the runs of one server: the median over runs of each
 // one-shot figure, and per-call quantiles over the calls of all runs pooled.
-type Summary struct {
+type summary struct {
 	Label                                              string
 	Runs                                               int
 	Initialize, FirstToolsList, FirstConversationsList time.Duration
@@ -151,26 +153,26 @@ type Summary struct {
 	// ExitCodes lists each run's exit code.
 	ExitCodes []int
 	// Procs is the process tree of the first run (names and RSS).
-	Procs                               []Proc
-	ConversationsList, EventsPoll       Sample
-	RawConversationsList, RawEventsPoll Sample
+	Procs                               []e2e.Proc
+	ConversationsList, EventsPoll       sample
+	RawConversationsList, RawEventsPoll sample
 }
 
-// Summarize aggregates runs of one server. It panics on an empty slice.
-func Summarize(runs []*Measurement) Summary {
-	med := func(f func(*Measurement) time.Duration) time.Duration {
-		var s Sample
+// summarize aggregates runs of one server. It panics on an empty slice.
+func summarize(runs []*measurement) summary {
+	med := func(f func(*measurement) time.Duration) time.Duration {
+		var s sample
 		for _, m := range runs {
 			s = append(s, f(m))
 		}
 		return s.Median()
 	}
-	sum := Summary{Label: runs[0].Label, Runs: len(runs), Procs: runs[0].Procs}
-	sum.Initialize = med(func(m *Measurement) time.Duration { return m.Initialize })
-	sum.FirstToolsList = med(func(m *Measurement) time.Duration { return m.FirstToolsList })
-	sum.FirstConversationsList = med(func(m *Measurement) time.Duration { return m.FirstConversationsList })
-	sum.SpawnToFirstList = med(func(m *Measurement) time.Duration { return m.SpawnToFirstList })
-	sum.Exit = med(func(m *Measurement) time.Duration { return m.Exit.After })
+	sum := summary{Label: runs[0].Label, Runs: len(runs), Procs: runs[0].Procs}
+	sum.Initialize = med(func(m *measurement) time.Duration { return m.Initialize })
+	sum.FirstToolsList = med(func(m *measurement) time.Duration { return m.FirstToolsList })
+	sum.FirstConversationsList = med(func(m *measurement) time.Duration { return m.FirstConversationsList })
+	sum.SpawnToFirstList = med(func(m *measurement) time.Duration { return m.SpawnToFirstList })
+	sum.Exit = med(func(m *measurement) time.Duration { return m.Exit.After })
 	var rss []int64
 	for _, m := range runs {
 		rss = append(rss, m.RSSKiB)
@@ -185,15 +187,15 @@ func Summarize(runs []*Measurement) Summary {
 	return sum
 }
 
-// MB converts KiB to decimal megabytes (10^6 bytes), the unit of the RSS
-// target in DESIGN.md §6.
-func MB(kib int64) float64 { return float64(kib) * 1024 / 1e6 }
+// mb converts KiB to decimal megabytes (10^6 bytes), the unit of the RSS
+// target.
+func mb(kib int64) float64 { return float64(kib) * 1024 / 1e6 }
 
-// Table renders the side-by-side Markdown table of real (OpenClaw) and ours,
-// with the ratio ours/OpenClaw and the DESIGN.md §6 targets. floor, when not
+// table renders the side-by-side Markdown table of real (OpenClaw) and ours,
+// with the ratio ours/OpenClaw and the targets. floor, when not
 // empty, is the Gateway's own sessions.list round trip ([GatewayFloor]),
 // shown as the lower bound of any bridge's conversations_list.
-func Table(real, ours Summary, floor Sample) string {
+func table(real, ours summary, floor sample) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "| figure | %s | %s | ours / OpenClaw | target | met |\n", real.Label, ours.Label)
 	b.WriteString("|---|---:|---:|---:|---|---|\n")
@@ -218,32 +220,32 @@ func Table(real, ours Summary, floor Sample) string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", name, fmtNum(r, unit), fmtNum(o, unit), fmtRatio(q), target, m)
 	}
 	ptr := func(v bool) *bool { return &v }
-	ri, oi := Ms(real.Initialize), Ms(ours.Initialize)
+	ri, oi := ms(real.Initialize), ms(ours.Initialize)
 	row("spawn → initialize result", ri, oi, "ms", "≤ 1/100", ptr(ratio(oi, ri) <= 0.01))
-	row("first tools/list", Ms(real.FirstToolsList), Ms(ours.FirstToolsList), "ms", "", nil)
-	rr, or := MB(real.RSSKiB), MB(ours.RSSKiB)
+	row("first tools/list", ms(real.FirstToolsList), ms(ours.FirstToolsList), "ms", "", nil)
+	rr, or := mb(real.RSSKiB), mb(ours.RSSKiB)
 	row("RSS after tools/list (process tree)", rr, or, "MB", "≤ 30 MB", ptr(or <= 30))
-	row("first conversations_list (Gateway connect + subscribe)", Ms(real.FirstConversationsList), Ms(ours.FirstConversationsList), "ms", "", nil)
-	row("spawn → first conversations_list done", Ms(real.SpawnToFirstList), Ms(ours.SpawnToFirstList), "ms", "", nil)
-	rc, oc := Ms(real.ConversationsList.Median()), Ms(ours.ConversationsList.Median())
+	row("first conversations_list (Gateway connect + subscribe)", ms(real.FirstConversationsList), ms(ours.FirstConversationsList), "ms", "", nil)
+	row("spawn → first conversations_list done", ms(real.SpawnToFirstList), ms(ours.SpawnToFirstList), "ms", "", nil)
+	rc, oc := ms(real.ConversationsList.Median()), ms(ours.ConversationsList.Median())
 	row(fmt.Sprintf("conversations_list median (n=%d)", len(ours.ConversationsList)), rc, oc, "ms", "≤ 1/3", ptr(ratio(oc, rc) <= 1.0/3))
-	row("conversations_list p99", Ms(real.ConversationsList.P99()), Ms(ours.ConversationsList.P99()), "ms", "", nil)
-	re, oe := Ms(real.EventsPoll.Median()), Ms(ours.EventsPoll.Median())
+	row("conversations_list p99", ms(real.ConversationsList.P99()), ms(ours.ConversationsList.P99()), "ms", "", nil)
+	re, oe := ms(real.EventsPoll.Median()), ms(ours.EventsPoll.Median())
 	row(fmt.Sprintf("events_poll median (n=%d)", len(ours.EventsPoll)), re, oe, "ms", "≤ 1/3", ptr(ratio(oe, re) <= 1.0/3))
-	row("events_poll p99", Ms(real.EventsPoll.P99()), Ms(ours.EventsPoll.P99()), "ms", "", nil)
+	row("events_poll p99", ms(real.EventsPoll.P99()), ms(ours.EventsPoll.P99()), "ms", "", nil)
 	if len(ours.RawConversationsList) > 0 && len(real.RawConversationsList) > 0 {
-		rc, oc := Ms(real.RawConversationsList.Median()), Ms(ours.RawConversationsList.Median())
+		rc, oc := ms(real.RawConversationsList.Median()), ms(ours.RawConversationsList.Median())
 		row(fmt.Sprintf("conversations_list median, raw JSON-RPC client (n=%d)", len(ours.RawConversationsList)), rc, oc, "ms", "≤ 1/3", ptr(ratio(oc, rc) <= 1.0/3))
-		row("conversations_list p99, raw client", Ms(real.RawConversationsList.P99()), Ms(ours.RawConversationsList.P99()), "ms", "", nil)
-		re, oe := Ms(real.RawEventsPoll.Median()), Ms(ours.RawEventsPoll.Median())
+		row("conversations_list p99, raw client", ms(real.RawConversationsList.P99()), ms(ours.RawConversationsList.P99()), "ms", "", nil)
+		re, oe := ms(real.RawEventsPoll.Median()), ms(ours.RawEventsPoll.Median())
 		row(fmt.Sprintf("events_poll median, raw JSON-RPC client (n=%d)", len(ours.RawEventsPoll)), re, oe, "ms", "≤ 1/3", ptr(ratio(oe, re) <= 1.0/3))
-		row("events_poll p99, raw client", Ms(real.RawEventsPoll.P99()), Ms(ours.RawEventsPoll.P99()), "ms", "", nil)
+		row("events_poll p99, raw client", ms(real.RawEventsPoll.P99()), ms(ours.RawEventsPoll.P99()), "ms", "", nil)
 	}
 	if len(floor) > 0 {
 		fmt.Fprintf(&b, "| Gateway sessions.list round trip alone, median / p99 (n=%d): the floor of conversations_list | %s / %s | | | | |\n",
-			len(floor), fmtNum(Ms(floor.Median()), "ms"), fmtNum(Ms(floor.P99()), "ms"))
+			len(floor), fmtNum(ms(floor.Median()), "ms"), fmtNum(ms(floor.P99()), "ms"))
 	}
-	row("exit after stdin EOF", Ms(real.Exit), Ms(ours.Exit), "ms", "", nil)
+	row("exit after stdin EOF", ms(real.Exit), ms(ours.Exit), "ms", "", nil)
 	fmt.Fprintf(&b, "| exit codes | %v | %v | | 0 | %s |\n", real.ExitCodes, ours.ExitCodes, met(allZero(ours.ExitCodes)))
 	return b.String()
 }
@@ -283,11 +285,11 @@ func fmtRatio(q float64) string {
 	}
 }
 
-// ProcsString renders a process tree as "name pid RSS MB" items.
-func ProcsString(ps []Proc) string {
+// procsString renders a process tree as "name pid RSS MB" items.
+func procsString(ps []e2e.Proc) string {
 	var parts []string
 	for _, p := range ps {
-		parts = append(parts, fmt.Sprintf("%s (pid %d) %.1f MB", p.Name, p.Pid, MB(p.RSSKiB)))
+		parts = append(parts, fmt.Sprintf("%s (pid %d) %.1f MB", p.Name, p.Pid, mb(p.RSSKiB)))
 	}
 	return strings.Join(parts, " + ")
 }

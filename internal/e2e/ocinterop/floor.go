@@ -1,4 +1,4 @@
-package interop
+package main
 
 import (
 	"context"
@@ -9,12 +9,12 @@ import (
 	"github.com/openclaw-go/openclaw/gateway/protocol"
 )
 
-// GatewayFloor measures n sequential sessions.list round trips straight to
+// gatewayFloor measures n sequential sessions.list round trips straight to
 // the Gateway at url, with the params `openclaw mcp serve` sends for a
-// conversations_list without arguments (openclaw-protocol.md §3): the part
+// conversations_list without arguments (docs/protocol-facts.md, Gateway RPCs): the part
 // of a conversations_list that no bridge can make faster. It connects with
 // our Gateway client (bridge/gwclient), signing with identity when not nil.
-func GatewayFloor(ctx context.Context, url, token string, identity *protocol.DeviceIdentity, n int) (Sample, error) {
+func gatewayFloor(ctx context.Context, url, token string, identity *protocol.DeviceIdentity, n int) (sample, error) {
 	c := gwclient.New(&gwclient.Options{URL: url, Token: token, Identity: identity})
 	runCtx, cancel := context.WithCancel(ctx)
 	runErr := make(chan error, 1)
@@ -35,7 +35,7 @@ func GatewayFloor(ctx context.Context, url, token string, identity *protocol.Dev
 	if _, err := c.Request(ctx, "sessions.list", params); err != nil {
 		return nil, fmt.Errorf("interop: sessions.list: %w", err)
 	}
-	var s Sample
+	var s sample
 	for range n {
 		t0 := time.Now()
 		if _, err := c.Request(ctx, "sessions.list", params); err != nil {

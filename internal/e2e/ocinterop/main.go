@@ -30,7 +30,7 @@ import (
 	"time"
 
 	"github.com/openclaw-go/openclaw/gateway/protocol"
-	"github.com/openclaw-go/openclaw/test/interop"
+	"github.com/openclaw-go/openclaw/internal/e2e"
 )
 
 func main() {
@@ -94,12 +94,12 @@ func keygen(args []string, stdout io.Writer) error {
 	return nil
 }
 
-func serveOpts(cmd, stderrPath, pv string) (interop.ServeOptions, func(), error) {
+func serveOpts(cmd, stderrPath, pv string) (e2e.ServeOptions, func(), error) {
 	argv := strings.Fields(cmd)
 	if len(argv) == 0 {
-		return interop.ServeOptions{}, nil, errors.New("empty server command")
+		return e2e.ServeOptions{}, nil, errors.New("empty server command")
 	}
-	o := interop.ServeOptions{Command: argv, ProtocolVersion: pv}
+	o := e2e.ServeOptions{Command: argv, ProtocolVersion: pv, ClientName: "ocinterop"}
 	closeFn := func() {}
 	if stderrPath != "" {
 		f, err := os.OpenFile(stderrPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -138,7 +138,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer closeLog()
 	hctx, cancel := context.WithTimeout(ctx, 120*time.Second)
-	s, err := interop.StartServe(hctx, o)
+	s, err := e2e.StartServe(hctx, o)
 	cancel()
 	if err != nil {
 		fmt.Fprintf(stdout, "FAIL initialize: %v\n", err)
@@ -154,10 +154,10 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 
 	execID := fmt.Sprintf("interop-exec-%d", time.Now().UnixNano())
-	co := interop.CheckOptions{ExecID: execID, WaitTimeout: *timeout, Log: stdout}
+	co := checkOptions{ExecID: execID, WaitTimeout: *timeout, Log: stdout}
 	if *gwCall != "" {
 		co.Inject = func(ctx context.Context, text string) error {
-			params := fmt.Sprintf(`{"sessionKey":%q,"message":%q,"idempotencyKey":"interop-%d"}`, interop.SeededMainKey, text, time.Now().UnixNano())
+			params := fmt.Sprintf(`{"sessionKey":%q,"message":%q,"idempotencyKey":"interop-%d"}`, seededMainKey, text, time.Now().UnixNano())
 			out, err := exec.CommandContext(ctx, *gwCall, "chat.send", params).CombinedOutput()
 			if err != nil {
 				return fmt.Errorf("%s chat.send: %w: %s", *gwCall, err, clip(string(out), 500))
@@ -186,31 +186,31 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return last, nil
 		}
 	}
-	results := interop.RunChecks(ctx, s, co)
+	results := runChecks(ctx, s, co)
 
 	ectx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	e, err := s.CloseStdin(ectx)
 	cancel()
-	r := interop.CheckResult{Name: "exit 0 after stdin EOF"}
+	r := checkResult{Name: "exit 0 after stdin EOF"}
 	switch {
 	case err != nil:
-		r.Status, r.Detail = interop.Fail, err.Error()
+		r.Status, r.Detail = fail, err.Error()
 	case e.Code != 0:
-		r.Status, r.Detail = interop.Fail, fmt.Sprintf("exit code %d after %.0f ms", e.Code, interop.Ms(e.After))
+		r.Status, r.Detail = fail, fmt.Sprintf("exit code %d after %.0f ms", e.Code, ms(e.After))
 	case len(e.Leftover) > 0:
-		r.Status, r.Detail = interop.Fail, fmt.Sprintf("exit 0 but left processes running: %s", interop.ProcsString(e.Leftover))
+		r.Status, r.Detail = fail, fmt.Sprintf("exit 0 but left processes running: %s", procsString(e.Leftover))
 	default:
-		r.Status, r.Detail = interop.Pass, fmt.Sprintf("after %.0f ms", interop.Ms(e.After))
+		r.Status, r.Detail = pass, fmt.Sprintf("after %.0f ms", ms(e.After))
 	}
 	fmt.Fprintf(stdout, "%s %s: %s\n", r.Status, r.Name, r.Detail)
 	results = append(results, r)
 
-	counts := map[interop.Status]int{}
+	counts := map[status]int{}
 	for _, r := range results {
 		counts[r.Status]++
 	}
-	fmt.Fprintf(stdout, "checks: %d passed, %d failed, %d warnings, %d skipped\n", counts[interop.Pass], counts[interop.Fail], counts[interop.Warn], counts[interop.Skip])
-	if counts[interop.Fail] > 0 {
+	fmt.Fprintf(stdout, "checks: %d passed, %d failed, %d warnings, %d skipped\n", counts[pass], counts[fail], counts[warn], counts[skip])
+	if counts[fail] > 0 {
 		return 1
 	}
 	return 0
@@ -256,18 +256,18 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer closeO()
 
-	var realRuns, oursRuns []*interop.Measurement
-	one := func(label string, o interop.ServeOptions, into *[]*interop.Measurement) error {
+	var realRuns, oursRuns []*measurement
+	one := func(label string, o e2e.ServeOptions, into *[]*measurement) error {
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		defer cancel()
-		m, err := interop.Measure(rctx, label, o, interop.MeasureOptions{N: *n, Raw: *raw})
+		m, err := measure(rctx, label, o, measureOptions{N: *n, Raw: *raw})
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(stderr, "%-18s init %7.1f ms  rss %6.1f MB  first list %7.1f ms  list p50 %6.2f ms  poll p50 %6.2f ms  raw list p50 %6.2f ms  raw poll p50 %6.2f ms  exit %6.1f ms (code %d)\n",
-			label, interop.Ms(m.Initialize), interop.MB(m.RSSKiB), interop.Ms(m.FirstConversationsList),
-			interop.Ms(m.ConversationsList.Median()), interop.Ms(m.EventsPoll.Median()),
-			interop.Ms(m.RawConversationsList.Median()), interop.Ms(m.RawEventsPoll.Median()), interop.Ms(m.Exit.After), m.Exit.Code)
+			label, ms(m.Initialize), mb(m.RSSKiB), ms(m.FirstConversationsList),
+			ms(m.ConversationsList.Median()), ms(m.EventsPoll.Median()),
+			ms(m.RawConversationsList.Median()), ms(m.RawEventsPoll.Median()), ms(m.Exit.After), m.Exit.Code)
 		*into = append(*into, m)
 		return nil
 	}
@@ -283,7 +283,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	var floor interop.Sample
+	var floor sample
 	if *floorURL != "" {
 		var id *protocol.DeviceIdentity
 		if *floorIdentity != "" {
@@ -296,20 +296,20 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 		}
 		fctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		floor, err = interop.GatewayFloor(fctx, *floorURL, *floorToken, id, *n**runs)
+		floor, err = gatewayFloor(fctx, *floorURL, *floorToken, id, *n**runs)
 		cancel()
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "Gateway sessions.list alone: p50 %.2f ms  p99 %.2f ms\n", interop.Ms(floor.Median()), interop.Ms(floor.P99()))
+		fmt.Fprintf(stderr, "Gateway sessions.list alone: p50 %.2f ms  p99 %.2f ms\n", ms(floor.Median()), ms(floor.P99()))
 	}
-	rs, os_ := interop.Summarize(realRuns), interop.Summarize(oursRuns)
+	rs, os_ := summarize(realRuns), summarize(oursRuns)
 	var b strings.Builder
 	fmt.Fprintf(&b, "Measured %s on %s/%s, %d CPUs, load average %s; %d runs per server (alternating), n=%d calls per op per run, go-sdk client over stdio, MCP %s.\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), loadavg(), *runs, *n, pvOr(*pv))
-	b.WriteString(interop.Table(rs, os_, floor))
+	b.WriteString(table(rs, os_, floor))
 	fmt.Fprintf(&b, "\nOne-shot figures are medians over runs; per-call quantiles pool all runs' calls. RSS is the summed VmRSS of the whole process tree (MB = 10^6 bytes). The raw client rows come from a second spawn per run, driven by a minimal newline JSON-RPC client instead of go-sdk's.\n")
-	fmt.Fprintf(&b, "Process trees: %s: %s; %s: %s.\n", rs.Label, interop.ProcsString(rs.Procs), os_.Label, interop.ProcsString(os_.Procs))
+	fmt.Fprintf(&b, "Process trees: %s: %s; %s: %s.\n", rs.Label, procsString(rs.Procs), os_.Label, procsString(os_.Procs))
 	fmt.Fprint(stdout, b.String())
 	if *md != "" {
 		if err := os.WriteFile(*md, []byte(b.String()), 0o644); err != nil {
@@ -344,15 +344,15 @@ func diff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "ocinterop diff: -a and -b are required")
 		return 2
 	}
-	steps := interop.CompareSteps()
-	transcript := func(cmd string) ([]interop.Exchange, error) {
+	steps := compareSteps()
+	transcript := func(cmd string) ([]exchange, error) {
 		o, closeLog, err := serveOpts(cmd, "", *pv)
 		if err != nil {
 			return nil, err
 		}
 		defer closeLog()
 		hctx, cancel := context.WithTimeout(ctx, 120*time.Second)
-		s, err := interop.StartServe(hctx, o)
+		s, err := e2e.StartServe(hctx, o)
 		cancel()
 		if err != nil {
 			return nil, err
@@ -360,10 +360,10 @@ func diff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer s.Kill()
 		// Wait for readiness first, so that the first step is not a
 		// cold-start timing artefact.
-		if err := interop.Ready(ctx, s, *stepTimeout*4); err != nil {
+		if err := ready(ctx, s, *stepTimeout*4); err != nil {
 			return nil, err
 		}
-		ex, err := interop.Transcript(ctx, s, steps, *stepTimeout)
+		ex, err := transcript(ctx, s, steps, *stepTimeout)
 		if err != nil {
 			return ex, err
 		}
@@ -392,7 +392,7 @@ func diff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for i := range exA {
 		a, b := exA[i], exB[i]
 		if *outDir != "" {
-			for side, ex := range map[string]interop.Exchange{"a": a, "b": b} {
+			for side, ex := range map[string]exchange{"a": a, "b": b} {
 				os.WriteFile(filepath.Join(*outDir, fmt.Sprintf("%02d.%s.jsonl", i, side)), []byte(ex.Request+"\n"+ex.Response+"\n"), 0o644)
 			}
 		}
@@ -405,15 +405,15 @@ func diff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "same %02d %s\n", i, a.Step)
 			continue
 		}
-		ds, err := interop.DiffJSON(a.Response, b.Response)
+		ds, err := diffJSON(a.Response, b.Response)
 		if err != nil {
 			differ++
 			fmt.Fprintf(stdout, "DIFF %02d %s: %v\n", i, a.Step, err)
 			continue
 		}
-		var kept, ignored []interop.Difference
+		var kept, ignored []difference
 		for _, d := range ds {
-			if !*strict && interop.Cosmetic(d) {
+			if !*strict && cosmetic(d) {
 				ignored = append(ignored, d)
 			} else {
 				kept = append(kept, d)
@@ -445,7 +445,7 @@ func diff(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // writeRaw writes lines as JSON Lines {t_ms, dir: "out"|"in", msg}, the
 // layout of the fixtures' transcript.jsonl (msg kept raw when it is JSON).
-func writeRaw(path string, lines []interop.Line) error {
+func writeRaw(path string, lines []e2e.Line) error {
 	var b strings.Builder
 	for _, l := range lines {
 		dir := "in"
@@ -461,7 +461,7 @@ func writeRaw(path string, lines []interop.Line) error {
 			T   float64         `json:"t_ms"`
 			Dir string          `json:"dir"`
 			Msg json.RawMessage `json:"msg"`
-		}{interop.Ms(l.T), dir, msg})
+		}{ms(l.T), dir, msg})
 		if err != nil {
 			return err
 		}
@@ -471,7 +471,7 @@ func writeRaw(path string, lines []interop.Line) error {
 	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
-func ignoredPaths(ds []interop.Difference) string {
+func ignoredPaths(ds []difference) string {
 	var ps []string
 	for _, d := range ds {
 		ps = append(ps, d.Path)
@@ -483,7 +483,7 @@ func ignoredPaths(ds []interop.Difference) string {
 }
 
 // failcase checks how a server ends when its Gateway cannot be used
-// (openclaw-protocol.md §10): initialize answered, the conversations_list
+// (docs/protocol-facts.md, Failure and shutdown): initialize answered, the conversations_list
 // sent after it never answered, exit code -want-exit, stderr containing
 // -want-stderr. Prints one PASS/WARN/FAIL line; exit 1 on FAIL. An error
 // answer to the conversations_list is a WARN: OpenClaw leaves the call
@@ -505,7 +505,7 @@ func failcase(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "ocinterop failcase: -serve is required")
 		return 2
 	}
-	fc, err := interop.RunFailcase(ctx, interop.ServeOptions{Command: argv}, *timeout)
+	fc, err := e2e.RunFailcase(ctx, e2e.ServeOptions{Command: argv}, *timeout)
 	if err != nil {
 		fmt.Fprintf(stdout, "FAIL %s: %v\n", *name, err)
 		return 1
@@ -543,14 +543,14 @@ func failcase(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		why = append(why, fmt.Sprintf("stderr lacks %q", *wantStderr))
 	}
 	if len(why) > 0 {
-		fmt.Fprintf(stdout, "FAIL %s: %s; %s\n", *name, strings.Join(why, "; "), fc.Summary())
+		fmt.Fprintf(stdout, "FAIL %s: %s; %s\n", *name, strings.Join(why, "; "), failcaseSummary(fc))
 		return 1
 	}
 	if warn != "" {
-		fmt.Fprintf(stdout, "WARN %s: %s; %s\n", *name, warn, fc.Summary())
+		fmt.Fprintf(stdout, "WARN %s: %s; %s\n", *name, warn, failcaseSummary(fc))
 		return 0
 	}
-	fmt.Fprintf(stdout, "PASS %s: %s\n", *name, fc.Summary())
+	fmt.Fprintf(stdout, "PASS %s: %s\n", *name, failcaseSummary(fc))
 	return 0
 }
 
@@ -568,14 +568,27 @@ func loadavg() string {
 
 func pvOr(pv string) string {
 	if pv == "" {
-		return interop.DefaultProtocolVersion
+		return e2e.DefaultProtocolVersion
 	}
 	return pv
 }
 
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
+// failcaseSummary is a one-line description of fc.
+func failcaseSummary(fc *e2e.Failcase) string {
+	first := ""
+	for _, line := range strings.Split(fc.Stderr, "\n") {
+		if strings.Contains(line, "failed to start") || strings.Contains(line, "connect failed") {
+			first = line
+			break
+		}
 	}
-	return s[:n] + "…"
+	if !fc.Exited {
+		return fmt.Sprintf("still running at the timeout; initialize answered %v, conversations_list answered %v", fc.InitializeAnswered, fc.ListAnswered)
+	}
+	list := fmt.Sprint(fc.ListAnswered)
+	if fc.ListAnswered {
+		list = clip(fc.ListResponse, 300)
+	}
+	return fmt.Sprintf("exit %d after %.0f ms; initialize answered %v, conversations_list answered %s; stderr %q",
+		fc.Code, ms(fc.ExitAfter), fc.InitializeAnswered, list, clip(first, 200))
 }

@@ -1,16 +1,17 @@
-package interop
+package main
 
 import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/internal/e2e"
 )
 
 // The test binary doubles as a small stdio MCP server (a real child
@@ -31,11 +32,11 @@ func testServer(mode string) int {
 	text := func(isErr bool, t string, sc any) *mcp.CallToolResult {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: t}}, IsError: isErr, StructuredContent: sc}
 	}
-	conv := map[string]any{"sessionKey": SeededMainKey, "channel": "imessage", "to": "+15551234567"}
+	conv := map[string]any{"sessionKey": seededMainKey, "channel": "imessage", "to": "+15551234567"}
 	answers := map[string]*mcp.CallToolResult{
 		"conversations_list": text(false, "conversations: 2", map[string]any{"conversations": []any{
-			conv, map[string]any{"sessionKey": SeededTgKey, "channel": "telegram", "to": "12345"}}}),
-		"conversation_get": text(false, "conversation "+SeededMainKey, map[string]any{"conversation": conv}),
+			conv, map[string]any{"sessionKey": seededTgKey, "channel": "telegram", "to": "12345"}}}),
+		"conversation_get": text(false, "conversation "+seededMainKey, map[string]any{"conversation": conv}),
 		"messages_read": text(false, "messages: 3", map[string]any{"messages": []any{
 			map[string]any{"__openclaw": map[string]any{"id": "msg-1"}},
 			map[string]any{"__openclaw": map[string]any{"id": "msg-attachment"}},
@@ -61,7 +62,7 @@ func testServer(mode string) int {
 		os.Stderr.WriteString("MCP server failed to start: connect ECONNREFUSED 127.0.0.1:1.\n")
 		return 1
 	}
-	for _, name := range ToolNames {
+	for _, name := range toolNames {
 		if mode == "missing" && name == "permissions_respond" {
 			continue
 		}
@@ -78,7 +79,7 @@ func testServer(mode string) int {
 	return 0
 }
 
-func startTestServer(t *testing.T, mode string) *Serve {
+func startTestServer(t *testing.T, mode string) *e2e.Serve {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -86,7 +87,7 @@ func startTestServer(t *testing.T, mode string) *Serve {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := StartServe(ctx, ServeOptions{Command: []string{exe}, Env: []string{"INTEROP_TEST_SERVER=" + mode}})
+	s, err := e2e.StartServe(ctx, e2e.ServeOptions{Command: []string{exe}, Env: []string{"INTEROP_TEST_SERVER=" + mode}})
 	if err != nil {
 		t.Fatalf("StartServe: %v", err)
 	}
@@ -94,8 +95,8 @@ func startTestServer(t *testing.T, mode string) *Serve {
 	return s
 }
 
-func statusOf(rs []CheckResult) map[string]Status {
-	m := map[string]Status{}
+func statusOf(rs []checkResult) map[string]status {
+	m := map[string]status{}
 	for _, r := range rs {
 		m[r.Name] = r.Status
 	}
@@ -106,28 +107,28 @@ func TestRunChecks(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		mode string
-		want map[string]Status
+		want map[string]status
 	}{
-		{"full", map[string]Status{
-			"tools/list has the 9 tools":                                           Pass,
-			"tool conversations_list answers":                                      Pass,
-			"tool permissions_respond answers":                                     Pass,
-			"tool attachments_fetch answers":                                       Pass,
-			"conversations_list returns the seeded conversations":                  Pass,
-			"events_wait receives a message injected during the wait":              Skip,
-			"approvals from our device identity are seen by permissions_list_open": Skip,
+		{"full", map[string]status{
+			"tools/list has the 9 tools":                                           pass,
+			"tool conversations_list answers":                                      pass,
+			"tool permissions_respond answers":                                     pass,
+			"tool attachments_fetch answers":                                       pass,
+			"conversations_list returns the seeded conversations":                  pass,
+			"events_wait receives a message injected during the wait":              skip,
+			"approvals from our device identity are seen by permissions_list_open": skip,
 		}},
-		{"missing", map[string]Status{
-			"tools/list has the 9 tools":       Fail,
-			"tool permissions_respond answers": Fail,
-			"tool conversations_list answers":  Pass,
+		{"missing", map[string]status{
+			"tools/list has the 9 tools":       fail,
+			"tool permissions_respond answers": fail,
+			"tool conversations_list answers":  pass,
 		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.mode, func(t *testing.T) {
 			t.Parallel()
 			s := startTestServer(t, tc.mode)
-			rs := RunChecks(context.Background(), s, CheckOptions{WaitTimeout: 10 * time.Second})
+			rs := runChecks(context.Background(), s, checkOptions{WaitTimeout: 10 * time.Second})
 			got := statusOf(rs)
 			for name, want := range tc.want {
 				if got[name] != want {
@@ -178,14 +179,14 @@ func TestRecorderSeesHandshake(t *testing.T) {
 func TestTranscriptPairsResponses(t *testing.T) {
 	t.Parallel()
 	s := startTestServer(t, "full")
-	steps := []Step{
+	steps := []step{
 		{"ping", func(ctx context.Context, cs *mcp.ClientSession) error { return cs.Ping(ctx, nil) }},
 		{"conversation_get", func(ctx context.Context, cs *mcp.ClientSession) error {
 			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "conversation_get", Arguments: map[string]any{}})
 			return err
 		}},
 	}
-	ex, err := Transcript(context.Background(), s, steps, 10*time.Second)
+	ex, err := transcript(context.Background(), s, steps, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,81 +201,15 @@ func TestTranscriptPairsResponses(t *testing.T) {
 			t.Errorf("%s: request %s and response %s are not a pair", e.Step, e.Request, e.Response)
 		}
 	}
-	if !strings.Contains(ex[2].Response, "conversation "+SeededMainKey) {
+	if !strings.Contains(ex[2].Response, "conversation "+seededMainKey) {
 		t.Errorf("conversation_get response %s", ex[2].Response)
-	}
-}
-
-func TestTreeRSS(t *testing.T) {
-	t.Parallel()
-	cmd := exec.Command("sh", "-c", "sleep 60 & sleep 60")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, c := range children(cmd.Process.Pid) {
-			p, _ := os.FindProcess(c)
-			p.Kill()
-		}
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		procs, total, err := TreeRSS(cmd.Process.Pid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(procs) == 3 {
-			if procs[0].Pid != cmd.Process.Pid || procs[0].Name != "sh" || total <= 0 {
-				t.Errorf("tree %+v total %d, want sh first and a positive total", procs, total)
-			}
-			var sum int64
-			for _, p := range procs {
-				sum += p.RSSKiB
-			}
-			if sum != total {
-				t.Errorf("total %d, want the sum %d", total, sum)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("tree %+v, want sh and two sleeps", procs)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func TestTreeRSSMissing(t *testing.T) {
-	t.Parallel()
-	if _, _, err := TreeRSS(1 << 30); err == nil {
-		t.Error("TreeRSS of a missing pid succeeded")
-	}
-}
-
-func TestParseStatus(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		in   string
-		rss  int64
-		name string
-	}{
-		{"Name:\topenclaw-mcp\nUmask:\t0022\nVmRSS:\t  372224 kB\nThreads: 11\n", 372224, "openclaw-mcp"},
-		{"Name:\tkworker/0:1\nState:\tI (idle)\n", 0, "kworker/0:1"},
-		{"", 0, ""},
-	}
-	for _, tc := range tests {
-		rss, name := parseStatus(tc.in)
-		if rss != tc.rss || name != tc.name {
-			t.Errorf("parseStatus(%q) = %d, %q; want %d, %q", tc.in, rss, name, tc.rss, tc.name)
-		}
 	}
 }
 
 func TestQuantile(t *testing.T) {
 	t.Parallel()
-	ms := func(v ...int) Sample {
-		var s Sample
+	ms := func(v ...int) sample {
+		var s sample
 		for _, x := range v {
 			s = append(s, time.Duration(x)*time.Millisecond)
 		}
@@ -286,7 +221,7 @@ func TestQuantile(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		s      Sample
+		s      sample
 		q      float64
 		wantMs int
 	}{
@@ -313,21 +248,21 @@ func TestDiffJSON(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name, a, b string
-		want       []Difference
+		want       []difference
 	}{
 		{"equal", `{"a":1,"b":[1,2]}`, `{"a":1,"b":[1,2]}`, nil},
 		{"whitespace only", `{"a": 1}`, `{"a":1}`, nil},
 		{"value", `{"result":{"isError":true}}`, `{"result":{"isError":false}}`,
-			[]Difference{{"result.isError", "true", "false"}}},
-		{"absent key", `{"a":1,"b":2}`, `{"a":1}`, []Difference{{"b", "2", "(absent)"}}},
+			[]difference{{"result.isError", "true", "false"}}},
+		{"absent key", `{"a":1,"b":2}`, `{"a":1}`, []difference{{"b", "2", "(absent)"}}},
 		{"key order", `{"result":{},"jsonrpc":"2.0"}`, `{"jsonrpc":"2.0","result":{}}`,
-			[]Difference{{"{order}", "result,jsonrpc", "jsonrpc,result"}}},
-		{"array length", `[1,{"x":2}]`, `[1]`, []Difference{{"[1]", `{"x":2}`, "(absent)"}}},
-		{"type", `{"a":null}`, `{"a":{}}`, []Difference{{"a", "null", "{}"}}},
-		{"number text kept", `{"a":1.0}`, `{"a":1}`, []Difference{{"a", "1.0", "1"}}},
+			[]difference{{"{order}", "result,jsonrpc", "jsonrpc,result"}}},
+		{"array length", `[1,{"x":2}]`, `[1]`, []difference{{"[1]", `{"x":2}`, "(absent)"}}},
+		{"type", `{"a":null}`, `{"a":{}}`, []difference{{"a", "null", "{}"}}},
+		{"number text kept", `{"a":1.0}`, `{"a":1}`, []difference{{"a", "1.0", "1"}}},
 	}
 	for _, tc := range tests {
-		got, err := DiffJSON(tc.a, tc.b)
+		got, err := diffJSON(tc.a, tc.b)
 		if err != nil {
 			t.Errorf("%s: %v", tc.name, err)
 			continue
@@ -336,10 +271,10 @@ func TestDiffJSON(t *testing.T) {
 			t.Errorf("%s: DiffJSON = %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
-	if _, err := DiffJSON(`{"a":`, `{}`); err == nil {
+	if _, err := diffJSON(`{"a":`, `{}`); err == nil {
 		t.Error("DiffJSON accepted truncated JSON")
 	}
-	if _, err := DiffJSON(`{} {}`, `{}`); err == nil {
+	if _, err := diffJSON(`{} {}`, `{}`); err == nil {
 		t.Error("DiffJSON accepted trailing data")
 	}
 }
@@ -347,18 +282,18 @@ func TestDiffJSON(t *testing.T) {
 func TestCosmetic(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		d    Difference
+		d    difference
 		want bool
 	}{
-		{Difference{"{order}", "result,jsonrpc,id", "jsonrpc,id,result"}, true},
-		{Difference{"result{order}", "a,b", "b,a"}, false},
-		{Difference{"result.tools[3].description", `"x"`, `"y"`}, true},
-		{Difference{"result.tools[3].description", `"x"`, "(absent)"}, false},
-		{Difference{"result.tools[3].description.x", `"x"`, `"y"`}, false},
-		{Difference{"result.serverInfo.version", `"2026.9.6"`, `"0.1.0"`}, false},
+		{difference{"{order}", "result,jsonrpc,id", "jsonrpc,id,result"}, true},
+		{difference{"result{order}", "a,b", "b,a"}, false},
+		{difference{"result.tools[3].description", `"x"`, `"y"`}, true},
+		{difference{"result.tools[3].description", `"x"`, "(absent)"}, false},
+		{difference{"result.tools[3].description.x", `"x"`, `"y"`}, false},
+		{difference{"result.serverInfo.version", `"2026.9.6"`, `"0.1.0"`}, false},
 	}
 	for _, tc := range tests {
-		if got := Cosmetic(tc.d); got != tc.want {
+		if got := cosmetic(tc.d); got != tc.want {
 			t.Errorf("Cosmetic(%+v) = %v, want %v", tc.d, got, tc.want)
 		}
 	}
@@ -366,11 +301,11 @@ func TestCosmetic(t *testing.T) {
 
 func TestTable(t *testing.T) {
 	t.Parallel()
-	real := Summary{Label: "OpenClaw", Initialize: 10 * time.Second, RSSKiB: 500000,
-		ConversationsList: Sample{3 * time.Millisecond}, EventsPoll: Sample{300 * time.Microsecond}, ExitCodes: []int{0}}
-	ours := Summary{Label: "ours", Initialize: 20 * time.Millisecond, RSSKiB: 20000,
-		ConversationsList: Sample{2 * time.Millisecond}, EventsPoll: Sample{50 * time.Microsecond}, ExitCodes: []int{0}}
-	tab := Table(real, ours, nil)
+	real := summary{Label: "OpenClaw", Initialize: 10 * time.Second, RSSKiB: 500000,
+		ConversationsList: sample{3 * time.Millisecond}, EventsPoll: sample{300 * time.Microsecond}, ExitCodes: []int{0}}
+	ours := summary{Label: "ours", Initialize: 20 * time.Millisecond, RSSKiB: 20000,
+		ConversationsList: sample{2 * time.Millisecond}, EventsPoll: sample{50 * time.Microsecond}, ExitCodes: []int{0}}
+	tab := table(real, ours, nil)
 	for _, want := range []string{
 		"| spawn → initialize result | 10000 ms | 20.0 ms | 1/500 | ≤ 1/100 | yes |",
 		"| RSS after tools/list (process tree) | 512 MB | 20.5 MB | 1/25 | ≤ 30 MB | yes |",
@@ -391,8 +326,8 @@ func TestMeasureTestServer(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	opts := ServeOptions{Command: []string{exe}, Env: []string{"INTEROP_TEST_SERVER=full"}}
-	m, err := Measure(ctx, "test", opts, MeasureOptions{N: 5, Raw: true})
+	opts := e2e.ServeOptions{Command: []string{exe}, Env: []string{"INTEROP_TEST_SERVER=full"}}
+	m, err := measure(ctx, "test", opts, measureOptions{N: 5, Raw: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -415,7 +350,7 @@ func TestRawClientErrors(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, c, err := StartRaw(ctx, ServeOptions{Command: []string{exe}, Env: []string{"INTEROP_TEST_SERVER=full"}})
+	s, c, err := e2e.StartRaw(ctx, e2e.ServeOptions{Command: []string{exe}, Env: []string{"INTEROP_TEST_SERVER=full"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,19 +381,19 @@ func TestRunFailcase(t *testing.T) {
 	tests := []struct {
 		mode    string
 		timeout time.Duration
-		want    Failcase // Stderr: a substring; ExitAfter ignored
+		want    e2e.Failcase // Stderr: a substring; ExitAfter ignored
 	}{
-		{"failstart", 30 * time.Second, Failcase{InitializeAnswered: true, Exited: true, Code: 1, Stderr: "MCP server failed to start"}},
+		{"failstart", 30 * time.Second, e2e.Failcase{InitializeAnswered: true, Exited: true, Code: 1, Stderr: "MCP server failed to start"}},
 		// A server that keeps running: the timeout is how long it has to
 		// answer both requests before it is killed (seconds: loaded CI).
-		{"full", 5 * time.Second, Failcase{InitializeAnswered: true, ListAnswered: true}},
+		{"full", 5 * time.Second, e2e.Failcase{InitializeAnswered: true, ListAnswered: true}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.mode, func(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			fc, err := RunFailcase(ctx, ServeOptions{Command: []string{exe}, Env: []string{"INTEROP_TEST_SERVER=" + tc.mode}}, tc.timeout)
+			fc, err := e2e.RunFailcase(ctx, e2e.ServeOptions{Command: []string{exe}, Env: []string{"INTEROP_TEST_SERVER=" + tc.mode}}, tc.timeout)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -479,7 +414,7 @@ func BenchmarkRawCallGoSDKServer(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	s, c, err := StartRaw(ctx, ServeOptions{Command: []string{exe}, Env: []string{"INTEROP_TEST_SERVER=full"}})
+	s, c, err := e2e.StartRaw(ctx, e2e.ServeOptions{Command: []string{exe}, Env: []string{"INTEROP_TEST_SERVER=full"}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package interop
+package e2e
 
 import (
 	"bufio"
@@ -53,7 +53,7 @@ func StartRaw(ctx context.Context, opts ServeOptions) (*Serve, *RawClient, error
 	}); err != nil {
 		s.Kill()
 		c.Close()
-		return nil, nil, fmt.Errorf("interop: raw handshake with %q: %w", opts.Command[0], err)
+		return nil, nil, fmt.Errorf("e2e: raw handshake with %q: %w", opts.Command[0], err)
 	}
 	s.Initialized = time.Since(s.Spawned)
 	if err := c.Notify("notifications/initialized", nil); err != nil {
@@ -98,7 +98,7 @@ func (c *RawClient) write(msg any) error {
 		return err
 	}
 	if _, err := c.s.stdin.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("interop: writing to the server: %w", err)
+		return fmt.Errorf("e2e: writing to the server: %w", err)
 	}
 	return nil
 }
@@ -121,7 +121,7 @@ func (c *RawClient) Call(ctx context.Context, method string, params any) (json.R
 		select {
 		case line, ok := <-c.lines:
 			if !ok {
-				return nil, fmt.Errorf("interop: server closed stdout before answering %s", method)
+				return nil, fmt.Errorf("e2e: server closed stdout before answering %s", method)
 			}
 			var m struct {
 				ID     json.RawMessage `json:"id"`
@@ -131,7 +131,7 @@ func (c *RawClient) Call(ctx context.Context, method string, params any) (json.R
 				return line, nil
 			}
 		case <-ctx.Done():
-			return nil, fmt.Errorf("interop: waiting for the %s response: %w", method, ctx.Err())
+			return nil, fmt.Errorf("e2e: waiting for the %s response: %w", method, ctx.Err())
 		}
 	}
 }
@@ -152,13 +152,13 @@ func (c *RawClient) CallTool(ctx context.Context, name string, args map[string]a
 		} `json:"error"`
 	}
 	if err := json.Unmarshal(line, &r); err != nil {
-		return fmt.Errorf("interop: %s: %w", name, err)
+		return fmt.Errorf("e2e: %s: %w", name, err)
 	}
 	switch {
 	case r.Error != nil:
-		return fmt.Errorf("interop: %s: JSON-RPC error %q", name, r.Error.Message)
+		return fmt.Errorf("e2e: %s: JSON-RPC error %q", name, r.Error.Message)
 	case r.Result == nil || r.Result.IsError:
-		return fmt.Errorf("interop: %s: error result %s", name, clip(string(line), 300))
+		return fmt.Errorf("e2e: %s: error result %.300s", name, line)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package interop
+package main
 
 import (
 	"bytes"
@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/internal/e2e"
 )
 
-// Step is one request of the comparison script that [Transcript] sends.
-type Step struct {
+// step is one request of the comparison script that [Transcript] sends.
+type step struct {
 	// Name identifies the step, e.g. "tools/call conversations_list {}".
 	Name string
 	// Do sends the request through the session. Its error is not a failure
@@ -23,17 +25,17 @@ type Step struct {
 	Do func(ctx context.Context, cs *mcp.ClientSession) error
 }
 
-// CompareSteps is the fixed request sequence sent to both servers: every
+// compareSteps is the fixed request sequence sent to both servers: every
 // tool on the seeded Gateway with valid, missing-target and invalid
 // arguments, plus ping and the unsupported list methods. None of them
 // changes the Gateway's state, so the two servers see the same data:
 // messages_send goes only to the imessage route, which fails at once for
 // lack of a channel plugin (a send to the telegram route fails too, but
 // leaves an outbound delivery entry the Gateway retries).
-func CompareSteps() []Step {
-	var steps []Step
+func compareSteps() []step {
+	var steps []step
 	tool := func(name string, args map[string]any) {
-		steps = append(steps, Step{
+		steps = append(steps, step{
 			Name: "tools/call " + name + " " + jsonOf(args),
 			Do: func(ctx context.Context, cs *mcp.ClientSession) error {
 				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
@@ -42,34 +44,34 @@ func CompareSteps() []Step {
 		})
 	}
 	steps = append(steps,
-		Step{"tools/list", func(ctx context.Context, cs *mcp.ClientSession) error { _, err := cs.ListTools(ctx, nil); return err }},
-		Step{"ping", func(ctx context.Context, cs *mcp.ClientSession) error { return cs.Ping(ctx, nil) }},
-		Step{"resources/list", func(ctx context.Context, cs *mcp.ClientSession) error {
+		step{"tools/list", func(ctx context.Context, cs *mcp.ClientSession) error { _, err := cs.ListTools(ctx, nil); return err }},
+		step{"ping", func(ctx context.Context, cs *mcp.ClientSession) error { return cs.Ping(ctx, nil) }},
+		step{"resources/list", func(ctx context.Context, cs *mcp.ClientSession) error {
 			_, err := cs.ListResources(ctx, nil)
 			return err
 		}},
-		Step{"prompts/list", func(ctx context.Context, cs *mcp.ClientSession) error { _, err := cs.ListPrompts(ctx, nil); return err }},
+		step{"prompts/list", func(ctx context.Context, cs *mcp.ClientSession) error { _, err := cs.ListPrompts(ctx, nil); return err }},
 	)
 	tool("conversations_list", map[string]any{})
 	tool("conversations_list", map[string]any{"channel": "TELEGRAM"})
 	tool("conversations_list", map[string]any{"search": "Seeded", "limit": 1})
 	tool("conversations_list", map[string]any{"limit": 0})
-	tool("conversation_get", map[string]any{"session_key": SeededMainKey})
-	tool("conversation_get", map[string]any{"session_key": SeededNoRouteKey})
+	tool("conversation_get", map[string]any{"session_key": seededMainKey})
+	tool("conversation_get", map[string]any{"session_key": seededNoRouteKey})
 	tool("conversation_get", map[string]any{"session_key": "agent:main:nope"})
 	tool("conversation_get", map[string]any{})
-	tool("messages_read", map[string]any{"session_key": SeededTgKey})
+	tool("messages_read", map[string]any{"session_key": seededTgKey})
 	tool("messages_read", map[string]any{"session_key": "agent:main:nope", "limit": 5})
-	tool("attachments_fetch", map[string]any{"session_key": SeededMainKey, "message_id": "msg-attachment"})
-	tool("attachments_fetch", map[string]any{"session_key": SeededMainKey, "message_id": "msg-inline-img"})
-	tool("attachments_fetch", map[string]any{"session_key": SeededMainKey, "message_id": "m-missing"})
+	tool("attachments_fetch", map[string]any{"session_key": seededMainKey, "message_id": "msg-attachment"})
+	tool("attachments_fetch", map[string]any{"session_key": seededMainKey, "message_id": "msg-inline-img"})
+	tool("attachments_fetch", map[string]any{"session_key": seededMainKey, "message_id": "m-missing"})
 	tool("events_poll", map[string]any{})
 	tool("events_poll", map[string]any{"after_cursor": 5, "limit": 3})
 	tool("events_poll", map[string]any{"limit": 999})
 	tool("events_wait", map[string]any{"timeout_ms": 200})
 	tool("events_wait", map[string]any{"timeout_ms": 300001})
 	tool("messages_send", map[string]any{"session_key": "agent:main:nope", "text": "hi"})
-	tool("messages_send", map[string]any{"session_key": SeededMainKey, "text": "hi"})
+	tool("messages_send", map[string]any{"session_key": seededMainKey, "text": "hi"})
 	tool("permissions_list_open", map[string]any{})
 	tool("permissions_respond", map[string]any{"kind": "exec", "id": "bogus", "decision": "deny"})
 	tool("permissions_respond", map[string]any{"kind": "nope", "id": "bogus", "decision": "deny"})
@@ -77,19 +79,19 @@ func CompareSteps() []Step {
 	return steps
 }
 
-// Exchange is the raw request and response lines of one step.
-type Exchange struct {
+// exchange is the raw request and response lines of one step.
+type exchange struct {
 	Step     string
 	Request  string
 	Response string
 }
 
-// Transcript runs steps against s and returns the raw request/response
+// transcript runs steps against s and returns the raw request/response
 // lines of each step, the initialize exchange first. Each step gets at most
 // stepTimeout; a step without a response by then has an empty Response (the
 // client cancels it) and the next step runs.
-func Transcript(ctx context.Context, s *Serve, steps []Step, stepTimeout time.Duration) ([]Exchange, error) {
-	out := []Exchange{exchangeOf("initialize", s.Raw.Lines(), 0)}
+func transcript(ctx context.Context, s *e2e.Serve, steps []step, stepTimeout time.Duration) ([]exchange, error) {
+	out := []exchange{exchangeOf("initialize", s.Raw.Lines(), 0)}
 	for _, st := range steps {
 		n := len(s.Raw.Lines())
 		sctx, cancel := context.WithTimeout(ctx, stepTimeout)
@@ -105,8 +107,8 @@ func Transcript(ctx context.Context, s *Serve, steps []Step, stepTimeout time.Du
 
 // exchangeOf finds the first request written at or after index from and
 // its response.
-func exchangeOf(name string, lines []Line, from int) Exchange {
-	ex := Exchange{Step: name}
+func exchangeOf(name string, lines []e2e.Line, from int) exchange {
+	ex := exchange{Step: name}
 	var id string
 	for _, l := range lines[from:] {
 		var m struct {
@@ -127,20 +129,20 @@ func exchangeOf(name string, lines []Line, from int) Exchange {
 	return ex
 }
 
-// Difference is one JSON path where two responses differ.
-type Difference struct {
+// difference is one JSON path where two responses differ.
+type difference struct {
 	// Path is a JSON-pointer-like path ("result.structuredContent.conversations[0].channel").
 	Path string
 	// A and B are the values (compact JSON) at Path, or "(absent)".
 	A, B string
 }
 
-// Cosmetic reports whether d is a difference MCP clients do not depend on:
+// cosmetic reports whether d is a difference MCP clients do not depend on:
 // the key order of the JSON-RPC envelope itself ({"result","jsonrpc","id"}
 // as Node's SDK writes it, against go-sdk's {"jsonrpc","id","result"}), or
 // the text of a tool description (OpenClaw's are its own prose; only their
-// presence matters, reference/openclaw-protocol.md §6.3).
-func Cosmetic(d Difference) bool {
+// presence matters, docs/protocol-facts.md, mcp serve tools).
+func cosmetic(d difference) bool {
 	if d.Path == "{order}" {
 		return true
 	}
@@ -149,11 +151,11 @@ func Cosmetic(d Difference) bool {
 	return n == 1 && err == nil && d.Path == fmt.Sprintf("result.tools[%d].description", i) && d.A != "(absent)" && d.B != "(absent)"
 }
 
-// DiffJSON compares two JSON texts structurally, keeping object key order:
+// diffJSON compares two JSON texts structurally, keeping object key order:
 // it reports values that differ, keys present on one side only, and objects
 // whose common keys appear in a different order (Path ends in "{order}").
 // It fails when either text is not JSON.
-func DiffJSON(a, b string) ([]Difference, error) {
+func diffJSON(a, b string) ([]difference, error) {
 	va, err := parseOrdered(a)
 	if err != nil {
 		return nil, fmt.Errorf("interop: first value: %w", err)
@@ -162,7 +164,7 @@ func DiffJSON(a, b string) ([]Difference, error) {
 	if err != nil {
 		return nil, fmt.Errorf("interop: second value: %w", err)
 	}
-	var out []Difference
+	var out []difference
 	diffValue("", va, vb, &out)
 	return out, nil
 }
@@ -227,7 +229,7 @@ func parseValue(dec *json.Decoder) (any, error) {
 	return t, nil
 }
 
-func diffValue(path string, a, b any, out *[]Difference) {
+func diffValue(path string, a, b any, out *[]difference) {
 	switch x := a.(type) {
 	case *object:
 		y, ok := b.(*object)
@@ -240,7 +242,7 @@ func diffValue(path string, a, b any, out *[]Difference) {
 				common = append(common, k)
 				diffValue(join(path, k), x.vals[k], y.vals[k], out)
 			} else {
-				*out = append(*out, Difference{join(path, k), compact(x.vals[k]), "(absent)"})
+				*out = append(*out, difference{join(path, k), compact(x.vals[k]), "(absent)"})
 			}
 		}
 		var commonB []string
@@ -248,11 +250,11 @@ func diffValue(path string, a, b any, out *[]Difference) {
 			if _, ok := x.vals[k]; ok {
 				commonB = append(commonB, k)
 			} else {
-				*out = append(*out, Difference{join(path, k), "(absent)", compact(y.vals[k])})
+				*out = append(*out, difference{join(path, k), "(absent)", compact(y.vals[k])})
 			}
 		}
 		if !slices.Equal(common, commonB) {
-			*out = append(*out, Difference{path + "{order}", strings.Join(common, ","), strings.Join(commonB, ",")})
+			*out = append(*out, difference{path + "{order}", strings.Join(common, ","), strings.Join(commonB, ",")})
 		}
 		return
 	case []any:
@@ -264,9 +266,9 @@ func diffValue(path string, a, b any, out *[]Difference) {
 			p := fmt.Sprintf("%s[%d]", path, i)
 			switch {
 			case i >= len(y):
-				*out = append(*out, Difference{p, compact(x[i]), "(absent)"})
+				*out = append(*out, difference{p, compact(x[i]), "(absent)"})
 			case i >= len(x):
-				*out = append(*out, Difference{p, "(absent)", compact(y[i])})
+				*out = append(*out, difference{p, "(absent)", compact(y[i])})
 			default:
 				diffValue(p, x[i], y[i], out)
 			}
@@ -274,7 +276,7 @@ func diffValue(path string, a, b any, out *[]Difference) {
 		return
 	}
 	if ca, cb := compact(a), compact(b); ca != cb {
-		*out = append(*out, Difference{path, ca, cb})
+		*out = append(*out, difference{path, ca, cb})
 	}
 }
 

@@ -1,43 +1,27 @@
-// Package interop drives an `openclaw mcp serve` process (the real OpenClaw
-// 2026.9.6 one or ours) as a real MCP client would, for interop checks and
-// side-by-side benchmarks against a real OpenClaw Gateway.
-//
-// It is test tooling, run by bench/interop.sh and bench/serve-vs-openclaw.sh
-// through the ocinterop command; nothing in the product imports it.
-//
-// A [Serve] is one child process spoken to over stdio with the go-sdk client
-// (protocol 2025-06-18 by default, what the real OpenClaw answers). Every line
-// exchanged is also recorded raw, so that results can be compared byte for
-// byte and notifications the go-sdk client ignores (notifications/claude/channel)
-// can be seen:
-//
-//	s, err := interop.StartServe(ctx, interop.ServeOptions{
-//		Command: []string{"bin/openclaw", "mcp", "serve", "--url", url, "--token", tok},
-//	})
-//	if err != nil { … }
-//	defer s.Kill()
-//	res, err := s.Session.CallTool(ctx, &mcp.CallToolParams{Name: "conversations_list"})
-//	exit, err := s.CloseStdin(ctx) // exit latency after stdin EOF, exit code
-package interop
+package e2e
 
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/internal/procfs"
 )
 
 // DefaultProtocolVersion is the MCP revision the client requests unless
 // [ServeOptions.ProtocolVersion] says otherwise: the one the real
-// `openclaw mcp serve` 2026.9.6 answers (reference/openclaw-protocol.md §6.2).
+// `openclaw mcp serve` 2026.9.6 answers (docs/protocol-facts.md, mcp serve initialize).
 const DefaultProtocolVersion = "2025-06-18"
 
 // ServeOptions describes one `mcp serve` child process.
@@ -48,15 +32,25 @@ type ServeOptions struct {
 	Command []string
 	// Env is appended to the current environment of the calling process.
 	Env []string
-	// Stderr receives the child's stderr. Nil discards it.
+	// Stderr also receives the child's stderr, which [Serve.Stderr] keeps in
+	// any case. Nil sends it nowhere else.
 	Stderr io.Writer
 	// ProtocolVersion is the MCP revision requested in initialize. Empty
 	// means [DefaultProtocolVersion]. "latest" lets go-sdk negotiate its
 	// newest revision (server/discover first, then initialize).
 	ProtocolVersion string
 	// ClientName is the clientInfo.name sent in initialize. Empty means
-	// "ocinterop".
+	// "e2e".
 	ClientName string
+}
+
+// StartServe starts `openclaw mcp serve` (g.Bin) against g with the token
+// read from tokenFile (so that it never shows in a process listing) and
+// args appended, under a go-sdk client named clientName that negotiates its
+// newest protocol revision, and completes the MCP handshake.
+func (g *Gateway) StartServe(ctx context.Context, tokenFile, clientName string, args ...string) (*Serve, error) {
+	cmd := append([]string{g.Bin, "mcp", "serve", "--url", g.URL, "--token-file", tokenFile}, args...)
+	return StartServe(ctx, ServeOptions{Command: cmd, ClientName: clientName, ProtocolVersion: "latest"})
 }
 
 // Serve is a running `mcp serve` child with an initialized MCP client
@@ -74,6 +68,7 @@ type Serve struct {
 	Raw *Recorder
 
 	cmd      *exec.Cmd
+	stderr   *lockedBuffer
 	stdin    *onceCloser
 	done     chan struct{} // closed when cmd.Wait returned
 	waitErr  error         // set before done is closed
@@ -90,7 +85,7 @@ func StartServe(ctx context.Context, opts ServeOptions) (*Serve, error) {
 	}
 	name := opts.ClientName
 	if name == "" {
-		name = "ocinterop"
+		name = "e2e"
 	}
 	pv := opts.ProtocolVersion
 	switch pv {
@@ -107,7 +102,7 @@ func StartServe(ctx context.Context, opts ServeOptions) (*Serve, error) {
 	cs, err := client.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: pv})
 	if err != nil {
 		s.Kill()
-		return nil, fmt.Errorf("interop: MCP handshake with %q: %w", opts.Command[0], err)
+		return nil, fmt.Errorf("e2e: MCP handshake with %q: %w", opts.Command[0], err)
 	}
 	s.Initialized = time.Since(s.Spawned)
 	s.Session = cs
@@ -118,36 +113,40 @@ func StartServe(ctx context.Context, opts ServeOptions) (*Serve, error) {
 // goroutine that reaps it. It returns the read end of the child's stdout.
 func spawn(opts ServeOptions) (*Serve, *os.File, error) {
 	if len(opts.Command) == 0 {
-		return nil, nil, errors.New("interop: ServeOptions.Command is empty")
+		return nil, nil, errors.New("e2e: ServeOptions.Command is empty")
 	}
 	// Own pipes rather than cmd.StdoutPipe: cmd.Wait must not close our
 	// ends while the client session still reads.
 	inR, inW, err := os.Pipe()
 	if err != nil {
-		return nil, nil, fmt.Errorf("interop: creating stdin pipe: %w", err)
+		return nil, nil, fmt.Errorf("e2e: creating stdin pipe: %w", err)
 	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		inR.Close()
 		inW.Close()
-		return nil, nil, fmt.Errorf("interop: creating stdout pipe: %w", err)
+		return nil, nil, fmt.Errorf("e2e: creating stdout pipe: %w", err)
 	}
 	cmd := exec.Command(opts.Command[0], opts.Command[1:]...)
 	cmd.Env = append(os.Environ(), opts.Env...)
 	cmd.Stdin, cmd.Stdout = inR, outW
-	cmd.Stderr = opts.Stderr
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	if opts.Stderr != nil {
+		cmd.Stderr = io.MultiWriter(stderr, opts.Stderr)
+	}
 	// Own process group, so that Kill can reach the whole tree (the real
 	// openclaw re-spawns itself).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	rec := NewRecorder()
-	s := &Serve{Raw: rec, cmd: cmd, done: make(chan struct{})}
+	rec := newRecorder()
+	s := &Serve{Raw: rec, cmd: cmd, stderr: stderr, done: make(chan struct{})}
 	s.Spawned = time.Now()
 	rec.start = s.Spawned
 	if err := cmd.Start(); err != nil {
 		for _, f := range []*os.File{inR, inW, outR, outW} {
 			f.Close()
 		}
-		return nil, nil, fmt.Errorf("interop: starting %q: %w", opts.Command[0], err)
+		return nil, nil, fmt.Errorf("e2e: starting %q: %w", opts.Command[0], err)
 	}
 	inR.Close()
 	outW.Close()
@@ -186,11 +185,11 @@ func (s *Serve) CloseStdin(ctx context.Context) (Exit, error) {
 	case <-s.done:
 	case <-ctx.Done():
 		s.Kill()
-		return Exit{}, fmt.Errorf("interop: waiting for exit after stdin EOF: %w", ctx.Err())
+		return Exit{}, fmt.Errorf("e2e: waiting for exit after stdin EOF: %w", ctx.Err())
 	}
 	e := Exit{After: time.Since(t0), Code: s.cmd.ProcessState.ExitCode()}
 	for _, p := range tree {
-		if alive(p.Pid) {
+		if procfs.Alive(p.Pid) {
 			e.Leftover = append(e.Leftover, p)
 		}
 	}
@@ -220,6 +219,68 @@ func (s *Serve) Kill() {
 	})
 }
 
+// Close ends the session as an MCP client does: it closes the child's
+// stdin and waits for the exit, sending SIGTERM to the child's process
+// group after 5 s and SIGKILL after 5 s more. It returns the child's wait
+// error (an *exec.ExitError for an exit code other than 0).
+func (s *Serve) Close() error {
+	s.stdin.Close()
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		select {
+		case <-s.done:
+		case <-time.After(5 * time.Second):
+			_ = syscall.Kill(-s.cmd.Process.Pid, sig)
+			continue
+		}
+		break
+	}
+	<-s.done
+	if s.Session != nil {
+		s.Session.Close()
+	}
+	return s.waitErr
+}
+
+// ExitCode is the child's exit code once it has exited: -1 while it runs
+// or when a signal ended it.
+func (s *Serve) ExitCode() int {
+	select {
+	case <-s.done:
+		return s.cmd.ProcessState.ExitCode()
+	default:
+		return -1
+	}
+}
+
+// Stderr returns what the child wrote on stderr so far.
+func (s *Serve) Stderr() string { return s.stderr.String() }
+
+// Result is a tools/call result reduced to what a user reads: the text of
+// the first content block, the error flag and the structured content.
+type Result struct {
+	Text       string
+	IsError    bool
+	Structured json.RawMessage
+}
+
+// Call calls a tool and reduces the result; a JSON-RPC error is an error.
+func (s *Serve) Call(ctx context.Context, tool string, args map[string]any) (*Result, error) {
+	res, err := s.Session.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		return nil, fmt.Errorf("tools/call %s: %w", tool, err)
+	}
+	r := &Result{IsError: res.IsError}
+	if len(res.Content) > 0 {
+		if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+			r.Text = tc.Text
+		}
+	}
+	if res.StructuredContent != nil {
+		r.Structured, _ = json.Marshal(res.StructuredContent)
+	}
+	return r, nil
+}
+
 // Exited reports whether the child has exited, and its wait error if so.
 func (s *Serve) Exited() (bool, error) {
 	select {
@@ -232,29 +293,27 @@ func (s *Serve) Exited() (bool, error) {
 
 func (s *Serve) descendants() []Proc {
 	var out []Proc
-	var walk func(pid int)
-	walk = func(pid int) {
-		for _, c := range children(pid) {
-			out = append(out, Proc{Pid: c, Name: procName(c)})
-			walk(c)
-		}
+	for _, c := range procfs.Descendants(s.Pid()) {
+		out = append(out, Proc{Pid: c, Name: procName(c)})
 	}
-	walk(s.Pid())
 	return out
 }
 
-func alive(pid int) bool {
-	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// A zombie (state Z) is dead for our purpose.
-	for i := len(st) - 1; i > 0; i-- {
-		if st[i] == ')' && i+2 < len(st) {
-			return st[i+2] != 'Z'
-		}
-	}
-	return true
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 type onceCloser struct {
@@ -285,8 +344,8 @@ type Recorder struct {
 	lines []Line
 }
 
-// NewRecorder returns an empty recorder whose times count from now.
-func NewRecorder() *Recorder { return &Recorder{start: time.Now()} }
+// newRecorder returns an empty recorder whose times count from now.
+func newRecorder() *Recorder { return &Recorder{start: time.Now()} }
 
 // Lines returns a copy of the lines recorded so far.
 func (r *Recorder) Lines() []Line {
@@ -367,20 +426,4 @@ func trimNL(b []byte) []byte {
 		b = b[:len(b)-1]
 	}
 	return b
-}
-
-// Ready waits until the server answers conversations_list with a success,
-// that is until its Gateway connection is up and subscribed (tools that need
-// the Gateway wait for that; openclaw-protocol.md §6.1), for at most timeout.
-func Ready(ctx context.Context, s *Serve, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	r, err := s.Session.CallTool(ctx, &mcp.CallToolParams{Name: "conversations_list", Arguments: map[string]any{"limit": 1}})
-	if err != nil {
-		return fmt.Errorf("interop: waiting for the Gateway connection: %w", err)
-	}
-	if r.IsError {
-		return fmt.Errorf("interop: waiting for the Gateway connection: conversations_list: %s", ResultText(r))
-	}
-	return nil
 }

@@ -1,18 +1,15 @@
-package interop
+package e2e
 
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
-	"strings"
-	"sync"
 	"time"
 )
 
 // Failcase is how a server behaved when its Gateway could not be used
 // (refused connection, wrong token), the scenario of
-// fixtures/openclaw/failcases/ and openclaw-protocol.md §10.
+// testdata/openclaw/failcases/ and docs/protocol-facts.md, Failure and shutdown.
 type Failcase struct {
 	// InitializeAnswered and ListAnswered say whether initialize and the
 	// conversations_list sent right after it got a response.
@@ -29,12 +26,10 @@ type Failcase struct {
 	Stderr string
 }
 
-// RunFailcase spawns the server of opts (its Stderr is replaced), sends
+// RunFailcase spawns the server of opts, sends
 // initialize, notifications/initialized and a conversations_list without
 // waiting, and waits up to timeout for the server to exit on its own.
 func RunFailcase(ctx context.Context, opts ServeOptions, timeout time.Duration) (*Failcase, error) {
-	var stderr lockedBuffer
-	opts.Stderr = &stderr
 	s, outR, err := spawn(opts)
 	if err != nil {
 		return nil, err
@@ -88,43 +83,6 @@ func RunFailcase(ctx context.Context, opts ServeOptions, timeout time.Duration) 
 			fc.ListResponse = l.Text
 		}
 	}
-	fc.Stderr = stderr.String()
+	fc.Stderr = s.Stderr()
 	return fc, nil
-}
-
-// Summary is a one-line description of fc.
-func (fc *Failcase) Summary() string {
-	first := ""
-	for _, line := range strings.Split(fc.Stderr, "\n") {
-		if strings.Contains(line, "failed to start") || strings.Contains(line, "connect failed") {
-			first = line
-			break
-		}
-	}
-	if !fc.Exited {
-		return fmt.Sprintf("still running at the timeout; initialize answered %v, conversations_list answered %v", fc.InitializeAnswered, fc.ListAnswered)
-	}
-	list := fmt.Sprint(fc.ListAnswered)
-	if fc.ListAnswered {
-		list = clip(fc.ListResponse, 300)
-	}
-	return fmt.Sprintf("exit %d after %.0f ms; initialize answered %v, conversations_list answered %s; stderr %q",
-		fc.Code, Ms(fc.ExitAfter), fc.InitializeAnswered, list, clip(first, 200))
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

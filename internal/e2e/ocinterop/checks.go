@@ -1,4 +1,4 @@
-package interop
+package main
 
 import (
 	"context"
@@ -10,47 +10,49 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/internal/e2e"
 )
 
-// ToolNames are the tools of `openclaw mcp serve` 2026.9.6, in the order
-// its tools/list returns them (fixtures/openclaw/empty-gateway/tools-list.json).
-var ToolNames = []string{
+// toolNames are the tools of `openclaw mcp serve` 2026.9.6, in the order
+// its tools/list returns them (testdata/openclaw/empty-gateway/tools-list.json).
+var toolNames = []string{
 	"conversations_list", "conversation_get", "messages_read", "attachments_fetch",
 	"events_poll", "events_wait", "messages_send", "permissions_list_open", "permissions_respond",
 }
 
 // Seeded conversations written by peers/openclaw-real/seed.mjs
-// (reference/real-openclaw.md §4).
+// (testdata/openclaw/README.md).
 const (
-	SeededMainKey    = "agent:main:main"
-	SeededTgKey      = "agent:main:tg-dm"
-	SeededNoRouteKey = "agent:main:noroute"
+	seededMainKey    = "agent:main:main"
+	seededTgKey      = "agent:main:tg-dm"
+	seededNoRouteKey = "agent:main:noroute"
 )
 
-// Status is the outcome of one check.
-type Status string
+// status is the outcome of one check.
+type status string
 
 // Check outcomes.
 const (
-	Pass Status = "PASS"
-	Fail Status = "FAIL"
-	Skip Status = "SKIP" // not applicable to this server (said why in Detail)
-	// Warn is a difference from the real OpenClaw that MCP clients do not
+	pass status = "PASS"
+	fail status = "FAIL"
+	skip status = "SKIP" // not applicable to this server (said why in Detail)
+	// warn is a difference from the real OpenClaw that MCP clients do not
 	// depend on (for example the order of tools/list); it does not fail a run.
-	Warn Status = "WARN"
+	warn status = "WARN"
 )
 
-// CheckResult is one named interop check.
-type CheckResult struct {
+// checkResult is one named interop check.
+type checkResult struct {
 	Name   string
-	Status Status
+	Status status
 	// Detail says what was seen; for a failure, what differs from the real
 	// OpenClaw behaviour.
 	Detail string
 }
 
-// CheckOptions are the Gateway-side helpers the checks use.
-type CheckOptions struct {
+// checkOptions are the Gateway-side helpers the checks use.
+type checkOptions struct {
 	// Inject makes the Gateway store a user message with this text in
 	// conversation agent:main:main and emit its session.message, for example
 	// by running `gw-call.sh chat.send`. Nil skips the events_wait and
@@ -71,11 +73,11 @@ type CheckOptions struct {
 	Log io.Writer
 }
 
-// RunChecks runs the interop checks against the initialized server s, in
+// runChecks runs the interop checks against the initialized server s, in
 // order: initialize, tools/list, each of the 9 tools, the seeded
 // conversations, a live events_wait, the Claude channel notification, and
 // the approval round trip. It does not end s.
-func RunChecks(ctx context.Context, s *Serve, o CheckOptions) []CheckResult {
+func runChecks(ctx context.Context, s *e2e.Serve, o checkOptions) []checkResult {
 	if o.WaitTimeout == 0 {
 		o.WaitTimeout = 30 * time.Second
 	}
@@ -94,13 +96,13 @@ func RunChecks(ctx context.Context, s *Serve, o CheckOptions) []CheckResult {
 
 type checker struct {
 	ctx context.Context
-	s   *Serve
-	o   CheckOptions
-	out []CheckResult
+	s   *e2e.Serve
+	o   checkOptions
+	out []checkResult
 }
 
-func (c *checker) add(name string, st Status, format string, args ...any) {
-	r := CheckResult{Name: name, Status: st, Detail: fmt.Sprintf(format, args...)}
+func (c *checker) add(name string, st status, format string, args ...any) {
+	r := checkResult{Name: name, Status: st, Detail: fmt.Sprintf(format, args...)}
 	c.out = append(c.out, r)
 	fmt.Fprintf(c.o.Log, "%s %s: %s\n", r.Status, r.Name, r.Detail)
 }
@@ -115,15 +117,15 @@ func (c *checker) call(name string, args map[string]any) (*mcp.CallToolResult, e
 func (c *checker) initialize() {
 	ir := c.s.Session.InitializeResult()
 	if ir == nil || ir.ServerInfo == nil {
-		c.add("initialize", Fail, "no initialize result")
+		c.add("initialize", fail, "no initialize result")
 		return
 	}
 	if ir.Capabilities == nil || ir.Capabilities.Tools == nil {
-		c.add("initialize", Fail, "capabilities lack tools: %s", jsonOf(ir.Capabilities))
+		c.add("initialize", fail, "capabilities lack tools: %s", jsonOf(ir.Capabilities))
 		return
 	}
-	c.add("initialize", Pass, "server %s %s, protocol %s, capabilities %s, after %.0f ms",
-		ir.ServerInfo.Name, ir.ServerInfo.Version, ir.ProtocolVersion, jsonOf(ir.Capabilities), Ms(c.s.Initialized))
+	c.add("initialize", pass, "server %s %s, protocol %s, capabilities %s, after %.0f ms",
+		ir.ServerInfo.Name, ir.ServerInfo.Version, ir.ProtocolVersion, jsonOf(ir.Capabilities), ms(c.s.Initialized))
 }
 
 func (c *checker) toolsList() {
@@ -131,7 +133,7 @@ func (c *checker) toolsList() {
 	defer cancel()
 	res, err := c.s.Session.ListTools(ctx, nil)
 	if err != nil {
-		c.add("tools/list has the 9 tools", Fail, "tools/list: %v", err)
+		c.add("tools/list has the 9 tools", fail, "tools/list: %v", err)
 		return
 	}
 	var names []string
@@ -142,25 +144,25 @@ func (c *checker) toolsList() {
 			bad = append(bad, t.Name)
 		}
 	}
-	sorted, want := slices.Sorted(slices.Values(names)), slices.Sorted(slices.Values(ToolNames))
+	sorted, want := slices.Sorted(slices.Values(names)), slices.Sorted(slices.Values(toolNames))
 	switch {
 	case !slices.Equal(sorted, want):
-		c.add("tools/list has the 9 tools", Fail, "got %q, want %q", names, ToolNames)
+		c.add("tools/list has the 9 tools", fail, "got %q, want %q", names, toolNames)
 		return
 	case len(bad) > 0:
-		c.add("tools/list has the 9 tools", Fail, "input schema not an object schema for %q", bad)
+		c.add("tools/list has the 9 tools", fail, "input schema not an object schema for %q", bad)
 		return
 	}
-	c.add("tools/list has the 9 tools", Pass, "%s", strings.Join(names, ", "))
-	if !slices.Equal(names, ToolNames) {
-		c.add("tools/list order matches OpenClaw", Warn, "got %q, OpenClaw lists %q", names, ToolNames)
+	c.add("tools/list has the 9 tools", pass, "%s", strings.Join(names, ", "))
+	if !slices.Equal(names, toolNames) {
+		c.add("tools/list order matches OpenClaw", warn, "got %q, OpenClaw lists %q", names, toolNames)
 	} else {
-		c.add("tools/list order matches OpenClaw", Pass, "fixed OpenClaw order")
+		c.add("tools/list order matches OpenClaw", pass, "fixed OpenClaw order")
 	}
 }
 
 // toolCase is one call of one tool with what the real OpenClaw answers
-// against the seeded Gateway (fixtures/openclaw/seeded/, empty-gateway/).
+// against the seeded Gateway (testdata/openclaw/seeded/, empty-gateway/).
 type toolCase struct {
 	tool  string
 	args  map[string]any
@@ -172,14 +174,14 @@ func (c *checker) eachTool() {
 		{"conversations_list", map[string]any{}, func(r *mcp.CallToolResult) error {
 			return wantPrefix(r, false, "conversations: ")
 		}},
-		{"conversation_get", map[string]any{"session_key": SeededMainKey}, func(r *mcp.CallToolResult) error {
-			if err := wantPrefix(r, false, "conversation "+SeededMainKey); err != nil {
+		{"conversation_get", map[string]any{"session_key": seededMainKey}, func(r *mcp.CallToolResult) error {
+			if err := wantPrefix(r, false, "conversation "+seededMainKey); err != nil {
 				return err
 			}
 			var v struct {
 				Conversation struct{ SessionKey, Channel, To string }
 			}
-			if err := Structured(r, &v); err != nil {
+			if err := structured(r, &v); err != nil {
 				return err
 			}
 			if v.Conversation.Channel != "imessage" || v.Conversation.To != "+15551234567" {
@@ -187,12 +189,12 @@ func (c *checker) eachTool() {
 			}
 			return nil
 		}},
-		{"messages_read", map[string]any{"session_key": SeededMainKey, "limit": 200}, func(r *mcp.CallToolResult) error {
+		{"messages_read", map[string]any{"session_key": seededMainKey, "limit": 200}, func(r *mcp.CallToolResult) error {
 			if err := wantPrefix(r, false, "messages: "); err != nil {
 				return err
 			}
 			var v struct{ Messages []json.RawMessage }
-			if err := Structured(r, &v); err != nil {
+			if err := structured(r, &v); err != nil {
 				return err
 			}
 			ids := map[string]bool{}
@@ -206,7 +208,7 @@ func (c *checker) eachTool() {
 			}
 			return nil
 		}},
-		{"attachments_fetch", map[string]any{"session_key": SeededMainKey, "message_id": "msg-attachment"}, func(r *mcp.CallToolResult) error {
+		{"attachments_fetch", map[string]any{"session_key": seededMainKey, "message_id": "msg-attachment"}, func(r *mcp.CallToolResult) error {
 			if err := wantPrefix(r, false, "attachments: 1"); err != nil {
 				return err
 			}
@@ -216,7 +218,7 @@ func (c *checker) eachTool() {
 					Media struct{ URL, ContentType string }
 				}
 			}
-			if err := Structured(r, &v); err != nil {
+			if err := structured(r, &v); err != nil {
 				return err
 			}
 			if len(v.Attachments) != 1 || v.Attachments[0].Type != "openclaw_media" || v.Attachments[0].Media.URL != "media://inbound/seeded-image.png" {
@@ -231,7 +233,7 @@ func (c *checker) eachTool() {
 			var v struct {
 				NextCursor *int64 `json:"next_cursor"`
 			}
-			if err := Structured(r, &v); err != nil {
+			if err := structured(r, &v); err != nil {
 				return err
 			}
 			if v.NextCursor == nil {
@@ -242,7 +244,7 @@ func (c *checker) eachTool() {
 		{"events_wait", map[string]any{"after_cursor": 1 << 40, "timeout_ms": 200}, func(r *mcp.CallToolResult) error {
 			return wantPrefix(r, false, "timeout")
 		}},
-		{"messages_send", map[string]any{"session_key": SeededMainKey, "text": "interop check"}, func(r *mcp.CallToolResult) error {
+		{"messages_send", map[string]any{"session_key": seededMainKey, "text": "interop check"}, func(r *mcp.CallToolResult) error {
 			// No channel plugin on the test Gateway: the real one reports
 			// the Gateway's send error.
 			return wantPrefix(r, true, "unsupported channel: imessage")
@@ -259,14 +261,14 @@ func (c *checker) eachTool() {
 		t0 := time.Now()
 		r, err := c.call(tc.tool, tc.args)
 		if err != nil {
-			c.add(name, Fail, "%s %s: %v", tc.tool, jsonOf(tc.args), err)
+			c.add(name, fail, "%s %s: %v", tc.tool, jsonOf(tc.args), err)
 			continue
 		}
 		if err := tc.check(r); err != nil {
-			c.add(name, Fail, "%s %s: %v; result %s", tc.tool, jsonOf(tc.args), err, clip(jsonOf(r), 400))
+			c.add(name, fail, "%s %s: %v; result %s", tc.tool, jsonOf(tc.args), err, clip(jsonOf(r), 400))
 			continue
 		}
-		c.add(name, Pass, "%q in %.1f ms", clip(firstLine(ResultText(r)), 60), Ms(time.Since(t0)))
+		c.add(name, pass, "%q in %.1f ms", clip(firstLine(resultText(r)), 60), ms(time.Since(t0)))
 	}
 }
 
@@ -274,14 +276,14 @@ func (c *checker) seeded() {
 	const name = "conversations_list returns the seeded conversations"
 	r, err := c.call("conversations_list", map[string]any{})
 	if err != nil {
-		c.add(name, Fail, "%v", err)
+		c.add(name, fail, "%v", err)
 		return
 	}
 	var v struct {
 		Conversations []struct{ SessionKey, Channel, To string }
 	}
-	if err := Structured(r, &v); err != nil {
-		c.add(name, Fail, "structuredContent: %v", err)
+	if err := structured(r, &v); err != nil {
+		c.add(name, fail, "structuredContent: %v", err)
 		return
 	}
 	got := map[string]string{}
@@ -290,18 +292,18 @@ func (c *checker) seeded() {
 		got[cv.SessionKey] = cv.Channel + " " + cv.To
 		keys = append(keys, cv.SessionKey)
 	}
-	want := map[string]string{SeededMainKey: "imessage +15551234567", SeededTgKey: "telegram 12345"}
+	want := map[string]string{seededMainKey: "imessage +15551234567", seededTgKey: "telegram 12345"}
 	for k, route := range want {
 		if got[k] != route {
-			c.add(name, Fail, "%s: got route %q, want %q (conversations %q)", k, got[k], route, keys)
+			c.add(name, fail, "%s: got route %q, want %q (conversations %q)", k, got[k], route, keys)
 			return
 		}
 	}
-	if _, ok := got[SeededNoRouteKey]; ok {
-		c.add(name, Fail, "unrouted %s listed; the real OpenClaw drops rows without a route", SeededNoRouteKey)
+	if _, ok := got[seededNoRouteKey]; ok {
+		c.add(name, fail, "unrouted %s listed; the real OpenClaw drops rows without a route", seededNoRouteKey)
 		return
 	}
-	c.add(name, Pass, "%q (unrouted %s dropped)", keys, SeededNoRouteKey)
+	c.add(name, pass, "%q (unrouted %s dropped)", keys, seededNoRouteKey)
 }
 
 // cursor returns the next_cursor of an events_poll with a high limit,
@@ -317,7 +319,7 @@ func (c *checker) cursor() (int64, error) {
 			Events     []json.RawMessage
 			NextCursor int64 `json:"next_cursor"`
 		}
-		if err := Structured(r, &v); err != nil {
+		if err := structured(r, &v); err != nil {
 			return 0, err
 		}
 		if len(v.Events) == 0 || v.NextCursor <= after {
@@ -341,14 +343,14 @@ func (c *checker) liveEvent() {
 	const name = "events_wait receives a message injected during the wait"
 	const notifName = "notifications/claude/channel for the injected user message"
 	if c.o.Inject == nil {
-		c.add(name, Skip, "no injector configured")
-		c.add(notifName, Skip, "no injector configured")
+		c.add(name, skip, "no injector configured")
+		c.add(notifName, skip, "no injector configured")
 		return
 	}
 	after, err := c.cursor()
 	if err != nil {
-		c.add(name, Fail, "reading the queue cursor: %v", err)
-		c.add(notifName, Skip, "events_wait failed")
+		c.add(name, fail, "reading the queue cursor: %v", err)
+		c.add(notifName, skip, "events_wait failed")
 		return
 	}
 	text := fmt.Sprintf("interop live %d", time.Now().UnixNano())
@@ -365,7 +367,7 @@ func (c *checker) liveEvent() {
 		ctx, cancel := context.WithTimeout(c.ctx, time.Duration(waitMs)*time.Millisecond+5*time.Second)
 		defer cancel()
 		r, err := c.s.Session.CallTool(ctx, &mcp.CallToolParams{Name: "events_wait", Arguments: map[string]any{
-			"after_cursor": after, "session_key": SeededMainKey, "timeout_ms": waitMs,
+			"after_cursor": after, "session_key": seededMainKey, "timeout_ms": waitMs,
 		}})
 		ch <- waitRes{r, err}
 	}()
@@ -383,32 +385,32 @@ func (c *checker) liveEvent() {
 	w := <-ch
 	switch {
 	case injectErr != nil:
-		c.add(name, Fail, "injecting %q: %v", text, injectErr)
+		c.add(name, fail, "injecting %q: %v", text, injectErr)
 	case w.err != nil:
-		c.add(name, Fail, "events_wait: %v", w.err)
+		c.add(name, fail, "events_wait: %v", w.err)
 	default:
 		var v struct {
 			Event *event
 		}
-		if err := Structured(w.r, &v); err != nil || v.Event == nil {
-			c.add(name, Fail, "no event (err %v) within %d ms; the injection took %.0f ms: %s", err, waitMs, Ms(injected), clip(jsonOf(w.r), 400))
+		if err := structured(w.r, &v); err != nil || v.Event == nil {
+			c.add(name, fail, "no event (err %v) within %d ms; the injection took %.0f ms: %s", err, waitMs, ms(injected), clip(jsonOf(w.r), 400))
 			break
 		}
 		e := v.Event
-		if e.Type != "message" || e.SessionKey != SeededMainKey || e.Role != "user" || e.Text != text || e.Cursor <= after {
-			c.add(name, Fail, "event %+v, want a user message %q in %s after cursor %d", *e, text, SeededMainKey, after)
+		if e.Type != "message" || e.SessionKey != seededMainKey || e.Role != "user" || e.Text != text || e.Cursor <= after {
+			c.add(name, fail, "event %+v, want a user message %q in %s after cursor %d", *e, text, seededMainKey, after)
 			break
 		}
-		if want := fmt.Sprintf("event %d", e.Cursor); ResultText(w.r) != want {
-			c.add(name, Fail, "text %q, want %q", ResultText(w.r), want)
+		if want := fmt.Sprintf("event %d", e.Cursor); resultText(w.r) != want {
+			c.add(name, fail, "text %q, want %q", resultText(w.r), want)
 			break
 		}
-		c.add(name, Pass, "event %d, role user, text %q (injection took %.0f ms)", e.Cursor, text, Ms(injected))
+		c.add(name, pass, "event %d, role user, text %q (injection took %.0f ms)", e.Cursor, text, ms(injected))
 	}
 
 	ir := c.s.Session.InitializeResult()
 	if ir.Capabilities == nil || ir.Capabilities.Experimental["claude/channel"] == nil {
-		c.add(notifName, Skip, "server does not announce experimental claude/channel")
+		c.add(notifName, skip, "server does not announce experimental claude/channel")
 		return
 	}
 	// The notification may trail the result a little; it is read from
@@ -416,11 +418,11 @@ func (c *checker) liveEvent() {
 	deadline := time.Now().Add(c.o.WaitTimeout)
 	for {
 		if n, ok := findChannelNotification(c.s.Raw.Lines(), text); ok {
-			c.add(notifName, Pass, "%s", clip(n, 300))
+			c.add(notifName, pass, "%s", clip(n, 300))
 			return
 		}
 		if time.Now().After(deadline) || c.ctx.Err() != nil {
-			c.add(notifName, Fail, "no notifications/claude/channel with content %q within %v", text, c.o.WaitTimeout)
+			c.add(notifName, fail, "no notifications/claude/channel with content %q within %v", text, c.o.WaitTimeout)
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -430,7 +432,7 @@ func (c *checker) liveEvent() {
 // findChannelNotification returns the first server line that is a
 // notifications/claude/channel whose content is text and whose meta carries
 // the seeded imessage route.
-func findChannelNotification(lines []Line, text string) (string, bool) {
+func findChannelNotification(lines []e2e.Line, text string) (string, bool) {
 	for _, l := range lines {
 		if l.Out || !strings.Contains(l.Text, "notifications/claude/channel") {
 			continue
@@ -445,7 +447,7 @@ func findChannelNotification(lines []Line, text string) (string, bool) {
 		if json.Unmarshal([]byte(l.Text), &m) != nil || m.Method != "notifications/claude/channel" {
 			continue
 		}
-		if m.Params.Content == text && m.Params.Meta["session_key"] == SeededMainKey &&
+		if m.Params.Content == text && m.Params.Meta["session_key"] == seededMainKey &&
 			m.Params.Meta["channel"] == "imessage" && m.Params.Meta["to"] == "+15551234567" {
 			return l.Text, true
 		}
@@ -471,13 +473,13 @@ func (c *checker) approvals() {
 	}
 	if c.o.Approve == nil {
 		for _, n := range names {
-			c.add(n, Skip, "no approver configured")
+			c.add(n, skip, "no approver configured")
 		}
 		return
 	}
 	after, err := c.cursor()
 	if err != nil {
-		c.add(names[0], Fail, "reading the queue cursor: %v", err)
+		c.add(names[0], fail, "reading the queue cursor: %v", err)
 		return
 	}
 	type apprRes struct {
@@ -498,18 +500,18 @@ func (c *checker) approvals() {
 	for exec == nil || plugin == nil {
 		select {
 		case a := <-ch: // the approver gave up early
-			c.add(names[0], Fail, "approver ended before the bridge listed both approvals: err %v, output %s; last list %s", a.err, clip(string(a.out), 400), last)
+			c.add(names[0], fail, "approver ended before the bridge listed both approvals: err %v, output %s; last list %s", a.err, clip(string(a.out), 400), last)
 			return
 		default:
 		}
 		r, err := c.call("permissions_list_open", map[string]any{})
 		if err != nil {
-			c.add(names[0], Fail, "permissions_list_open: %v", err)
+			c.add(names[0], fail, "permissions_list_open: %v", err)
 			return
 		}
 		last = clip(jsonOf(r.StructuredContent), 300)
 		var v struct{ Approvals []approval }
-		if err := Structured(r, &v); err == nil {
+		if err := structured(r, &v); err == nil {
 			for i := range v.Approvals {
 				switch a := &v.Approvals[i]; {
 				case a.Kind == "exec" && a.ID == c.o.ExecID:
@@ -521,33 +523,33 @@ func (c *checker) approvals() {
 		}
 		if exec == nil || plugin == nil {
 			if time.Now().After(deadline) || c.ctx.Err() != nil {
-				c.add(names[0], Fail, "after %v: exec %s seen %v, plugin seen %v; last list %s", c.o.WaitTimeout, c.o.ExecID, exec != nil, plugin != nil, last)
+				c.add(names[0], fail, "after %v: exec %s seen %v, plugin seen %v; last list %s", c.o.WaitTimeout, c.o.ExecID, exec != nil, plugin != nil, last)
 				return
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
 	}
 	if exec.CreatedAtMs == nil || exec.ExpiresAtMs == nil {
-		c.add(names[0], Fail, "exec approval lacks createdAtMs/expiresAtMs: %+v", *exec)
+		c.add(names[0], fail, "exec approval lacks createdAtMs/expiresAtMs: %+v", *exec)
 	} else {
-		c.add(names[0], Pass, "exec %s, plugin %s", exec.ID, plugin.ID)
+		c.add(names[0], pass, "exec %s, plugin %s", exec.ID, plugin.ID)
 	}
 
 	// The requested events are in the queue after the cursor taken above.
 	r, err := c.call("events_poll", map[string]any{"after_cursor": after, "limit": 200})
 	if err != nil {
-		c.add(names[1], Fail, "events_poll: %v", err)
+		c.add(names[1], fail, "events_poll: %v", err)
 	} else {
 		var v struct{ Events []event }
-		Structured(r, &v)
+		structured(r, &v)
 		seen := map[string]bool{}
 		for _, e := range v.Events {
 			seen[e.Type] = true
 		}
 		if seen["exec_approval_requested"] && seen["plugin_approval_requested"] {
-			c.add(names[1], Pass, "%d events after cursor %d", len(v.Events), after)
+			c.add(names[1], pass, "%d events after cursor %d", len(v.Events), after)
 		} else {
-			c.add(names[1], Fail, "event types %v after cursor %d", keysOf(seen), after)
+			c.add(names[1], fail, "event types %v after cursor %d", keysOf(seen), after)
 		}
 	}
 
@@ -558,16 +560,16 @@ func (c *checker) approvals() {
 		name := names[2+i]
 		r, err := c.call("permissions_respond", map[string]any{"kind": d.a.Kind, "id": d.a.ID, "decision": d.decision})
 		if err != nil {
-			c.add(name, Fail, "%v", err)
+			c.add(name, fail, "%v", err)
 			continue
 		}
 		var v struct{ Result struct{ OK bool } }
-		Structured(r, &v)
-		if r.IsError || ResultText(r) != "approval resolved" || !v.Result.OK {
-			c.add(name, Fail, "result %s, want text \"approval resolved\" and {result:{ok:true}}", clip(jsonOf(r), 300))
+		structured(r, &v)
+		if r.IsError || resultText(r) != "approval resolved" || !v.Result.OK {
+			c.add(name, fail, "result %s, want text \"approval resolved\" and {result:{ok:true}}", clip(jsonOf(r), 300))
 			continue
 		}
-		c.add(name, Pass, "%s %s", d.a.ID, d.decision)
+		c.add(name, pass, "%s %s", d.a.ID, d.decision)
 	}
 
 	a := <-ch
@@ -578,18 +580,18 @@ func (c *checker) approvals() {
 		}
 	}
 	if a.err != nil {
-		c.add(names[4], Fail, "approver: %v; output %s", a.err, clip(string(a.out), 400))
+		c.add(names[4], fail, "approver: %v; output %s", a.err, clip(string(a.out), 400))
 	} else if err := json.Unmarshal(a.out, &out); err != nil || out.ExecFinal == nil || out.PluginFinal == nil {
-		c.add(names[4], Fail, "approver output %s", clip(string(a.out), 400))
+		c.add(names[4], fail, "approver output %s", clip(string(a.out), 400))
 	} else if dec := func(p *string) string {
 		if p == nil {
 			return "null"
 		}
 		return *p
 	}; dec(out.ExecFinal.Decision) != "deny" || dec(out.PluginFinal.Decision) != "allow-once" {
-		c.add(names[4], Fail, "exec decision %s, plugin decision %s; want deny, allow-once", dec(out.ExecFinal.Decision), dec(out.PluginFinal.Decision))
+		c.add(names[4], fail, "exec decision %s, plugin decision %s; want deny, allow-once", dec(out.ExecFinal.Decision), dec(out.PluginFinal.Decision))
 	} else {
-		c.add(names[4], Pass, "exec deny, plugin allow-once")
+		c.add(names[4], pass, "exec deny, plugin allow-once")
 	}
 
 	// The *_resolved events remove the entries; they may trail the
@@ -598,15 +600,15 @@ func (c *checker) approvals() {
 	for {
 		r, err := c.call("permissions_list_open", map[string]any{})
 		if err != nil {
-			c.add(names[5], Fail, "%v", err)
+			c.add(names[5], fail, "%v", err)
 			return
 		}
-		if ResultText(r) == "approvals: 0" {
-			c.add(names[5], Pass, "approvals: 0")
+		if resultText(r) == "approvals: 0" {
+			c.add(names[5], pass, "approvals: 0")
 			return
 		}
 		if time.Now().After(deadline) || c.ctx.Err() != nil {
-			c.add(names[5], Fail, "still %s", clip(jsonOf(r.StructuredContent), 300))
+			c.add(names[5], fail, "still %s", clip(jsonOf(r.StructuredContent), 300))
 			return
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -615,9 +617,9 @@ func (c *checker) approvals() {
 
 func wantPrefix(r *mcp.CallToolResult, isError bool, prefix string) error {
 	if r.IsError != isError {
-		return fmt.Errorf("isError %v, want %v (text %q)", r.IsError, isError, clip(ResultText(r), 200))
+		return fmt.Errorf("isError %v, want %v (text %q)", r.IsError, isError, clip(resultText(r), 200))
 	}
-	if t := ResultText(r); !strings.HasPrefix(t, prefix) {
+	if t := resultText(r); !strings.HasPrefix(t, prefix) {
 		return fmt.Errorf("text %q, want it to start with %q", clip(t, 200), prefix)
 	}
 	if !isError && r.StructuredContent == nil {
@@ -626,7 +628,7 @@ func wantPrefix(r *mcp.CallToolResult, isError bool, prefix string) error {
 	return nil
 }
 
-// messageID is entry.id, else entry.__openclaw.id (openclaw-protocol.md §3).
+// messageID is entry.id, else entry.__openclaw.id (docs/protocol-facts.md, Gateway RPCs).
 func messageID(m json.RawMessage) string {
 	var v struct {
 		ID string `json:"id"`
