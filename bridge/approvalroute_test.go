@@ -25,11 +25,11 @@ type approvalPolicy struct {
 	timeoutMs int64
 }
 
-func (p approvalPolicy) BeforeToolCall(_ context.Context, call *policies.ToolCall) policies.Decision {
+func (p approvalPolicy) BeforeToolCall(_ context.Context, call *policies.ToolCall) policies.Outcome {
 	if call.Tool.Name != p.tool {
-		return policies.Decision{Outcome: policies.Allow, Arguments: call.Arguments}
+		return policies.Outcome{Decision: policies.Allow, Arguments: call.Arguments}
 	}
-	return policies.Decision{Outcome: policies.RequireApproval, Module: "rules", Reason: "a human must confirm",
+	return policies.Outcome{Decision: policies.RequireApproval, Module: "rules", Reason: "a human must confirm",
 		TimeoutMs: p.timeoutMs, Arguments: call.Arguments}
 }
 
@@ -289,7 +289,7 @@ func TestGatewayApprovalRoute(t *testing.T) {
 			// conversations_list carries no session key, and a grant never
 			// leaks across sessions: nothing is remembered.
 			req := toolApprovalRequest(&policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: ToolConversationsList},
-				Caller: policies.Caller{Name: "agent", Version: "1"}}, &policies.Decision{}, "x")
+				Caller: policies.Caller{Name: "agent", Version: "1"}}, &policies.Outcome{}, "x")
 			if agent.b.routing.memory.Recall(req) {
 				t.Error("an allow-always without a session key was remembered")
 			}

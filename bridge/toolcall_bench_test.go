@@ -25,7 +25,7 @@ func BenchmarkToolCall(b *testing.B) {
 		name string
 		enf  policies.Enforcer
 	}{
-		{"native-allow", &policyDouble{decision: policies.Decision{Outcome: policies.Allow}}},
+		{"native-allow", &policyDouble{decision: policies.Outcome{Decision: policies.Allow}}},
 		{"rules-wasm", policies.NewChain([]policies.ChainEntry{{Hook: rules}}, nil)},
 	} {
 		for _, tool := range []string{ToolEventsPoll, ToolConversationsList} {

@@ -167,7 +167,7 @@ type callerLog struct {
 	next policies.Enforcer
 }
 
-func (c callerLog) BeforeToolCall(ctx context.Context, call *policies.ToolCall) policies.Decision {
+func (c callerLog) BeforeToolCall(ctx context.Context, call *policies.ToolCall) policies.Outcome {
 	var a struct{ Message string }
 	_ = json.Unmarshal(call.Arguments, &a)
 	c.f.mu.Lock()

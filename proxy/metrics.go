@@ -228,13 +228,13 @@ type countingEnforcer struct {
 	next policies.Enforcer
 }
 
-func (c *countingEnforcer) BeforeToolCall(ctx context.Context, call *policies.ToolCall) policies.Decision {
+func (c *countingEnforcer) BeforeToolCall(ctx context.Context, call *policies.ToolCall) policies.Outcome {
 	d := c.next.BeforeToolCall(ctx, call)
-	c.m.decisions.WithLabelValues(string(policies.HookBeforeToolCall), string(d.Outcome)).Inc()
+	c.m.decisions.WithLabelValues(string(policies.HookBeforeToolCall), string(d.Decision)).Inc()
 	if cm := markOf(ctx); cm != nil {
 		cm.mu.Lock()
 		cm.routed = true
-		switch d.Outcome {
+		switch d.Decision {
 		case policies.Allow:
 		case policies.RequireApproval:
 			cm.approval = true

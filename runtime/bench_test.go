@@ -27,8 +27,8 @@ import (
 // import the engine); their own cost is measured in policies/builtin.
 type allowFast struct{}
 
-func (allowFast) BeforeToolCall(_ context.Context, call *policies.ToolCall) policies.Decision {
-	return policies.Decision{Outcome: policies.Allow, Arguments: call.Arguments}
+func (allowFast) BeforeToolCall(_ context.Context, call *policies.ToolCall) policies.Outcome {
+	return policies.Outcome{Decision: policies.Allow, Arguments: call.Arguments}
 }
 
 // BenchmarkCallTool compares tools/call through the runtime (native allow

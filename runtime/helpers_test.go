@@ -23,11 +23,11 @@ type allowAll struct {
 	calls []policies.ToolCall
 }
 
-func (a *allowAll) BeforeToolCall(_ context.Context, call *policies.ToolCall) policies.Decision {
+func (a *allowAll) BeforeToolCall(_ context.Context, call *policies.ToolCall) policies.Outcome {
 	a.mu.Lock()
 	a.calls = append(a.calls, *call)
 	a.mu.Unlock()
-	return policies.Decision{Outcome: policies.Allow, Arguments: call.Arguments}
+	return policies.Outcome{Decision: policies.Allow, Arguments: call.Arguments}
 }
 
 func (a *allowAll) seen() []policies.ToolCall {
@@ -37,10 +37,10 @@ func (a *allowAll) seen() []policies.ToolCall {
 }
 
 // fixedPolicy answers every call with one decision.
-type fixedPolicy policies.Decision
+type fixedPolicy policies.Outcome
 
-func (f fixedPolicy) BeforeToolCall(_ context.Context, call *policies.ToolCall) policies.Decision {
-	d := policies.Decision(f)
+func (f fixedPolicy) BeforeToolCall(_ context.Context, call *policies.ToolCall) policies.Outcome {
+	d := policies.Outcome(f)
 	if d.Arguments == nil {
 		d.Arguments = call.Arguments
 	}

@@ -565,7 +565,7 @@ func TestPerRequesterPolicyBeforeConnection(t *testing.T) {
 	sv.ListPrincipal = "alice"
 	ctx := context.Background()
 	s := startSession(t, ctx, []Server{sv}, store, &Options{
-		Enforcer: fixedPolicy{Outcome: policies.Block, Module: "rules", Reason: "not today"},
+		Enforcer: fixedPolicy{Decision: policies.Block, Module: "rules", Reason: "not today"},
 	})
 	var pe *PolicyError
 	if _, err := whoami(ctx, s, "bob"); !errors.As(err, &pe) {

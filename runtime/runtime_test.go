@@ -382,7 +382,7 @@ func TestPolicyOutcomes(t *testing.T) {
 			return ok, err
 		}
 	}
-	ask := policies.Decision{Outcome: policies.RequireApproval, Module: "rules", Reason: "writes need a human", Title: "Run act?"}
+	ask := policies.Outcome{Decision: policies.RequireApproval, Module: "rules", Reason: "writes need a human", Title: "Run act?"}
 	for _, tc := range []struct {
 		name      string
 		policy    policies.Enforcer
@@ -391,9 +391,9 @@ func TestPolicyOutcomes(t *testing.T) {
 		want      result
 	}{
 		{"allow", &allowAll{}, nil, nil, result{text: `act: {"n":1}`}},
-		{"block", fixedPolicy{Outcome: policies.Block, Module: "rules", Reason: "no acting"}, nil, nil,
+		{"block", fixedPolicy{Decision: policies.Block, Module: "rules", Reason: "no acting"}, nil, nil,
 			result{errText: `runtime: tool "srv__act": blocked by policy "rules": no acting`, module: "rules"}},
-		{"rewrite", fixedPolicy{Outcome: policies.Allow, Arguments: json.RawMessage(`{"n":2}`)}, nil, nil, result{text: `act: {"n":2}`}},
+		{"rewrite", fixedPolicy{Decision: policies.Allow, Arguments: json.RawMessage(`{"n":2}`)}, nil, nil, result{text: `act: {"n":2}`}},
 		{"approval without callback", fixedPolicy(ask), nil, nil,
 			result{errText: `approval denied by the approver: nobody to ask`}},
 		{"approved by human", fixedPolicy(ask), nil, approve(true, nil), result{text: `act: {"n":1}`}},
@@ -405,7 +405,7 @@ func TestPolicyOutcomes(t *testing.T) {
 		{"decider asks", fixedPolicy(ask), &fixedApproval{out: policies.ApprovalOutcome{Decision: policies.Ask}}, approve(true, nil), result{text: `act: {"n":1}`}},
 		{"decider answers garbage", fixedPolicy(ask), &fixedApproval{out: policies.ApprovalOutcome{Decision: "maybe", Module: "odd"}}, approve(true, nil),
 			result{errText: `approval denied by policy "odd"`, module: "odd"}},
-		{"unknown outcome fails closed", fixedPolicy{Outcome: "perhaps", Module: "odd"}, nil, nil, result{errText: `blocked by policy "odd"`, module: "odd"}},
+		{"unknown outcome fails closed", fixedPolicy{Decision: "perhaps", Module: "odd"}, nil, nil, result{errText: `blocked by policy "odd"`, module: "odd"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -441,7 +441,7 @@ func TestPolicyOutcomes(t *testing.T) {
 // engine records those).
 func TestApprovalAnswersAudited(t *testing.T) {
 	t.Parallel()
-	ask := policies.Decision{Outcome: policies.RequireApproval, Module: "rules", Reason: "writes need a human"}
+	ask := policies.Outcome{Decision: policies.RequireApproval, Module: "rules", Reason: "writes need a human"}
 	for _, tc := range []struct {
 		name     string
 		approve  ApprovalFunc
@@ -479,7 +479,7 @@ func TestApprovalTimeout(t *testing.T) {
 	echoTool(srv, "act")
 	var deadline atomic.Bool
 	s := open(t, []Server{inProcess(t, "srv", srv)}, &Options{
-		Enforcer: fixedPolicy{Outcome: policies.RequireApproval, Module: "rules", TimeoutMs: 20},
+		Enforcer: fixedPolicy{Decision: policies.RequireApproval, Module: "rules", TimeoutMs: 20},
 		Approve: func(ctx context.Context, req *ApprovalRequest) (bool, error) {
 			_, ok := ctx.Deadline()
 			deadline.Store(ok && req.Timeout == 20*time.Millisecond)

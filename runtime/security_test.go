@@ -479,7 +479,7 @@ func TestRewrittenArgumentsChecked(t *testing.T) {
 			srv := newServer("s", nil)
 			echoTool(srv, "echo")
 			s := open(t, []Server{inProcess(t, "s", srv)}, &Options{Enforcer: fixedPolicy{
-				Outcome: policies.Allow, Module: "rules", RewrittenBy: "rewriter", Arguments: json.RawMessage(tt.rewrite)}})
+				Decision: policies.Allow, Module: "rules", RewrittenBy: "rewriter", Arguments: json.RawMessage(tt.rewrite)}})
 			res, err := s.CallTool(context.Background(), "s__echo", []byte(`{"a":1}`))
 			if tt.want != "" {
 				if err != nil || resultText(t, res) != tt.want {

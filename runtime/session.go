@@ -1021,17 +1021,17 @@ func (s *Session) callConn(ctx context.Context, c *conn, t *Tool, args []byte) (
 		// audits it as cancelled and blocks only to stop it).
 		return nil, err
 	}
-	if d.Arguments != nil && d.Outcome != policies.Block {
+	if d.Arguments != nil && d.Decision != policies.Block {
 		// A module's rewrite is held to the same rule as the caller's
 		// arguments: one JSON object, or the call is refused (fail closed).
 		rewritten, err := objectArguments(t.Name, d.Arguments)
 		if err != nil {
-			return nil, &PolicyError{Tool: t.Name, Server: t.Server, Outcome: policies.Block, Module: d.RewrittenBy,
+			return nil, &PolicyError{Tool: t.Name, Server: t.Server, Decision: policies.Block, Module: d.RewrittenBy,
 				Reason: "rewrote the arguments into invalid ones: " + err.Error()}
 		}
 		args = rewritten
 	}
-	switch d.Outcome {
+	switch d.Decision {
 	case policies.Allow:
 	case policies.RequireApproval:
 		if err := c.checkPaused(); err != nil {
@@ -1041,7 +1041,7 @@ func (s *Session) callConn(ctx context.Context, c *conn, t *Tool, args []byte) (
 			return nil, err
 		}
 	default: // Block, or an outcome no chain should produce: fail closed.
-		return nil, &PolicyError{Tool: t.Name, Server: t.Server, Outcome: policies.Block, Module: d.Module, Reason: d.Reason}
+		return nil, &PolicyError{Tool: t.Name, Server: t.Server, Decision: policies.Block, Module: d.Module, Reason: d.Reason}
 	}
 	if t.Utility != "" {
 		return c.utility(ctx, t, args)
@@ -1086,9 +1086,9 @@ func jsonKind(b byte) string {
 
 // approve settles a require_approval decision: decide_approval first, then
 // the embedder's callback for "ask".
-func (s *Session) approve(ctx context.Context, t *Tool, d policies.Decision, args []byte) error {
+func (s *Session) approve(ctx context.Context, t *Tool, d policies.Outcome, args []byte) error {
 	refuse := func(module, reason string) error {
-		return &PolicyError{Tool: t.Name, Server: t.Server, Outcome: policies.RequireApproval, Module: module, Reason: reason}
+		return &PolicyError{Tool: t.Name, Server: t.Server, Decision: policies.RequireApproval, Module: module, Reason: reason}
 	}
 	timeout := time.Duration(d.TimeoutMs) * time.Millisecond
 	if s.opts.Approvals != nil {

@@ -188,7 +188,7 @@ func TestUtilityToolsCall(t *testing.T) {
 func TestUtilityToolsPolicy(t *testing.T) {
 	t.Parallel()
 	block := open(t, []Server{inProcess(t, "kb", kbServer())}, &Options{
-		Enforcer: fixedPolicy{Outcome: policies.Block, Module: "rules", Reason: "no reading"},
+		Enforcer: fixedPolicy{Decision: policies.Block, Module: "rules", Reason: "no reading"},
 	})
 	_, err := block.CallTool(context.Background(), "kb__resources_read", []byte(`{"uri":"kb://notes/a"}`))
 	var pe *PolicyError
@@ -196,7 +196,7 @@ func TestUtilityToolsPolicy(t *testing.T) {
 		t.Fatalf("err = %v, want the policy's block", err)
 	}
 	rewrite := open(t, []Server{inProcess(t, "kb", kbServer())}, &Options{
-		Enforcer: fixedPolicy{Outcome: policies.Allow, Arguments: []byte(`{"uri":"kb://notes/a"}`)},
+		Enforcer: fixedPolicy{Decision: policies.Allow, Arguments: []byte(`{"uri":"kb://notes/a"}`)},
 	})
 	res, err := rewrite.CallTool(context.Background(), "kb__resources_read", []byte(`{"uri":"kb://notes/b"}`))
 	if err != nil || !strings.Contains(texts(t, res)[0], "alpha notes") {

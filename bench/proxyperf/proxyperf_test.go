@@ -137,8 +137,8 @@ func goHop(tb testing.TB, jsonResponse bool) (*mcp.ClientSession, string) {
 type allowAll struct{}
 
 // BeforeToolCall allows.
-func (allowAll) BeforeToolCall(context.Context, *policies.ToolCall) policies.Decision {
-	return policies.Decision{Outcome: policies.Allow}
+func (allowAll) BeforeToolCall(context.Context, *policies.ToolCall) policies.Outcome {
+	return policies.Outcome{Decision: policies.Allow}
 }
 
 // proxied builds what `openclaw mcp proxy` builds from an openclaw.json

@@ -725,10 +725,10 @@ func (g *generation) unref(ctx context.Context, e *Engine) {
 // BeforeToolCall implements [policies.Enforcer]: it runs the current
 // before_tool_call chain. The whole call uses one policy set, even if a
 // reload swaps the set meanwhile. After Close it blocks, naming the engine.
-func (e *Engine) BeforeToolCall(ctx context.Context, call *policies.ToolCall) policies.Decision {
+func (e *Engine) BeforeToolCall(ctx context.Context, call *policies.ToolCall) policies.Outcome {
 	s := e.acquire()
 	if s == nil {
-		return policies.Decision{Outcome: policies.Block, Module: "engine", Reason: ErrClosed.Error(), Arguments: call.Arguments}
+		return policies.Outcome{Decision: policies.Block, Module: "engine", Reason: ErrClosed.Error(), Arguments: call.Arguments}
 	}
 	defer s.unref(ctx, e)
 	return s.chain.BeforeToolCall(ctx, call)

@@ -85,7 +85,7 @@ func BenchmarkBeforeToolCall(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		call *policies.ToolCall
-		want policies.Outcome
+		want policies.Decision
 	}{
 		{"rego/require_approval", benchCall, policies.RequireApproval},
 		{"rego/allow", &policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: "conversations_list"},

@@ -129,7 +129,7 @@ func BenchmarkChain(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			chain := policies.NewChain([]policies.ChainEntry{{Hook: bc.hook(b)}}, nil)
-			if d := chain.BeforeToolCall(ctx, benchCall); d.Outcome != policies.RequireApproval || d.Reason != "writes need approval" {
+			if d := chain.BeforeToolCall(ctx, benchCall); d.Decision != policies.RequireApproval || d.Reason != "writes need approval" {
 				b.Fatalf("decision %+v", d)
 			}
 			measure(b, func() { chain.BeforeToolCall(ctx, benchCall) })
