@@ -54,7 +54,7 @@ func TestAgentApprovalRule(t *testing.T) {
 			var dec *deciderDouble
 			if tt.decide != nil {
 				dec = &deciderDouble{decide: tt.decide}
-				opts.Approvals = policies.NewApprovalChain([]policies.ApprovalEntry{{Decider: dec}}, nil)
+				opts.Approvals = policies.NewApprovalChain([]policies.ApprovalEntry{{Hook: dec}}, nil)
 			}
 			b := New(gw, opts)
 			for _, ev := range []string{

@@ -418,7 +418,7 @@ func TestSelfApprovalAllowedByPolicy(t *testing.T) {
 		}
 		return policies.ApprovalVerdict{Decision: policies.Ask}
 	}}
-	chain := policies.NewApprovalChain([]policies.ApprovalEntry{{Decider: dec}}, nil)
+	chain := policies.NewApprovalChain([]policies.ApprovalEntry{{Hook: dec}}, nil)
 	agent := startGatewayBridge(t, gw, newIdentity(t), nil,
 		Options{Policy: approvalPolicy{tool: ToolEventsPoll}, Approvals: chain}, nil)
 	waiting := callAsync(tctx(t), agent.cs, ToolEventsPoll)
@@ -457,7 +457,7 @@ func TestDecideApprovalFirst(t *testing.T) {
 			}}
 			audit := &policiestest.AuditRecorder{}
 			b := New(&fixtureGateway{t: t}, &Options{Policy: approvalPolicy{tool: ToolMessagesRead},
-				Approvals: policies.NewApprovalChain([]policies.ApprovalEntry{{Decider: dec}}, nil), Audit: audit})
+				Approvals: policies.NewApprovalChain([]policies.ApprovalEntry{{Hook: dec}}, nil), Audit: audit})
 			cs := connectClient(t, b, "")
 			res := call(t, cs, tctx(t), ToolMessagesRead, map[string]any{"session_key": "agent:main:main", "limit": 2})
 			if tt.wantErr == "" {

@@ -163,7 +163,7 @@ const approvalsConfigRm = `{"default":"ask","rules":[
 // require_approval call is not put to the policy.
 func TestGatewayApprovalsDecidedByPolicy(t *testing.T) {
 	t.Parallel()
-	double := func(*testing.T) policies.ApprovalDecider {
+	double := func(*testing.T) policies.DecideApprovalHook {
 		return &deciderDouble{decide: func(r *policies.ApprovalRequest) policies.ApprovalVerdict {
 			switch {
 			case r.Kind == policies.ApprovalTool:
@@ -180,7 +180,7 @@ func TestGatewayApprovalsDecidedByPolicy(t *testing.T) {
 			return policies.ApprovalVerdict{Decision: policies.Ask}
 		}}
 	}
-	wasm := func(t *testing.T) policies.ApprovalDecider {
+	wasm := func(t *testing.T) policies.DecideApprovalHook {
 		m, err := wasmpolicy.Load(context.Background(), builtin.ApprovalsName, builtin.Approvals(), json.RawMessage(approvalsConfigRm), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -190,14 +190,14 @@ func TestGatewayApprovalsDecidedByPolicy(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name    string
-		decider func(*testing.T) policies.ApprovalDecider
+		decider func(*testing.T) policies.DecideApprovalHook
 	}{{"double", double}, {"builtin approvals", wasm}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			gw := gatewaytest.StartSeeded(t)
 			id := newIdentity(t)
 			memory := policies.NewApprovalMemory(nil)
-			chain := policies.NewApprovalChain([]policies.ApprovalEntry{{Decider: tc.decider(t)}},
+			chain := policies.NewApprovalChain([]policies.ApprovalEntry{{Hook: tc.decider(t)}},
 				&policies.ApprovalChainOptions{Memory: memory})
 			agent := startGatewayBridge(t, gw, id, nil,
 				Options{Policy: approvalPolicy{tool: ToolEventsPoll}, Approvals: chain}, nil)
@@ -323,7 +323,7 @@ func TestGatewayApprovalAskTTL(t *testing.T) {
 		}
 		return policies.ApprovalVerdict{Decision: policies.Ask, Reason: "a human decides", TTLMs: 3_600_000}
 	}}
-	chain := policies.NewApprovalChain([]policies.ApprovalEntry{{Decider: dec}}, nil)
+	chain := policies.NewApprovalChain([]policies.ApprovalEntry{{Hook: dec}}, nil)
 	agent := startGatewayBridge(t, gw, id, nil, Options{Policy: allowAll(), Approvals: chain}, nil)
 	req := dialRequester(t, gw, id)
 

@@ -101,7 +101,7 @@ func TestSanitizeChain(t *testing.T) {
 		t.Parallel()
 		rec := &recorder{}
 		bad := &fixedSanitizer{name: "bad", err: errors.New("trap")}
-		_, err := policies.NewSanitizeChain([]policies.SanitizerEntry{{Sanitizer: &fixedSanitizer{name: "a", res: good()}}, {Sanitizer: bad}},
+		_, err := policies.NewSanitizeChain([]policies.SanitizeEntry{{Hook: &fixedSanitizer{name: "a", res: good()}}, {Hook: bad}},
 			&policies.ChainOptions{Audit: rec, Now: clock}).SanitizeToolNames(ctx, sanReq)
 		var se *policies.SanitizeError
 		if !errors.As(err, &se) || se.Module != "bad" || err.Error() != `sanitize_tool_names: module "bad": trap` {
@@ -118,7 +118,7 @@ func TestSanitizeChain(t *testing.T) {
 		t.Parallel()
 		res := good()
 		res.Servers[1].Tools[0].Name = "web fetch"
-		_, err := policies.NewSanitizeChain([]policies.SanitizerEntry{{Sanitizer: &fixedSanitizer{name: "liar", res: res}}}, nil).SanitizeToolNames(ctx, sanReq)
+		_, err := policies.NewSanitizeChain([]policies.SanitizeEntry{{Hook: &fixedSanitizer{name: "liar", res: res}}}, nil).SanitizeToolNames(ctx, sanReq)
 		if !errors.Is(err, policies.ErrInvalidNames) || !strings.Contains(err.Error(), `module "liar": server "web" tool "fetch"`) {
 			t.Fatalf("got %v", err)
 		}
@@ -129,7 +129,7 @@ func TestSanitizeChain(t *testing.T) {
 		second.Servers[1].Tools[0].Name = "web__get"
 		b := &fixedSanitizer{name: "b", res: second}
 		a := &fixedSanitizer{name: "a", res: good()}
-		got, err := policies.NewSanitizeChain([]policies.SanitizerEntry{{Sanitizer: a}, {Sanitizer: b}}, nil).SanitizeToolNames(ctx, sanReq)
+		got, err := policies.NewSanitizeChain([]policies.SanitizeEntry{{Hook: a}, {Hook: b}}, nil).SanitizeToolNames(ctx, sanReq)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,9 +143,9 @@ func TestSanitizeChain(t *testing.T) {
 	t.Run("audit mode is recorded, never decides nor fails", func(t *testing.T) {
 		t.Parallel()
 		rec := &recorder{}
-		got, err := policies.NewSanitizeChain([]policies.SanitizerEntry{
-			{Sanitizer: &fixedSanitizer{name: "a", res: good()}},
-			{Sanitizer: &fixedSanitizer{name: "trial", err: errors.New("boom")}, Mode: policies.AuditOnly},
+		got, err := policies.NewSanitizeChain([]policies.SanitizeEntry{
+			{Hook: &fixedSanitizer{name: "a", res: good()}},
+			{Hook: &fixedSanitizer{name: "trial", err: errors.New("boom")}, Mode: policies.AuditOnly},
 		}, &policies.ChainOptions{Audit: rec}).SanitizeToolNames(ctx, sanReq)
 		if err != nil || got.Servers[0].Tools[0].Name != "files__read" {
 			t.Fatalf("got %+v, %v", got, err)

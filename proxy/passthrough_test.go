@@ -146,7 +146,7 @@ func newStack(t *testing.T, servers []runtime.Server, hook policies.BeforeToolCa
 	relay := NewRelay()
 	opts := runtime.Options{
 		Enforcer:  policies.NewChain([]policies.ChainEntry{{Hook: hook}}, &policies.ChainOptions{Audit: audit}),
-		Approvals: policies.NewApprovalChain([]policies.ApprovalEntry{{Decider: askHuman{}}}, &policies.ApprovalChainOptions{Audit: audit}),
+		Approvals: policies.NewApprovalChain([]policies.ApprovalEntry{{Hook: askHuman{}}}, &policies.ApprovalChainOptions{Audit: audit}),
 		Sanitizer: joinNamer{},
 		Surface:   policies.SurfaceProxy,
 		Logger:    discard(),

@@ -141,7 +141,7 @@ func TestApprovalsThroughChain(t *testing.T) {
 		{"kind":"tool","tool":"fs_write","requester":"trusted","decision":"allow-always"},
 		{"kind":"tool","tool":"fs_delete","decision":"deny"}]}`)
 	mem := policies.NewApprovalMemory(nil)
-	chain := policies.NewApprovalChain([]policies.ApprovalEntry{{Decider: m}}, &policies.ApprovalChainOptions{Memory: mem})
+	chain := policies.NewApprovalChain([]policies.ApprovalEntry{{Hook: m}}, &policies.ApprovalChainOptions{Memory: mem})
 	ctx := context.Background()
 	req := func(requester, tool, session string) *policies.ApprovalRequest {
 		return &policies.ApprovalRequest{Kind: policies.ApprovalTool, SessionKey: session,

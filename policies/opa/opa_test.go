@@ -598,8 +598,8 @@ func TestSprintf(t *testing.T) {
 // the engine can hold either behind one interface.
 type policyModule interface {
 	policies.BeforeToolCallHook
-	policies.Sanitizer
-	policies.ApprovalDecider
+	policies.SanitizeToolNamesHook
+	policies.DecideApprovalHook
 	Has(policies.Hook) bool
 	Hooks() []policies.Hook
 	CallHook(ctx context.Context, h policies.Hook, input []byte) ([]byte, error)
