@@ -16,14 +16,6 @@ import (
 	"github.com/openclaw-go/openclaw/policies"
 )
 
-// ApprovalDecider answers decide_approval for the bridge: the combined
-// outcome of the configured approval modules (deny > ask > allow-once >
-// allow-always). *policies.ApprovalChain and the policy engine
-// (policies/engine.Engine) implement it. docs/policy-abi.md §6.
-type ApprovalDecider interface {
-	DecideApproval(ctx context.Context, req *policies.ApprovalRequest) policies.ApprovalOutcome
-}
-
 // ApprovalRaiser raises a two-phase Gateway approval request on a Gateway
 // connection other than the bridge's own (the Gateway never shows a request
 // to the connection that raised it, openclaw-protocol.md §5) and returns
@@ -69,7 +61,7 @@ const (
 
 // routing is the bridge's approval routing state.
 type routing struct {
-	decider ApprovalDecider
+	decider policies.ApprovalDecider
 	raiser  ApprovalRaiser
 	memory  *policies.ApprovalMemory
 	audit   policies.AuditSink

@@ -83,7 +83,7 @@ type Options struct {
 	// raised): allow-once, allow-always and deny are resolved on the
 	// Gateway (exec.approval.resolve, plugin.approval.resolve), ask leaves
 	// the request open for a human. nil asks a human every time.
-	Approvals ApprovalDecider
+	Approvals policies.ApprovalDecider
 	// ApprovalRaiser raises the Gateway plugin approval of an ask when the
 	// MCP client did not advertise elicitation. nil: no Gateway route; such
 	// a call fails closed with "no approval route is configured".

@@ -151,6 +151,25 @@ type Enforcer interface {
 	BeforeToolCall(ctx context.Context, call *ToolCall) Outcome
 }
 
+// Sanitizer is what a surface needs from the policy layer for
+// sanitize_tool_names: the exposed names of a whole catalog, validated
+// against the request ([ValidateSanitized]), or an error (a
+// [*SanitizeError] naming the module; the catalog build then fails, and no
+// name is exposed that a module did not answer). [*SanitizeChain] and the
+// policy engine (policies/engine.Engine) implement it.
+type Sanitizer interface {
+	SanitizeToolNames(ctx context.Context, req *SanitizeRequest) (*SanitizeResult, error)
+}
+
+// ApprovalDecider is what a surface needs from the policy layer for
+// decide_approval: one combined [ApprovalOutcome] per approval request
+// (deny > ask > allow-once > allow-always; a failing module denies).
+// [*ApprovalChain] and the policy engine (policies/engine.Engine)
+// implement it.
+type ApprovalDecider interface {
+	DecideApproval(ctx context.Context, req *ApprovalRequest) ApprovalOutcome
+}
+
 // Outcome is the combined answer of a [Chain]. Module names the module whose
 // verdict decided (empty for an allow by every module, or for an empty
 // chain); Arguments are the arguments to call the tool with (the input's,

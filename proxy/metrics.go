@@ -249,7 +249,7 @@ func (c *countingEnforcer) BeforeToolCall(ctx context.Context, call *policies.To
 // Approvals returns d counting its decisions (hook decide_approval) and
 // marking the calls the proxy measures. Hand the result to
 // runtime.Options.Approvals; a nil d gives nil.
-func (m *Metrics) Approvals(d runtime.ApprovalDecider) runtime.ApprovalDecider {
+func (m *Metrics) Approvals(d policies.ApprovalDecider) policies.ApprovalDecider {
 	if d == nil {
 		return nil
 	}
@@ -258,7 +258,7 @@ func (m *Metrics) Approvals(d runtime.ApprovalDecider) runtime.ApprovalDecider {
 
 type countingApprovals struct {
 	m    *Metrics
-	next runtime.ApprovalDecider
+	next policies.ApprovalDecider
 }
 
 func (c *countingApprovals) DecideApproval(ctx context.Context, req *policies.ApprovalRequest) policies.ApprovalOutcome {

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/transport"
 )
 
@@ -155,7 +156,7 @@ func TestProbeNamed(t *testing.T) {
 	}
 	tests := []struct {
 		name      string
-		san       Sanitizer
+		san       policies.Sanitizer
 		tools     []string
 		exposed   []string
 		filtered  int

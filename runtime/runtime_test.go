@@ -386,7 +386,7 @@ func TestPolicyOutcomes(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		policy    policies.Enforcer
-		approvals ApprovalDecider
+		approvals policies.ApprovalDecider
 		approve   ApprovalFunc
 		want      result
 	}{
