@@ -91,7 +91,7 @@ type pendingElicit struct {
 }
 
 func newRouting(o *Options) *routing {
-	r := &routing{decider: o.Approvals, raiser: o.ApprovalRaiser, memory: o.ApprovalMemory, audit: o.Audit,
+	r := &routing{decider: o.ApprovalDecider, raiser: o.ApprovalRaiser, memory: o.ApprovalMemory, audit: o.Audit,
 		now: o.Now, elicits: map[string]*pendingElicit{}, raised: map[string]raisedApproval{},
 		raising: map[string]raisedApproval{}}
 	if r.memory == nil {

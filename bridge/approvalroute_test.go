@@ -227,12 +227,12 @@ func TestGatewayApprovalRoute(t *testing.T) {
 			t.Parallel()
 			device := newIdentity(t)
 			agent := startGatewayBridge(t, gw, device, nil,
-				Options{Policy: approvalPolicy{tool: ToolConversationsList}}, nil)
+				Options{Enforcer: approvalPolicy{tool: ToolConversationsList}}, nil)
 			// Another serve of the same device sees the approval (it is an
 			// approval client of that device); one of another device does
 			// not, and can only guess the id.
-			approver := startGatewayBridge(t, gw, device, nil, Options{Policy: allowAll()}, nil)
-			stranger := startGatewayBridge(t, gw, newIdentity(t), nil, Options{Policy: allowAll()}, nil)
+			approver := startGatewayBridge(t, gw, device, nil, Options{Enforcer: allowAll()}, nil)
+			stranger := startGatewayBridge(t, gw, newIdentity(t), nil, Options{Enforcer: allowAll()}, nil)
 
 			waiting := callAsync(tctx(t), agent.cs, ToolConversationsList)
 			id := openApprovalID(t, agent.cs, ToolConversationsList)
@@ -302,7 +302,7 @@ func TestGatewayApprovalRoute(t *testing.T) {
 func TestGatewayAllowAlwaysRemembered(t *testing.T) {
 	t.Parallel()
 	gw := gatewaytest.StartSeeded(t)
-	agent := startGatewayBridge(t, gw, newIdentity(t), nil, Options{Policy: approvalPolicy{tool: ToolMessagesRead}}, nil)
+	agent := startGatewayBridge(t, gw, newIdentity(t), nil, Options{Enforcer: approvalPolicy{tool: ToolMessagesRead}}, nil)
 	args := map[string]any{"session_key": "agent:main:main"}
 	ch := make(chan callResult, 1)
 	go func() {
@@ -343,7 +343,7 @@ func TestGatewayApprovalFailures(t *testing.T) {
 	t.Run("expiry", func(t *testing.T) {
 		t.Parallel()
 		agent := startGatewayBridge(t, gw, newIdentity(t), nil,
-			Options{Policy: approvalPolicy{tool: ToolEventsPoll, timeoutMs: 300}}, nil)
+			Options{Enforcer: approvalPolicy{tool: ToolEventsPoll, timeoutMs: 300}}, nil)
 		res := call(t, agent.cs, tctx(t), ToolEventsPoll, nil)
 		if !res.IsError || !strings.Contains(resultText(res), "expired after") {
 			t.Errorf("expired call = %q", resultText(res))
@@ -358,7 +358,7 @@ func TestGatewayApprovalFailures(t *testing.T) {
 		// The raiser signs as another device: the bridge's connection
 		// may not see the record, nobody else may, so it dies at once.
 		agent := startGatewayBridge(t, gw, newIdentity(t), newIdentity(t),
-			Options{Policy: approvalPolicy{tool: ToolEventsPoll}}, nil)
+			Options{Enforcer: approvalPolicy{tool: ToolEventsPoll}}, nil)
 		res := call(t, agent.cs, tctx(t), ToolEventsPoll, nil)
 		if !res.IsError || !strings.Contains(resultText(res), "no approver can see approval plugin:") {
 			t.Errorf("unseen approval = %q", resultText(res))
@@ -368,7 +368,7 @@ func TestGatewayApprovalFailures(t *testing.T) {
 	t.Run("cancellation", func(t *testing.T) {
 		t.Parallel()
 		agent := startGatewayBridge(t, gw, newIdentity(t), nil,
-			Options{Policy: approvalPolicy{tool: ToolEventsPoll}}, nil)
+			Options{Enforcer: approvalPolicy{tool: ToolEventsPoll}}, nil)
 		cctx, cancel := context.WithCancel(tctx(t))
 		waiting := callAsync(cctx, agent.cs, ToolEventsPoll)
 		id := openApprovalID(t, agent.cs, ToolEventsPoll)
@@ -420,7 +420,7 @@ func TestSelfApprovalAllowedByPolicy(t *testing.T) {
 	}}
 	chain := policies.NewApprovalChain([]policies.ApprovalEntry{{Hook: dec}}, nil)
 	agent := startGatewayBridge(t, gw, newIdentity(t), nil,
-		Options{Policy: approvalPolicy{tool: ToolEventsPoll}, Approvals: chain}, nil)
+		Options{Enforcer: approvalPolicy{tool: ToolEventsPoll}, ApprovalDecider: chain}, nil)
 	waiting := callAsync(tctx(t), agent.cs, ToolEventsPoll)
 	id := openApprovalID(t, agent.cs, ToolEventsPoll)
 	res := call(t, agent.cs, tctx(t), ToolPermissionsRespond, map[string]any{"kind": "plugin", "id": id, "decision": "allow-once"})
@@ -456,8 +456,8 @@ func TestDecideApprovalFirst(t *testing.T) {
 				return policies.ApprovalVerdict{Decision: tt.decision, Reason: "not on weekends"}
 			}}
 			audit := &policiestest.AuditRecorder{}
-			b := New(&fixtureGateway{t: t}, &Options{Policy: approvalPolicy{tool: ToolMessagesRead},
-				Approvals: policies.NewApprovalChain([]policies.ApprovalEntry{{Hook: dec}}, nil), Audit: audit})
+			b := New(&fixtureGateway{t: t}, &Options{Enforcer: approvalPolicy{tool: ToolMessagesRead},
+				ApprovalDecider: policies.NewApprovalChain([]policies.ApprovalEntry{{Hook: dec}}, nil), Audit: audit})
 			cs := connectClient(t, b, "")
 			res := call(t, cs, tctx(t), ToolMessagesRead, map[string]any{"session_key": "agent:main:main", "limit": 2})
 			if tt.wantErr == "" {
@@ -517,7 +517,7 @@ func TestElicitationRoute(t *testing.T) {
 					return &answer, nil
 				}
 				audit := &policiestest.AuditRecorder{}
-				b := New(&fixtureGateway{t: t}, &Options{Policy: approvalPolicy{tool: ToolEventsPoll}, Audit: audit,
+				b := New(&fixtureGateway{t: t}, &Options{Enforcer: approvalPolicy{tool: ToolEventsPoll}, Audit: audit,
 					ApprovalRaiser: refusingRaiser{t}})
 				cs := connectElicit(t, b, elicit, version)
 				res := call(t, cs, tctx(t), ToolEventsPoll, map[string]any{"limit": 3})
@@ -557,7 +557,7 @@ func (r refusingRaiser) RaiseApproval(context.Context, string, any, func(json.Ra
 // back for a form this session was shown, once.
 func TestElicitationStateIsBound(t *testing.T) {
 	t.Parallel()
-	b := New(&fixtureGateway{t: t}, &Options{Policy: approvalPolicy{tool: ToolEventsPoll}})
+	b := New(&fixtureGateway{t: t}, &Options{Enforcer: approvalPolicy{tool: ToolEventsPoll}})
 	cs := connectElicit(t, b, func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve"}}, nil
 	}, "")
@@ -599,7 +599,7 @@ func TestSelfApprovalBeforeAccepted(t *testing.T) {
 	var b *Bridge
 	raiser := earlyEventRaiser{b: &b, release: make(chan string, 1)}
 	gw := &fixtureGateway{t: t}
-	b = New(gw, &Options{Policy: approvalPolicy{tool: ToolEventsPoll}, ApprovalRaiser: raiser})
+	b = New(gw, &Options{Enforcer: approvalPolicy{tool: ToolEventsPoll}, ApprovalRaiser: raiser})
 	cs := connectClient(t, b, "")
 	waiting := callAsync(tctx(t), cs, ToolEventsPoll)
 	id := openApprovalID(t, cs, ToolEventsPoll)
@@ -669,7 +669,7 @@ func TestCancelledBeforeAcceptedWithdraws(t *testing.T) {
 			var b *Bridge
 			raiser := silentRaiser{b: &b, early: early, raised: make(chan string, 1)}
 			gw := &fixtureGateway{t: t}
-			b = New(gw, &Options{Policy: approvalPolicy{tool: ToolEventsPoll}, ApprovalRaiser: raiser})
+			b = New(gw, &Options{Enforcer: approvalPolicy{tool: ToolEventsPoll}, ApprovalRaiser: raiser})
 			cs := connectClient(t, b, "")
 			cctx, cancel := context.WithCancel(tctx(t))
 			waiting := callAsync(cctx, cs, ToolEventsPoll)

@@ -200,7 +200,7 @@ func TestGatewayApprovalsDecidedByPolicy(t *testing.T) {
 			chain := policies.NewApprovalChain([]policies.ApprovalEntry{{Hook: tc.decider(t)}},
 				&policies.ApprovalChainOptions{Memory: memory})
 			agent := startGatewayBridge(t, gw, id, nil,
-				Options{Policy: approvalPolicy{tool: ToolEventsPoll}, Approvals: chain}, nil)
+				Options{Enforcer: approvalPolicy{tool: ToolEventsPoll}, ApprovalDecider: chain}, nil)
 			req := dialRequester(t, gw, id)
 
 			// The bridge's own require_approval call raises a plugin
@@ -287,7 +287,7 @@ func TestGatewayApprovalsWithoutPolicy(t *testing.T) {
 	t.Parallel()
 	gw := gatewaytest.StartSeeded(t)
 	id := newIdentity(t)
-	agent := startGatewayBridge(t, gw, id, nil, Options{Policy: allowAll()}, nil)
+	agent := startGatewayBridge(t, gw, id, nil, Options{Enforcer: allowAll()}, nil)
 	req := dialRequester(t, gw, id)
 	rmID, rm := req.raise("exec", execParams("rm -rf /"))
 	ctx := tctx(t)
@@ -324,7 +324,7 @@ func TestGatewayApprovalAskTTL(t *testing.T) {
 		return policies.ApprovalVerdict{Decision: policies.Ask, Reason: "a human decides", TTLMs: 3_600_000}
 	}}
 	chain := policies.NewApprovalChain([]policies.ApprovalEntry{{Hook: dec}}, nil)
-	agent := startGatewayBridge(t, gw, id, nil, Options{Policy: allowAll(), Approvals: chain}, nil)
+	agent := startGatewayBridge(t, gw, id, nil, Options{Enforcer: allowAll(), ApprovalDecider: chain}, nil)
 	req := dialRequester(t, gw, id)
 
 	deployID, deploy := req.raise("exec", execParams("deploy prod"))

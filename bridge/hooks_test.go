@@ -191,7 +191,7 @@ func TestHookBoundary(t *testing.T) {
 			t.Parallel()
 			gw := &fixtureGateway{t: t}
 			pol := &policyDouble{decision: tt.decision}
-			b := New(gw, &Options{Policy: pol})
+			b := New(gw, &Options{Enforcer: pol})
 			cs := connectClient(t, b, "2025-11-25")
 			res, err := cs.CallTool(context.Background(), toolParams(tt.tool, tt.args))
 			if err != nil {
@@ -260,7 +260,7 @@ func TestCallerOnBothHandshakes(t *testing.T) {
 		t.Run("protocol "+pv, func(t *testing.T) {
 			t.Parallel()
 			pol := &policyDouble{decision: policies.Outcome{Decision: policies.Allow}}
-			cs := connectClient(t, New(nil, &Options{Policy: pol}), pv)
+			cs := connectClient(t, New(nil, &Options{Enforcer: pol}), pv)
 			if _, err := cs.CallTool(context.Background(), toolParams(ToolEventsPoll, nil)); err != nil {
 				t.Fatal(err)
 			}

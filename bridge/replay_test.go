@@ -544,7 +544,7 @@ func TestGoldenTranscripts(t *testing.T) {
 			t.Parallel()
 			dir := filepath.Join(fixtures, tt.name)
 			g := newReplayGateway(t, dir)
-			opts := &Options{Policy: allowAll()}
+			opts := &Options{Enforcer: allowAll()}
 			if !tt.now.IsZero() {
 				opts.Now = func() time.Time { return tt.now }
 			}

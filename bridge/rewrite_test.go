@@ -100,7 +100,7 @@ func TestRewriteAudited(t *testing.T) {
 			chain := policies.NewChain([]policies.ChainEntry{{Hook: rules.Modules()[0].Hook}, {Hook: rewriteHook{tt.rewrite}}},
 				&policies.ChainOptions{Audit: audit})
 			gw := &fixtureGateway{t: t}
-			cs := connectClient(t, New(gw, &Options{Policy: chain, Audit: audit}), "2025-11-25")
+			cs := connectClient(t, New(gw, &Options{Enforcer: chain, Audit: audit}), "2025-11-25")
 			res := call(t, cs, context.Background(), tt.tool, tt.args)
 			if got := resultText(res); !strings.HasPrefix(got, tt.wantText) || res.IsError != tt.wantError {
 				t.Errorf("result = %q (isError %v), want %q… (isError %v)", got, res.IsError, tt.wantText, tt.wantError)

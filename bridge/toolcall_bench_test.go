@@ -30,7 +30,7 @@ func BenchmarkToolCall(b *testing.B) {
 	} {
 		for _, tool := range []string{ToolEventsPoll, ToolConversationsList} {
 			b.Run(tool+"/"+pol.name, func(b *testing.B) {
-				br := New(&fixtureGateway{t: b}, &Options{Policy: pol.enf})
+				br := New(&fixtureGateway{t: b}, &Options{Enforcer: pol.enf})
 				cs := connectClient(b, br, "2025-11-25")
 				params := toolParams(tool, map[string]any{})
 				b.ResetTimer()

@@ -98,7 +98,7 @@ func newHTTPFixture(t testing.TB, opts HTTPOptions) *httpFixture {
 		Surface:   policies.SurfaceProxy,
 		Sanitizer: joinNamer{},
 		// The human approves when the arguments say yes.
-		Approve: f.metrics.Approve(func(_ context.Context, req *runtime.ApprovalRequest) (bool, error) {
+		AskHuman: f.metrics.AskHuman(func(_ context.Context, req *runtime.ApprovalRequest) (bool, error) {
 			return strings.Contains(string(req.Arguments), "yes"), nil
 		}),
 	})

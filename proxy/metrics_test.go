@@ -65,11 +65,11 @@ func (d fixedDecider) DecideApproval(context.Context, *policies.ApprovalRequest)
 func TestApprovalsCountDecisions(t *testing.T) {
 	t.Parallel()
 	m := NewMetrics()
-	if m.Enforcer(nil) != nil || m.Approvals(nil) != nil || m.Approve(nil) != nil {
+	if m.Enforcer(nil) != nil || m.ApprovalDecider(nil) != nil || m.AskHuman(nil) != nil {
 		t.Fatal("wrapping nil gave a non-nil hook")
 	}
 	for _, d := range []policies.ApprovalDecision{policies.Deny, policies.Ask, policies.AllowOnce, policies.Deny} {
-		m.Approvals(fixedDecider(d)).DecideApproval(context.Background(), &policies.ApprovalRequest{})
+		m.ApprovalDecider(fixedDecider(d)).DecideApproval(context.Background(), &policies.ApprovalRequest{})
 	}
 	got := counters(t, m, "openclaw_policy_decisions_total")
 	if got["deny/decide_approval"] != 2 || got["ask/decide_approval"] != 1 || got["allow-once/decide_approval"] != 1 {

@@ -145,11 +145,11 @@ func newStack(t *testing.T, servers []runtime.Server, hook policies.BeforeToolCa
 	audit := &policiestest.AuditRecorder{}
 	relay := NewRelay()
 	opts := runtime.Options{
-		Enforcer:  policies.NewChain([]policies.ChainEntry{{Hook: hook}}, &policies.ChainOptions{Audit: audit}),
-		Approvals: policies.NewApprovalChain([]policies.ApprovalEntry{{Hook: askHuman{}}}, &policies.ApprovalChainOptions{Audit: audit}),
-		Sanitizer: joinNamer{},
-		Surface:   policies.SurfaceProxy,
-		Logger:    discard(),
+		Enforcer:        policies.NewChain([]policies.ChainEntry{{Hook: hook}}, &policies.ChainOptions{Audit: audit}),
+		ApprovalDecider: policies.NewApprovalChain([]policies.ApprovalEntry{{Hook: askHuman{}}}, &policies.ApprovalChainOptions{Audit: audit}),
+		Sanitizer:       joinNamer{},
+		Surface:         policies.SurfaceProxy,
+		Logger:          discard(),
 		// The go-sdk fixture sends sampling and elicitation requests only
 		// on 2025-11-25 (on 2026-07-28 it would have to use input requests).
 		ProtocolVersion: upstreamVersion,
@@ -669,7 +669,7 @@ func TestPassthroughApprovalEngine(t *testing.T) {
 	defer eng.Close(context.Background())
 	_, srv, _ := upstream(t)
 	relay := NewRelay()
-	opts := runtime.Options{Enforcer: eng, Sanitizer: eng, Approvals: eng, Surface: policies.SurfaceProxy, Logger: discard()}
+	opts := runtime.Options{Enforcer: eng, Sanitizer: eng, ApprovalDecider: eng, Surface: policies.SurfaceProxy, Logger: discard()}
 	relay.Install(&opts)
 	sess, err := runtime.New([]runtime.Server{srv}, &opts)
 	if err != nil {

@@ -139,11 +139,11 @@
 //	doc, _ := config.LoadDocument(path)
 //	resolved, diags := doc.ResolveServers()
 //	s, err := runtime.New(runtime.ServersFromConfig(resolved), &runtime.Options{
-//		Enforcer:  eng, // *engine.Engine: before_tool_call
-//		Sanitizer: eng, // sanitize_tool_names
-//		Approvals: eng, // decide_approval
-//		Approve:   askTheUser,
-//		Caller:    policies.Caller{Name: "my-harness"},
+//		Enforcer:        eng, // *engine.Engine: before_tool_call
+//		Sanitizer:       eng, // sanitize_tool_names
+//		ApprovalDecider: eng, // decide_approval
+//		AskHuman:        askTheUser,
+//		Caller:          policies.Caller{Name: "my-harness"},
 //	})
 //	if err != nil { … }
 //	defer s.Close(context.Background()) // stdio servers get transport.Options.TerminateDuration to exit

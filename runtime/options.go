@@ -102,18 +102,19 @@ type Options struct {
 	// so far and leaves out any tool answered a name exposed for another
 	// ([RepointedError]).
 	Sanitizer policies.Sanitizer
-	// Approvals, when set, answers require_approval outcomes first
-	// (decide_approval); nil leaves every one to Approve.
-	Approvals policies.ApprovalDecider
-	// Approve asks the embedder's human. nil refuses every call that
-	// needs approval and that Approvals did not allow.
-	Approve ApprovalFunc
-	// Approver names who Approve asks (such as "terminal", or
+	// ApprovalDecider, when set, answers require_approval outcomes first
+	// (decide_approval); nil leaves every one to AskHuman.
+	ApprovalDecider policies.ApprovalDecider
+	// AskHuman asks the embedder's human (decide_approval's "ask"). nil
+	// refuses every call that needs approval and that ApprovalDecider did
+	// not allow.
+	AskHuman ApprovalFunc
+	// Approver names who AskHuman asks (such as "terminal", or
 	// "mcp-client" for a proxy asking its caller through elicitation): the
 	// module of the audit record of each answer is "approve:" + Approver.
 	// "" means "approve:embedder".
 	Approver string
-	// Audit, when set, receives one record of each answer Approve gives
+	// Audit, when set, receives one record of each answer AskHuman gives
 	// (hook decide_approval: allow-once, or deny with the refusal's
 	// reason), beside the modules' own records. nil records none.
 	Audit policies.AuditSink

@@ -411,7 +411,7 @@ func TestPolicyOutcomes(t *testing.T) {
 			t.Parallel()
 			srv := newServer("srv", nil)
 			echoTool(srv, "act")
-			s := open(t, []Server{inProcess(t, "srv", srv)}, &Options{Enforcer: tc.policy, Approvals: tc.approvals, Approve: tc.approve})
+			s := open(t, []Server{inProcess(t, "srv", srv)}, &Options{Enforcer: tc.policy, ApprovalDecider: tc.approvals, AskHuman: tc.approve})
 			res, err := s.CallTool(context.Background(), "srv__act", []byte(`{"n":1}`))
 			if tc.want.errText == "" {
 				if err != nil {
@@ -457,7 +457,7 @@ func TestApprovalAnswersAudited(t *testing.T) {
 			srv := newServer("srv", nil)
 			echoTool(srv, "act")
 			audit := &policiestest.AuditRecorder{}
-			s := open(t, []Server{inProcess(t, "srv", srv)}, &Options{Enforcer: fixedPolicy(ask), Approve: tc.approve, Approver: tc.approver, Audit: audit})
+			s := open(t, []Server{inProcess(t, "srv", srv)}, &Options{Enforcer: fixedPolicy(ask), AskHuman: tc.approve, Approver: tc.approver, Audit: audit})
 			_, _ = s.CallTool(context.Background(), "srv__act", []byte(`{}`))
 			recs := audit.Records()
 			who := tc.approver
@@ -480,7 +480,7 @@ func TestApprovalTimeout(t *testing.T) {
 	var deadline atomic.Bool
 	s := open(t, []Server{inProcess(t, "srv", srv)}, &Options{
 		Enforcer: fixedPolicy{Decision: policies.RequireApproval, Module: "rules", TimeoutMs: 20},
-		Approve: func(ctx context.Context, req *ApprovalRequest) (bool, error) {
+		AskHuman: func(ctx context.Context, req *ApprovalRequest) (bool, error) {
 			_, ok := ctx.Deadline()
 			deadline.Store(ok && req.Timeout == 20*time.Millisecond)
 			<-ctx.Done() // nobody answers

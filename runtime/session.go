@@ -912,8 +912,8 @@ func localeRanks(names []string) []int {
 // blank or JSON null mean none: other JSON, or no JSON, is refused with
 // ErrInvalidArguments before any policy runs). Every call first passes before_tool_call (surface "embedded",
 // Options.Caller and SessionKey): a block returns a *PolicyError with the
-// module's reason; require_approval goes to Options.Approvals
-// (decide_approval), then, for "ask", to Options.Approve. The call then runs
+// module's reason; require_approval goes to Options.ApprovalDecider
+// (decide_approval), then, for "ask", to Options.AskHuman. The call then runs
 // under the server's request timeout (requestTimeoutMs, 60 s by default),
 // reset by each progress notification of a call made WithProgress, up to
 // MaxTotalTimeoutFactor times it in all; when ctx ends or the timeout
@@ -1091,11 +1091,11 @@ func (s *Session) approve(ctx context.Context, t *Tool, d policies.Outcome, args
 		return &PolicyError{Tool: t.Name, Server: t.Server, Decision: policies.RequireApproval, Module: module, Reason: reason}
 	}
 	timeout := time.Duration(d.TimeoutMs) * time.Millisecond
-	if s.opts.Approvals != nil {
+	if s.opts.ApprovalDecider != nil {
 		payload, _ := json.Marshal(map[string]string{ // cannot fail: strings only
 			"reason": d.Reason, "title": d.Title, "description": d.Description, "module": d.Module,
 		})
-		out := s.opts.Approvals.DecideApproval(ctx, &policies.ApprovalRequest{
+		out := s.opts.ApprovalDecider.DecideApproval(ctx, &policies.ApprovalRequest{
 			Kind:       policies.ApprovalTool,
 			ID:         string(s.surface()) + "-" + strconv.FormatUint(s.seq.Add(1), 10),
 			Surface:    s.surface(),
@@ -1115,8 +1115,8 @@ func (s *Session) approve(ctx context.Context, t *Tool, d policies.Outcome, args
 			return refuse(out.Module, out.Reason)
 		}
 	}
-	if s.opts.Approve == nil {
-		return refuse("", "nobody to ask: Options.Approve is nil")
+	if s.opts.AskHuman == nil {
+		return refuse("", "nobody to ask: Options.AskHuman is nil")
 	}
 	actx, cancel := ctx, context.CancelFunc(func() {})
 	if timeout > 0 {
@@ -1125,7 +1125,7 @@ func (s *Session) approve(ctx context.Context, t *Tool, d policies.Outcome, args
 	defer cancel()
 	start := time.Now()
 	caller := s.caller(ctx)
-	ok, err := s.opts.Approve(actx, &ApprovalRequest{
+	ok, err := s.opts.AskHuman(actx, &ApprovalRequest{
 		Tool: *t, Arguments: args, Module: d.Module, Title: d.Title, Description: d.Description,
 		Reason: d.Reason, Timeout: timeout, SessionKey: s.opts.SessionKey, Caller: caller,
 	})
@@ -1151,7 +1151,7 @@ func (s *Session) approve(ctx context.Context, t *Tool, d policies.Outcome, args
 	return refuse("", reason)
 }
 
-// recordAnswer audits the answer of Options.Approve to a call of t.
+// recordAnswer audits the answer of Options.AskHuman to a call of t.
 func (s *Session) recordAnswer(t *Tool, caller policies.Caller, decision policies.ApprovalDecision, reason string, start time.Time) {
 	if s.opts.Audit == nil {
 		return

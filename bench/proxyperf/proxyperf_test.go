@@ -179,12 +179,12 @@ func proxied(tb testing.TB, native bool) *proxy.Proxy {
 		enf = allowAll{}
 	}
 	sess, err := runtime.New(runtime.ServersFromConfig(resolved), &runtime.Options{
-		Enforcer:  enf,
-		Sanitizer: eng,
-		Approvals: eng,
-		Surface:   policies.SurfaceProxy,
-		Caller:    policies.Caller{Name: "openclaw-mcp-proxy", Version: "bench"},
-		Logger:    quiet,
+		Enforcer:        enf,
+		Sanitizer:       eng,
+		ApprovalDecider: eng,
+		Surface:         policies.SurfaceProxy,
+		Caller:          policies.Caller{Name: "openclaw-mcp-proxy", Version: "bench"},
+		Logger:          quiet,
 	})
 	if err != nil {
 		tb.Fatal(err)

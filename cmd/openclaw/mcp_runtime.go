@@ -158,16 +158,16 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve appro
 		fmt.Fprintln(stderr, "openclaw mcp: WARNING: no module enforces before_tool_call: every tool call is allowed")
 	}
 	s, err := runtime.New(servers, &runtime.Options{
-		Enforcer:   eng,
-		Sanitizer:  eng,
-		Approvals:  eng,
-		Approve:    approve.ask,
-		Approver:   approve.name,
-		Audit:      eng.AuditSink(),
-		ToolPolicy: toolPolicy,
-		Caller:     policies.Caller{Name: "openclaw-go-cli", Version: version},
-		Logger:     logger,
-		Transport:  &transport.Options{ConfineStdio: confine},
+		Enforcer:        eng,
+		Sanitizer:       eng,
+		ApprovalDecider: eng,
+		AskHuman:        approve.ask,
+		Approver:        approve.name,
+		Audit:           eng.AuditSink(),
+		ToolPolicy:      toolPolicy,
+		Caller:          policies.Caller{Name: "openclaw-go-cli", Version: version},
+		Logger:          logger,
+		Transport:       &transport.Options{ConfineStdio: confine},
 		ClientInfo: &mcp.Implementation{
 			Name: "openclaw-go", Version: version,
 		},

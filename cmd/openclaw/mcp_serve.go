@@ -168,11 +168,11 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 	raiser := gwclient.NewApprovalRaiser(gwOpts)
 	b = bridge.New(client, &bridge.Options{
 		ClaudeChannelMode: mode,
-		Policy:            pol,
+		Enforcer:          pol,
 		Logger:            logger,
 		Verbose:           c.verbose,
 		ServerVersion:     version,
-		Approvals:         pol,
+		ApprovalDecider:   pol,
 		ApprovalRaiser:    raiser,
 		Audit:             pol.AuditSink(),
 	})
