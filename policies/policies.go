@@ -79,13 +79,14 @@ func RequesterKey(sessionKey string, c Caller) string {
 	return ""
 }
 
-// ToolRef names the tool being called: Name is the exposed name, Server and
-// Original the upstream server and tool name where the tool was imported
-// (empty for the bridge's own tools).
+// ToolRef names the tool being called: Name is the exposed name; Server and
+// RawName are the raw server name and the raw tool name (the server's own
+// name of the tool, `tool.original` on the wire) where the tool was
+// imported, empty for the bridge's own tools (docs/tool-names.md).
 type ToolRef struct {
-	Name     string `json:"name"`
-	Server   string `json:"server,omitempty"`
-	Original string `json:"original,omitempty"`
+	Name    string `json:"name"`
+	Server  string `json:"server,omitempty"`
+	RawName string `json:"original,omitempty"`
 }
 
 // ToolCall is the input of before_tool_call.

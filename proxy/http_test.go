@@ -25,7 +25,7 @@ type blocker struct{}
 func (blocker) Name() string { return "blocker" }
 
 func (blocker) BeforeToolCall(_ context.Context, call *policies.ToolCall) (policies.Verdict, error) {
-	switch call.Tool.Original {
+	switch call.Tool.RawName {
 	case "reset":
 		return policies.Verdict{Decision: policies.Block, Reason: "resets are disabled"}, nil
 	case "guarded":

@@ -387,7 +387,7 @@ func (r *Relay) approve(ctx context.Context, req *runtime.ApprovalRequest) (bool
 // approvalMessage is the question shown to the user: the tool, its server,
 // and the policy's title, description and reason.
 func approvalMessage(req *runtime.ApprovalRequest) string {
-	msg := fmt.Sprintf("Approve the call of tool %q (%q on MCP server %q)?", req.Tool.Name, req.Tool.Upstream.Name, req.Tool.Server)
+	msg := fmt.Sprintf("Approve the call of tool %q (%q on MCP server %q)?", req.Tool.Name, req.Tool.RawName(), req.Tool.Server)
 	for _, part := range []string{req.Title, req.Description, req.Reason} {
 		if part != "" {
 			msg += "\n" + part

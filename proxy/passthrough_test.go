@@ -36,7 +36,7 @@ type asker struct{}
 func (asker) Name() string { return "asker" }
 
 func (asker) BeforeToolCall(_ context.Context, call *policies.ToolCall) (policies.Verdict, error) {
-	if strings.HasPrefix(call.Tool.Original, "danger") {
+	if strings.HasPrefix(call.Tool.RawName, "danger") {
 		return policies.Verdict{Decision: policies.RequireApproval, Title: "Dangerous tool", Description: "It deletes things.", Reason: "destructive"}, nil
 	}
 	return policies.Verdict{Decision: policies.Allow}, nil

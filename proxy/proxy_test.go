@@ -29,7 +29,7 @@ func (r *recorder) BeforeToolCall(_ context.Context, call *policies.ToolCall) (p
 	r.mu.Lock()
 	r.calls = append(r.calls, *call)
 	r.mu.Unlock()
-	if call.Tool.Original == "reset" {
+	if call.Tool.RawName == "reset" {
 		return policies.Verdict{Decision: policies.Block, Reason: "resets are disabled"}, nil
 	}
 	return policies.Verdict{Decision: policies.Allow}, nil
@@ -146,7 +146,7 @@ func TestProxyEndToEnd(t *testing.T) {
 	if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "echo: hi" {
 		t.Fatalf("up__echo = %+v, %v; want echo: hi", res, err)
 	}
-	if got := rec.last(); got.Surface != policies.SurfaceProxy || got.Caller != (policies.Caller{Name: "unit-client", Version: "1.2"}) || got.Tool.Original != "echo" {
+	if got := rec.last(); got.Surface != policies.SurfaceProxy || got.Caller != (policies.Caller{Name: "unit-client", Version: "1.2"}) || got.Tool.RawName != "echo" {
 		t.Fatalf("before_tool_call saw surface %q caller %+v tool %+v; want proxy, unit-client 1.2, echo", got.Surface, got.Caller, got.Tool)
 	}
 

@@ -81,7 +81,7 @@ func TestCatalogNamesOrderAndRouting(t *testing.T) {
 		t.Fatalf("policy saw %d calls, want 3", len(calls))
 	}
 	c := calls[2]
-	wantRef := policies.ToolRef{Name: "web__a-search", Server: "web", Original: "a.search"}
+	wantRef := policies.ToolRef{Name: "web__a-search", Server: "web", RawName: "a.search"}
 	if c.Surface != policies.SurfaceEmbedded || c.Tool != wantRef || c.Caller.Name != "harness" || c.SessionKey != "agent:main" || string(c.Arguments) != `{"url":"x"}` {
 		t.Errorf("policy input = %+v", c)
 	}
@@ -428,7 +428,7 @@ func TestPolicyOutcomes(t *testing.T) {
 			}
 			if fa, ok := tc.approvals.(*fixedApproval); ok {
 				r := fa.req[0]
-				if r.Kind != policies.ApprovalTool || r.Surface != policies.SurfaceEmbedded || r.Tool.Original != "act" || !strings.Contains(string(r.Request), `"reason":"writes need a human"`) {
+				if r.Kind != policies.ApprovalTool || r.Surface != policies.SurfaceEmbedded || r.Tool.RawName != "act" || !strings.Contains(string(r.Request), `"reason":"writes need a human"`) {
 					t.Errorf("decide_approval input = %+v (%s)", r, r.Request)
 				}
 			}

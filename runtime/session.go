@@ -32,8 +32,8 @@ type Tool struct {
 	Name string
 	// Server is the raw name of the server the tool comes from.
 	Server string
-	// Upstream is the server's definition (Upstream.Name is the raw tool
-	// name). It is shared: do not modify it.
+	// Upstream is the server's definition (its Name is the raw tool name,
+	// [Tool.RawName]). It is shared: do not modify it.
 	Upstream *mcp.Tool
 	// Utility is "" for a tool of the server, or the utility operation
 	// (UtilityResourcesList, UtilityResourcesRead, UtilityPromptsList,
@@ -41,6 +41,10 @@ type Tool struct {
 	// prompts; Upstream is then the runtime's definition of it.
 	Utility string
 }
+
+// RawName is the tool's raw name: the server's own name of it
+// (Upstream.Name), which policies see as tool.original.
+func (t Tool) RawName() string { return t.Upstream.Name }
 
 // EventRetrying is reported when a server whose connection failed (or
 // ended) is connected again, in the background: on the first use of the
@@ -879,7 +883,7 @@ func catalogOrder(tools []Tool, from []int32, safe, server []string) []int32 {
 		if c := cmp.Compare(safeRank[cx], safeRank[cy]); c != 0 {
 			return c
 		}
-		if c := config.LocaleCompare(tools[x].Upstream.Name, tools[y].Upstream.Name); c != 0 {
+		if c := config.LocaleCompare(tools[x].RawName(), tools[y].RawName()); c != 0 {
 			return c
 		}
 		if c := cmp.Compare(serverRank[cx], serverRank[cy]); c != 0 {
@@ -1011,7 +1015,7 @@ func (s *Session) callConn(ctx context.Context, c *conn, t *Tool, args []byte) (
 		Surface:    s.surface(),
 		SessionKey: s.opts.SessionKey,
 		Caller:     s.caller(ctx),
-		Tool:       policies.ToolRef{Name: t.Name, Server: t.Server, Original: t.Upstream.Name},
+		Tool:       policies.ToolRef{Name: t.Name, Server: t.Server, RawName: t.RawName()},
 		Arguments:  args,
 	}
 	d := s.opts.Enforcer.BeforeToolCall(ctx, call)
@@ -1101,7 +1105,7 @@ func (s *Session) approve(ctx context.Context, t *Tool, d policies.Outcome, args
 			Surface:    s.surface(),
 			SessionKey: s.opts.SessionKey,
 			Requester:  s.caller(ctx),
-			Tool:       policies.ToolRef{Name: t.Name, Server: t.Server, Original: t.Upstream.Name},
+			Tool:       policies.ToolRef{Name: t.Name, Server: t.Server, RawName: t.RawName()},
 			Request:    payload,
 		})
 		switch out.Decision {

@@ -79,7 +79,7 @@ func TestUtilityToolsCatalog(t *testing.T) {
 		"kb__prompts_list": UtilityPromptsList, "kb__prompts_get": UtilityPromptsGet,
 	} {
 		tl := byName[name]
-		if tl.Utility != op || tl.Upstream.Name != op || tl.Server != "kb" || !strings.Contains(tl.Upstream.Description, `MCP server "kb"`) {
+		if tl.Utility != op || tl.RawName() != op || tl.Server != "kb" || !strings.Contains(tl.Upstream.Description, `MCP server "kb"`) {
 			t.Errorf("%s = %+v / %+v", name, tl, tl.Upstream)
 		}
 		var schema map[string]any
@@ -176,7 +176,7 @@ func TestUtilityToolsCall(t *testing.T) {
 			t.Errorf("policy saw %d calls, want %d", len(seen), want)
 		}
 		for _, c := range seen {
-			if c.Tool.Server != "kb" || "kb__"+c.Tool.Original != c.Tool.Name || c.Surface != policies.SurfaceEmbedded {
+			if c.Tool.Server != "kb" || "kb__"+c.Tool.RawName != c.Tool.Name || c.Surface != policies.SurfaceEmbedded {
 				t.Errorf("policy input %+v", c)
 			}
 		}

@@ -71,7 +71,7 @@ func TestApprovalsRules(t *testing.T) {
 			Requester: policies.Caller{Name: "cursor"}, Tool: policies.ToolRef{Name: "messages_send"}},
 			policies.ApprovalVerdict{Decision: policies.Ask, Reason: "no approval rule matched", TTLMs: 300000}},
 		{"server glob", &policies.ApprovalRequest{Kind: policies.ApprovalTool,
-			Tool: policies.ToolRef{Name: "files__write", Server: "files", Original: "write"}},
+			Tool: policies.ToolRef{Name: "files__write", Server: "files", RawName: "write"}},
 			policies.ApprovalVerdict{Decision: policies.Deny, Reason: "rules[4] matched"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

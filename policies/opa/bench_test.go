@@ -28,7 +28,7 @@ const benchConfig = `{"approval_tools":["fs_write_file","messages_send"],"blocke
 
 var benchCall = &policies.ToolCall{
 	Surface: policies.SurfaceServe, SessionKey: "agent:main:main", Caller: policies.Caller{Name: "claude-code", Version: "2.1"},
-	Tool:      policies.ToolRef{Name: "fs_write_file", Server: "files", Original: "write_file"},
+	Tool:      policies.ToolRef{Name: "fs_write_file", Server: "files", RawName: "write_file"},
 	Arguments: json.RawMessage(`{"path":"/srv/a.txt","content":"hello world"}`),
 }
 

@@ -26,7 +26,7 @@ func loadParrot(t *testing.T, answer string) *wasmpolicy.Module {
 func TestAmbiguousOutputFailsClosed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	call := &policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: "fs_write", Server: "fs", Original: "write"}}
+	call := &policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: "fs_write", Server: "fs", RawName: "write"}}
 	t.Run("before_tool_call", func(t *testing.T) {
 		t.Parallel()
 		for _, tc := range []struct{ answer, want string }{

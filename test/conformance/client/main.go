@@ -153,7 +153,7 @@ func run(ctx context.Context, scenario, serverURL, rawCtx string) error {
 		return nil
 	}
 	for _, t := range tools {
-		if t.Upstream != nil && t.Upstream.Name == want {
+		if t.Upstream != nil && t.RawName() == want {
 			res, err := s.CallTool(ctx, t.Name, []byte(argsFor(want)))
 			if err != nil {
 				return fmt.Errorf("calling %s: %w", want, err)
