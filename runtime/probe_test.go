@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"io"
 	"os/exec"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 	"github.com/openclaw-go/openclaw/transport"
 )
 
@@ -162,8 +164,8 @@ func TestProbeNamed(t *testing.T) {
 		filtered  int
 		wantError bool
 	}{
-		{name: "named", san: nativeNamer{}, tools: []string{"echo", "bad name!"}, exposed: []string{"alpha__echo", "alpha__bad-name-"}, filtered: 1},
-		{name: "naming fails", san: failingNamer{}, tools: []string{"echo", "add", "bad name!"}, wantError: true},
+		{name: "named", san: &policiestest.Sanitizer{}, tools: []string{"echo", "bad name!"}, exposed: []string{"alpha__echo", "alpha__bad-name-"}, filtered: 1},
+		{name: "naming fails", san: &policiestest.Sanitizer{Err: &policies.SanitizeError{Module: "broken", Err: io.ErrUnexpectedEOF}}, tools: []string{"echo", "add", "bad name!"}, wantError: true},
 		{name: "no sanitizer", tools: []string{"echo", "add", "bad name!"}},
 	}
 	for _, tc := range tests {
