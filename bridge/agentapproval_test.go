@@ -51,9 +51,9 @@ func TestAgentApprovalRule(t *testing.T) {
 			gw := &fixtureGateway{t: t}
 			audit := &policiestest.AuditRecorder{}
 			opts := &Options{Enforcer: allowAll(), Audit: audit}
-			var dec *deciderDouble
+			var dec *policiestest.DecideApprovalHook
 			if tt.decide != nil {
-				dec = &deciderDouble{decide: tt.decide}
+				dec = decider(tt.decide)
 				opts.ApprovalDecider = policies.NewApprovalChain([]policies.ApprovalEntry{{Hook: dec}}, nil)
 			}
 			b := New(gw, opts)

@@ -164,7 +164,7 @@ const approvalsConfigRm = `{"default":"ask","rules":[
 func TestGatewayApprovalsDecidedByPolicy(t *testing.T) {
 	t.Parallel()
 	double := func(*testing.T) policies.DecideApprovalHook {
-		return &deciderDouble{decide: func(r *policies.ApprovalRequest) policies.ApprovalVerdict {
+		return decider(func(r *policies.ApprovalRequest) policies.ApprovalVerdict {
 			switch {
 			case r.Kind == policies.ApprovalTool:
 				return policies.ApprovalVerdict{Decision: policies.Ask}
@@ -178,7 +178,7 @@ func TestGatewayApprovalsDecidedByPolicy(t *testing.T) {
 				return policies.ApprovalVerdict{Decision: policies.Deny, Reason: "unknown plugin"}
 			}
 			return policies.ApprovalVerdict{Decision: policies.Ask}
-		}}
+		})
 	}
 	wasm := func(t *testing.T) policies.DecideApprovalHook {
 		m, err := wasmpolicy.Load(context.Background(), builtin.ApprovalsName, builtin.Approvals(), json.RawMessage(approvalsConfigRm), nil)
@@ -200,7 +200,7 @@ func TestGatewayApprovalsDecidedByPolicy(t *testing.T) {
 			chain := policies.NewApprovalChain([]policies.ApprovalEntry{{Hook: tc.decider(t)}},
 				&policies.ApprovalChainOptions{Memory: memory})
 			agent := startGatewayBridge(t, gw, id, nil,
-				Options{Enforcer: approvalPolicy{tool: ToolEventsPoll}, ApprovalDecider: chain}, nil)
+				Options{Enforcer: approvalPolicy(ToolEventsPoll, 0), ApprovalDecider: chain}, nil)
 			req := dialRequester(t, gw, id)
 
 			// The bridge's own require_approval call raises a plugin
@@ -317,12 +317,12 @@ func TestGatewayApprovalAskTTL(t *testing.T) {
 	t.Parallel()
 	gw := gatewaytest.StartSeeded(t)
 	id := newIdentity(t)
-	dec := &deciderDouble{decide: func(r *policies.ApprovalRequest) policies.ApprovalVerdict {
+	dec := decider(func(r *policies.ApprovalRequest) policies.ApprovalVerdict {
 		if strings.HasPrefix(r.Command, "deploy") {
 			return policies.ApprovalVerdict{Decision: policies.Ask, Reason: "deploys need a human", TTLMs: 200}
 		}
 		return policies.ApprovalVerdict{Decision: policies.Ask, Reason: "a human decides", TTLMs: 3_600_000}
-	}}
+	})
 	chain := policies.NewApprovalChain([]policies.ApprovalEntry{{Hook: dec}}, nil)
 	agent := startGatewayBridge(t, gw, id, nil, Options{Enforcer: allowAll(), ApprovalDecider: chain}, nil)
 	req := dialRequester(t, gw, id)

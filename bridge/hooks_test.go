@@ -14,6 +14,7 @@ import (
 
 	"github.com/openclaw-go/openclaw/gateway/protocol"
 	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 )
 
 // fixtureGateway answers each method with the captured real exchange of
@@ -46,32 +47,6 @@ func (g *fixtureGateway) recorded() []gatewayCall {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return append([]gatewayCall(nil), g.calls...)
-}
-
-// policyDouble decides every call with a fixed decision and records what
-// it was asked.
-type policyDouble struct {
-	decision policies.Outcome
-
-	mu    sync.Mutex
-	calls []policies.ToolCall
-}
-
-func (p *policyDouble) BeforeToolCall(_ context.Context, call *policies.ToolCall) policies.Outcome {
-	p.mu.Lock()
-	p.calls = append(p.calls, *call)
-	p.mu.Unlock()
-	d := p.decision
-	if d.Arguments == nil {
-		d.Arguments = call.Arguments
-	}
-	return d
-}
-
-func (p *policyDouble) seen() []policies.ToolCall {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]policies.ToolCall(nil), p.calls...)
 }
 
 // connectClient serves b to a real go-sdk client over in-memory transports;
@@ -190,7 +165,7 @@ func TestHookBoundary(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			gw := &fixtureGateway{t: t}
-			pol := &policyDouble{decision: tt.decision}
+			pol := &policiestest.Enforcer{Outcome: tt.decision}
 			b := New(gw, &Options{Enforcer: pol})
 			cs := connectClient(t, b, "2025-11-25")
 			res, err := cs.CallTool(context.Background(), toolParams(tt.tool, tt.args))
@@ -216,7 +191,7 @@ func TestHookBoundary(t *testing.T) {
 					t.Errorf("send used %s, not the rewritten text", c.Params)
 				}
 			}
-			seen := pol.seen()
+			seen := pol.Calls()
 			if tt.wantArgs == "" {
 				if len(seen) != 0 {
 					t.Errorf("the policy was asked %v", seen)
@@ -259,7 +234,7 @@ func TestCallerOnBothHandshakes(t *testing.T) {
 	for _, pv := range []string{"2025-06-18", "2025-11-25", ""} {
 		t.Run("protocol "+pv, func(t *testing.T) {
 			t.Parallel()
-			pol := &policyDouble{decision: policies.Outcome{Decision: policies.Allow}}
+			pol := &policiestest.Enforcer{Outcome: policies.Outcome{Decision: policies.Allow}}
 			cs := connectClient(t, New(nil, &Options{Enforcer: pol}), pv)
 			if _, err := cs.CallTool(context.Background(), toolParams(ToolEventsPoll, nil)); err != nil {
 				t.Fatal(err)
@@ -271,7 +246,7 @@ func TestCallerOnBothHandshakes(t *testing.T) {
 			if got := len(tools.Tools); got != 9 {
 				t.Errorf("%d tools listed", got)
 			}
-			if s := pol.seen(); len(s) != 1 || s[0].Caller != (policies.Caller{Name: "hook-test", Version: "9.9"}) {
+			if s := pol.Calls(); len(s) != 1 || s[0].Caller != (policies.Caller{Name: "hook-test", Version: "9.9"}) {
 				t.Errorf("policy saw %+v", s)
 			}
 		})

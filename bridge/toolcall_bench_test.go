@@ -6,6 +6,7 @@ import (
 
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/builtin"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 	"github.com/openclaw-go/openclaw/policies/wasmpolicy"
 )
 
@@ -25,7 +26,7 @@ func BenchmarkToolCall(b *testing.B) {
 		name string
 		enf  policies.Enforcer
 	}{
-		{"native-allow", &policyDouble{decision: policies.Outcome{Decision: policies.Allow}}},
+		{"native-allow", &policiestest.Enforcer{Outcome: policies.Outcome{Decision: policies.Allow}}},
 		{"rules-wasm", policies.NewChain([]policies.ChainEntry{{Hook: rules}}, nil)},
 	} {
 		for _, tool := range []string{ToolEventsPoll, ToolConversationsList} {
