@@ -15,7 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 	"github.com/openclaw-go/openclaw/runtime"
 	"github.com/openclaw-go/openclaw/transport"
 )
@@ -97,7 +97,7 @@ const (
 // all reach the POST stream of its call, in order, before its answer.
 func TestNotificationsBeforeTheAnswerHTTP(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, []runtime.Server{chattyUpstream(t)}, allowAll{}, "")
+	s := newStack(t, []runtime.Server{chattyUpstream(t)}, &policiestest.BeforeToolCallHook{Module: "allow"}, "")
 	h, err := NewHTTPHandler(s.p, &HTTPOptions{NoAuth: true, Logger: discard()})
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +149,7 @@ func TestNotificationsBeforeTheAnswerHTTP(t *testing.T) {
 // TestNotificationsBeforeTheAnswerStdio: the same on the stdio surface.
 func TestNotificationsBeforeTheAnswerStdio(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, []runtime.Server{chattyUpstream(t)}, allowAll{}, "")
+	s := newStack(t, []runtime.Server{chattyUpstream(t)}, &policiestest.BeforeToolCallHook{Module: "allow"}, "")
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	tr := transport.NewServeStdioTransport(inR, outW, &transport.ServeStdioOptions{Logger: discard()})
@@ -194,13 +194,4 @@ func TestNotificationsBeforeTheAnswerStdio(t *testing.T) {
 		}
 		checkOrder(t, next)
 	}
-}
-
-// allowAll allows every call.
-type allowAll struct{}
-
-func (allowAll) Name() string { return "allow" }
-
-func (allowAll) BeforeToolCall(context.Context, *policies.ToolCall) (policies.Verdict, error) {
-	return policies.Verdict{Decision: policies.Allow}, nil
 }
