@@ -197,7 +197,7 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 	// answers and the session ends.
 	shutdown := func() {
 		_ = b.Close()
-		raiser.Close()
+		_ = raiser.Close()
 		_ = client.Close()
 	}
 	var serveErr error
