@@ -23,6 +23,15 @@
 // remembered by an [ApprovalMemory]). docs/policy-abi.md §6 and
 // docs/tool-names.md describe them.
 //
+// Each hook point has the same vocabulary. A hook's answer is a decision
+// ([Decision], [ApprovalDecision]); one module answers a verdict
+// ([Verdict], [ApprovalVerdict]) through the interface named after its
+// hook ([BeforeToolCallHook], [DecideApprovalHook],
+// [SanitizeToolNamesHook]); a chain combines them into an outcome
+// ([Outcome], [ApprovalOutcome]) and is what a surface holds: an
+// [Enforcer], an [ApprovalDecider], a [Sanitizer] (whose modules and chain
+// answer the same [SanitizeResult]).
+//
 // Usage sketch:
 //
 //	chain := policies.NewChain([]policies.ChainEntry{{Hook: rules}}, &policies.ChainOptions{Audit: policies.NewAuditLog(f)})
