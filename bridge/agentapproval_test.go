@@ -50,11 +50,11 @@ func TestAgentApprovalRule(t *testing.T) {
 			t.Parallel()
 			gw := &fixtureGateway{t: t}
 			audit := &policiestest.AuditRecorder{}
-			opts := &Options{Policy: allowAll(), Audit: audit}
-			var dec *deciderDouble
+			opts := &Options{Enforcer: allowAll(), Audit: audit}
+			var dec *policiestest.DecideApprovalHook
 			if tt.decide != nil {
-				dec = &deciderDouble{decide: tt.decide}
-				opts.Approvals = policies.NewApprovalChain([]policies.ApprovalEntry{{Decider: dec}}, nil)
+				dec = decider(tt.decide)
+				opts.ApprovalDecider = policies.NewApprovalChain([]policies.ApprovalEntry{{Hook: dec}}, nil)
 			}
 			b := New(gw, opts)
 			for _, ev := range []string{

@@ -16,14 +16,6 @@ import (
 	"github.com/openclaw-go/openclaw/policies"
 )
 
-// ApprovalDecider answers decide_approval for the bridge: the combined
-// outcome of the configured approval modules (deny > ask > allow-once >
-// allow-always). *policies.ApprovalChain and the policy engine
-// (policies/engine.Engine) implement it. docs/policy-abi.md §6.
-type ApprovalDecider interface {
-	DecideApproval(ctx context.Context, req *policies.ApprovalRequest) policies.ApprovalOutcome
-}
-
 // ApprovalRaiser raises a two-phase Gateway approval request on a Gateway
 // connection other than the bridge's own (the Gateway never shows a request
 // to the connection that raised it, docs/protocol-facts.md, Approval delivery) and returns
@@ -69,7 +61,7 @@ const (
 
 // routing is the bridge's approval routing state.
 type routing struct {
-	decider ApprovalDecider
+	decider policies.ApprovalDecider
 	raiser  ApprovalRaiser
 	memory  *policies.ApprovalMemory
 	audit   policies.AuditSink
@@ -99,7 +91,7 @@ type pendingElicit struct {
 }
 
 func newRouting(o *Options) *routing {
-	r := &routing{decider: o.Approvals, raiser: o.ApprovalRaiser, memory: o.ApprovalMemory, audit: o.Audit,
+	r := &routing{decider: o.ApprovalDecider, raiser: o.ApprovalRaiser, memory: o.ApprovalMemory, audit: o.Audit,
 		now: o.Now, elicits: map[string]*pendingElicit{}, raised: map[string]raisedApproval{},
 		raising: map[string]raisedApproval{}}
 	if r.memory == nil {
@@ -139,7 +131,7 @@ func summarize(raw json.RawMessage) string {
 
 // toolApprovalRequest builds the decide_approval input for a
 // require_approval verdict on call.
-func toolApprovalRequest(call *policies.ToolCall, d *policies.Decision, id string) *policies.ApprovalRequest {
+func toolApprovalRequest(call *policies.ToolCall, d *policies.Outcome, id string) *policies.ApprovalRequest {
 	o := jsonw.NewObject(nil)
 	for _, kv := range [][2]string{{"reason", d.Reason}, {"title", d.Title}, {"description", d.Description}, {"module", d.Module}} {
 		if kv[1] != "" {
@@ -154,7 +146,7 @@ func toolApprovalRequest(call *policies.ToolCall, d *policies.Decision, id strin
 // approve routes a require_approval verdict. It returns nil when the call
 // may run, or the result to answer instead: an isError result, or an
 // input-required result carrying the approval form.
-func (b *Bridge) approve(ctx context.Context, req *mcp.CallToolRequest, call *policies.ToolCall, d *policies.Decision) *mcp.CallToolResult {
+func (b *Bridge) approve(ctx context.Context, req *mcp.CallToolRequest, call *policies.ToolCall, d *policies.Outcome) *mcp.CallToolResult {
 	r := b.routing
 	// A retried call answering our approval form.
 	if st := req.Params.RequestState; st != "" {
@@ -211,7 +203,7 @@ func colon(reason string) string {
 }
 
 // approvalTitle is the one-line question shown to a human.
-func approvalTitle(call *policies.ApprovalRequest, d *policies.Decision) string {
+func approvalTitle(call *policies.ApprovalRequest, d *policies.Outcome) string {
 	if d.Title != "" {
 		return d.Title
 	}
@@ -219,7 +211,7 @@ func approvalTitle(call *policies.ApprovalRequest, d *policies.Decision) string 
 }
 
 // approvalDescription says who asks for what, and why.
-func approvalDescription(areq *policies.ApprovalRequest, d *policies.Decision, args json.RawMessage) string {
+func approvalDescription(areq *policies.ApprovalRequest, d *policies.Outcome, args json.RawMessage) string {
 	var sb strings.Builder
 	if d.Description != "" {
 		sb.WriteString(d.Description)
@@ -248,7 +240,7 @@ var elicitSchema = json.RawMessage(`{"type":"object","properties":{` +
 // the answer, and for older clients sends elicitation/create itself and
 // reinvokes the handler. The form is bound to this session, tool and
 // arguments by an unguessable requestState kept here until the TTL.
-func (b *Bridge) elicit(req *mcp.CallToolRequest, call *policies.ToolCall, d *policies.Decision, areq *policies.ApprovalRequest, ttl time.Duration) *mcp.CallToolResult {
+func (b *Bridge) elicit(req *mcp.CallToolRequest, call *policies.ToolCall, d *policies.Outcome, areq *policies.ApprovalRequest, ttl time.Duration) *mcp.CallToolResult {
 	r := b.routing
 	state, err := newID()
 	if err != nil {
@@ -280,7 +272,7 @@ func (b *Bridge) elicit(req *mcp.CallToolRequest, call *policies.ToolCall, d *po
 }
 
 // elicitAnswer reads the answer to an approval form from a retried call.
-func (b *Bridge) elicitAnswer(req *mcp.CallToolRequest, call *policies.ToolCall, d *policies.Decision, state string) *mcp.CallToolResult {
+func (b *Bridge) elicitAnswer(req *mcp.CallToolRequest, call *policies.ToolCall, d *policies.Outcome, state string) *mcp.CallToolResult {
 	r := b.routing
 	now := r.now()
 	r.mu.Lock()
@@ -327,7 +319,7 @@ func (b *Bridge) elicitAnswer(req *mcp.CallToolRequest, call *policies.ToolCall,
 
 // pluginApprovalParams are the plugin.approval.request params for a tool
 // approval, in OpenClaw's key order.
-func pluginApprovalParams(areq *policies.ApprovalRequest, d *policies.Decision, args json.RawMessage, ttl time.Duration) json.RawMessage {
+func pluginApprovalParams(areq *policies.ApprovalRequest, d *policies.Outcome, args json.RawMessage, ttl time.Duration) json.RawMessage {
 	o := jsonw.NewObject(nil)
 	o.Str("pluginId", ApprovalPluginID)
 	o.Str("title", approvalTitle(areq, d))
@@ -342,7 +334,7 @@ func pluginApprovalParams(areq *policies.ApprovalRequest, d *policies.Decision, 
 // raiseOnGateway raises a plugin approval on the Gateway and waits for its
 // decision, bounded by ttl (plus a grace for the Gateway's own expiry) and
 // by ctx (MCP cancellation): either withdraws the approval with a deny.
-func (b *Bridge) raiseOnGateway(ctx context.Context, req *mcp.CallToolRequest, call *policies.ToolCall, d *policies.Decision, areq *policies.ApprovalRequest, ttl time.Duration) *mcp.CallToolResult {
+func (b *Bridge) raiseOnGateway(ctx context.Context, req *mcp.CallToolRequest, call *policies.ToolCall, d *policies.Outcome, areq *policies.ApprovalRequest, ttl time.Duration) *mcp.CallToolResult {
 	r := b.routing
 	start := r.now()
 	params := pluginApprovalParams(areq, d, call.Arguments, ttl)

@@ -19,36 +19,23 @@ import (
 	"github.com/openclaw-go/openclaw/policies/policiestest"
 )
 
-// approvalPolicy requires approval for one tool and allows the others.
-type approvalPolicy struct {
-	tool      string
-	timeoutMs int64
+// approvalPolicy requires approval (module "rules") for one tool, with
+// timeoutMs, and allows the others.
+func approvalPolicy(tool string, timeoutMs int64) *policiestest.Enforcer {
+	return &policiestest.Enforcer{Decide: func(_ context.Context, call *policies.ToolCall) policies.Outcome {
+		if call.Tool.Name != tool {
+			return policies.Outcome{Decision: policies.Allow}
+		}
+		return policies.Outcome{Decision: policies.RequireApproval, Module: "rules", Reason: "a human must confirm", TimeoutMs: timeoutMs}
+	}}
 }
 
-func (p approvalPolicy) BeforeToolCall(_ context.Context, call *policies.ToolCall) policies.Decision {
-	if call.Tool.Name != p.tool {
-		return policies.Decision{Outcome: policies.Allow, Arguments: call.Arguments}
-	}
-	return policies.Decision{Outcome: policies.RequireApproval, Module: "rules", Reason: "a human must confirm",
-		TimeoutMs: p.timeoutMs, Arguments: call.Arguments}
-}
-
-// deciderDouble answers decide_approval with decide(req), recording the
-// requests.
-type deciderDouble struct {
-	decide func(*policies.ApprovalRequest) policies.ApprovalVerdict
-
-	mu   sync.Mutex
-	seen []policies.ApprovalRequest
-}
-
-func (d *deciderDouble) Name() string { return "approvals" }
-
-func (d *deciderDouble) DecideApproval(_ context.Context, req *policies.ApprovalRequest) (policies.ApprovalVerdict, error) {
-	d.mu.Lock()
-	d.seen = append(d.seen, *req)
-	d.mu.Unlock()
-	return d.decide(req), nil
+// decider is a decide_approval module "approvals" answering decide(req).
+func decider(decide func(*policies.ApprovalRequest) policies.ApprovalVerdict) *policiestest.DecideApprovalHook {
+	return &policiestest.DecideApprovalHook{Module: "approvals",
+		Decide: func(_ context.Context, req *policies.ApprovalRequest) (policies.ApprovalVerdict, error) {
+			return decide(req), nil
+		}}
 }
 
 func tctx(t *testing.T) context.Context {
@@ -227,12 +214,12 @@ func TestGatewayApprovalRoute(t *testing.T) {
 			t.Parallel()
 			device := newIdentity(t)
 			agent := startGatewayBridge(t, gw, device, nil,
-				Options{Policy: approvalPolicy{tool: ToolConversationsList}}, nil)
+				Options{Enforcer: approvalPolicy(ToolConversationsList, 0)}, nil)
 			// Another serve of the same device sees the approval (it is an
 			// approval client of that device); one of another device does
 			// not, and can only guess the id.
-			approver := startGatewayBridge(t, gw, device, nil, Options{Policy: allowAll()}, nil)
-			stranger := startGatewayBridge(t, gw, newIdentity(t), nil, Options{Policy: allowAll()}, nil)
+			approver := startGatewayBridge(t, gw, device, nil, Options{Enforcer: allowAll()}, nil)
+			stranger := startGatewayBridge(t, gw, newIdentity(t), nil, Options{Enforcer: allowAll()}, nil)
 
 			waiting := callAsync(tctx(t), agent.cs, ToolConversationsList)
 			id := openApprovalID(t, agent.cs, ToolConversationsList)
@@ -289,7 +276,7 @@ func TestGatewayApprovalRoute(t *testing.T) {
 			// conversations_list carries no session key, and a grant never
 			// leaks across sessions: nothing is remembered.
 			req := toolApprovalRequest(&policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: ToolConversationsList},
-				Caller: policies.Caller{Name: "agent", Version: "1"}}, &policies.Decision{}, "x")
+				Caller: policies.Caller{Name: "agent", Version: "1"}}, &policies.Outcome{}, "x")
 			if agent.b.routing.memory.Recall(req) {
 				t.Error("an allow-always without a session key was remembered")
 			}
@@ -302,7 +289,7 @@ func TestGatewayApprovalRoute(t *testing.T) {
 func TestGatewayAllowAlwaysRemembered(t *testing.T) {
 	t.Parallel()
 	gw := gatewaytest.StartSeeded(t)
-	agent := startGatewayBridge(t, gw, newIdentity(t), nil, Options{Policy: approvalPolicy{tool: ToolMessagesRead}}, nil)
+	agent := startGatewayBridge(t, gw, newIdentity(t), nil, Options{Enforcer: approvalPolicy(ToolMessagesRead, 0)}, nil)
 	args := map[string]any{"session_key": "agent:main:main"}
 	ch := make(chan callResult, 1)
 	go func() {
@@ -343,7 +330,7 @@ func TestGatewayApprovalFailures(t *testing.T) {
 	t.Run("expiry", func(t *testing.T) {
 		t.Parallel()
 		agent := startGatewayBridge(t, gw, newIdentity(t), nil,
-			Options{Policy: approvalPolicy{tool: ToolEventsPoll, timeoutMs: 300}}, nil)
+			Options{Enforcer: approvalPolicy(ToolEventsPoll, 300)}, nil)
 		res := call(t, agent.cs, tctx(t), ToolEventsPoll, nil)
 		if !res.IsError || !strings.Contains(resultText(res), "expired after") {
 			t.Errorf("expired call = %q", resultText(res))
@@ -358,7 +345,7 @@ func TestGatewayApprovalFailures(t *testing.T) {
 		// The raiser signs as another device: the bridge's connection
 		// may not see the record, nobody else may, so it dies at once.
 		agent := startGatewayBridge(t, gw, newIdentity(t), newIdentity(t),
-			Options{Policy: approvalPolicy{tool: ToolEventsPoll}}, nil)
+			Options{Enforcer: approvalPolicy(ToolEventsPoll, 0)}, nil)
 		res := call(t, agent.cs, tctx(t), ToolEventsPoll, nil)
 		if !res.IsError || !strings.Contains(resultText(res), "no approver can see approval plugin:") {
 			t.Errorf("unseen approval = %q", resultText(res))
@@ -368,7 +355,7 @@ func TestGatewayApprovalFailures(t *testing.T) {
 	t.Run("cancellation", func(t *testing.T) {
 		t.Parallel()
 		agent := startGatewayBridge(t, gw, newIdentity(t), nil,
-			Options{Policy: approvalPolicy{tool: ToolEventsPoll}}, nil)
+			Options{Enforcer: approvalPolicy(ToolEventsPoll, 0)}, nil)
 		cctx, cancel := context.WithCancel(tctx(t))
 		waiting := callAsync(cctx, agent.cs, ToolEventsPoll)
 		id := openApprovalID(t, agent.cs, ToolEventsPoll)
@@ -412,15 +399,15 @@ func TestGatewayApprovalFailures(t *testing.T) {
 func TestSelfApprovalAllowedByPolicy(t *testing.T) {
 	t.Parallel()
 	gw := gatewaytest.StartSeeded(t)
-	dec := &deciderDouble{decide: func(r *policies.ApprovalRequest) policies.ApprovalVerdict {
+	dec := decider(func(r *policies.ApprovalRequest) policies.ApprovalVerdict {
 		if r.Tool.Name == ToolPermissionsRespond && strings.Contains(string(r.Request), `"self_approval":true`) {
 			return policies.ApprovalVerdict{Decision: policies.AllowOnce, Reason: "trusted agent"}
 		}
 		return policies.ApprovalVerdict{Decision: policies.Ask}
-	}}
-	chain := policies.NewApprovalChain([]policies.ApprovalEntry{{Decider: dec}}, nil)
+	})
+	chain := policies.NewApprovalChain([]policies.ApprovalEntry{{Hook: dec}}, nil)
 	agent := startGatewayBridge(t, gw, newIdentity(t), nil,
-		Options{Policy: approvalPolicy{tool: ToolEventsPoll}, Approvals: chain}, nil)
+		Options{Enforcer: approvalPolicy(ToolEventsPoll, 0), ApprovalDecider: chain}, nil)
 	waiting := callAsync(tctx(t), agent.cs, ToolEventsPoll)
 	id := openApprovalID(t, agent.cs, ToolEventsPoll)
 	res := call(t, agent.cs, tctx(t), ToolPermissionsRespond, map[string]any{"kind": "plugin", "id": id, "decision": "allow-once"})
@@ -452,12 +439,12 @@ func TestDecideApprovalFirst(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(string(tt.decision), func(t *testing.T) {
 			t.Parallel()
-			dec := &deciderDouble{decide: func(*policies.ApprovalRequest) policies.ApprovalVerdict {
+			dec := decider(func(*policies.ApprovalRequest) policies.ApprovalVerdict {
 				return policies.ApprovalVerdict{Decision: tt.decision, Reason: "not on weekends"}
-			}}
+			})
 			audit := &policiestest.AuditRecorder{}
-			b := New(&fixtureGateway{t: t}, &Options{Policy: approvalPolicy{tool: ToolMessagesRead},
-				Approvals: policies.NewApprovalChain([]policies.ApprovalEntry{{Decider: dec}}, nil), Audit: audit})
+			b := New(&fixtureGateway{t: t}, &Options{Enforcer: approvalPolicy(ToolMessagesRead, 0),
+				ApprovalDecider: policies.NewApprovalChain([]policies.ApprovalEntry{{Hook: dec}}, nil), Audit: audit})
 			cs := connectClient(t, b, "")
 			res := call(t, cs, tctx(t), ToolMessagesRead, map[string]any{"session_key": "agent:main:main", "limit": 2})
 			if tt.wantErr == "" {
@@ -467,9 +454,7 @@ func TestDecideApprovalFirst(t *testing.T) {
 			} else if !res.IsError || !strings.Contains(resultText(res), tt.wantErr) {
 				t.Fatalf("call = %q, want %q", resultText(res), tt.wantErr)
 			}
-			dec.mu.Lock()
-			req := dec.seen[0]
-			dec.mu.Unlock()
+			req := dec.Requests()[0]
 			if req.Kind != policies.ApprovalTool || req.Tool.Name != ToolMessagesRead || req.SessionKey != "agent:main:main" ||
 				req.Requester.Name != "hook-test" || req.Surface != policies.SurfaceServe || !strings.HasPrefix(req.ID, "tool:") ||
 				!strings.Contains(string(req.Request), `"arguments_summary":"{\"limit\":2,\"session_key\":\"agent:main:main\"}"`) {
@@ -517,7 +502,7 @@ func TestElicitationRoute(t *testing.T) {
 					return &answer, nil
 				}
 				audit := &policiestest.AuditRecorder{}
-				b := New(&fixtureGateway{t: t}, &Options{Policy: approvalPolicy{tool: ToolEventsPoll}, Audit: audit,
+				b := New(&fixtureGateway{t: t}, &Options{Enforcer: approvalPolicy(ToolEventsPoll, 0), Audit: audit,
 					ApprovalRaiser: refusingRaiser{t}})
 				cs := connectElicit(t, b, elicit, version)
 				res := call(t, cs, tctx(t), ToolEventsPoll, map[string]any{"limit": 3})
@@ -557,7 +542,7 @@ func (r refusingRaiser) RaiseApproval(context.Context, string, any, func(json.Ra
 // back for a form this session was shown, once.
 func TestElicitationStateIsBound(t *testing.T) {
 	t.Parallel()
-	b := New(&fixtureGateway{t: t}, &Options{Policy: approvalPolicy{tool: ToolEventsPoll}})
+	b := New(&fixtureGateway{t: t}, &Options{Enforcer: approvalPolicy(ToolEventsPoll, 0)})
 	cs := connectElicit(t, b, func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "approve"}}, nil
 	}, "")
@@ -599,7 +584,7 @@ func TestSelfApprovalBeforeAccepted(t *testing.T) {
 	var b *Bridge
 	raiser := earlyEventRaiser{b: &b, release: make(chan string, 1)}
 	gw := &fixtureGateway{t: t}
-	b = New(gw, &Options{Policy: approvalPolicy{tool: ToolEventsPoll}, ApprovalRaiser: raiser})
+	b = New(gw, &Options{Enforcer: approvalPolicy(ToolEventsPoll, 0), ApprovalRaiser: raiser})
 	cs := connectClient(t, b, "")
 	waiting := callAsync(tctx(t), cs, ToolEventsPoll)
 	id := openApprovalID(t, cs, ToolEventsPoll)
@@ -669,7 +654,7 @@ func TestCancelledBeforeAcceptedWithdraws(t *testing.T) {
 			var b *Bridge
 			raiser := silentRaiser{b: &b, early: early, raised: make(chan string, 1)}
 			gw := &fixtureGateway{t: t}
-			b = New(gw, &Options{Policy: approvalPolicy{tool: ToolEventsPoll}, ApprovalRaiser: raiser})
+			b = New(gw, &Options{Enforcer: approvalPolicy(ToolEventsPoll, 0), ApprovalRaiser: raiser})
 			cs := connectClient(t, b, "")
 			cctx, cancel := context.WithCancel(tctx(t))
 			waiting := callAsync(cctx, cs, ToolEventsPoll)

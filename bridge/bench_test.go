@@ -28,7 +28,7 @@ func BenchmarkEvents(b *testing.B) {
 	// gateway: HandleGatewayEvent with the captured real session.message
 	// payload (about 5 KB): decode, build the event, queue it.
 	b.Run("gateway-session.message", func(b *testing.B) {
-		br := New(nil, &Options{Policy: allowAll(), ClaudeChannelMode: ChannelOff})
+		br := New(nil, &Options{Enforcer: allowAll(), ClaudeChannelMode: ChannelOff})
 		defer br.Close()
 		b.SetBytes(int64(len(payload)))
 		b.ReportAllocs()
@@ -40,7 +40,7 @@ func BenchmarkEvents(b *testing.B) {
 
 	// poll: events_poll of 20 events from a full queue.
 	b.Run("poll20", func(b *testing.B) {
-		br := New(nil, &Options{Policy: allowAll(), ClaudeChannelMode: ChannelOff})
+		br := New(nil, &Options{Enforcer: allowAll(), ClaudeChannelMode: ChannelOff})
 		defer br.Close()
 		for range QueueLimit {
 			br.HandleGatewayEvent("session.message", payload)

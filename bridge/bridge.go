@@ -54,15 +54,15 @@ func ParseChannelMode(s string) (ChannelMode, error) {
 const DefaultServerVersion = "0.0.0-dev"
 
 // Options configure a [Bridge]. They are copied by [New]; the zero value of
-// each field is its documented default, except Policy, which is required.
+// each field is its documented default, except Enforcer, which is required.
 type Options struct {
 	// ClaudeChannelMode is the Claude channel mode; "" means ChannelAuto.
 	// Parse user input with [ParseChannelMode].
 	ClaudeChannelMode ChannelMode
-	// Policy decides every tools/call (the before_tool_call hook boundary).
-	// Required: with a nil Policy every tool call fails closed with an
-	// isError result, and no tool runs.
-	Policy policies.Enforcer
+	// Enforcer decides every tools/call (the before_tool_call hook
+	// boundary). Required: with a nil Enforcer every tool call fails closed
+	// with an isError result, and no tool runs.
+	Enforcer policies.Enforcer
 	// Logger receives the bridge's diagnostics; it must write to stderr or a
 	// file, never stdout (stdout carries MCP). nil discards them.
 	Logger *slog.Logger
@@ -76,14 +76,14 @@ type Options struct {
 	// time.Now.
 	Now func() time.Time
 
-	// Approvals decides what a before_tool_call require_approval becomes
+	// ApprovalDecider decides what a before_tool_call require_approval becomes
 	// (decide_approval): allow-once or allow-always run the call, deny
 	// fails it, ask routes it to a human. It also decides every exec and
 	// plugin approval the Gateway announces (except those this bridge
 	// raised): allow-once, allow-always and deny are resolved on the
 	// Gateway (exec.approval.resolve, plugin.approval.resolve), ask leaves
 	// the request open for a human. nil asks a human every time.
-	Approvals ApprovalDecider
+	ApprovalDecider policies.ApprovalDecider
 	// ApprovalRaiser raises the Gateway plugin approval of an ask when the
 	// MCP client did not advertise elicitation. nil: no Gateway route; such
 	// a call fails closed with "no approval route is configured".
@@ -97,7 +97,7 @@ type Options struct {
 	// makes (modules bridge:elicitation, bridge:gateway, bridge:no-route,
 	// bridge:self-approval, bridge:agent-approval, bridge:gateway-policy)
 	// and one before_tool_call record per call whose arguments a module
-	// rewrote (bridge:rewrite); the Approvals chain audits its own. nil
+	// rewrote (bridge:rewrite); the ApprovalDecider audits its own. nil
 	// discards them.
 	Audit policies.AuditSink
 }
@@ -166,7 +166,7 @@ var ErrServing = errors.New("bridge: already serving an MCP client")
 var ErrClosed = errors.New("bridge: closed")
 
 // New returns a bridge over gw configured by opts (nil means all defaults,
-// which leaves Policy nil: see [Options]). It starts nothing.
+// which leaves Enforcer nil: see [Options]). It starts nothing.
 func New(gw GatewayConn, opts *Options) *Bridge {
 	var o Options
 	if opts != nil {
@@ -185,7 +185,7 @@ func New(gw GatewayConn, opts *Options) *Bridge {
 		o.Now = time.Now
 	}
 	b := &Bridge{
-		gw: gw, mode: o.ClaudeChannelMode, policy: o.Policy, log: o.Logger, verbose: o.Verbose, now: o.Now,
+		gw: gw, mode: o.ClaudeChannelMode, policy: o.Enforcer, log: o.Logger, verbose: o.Verbose, now: o.Now,
 		queue:     newEventQueue(),
 		approvals: newApprovalTracker(o.Now),
 		claude:    newClaudePermissions(o.Now),
@@ -339,7 +339,7 @@ func (b *Bridge) Close() error {
 // The Gateway client calls it from its read loop, one event at a time; it
 // never blocks on the MCP client nor waits on the Gateway: an
 // *.approval.requested event is handed to a bounded worker that asks
-// Options.Approvals and resolves the approval. A malformed payload is logged as
+// Options.ApprovalDecider and resolves the approval. A malformed payload is logged as
 // "openclaw mcp: gateway event <name> failed" and dropped.
 func (b *Bridge) HandleGatewayEvent(name string, payload json.RawMessage) {
 	var err error

@@ -99,7 +99,7 @@ func TestRoutingArgumentsCanonicalBeforePolicy(t *testing.T) {
 			t.Parallel()
 			chain, audit := rulesChain(t, config)
 			gw := &fixtureGateway{t: t}
-			cs := connectClient(t, New(gw, &Options{Policy: chain}), "2025-11-25")
+			cs := connectClient(t, New(gw, &Options{Enforcer: chain}), "2025-11-25")
 			res := call(t, cs, context.Background(), tt.tool, tt.args)
 			if !res.IsError || !strings.HasPrefix(resultText(res), `blocked by policy "rules"`) {
 				t.Errorf("result = %q (isError %v), want a block by the rules", resultText(res), res.IsError)
@@ -116,7 +116,7 @@ func TestRoutingArgumentsCanonicalBeforePolicy(t *testing.T) {
 	// An allowed key goes to the Gateway in its canonical form.
 	chain, audit := rulesChain(t, config)
 	gw := &fixtureGateway{t: t}
-	cs := connectClient(t, New(gw, &Options{Policy: chain}), "2025-11-25")
+	cs := connectClient(t, New(gw, &Options{Enforcer: chain}), "2025-11-25")
 	res := call(t, cs, context.Background(), ToolMessagesRead, map[string]any{"session_key": " Agent:Main:Main\n", "limit": 1})
 	if res.IsError {
 		t.Fatalf("messages_read: %s", resultText(res))
@@ -160,7 +160,7 @@ func TestDuplicateArgumentLastWins(t *testing.T) {
 			t.Parallel()
 			chain, audit := rulesChain(t, config)
 			gw := &fixtureGateway{t: t}
-			cs := connectClient(t, New(gw, &Options{Policy: chain}), "2025-11-25")
+			cs := connectClient(t, New(gw, &Options{Enforcer: chain}), "2025-11-25")
 			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: ToolMessagesRead, Arguments: json.RawMessage(tt.args)})
 			if err != nil {
 				t.Fatal(err)
@@ -252,7 +252,7 @@ func TestSessionAliasResolvedBeforePolicy(t *testing.T) {
 			t.Parallel()
 			chain, _ := rulesChain(t, config)
 			gw := &aliasGateway{}
-			cs := connectClient(t, New(gw, &Options{Policy: chain}), "2025-11-25")
+			cs := connectClient(t, New(gw, &Options{Enforcer: chain}), "2025-11-25")
 			res := call(t, cs, context.Background(), ToolMessagesRead, map[string]any{"session_key": tt.key})
 			if blocked := res.IsError && strings.Contains(resultText(res), "telegram is off-limits"); blocked != tt.wantBlock {
 				t.Errorf("result = %q (isError %v), want blocked %v", resultText(res), res.IsError, tt.wantBlock)

@@ -44,7 +44,7 @@ func eventsOf(t testing.TB, res map[string]any) []any {
 func TestClaudePermissionRoundTrip(t *testing.T) {
 	t.Parallel()
 	logs := &syncBuffer{}
-	b := New(nil, &Options{Policy: allowAll(), Verbose: true, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	b := New(nil, &Options{Enforcer: allowAll(), Verbose: true, Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	c := startBridge(t, b)
 	c.initialize("auto")
 
@@ -102,7 +102,7 @@ func TestClaudePermissionRoundTrip(t *testing.T) {
 // notifications/claude/channel and how meta is filled.
 func TestChannelNotificationRules(t *testing.T) {
 	t.Parallel()
-	b := New(nil, &Options{Policy: allowAll()})
+	b := New(nil, &Options{Enforcer: allowAll()})
 	c := startBridge(t, b)
 	c.initialize("auto")
 	user := func(m map[string]any) { m["message"].(map[string]any)["role"] = "user" }
@@ -157,7 +157,7 @@ func TestApprovalTracking(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 
-	b := New(nil, &Options{Policy: allowAll(), Now: clock})
+	b := New(nil, &Options{Enforcer: allowAll(), Now: clock})
 	defer b.Close()
 	if b.approvals.sweeperActive() {
 		t.Fatal("sweeper armed with no approvals")
@@ -214,7 +214,7 @@ func TestApprovalTracking(t *testing.T) {
 // runs; startBridge's cleanup checks it returns nil on disconnect.
 func TestServeEndsOnDisconnect(t *testing.T) {
 	t.Parallel()
-	b := New(nil, &Options{Policy: allowAll()})
+	b := New(nil, &Options{Enforcer: allowAll()})
 	defer b.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -14,7 +14,7 @@
 // Usage sketch (what `openclaw mcp serve` wires):
 //
 //	mode, err := bridge.ParseChannelMode(flagMode) // auto|on|off, case-insensitive
-//	b := bridge.New(gw, &bridge.Options{ClaudeChannelMode: mode, Policy: chain, Logger: stderrLogger})
+//	b := bridge.New(gw, &bridge.Options{ClaudeChannelMode: mode, Enforcer: chain, Logger: stderrLogger})
 //	defer b.Close()                                 // releases pending events_wait calls
 //	// gw's read loop calls b.HandleGatewayEvent(name, payload) for every event frame.
 //	stdio := transport.NewServeStdioTransport(os.Stdin, os.Stdout, nil) // strict framing
@@ -33,7 +33,7 @@
 // # Approval routing
 //
 // When before_tool_call answers require_approval, the bridge first asks
-// decide_approval ([Options].Approvals; kind "tool", the tool, a summary of
+// decide_approval ([Options].ApprovalDecider; kind "tool", the tool, a summary of
 // the arguments, the session key, the MCP client as requester):
 // allow-once and allow-always run the call, deny fails it with the policy's
 // reason, ask hands it to a human, for the TTL the policy gave (else the

@@ -3,9 +3,10 @@ package bridge
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/openclaw-go/openclaw/internal/jsonw"
 	"path/filepath"
 	"testing"
+
+	"github.com/openclaw-go/openclaw/internal/jsonw"
 )
 
 // realSessionsList is the payload of a captured real sessions.list response.

@@ -2,9 +2,10 @@ package bridge
 
 import (
 	"encoding/json"
-	"github.com/openclaw-go/openclaw/internal/jsonw"
 	"strings"
 	"testing"
+
+	"github.com/openclaw-go/openclaw/internal/jsonw"
 )
 
 // foldedKeys reports whether data has a key, at the top level or in

@@ -146,7 +146,7 @@ func (d *gatewayDecider) forget(id string) {
 
 // onGatewayApprovalRequested queues an exec or plugin approval the Gateway
 // announced for decide_approval. Without an approval policy (nil
-// Options.Approvals) every request is left to a human, as is one this
+// Options.ApprovalDecider) every request is left to a human, as is one this
 // bridge raised itself for a require_approval call (pluginId
 // [ApprovalPluginID] with the id or toolCallId of a call waiting here):
 // its policy already answered ask for that call.

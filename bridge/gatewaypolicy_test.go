@@ -163,8 +163,8 @@ const approvalsConfigRm = `{"default":"ask","rules":[
 // require_approval call is not put to the policy.
 func TestGatewayApprovalsDecidedByPolicy(t *testing.T) {
 	t.Parallel()
-	double := func(*testing.T) policies.ApprovalDecider {
-		return &deciderDouble{decide: func(r *policies.ApprovalRequest) policies.ApprovalVerdict {
+	double := func(*testing.T) policies.DecideApprovalHook {
+		return decider(func(r *policies.ApprovalRequest) policies.ApprovalVerdict {
 			switch {
 			case r.Kind == policies.ApprovalTool:
 				return policies.ApprovalVerdict{Decision: policies.Ask}
@@ -178,9 +178,9 @@ func TestGatewayApprovalsDecidedByPolicy(t *testing.T) {
 				return policies.ApprovalVerdict{Decision: policies.Deny, Reason: "unknown plugin"}
 			}
 			return policies.ApprovalVerdict{Decision: policies.Ask}
-		}}
+		})
 	}
-	wasm := func(t *testing.T) policies.ApprovalDecider {
+	wasm := func(t *testing.T) policies.DecideApprovalHook {
 		m, err := wasmpolicy.Load(context.Background(), builtin.ApprovalsName, builtin.Approvals(), json.RawMessage(approvalsConfigRm), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -190,17 +190,17 @@ func TestGatewayApprovalsDecidedByPolicy(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name    string
-		decider func(*testing.T) policies.ApprovalDecider
+		decider func(*testing.T) policies.DecideApprovalHook
 	}{{"double", double}, {"builtin approvals", wasm}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			gw := gatewaytest.StartSeeded(t)
 			id := newIdentity(t)
 			memory := policies.NewApprovalMemory(nil)
-			chain := policies.NewApprovalChain([]policies.ApprovalEntry{{Decider: tc.decider(t)}},
+			chain := policies.NewApprovalChain([]policies.ApprovalEntry{{Hook: tc.decider(t)}},
 				&policies.ApprovalChainOptions{Memory: memory})
 			agent := startGatewayBridge(t, gw, id, nil,
-				Options{Policy: approvalPolicy{tool: ToolEventsPoll}, Approvals: chain}, nil)
+				Options{Enforcer: approvalPolicy(ToolEventsPoll, 0), ApprovalDecider: chain}, nil)
 			req := dialRequester(t, gw, id)
 
 			// The bridge's own require_approval call raises a plugin
@@ -287,7 +287,7 @@ func TestGatewayApprovalsWithoutPolicy(t *testing.T) {
 	t.Parallel()
 	gw := gatewaytest.StartSeeded(t)
 	id := newIdentity(t)
-	agent := startGatewayBridge(t, gw, id, nil, Options{Policy: allowAll()}, nil)
+	agent := startGatewayBridge(t, gw, id, nil, Options{Enforcer: allowAll()}, nil)
 	req := dialRequester(t, gw, id)
 	rmID, rm := req.raise("exec", execParams("rm -rf /"))
 	ctx := tctx(t)
@@ -317,14 +317,14 @@ func TestGatewayApprovalAskTTL(t *testing.T) {
 	t.Parallel()
 	gw := gatewaytest.StartSeeded(t)
 	id := newIdentity(t)
-	dec := &deciderDouble{decide: func(r *policies.ApprovalRequest) policies.ApprovalVerdict {
+	dec := decider(func(r *policies.ApprovalRequest) policies.ApprovalVerdict {
 		if strings.HasPrefix(r.Command, "deploy") {
 			return policies.ApprovalVerdict{Decision: policies.Ask, Reason: "deploys need a human", TTLMs: 200}
 		}
 		return policies.ApprovalVerdict{Decision: policies.Ask, Reason: "a human decides", TTLMs: 3_600_000}
-	}}
-	chain := policies.NewApprovalChain([]policies.ApprovalEntry{{Decider: dec}}, nil)
-	agent := startGatewayBridge(t, gw, id, nil, Options{Policy: allowAll(), Approvals: chain}, nil)
+	})
+	chain := policies.NewApprovalChain([]policies.ApprovalEntry{{Hook: dec}}, nil)
+	agent := startGatewayBridge(t, gw, id, nil, Options{Enforcer: allowAll(), ApprovalDecider: chain}, nil)
 	req := dialRequester(t, gw, id)
 
 	deployID, deploy := req.raise("exec", execParams("deploy prod"))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/openclaw-go/openclaw/gateway/protocol"
 	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 )
 
 // fixtureGateway answers each method with the captured real exchange of
@@ -46,32 +47,6 @@ func (g *fixtureGateway) recorded() []gatewayCall {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return append([]gatewayCall(nil), g.calls...)
-}
-
-// policyDouble decides every call with a fixed decision and records what
-// it was asked.
-type policyDouble struct {
-	decision policies.Decision
-
-	mu    sync.Mutex
-	calls []policies.ToolCall
-}
-
-func (p *policyDouble) BeforeToolCall(_ context.Context, call *policies.ToolCall) policies.Decision {
-	p.mu.Lock()
-	p.calls = append(p.calls, *call)
-	p.mu.Unlock()
-	d := p.decision
-	if d.Arguments == nil {
-		d.Arguments = call.Arguments
-	}
-	return d
-}
-
-func (p *policyDouble) seen() []policies.ToolCall {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]policies.ToolCall(nil), p.calls...)
 }
 
 // connectClient serves b to a real go-sdk client over in-memory transports;
@@ -117,7 +92,7 @@ func TestHookBoundary(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name      string
-		decision  policies.Decision
+		decision  policies.Outcome
 		tool      string
 		args      map[string]any
 		wantText  string
@@ -127,7 +102,7 @@ func TestHookBoundary(t *testing.T) {
 	}{
 		{
 			name:     "allow runs the tool",
-			decision: policies.Decision{Outcome: policies.Allow},
+			decision: policies.Outcome{Decision: policies.Allow},
 			tool:     ToolConversationGet, args: map[string]any{"session_key": "agent:main:main", "junk": 1},
 			wantText: "conversation agent:main:main",
 			wantCalls: []gatewayCall{{"sessions.describe",
@@ -136,14 +111,14 @@ func TestHookBoundary(t *testing.T) {
 		},
 		{
 			name:     "block never reaches the Gateway",
-			decision: policies.Decision{Outcome: policies.Block, Module: "rules", Reason: "sending is disabled"},
+			decision: policies.Outcome{Decision: policies.Block, Module: "rules", Reason: "sending is disabled"},
 			tool:     ToolMessagesSend, args: map[string]any{"session_key": "agent:main:main", "text": "hi"},
 			wantText: `blocked by policy "rules": sending is disabled`, wantError: true,
 			wantArgs: `{"session_key":"agent:main:main","text":"hi"}`,
 		},
 		{
 			name:     "require_approval fails closed",
-			decision: policies.Decision{Outcome: policies.RequireApproval, Module: "rules", Reason: "a human must confirm"},
+			decision: policies.Outcome{Decision: policies.RequireApproval, Module: "rules", Reason: "a human must confirm"},
 			tool:     ToolPermissionsRespond, args: map[string]any{"kind": "exec", "id": "x", "decision": "deny"},
 			wantText:  `approval required by policy "rules": a human must confirm; no approval route is configured`,
 			wantError: true,
@@ -151,7 +126,7 @@ func TestHookBoundary(t *testing.T) {
 		},
 		{
 			name: "rewritten arguments are the ones used",
-			decision: policies.Decision{Outcome: policies.Allow, Module: "redact",
+			decision: policies.Outcome{Decision: policies.Allow, Module: "redact",
 				Arguments: json.RawMessage(`{"session_key":"agent:main:main","text":"[redacted]"}`)},
 			tool: ToolMessagesSend, args: map[string]any{"session_key": "agent:main:main", "text": "secret"},
 			wantText: "unsupported channel: imessage", wantError: true,
@@ -163,7 +138,7 @@ func TestHookBoundary(t *testing.T) {
 		},
 		{
 			name: "invalid rewritten arguments block",
-			decision: policies.Decision{Outcome: policies.Allow, Module: "broken",
+			decision: policies.Outcome{Decision: policies.Allow, Module: "broken",
 				Arguments: json.RawMessage(`{"session_key":""}`)},
 			tool: ToolMessagesRead, args: map[string]any{"session_key": "agent:main:main"},
 			wantText: `blocked: policy "broken" rewrote the arguments of messages_read into invalid ones: ` +
@@ -173,7 +148,7 @@ func TestHookBoundary(t *testing.T) {
 		},
 		{
 			name:     "invalid arguments never reach the policy",
-			decision: policies.Decision{Outcome: policies.Allow},
+			decision: policies.Outcome{Decision: policies.Allow},
 			tool:     ToolEventsPoll, args: map[string]any{"limit": 0},
 			wantText: "MCP error -32602: Input validation error: Invalid arguments for tool events_poll: " +
 				"Too small: expected number to be >=1 at limit",
@@ -181,7 +156,7 @@ func TestHookBoundary(t *testing.T) {
 		},
 		{
 			name:     "unknown tools never reach the policy",
-			decision: policies.Decision{Outcome: policies.Allow},
+			decision: policies.Outcome{Decision: policies.Allow},
 			tool:     "nope_tool", args: map[string]any{},
 			wantText: "MCP error -32602: Tool nope_tool not found", wantError: true,
 		},
@@ -190,8 +165,8 @@ func TestHookBoundary(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			gw := &fixtureGateway{t: t}
-			pol := &policyDouble{decision: tt.decision}
-			b := New(gw, &Options{Policy: pol})
+			pol := &policiestest.Enforcer{Outcome: tt.decision}
+			b := New(gw, &Options{Enforcer: pol})
 			cs := connectClient(t, b, "2025-11-25")
 			res, err := cs.CallTool(context.Background(), toolParams(tt.tool, tt.args))
 			if err != nil {
@@ -216,7 +191,7 @@ func TestHookBoundary(t *testing.T) {
 					t.Errorf("send used %s, not the rewritten text", c.Params)
 				}
 			}
-			seen := pol.seen()
+			seen := pol.Calls()
 			if tt.wantArgs == "" {
 				if len(seen) != 0 {
 					t.Errorf("the policy was asked %v", seen)
@@ -259,8 +234,8 @@ func TestCallerOnBothHandshakes(t *testing.T) {
 	for _, pv := range []string{"2025-06-18", "2025-11-25", ""} {
 		t.Run("protocol "+pv, func(t *testing.T) {
 			t.Parallel()
-			pol := &policyDouble{decision: policies.Decision{Outcome: policies.Allow}}
-			cs := connectClient(t, New(nil, &Options{Policy: pol}), pv)
+			pol := &policiestest.Enforcer{Outcome: policies.Outcome{Decision: policies.Allow}}
+			cs := connectClient(t, New(nil, &Options{Enforcer: pol}), pv)
 			if _, err := cs.CallTool(context.Background(), toolParams(ToolEventsPoll, nil)); err != nil {
 				t.Fatal(err)
 			}
@@ -271,7 +246,7 @@ func TestCallerOnBothHandshakes(t *testing.T) {
 			if got := len(tools.Tools); got != 9 {
 				t.Errorf("%d tools listed", got)
 			}
-			if s := pol.seen(); len(s) != 1 || s[0].Caller != (policies.Caller{Name: "hook-test", Version: "9.9"}) {
+			if s := pol.Calls(); len(s) != 1 || s[0].Caller != (policies.Caller{Name: "hook-test", Version: "9.9"}) {
 				t.Errorf("policy saw %+v", s)
 			}
 		})

@@ -60,7 +60,7 @@ func reduce(v any) any {
 // 1000-entry queue, Claude channel mode off.
 func TestGap(t *testing.T) {
 	t.Parallel()
-	b := New(nil, &Options{Policy: allowAll(), ClaudeChannelMode: ChannelOff})
+	b := New(nil, &Options{Enforcer: allowAll(), ClaudeChannelMode: ChannelOff})
 	c := startBridge(t, b)
 	init := c.call(1, "initialize", map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{},
 		"clientInfo": map[string]any{"name": "oc-capture", "version": "0"}})
@@ -238,7 +238,7 @@ func TestEventsWaitOverMCP(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			b := New(nil, &Options{Policy: allowAll()})
+			b := New(nil, &Options{Enforcer: allowAll()})
 			cs := connectClient(t, b, "")
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()

@@ -58,7 +58,7 @@ func TestRealGatewayApprovalRoute(t *testing.T) {
 		t.Logf("control-UI-shaped connection hello: %.300s", ui.Hello())
 	}
 
-	agent := startGatewayBridge(t, gw, id, nil, Options{Policy: approvalPolicy{tool: ToolEventsPoll}}, nil)
+	agent := startGatewayBridge(t, gw, id, nil, Options{Enforcer: approvalPolicy(ToolEventsPoll, 0)}, nil)
 	waiting := callAsync(tctx(t), agent.cs, ToolEventsPoll)
 	aid := openApprovalID(t, agent.cs, ToolEventsPoll)
 	t.Logf("our main connection lists approval %s", aid)
@@ -90,7 +90,7 @@ func TestRealGatewayApprovalRoute(t *testing.T) {
 		t.Fatalf("approved call: %v %q", r.err, resultText(r.res))
 	}
 
-	short := startGatewayBridge(t, gw, id, nil, Options{Policy: approvalPolicy{tool: ToolEventsPoll, timeoutMs: 1500}}, nil)
+	short := startGatewayBridge(t, gw, id, nil, Options{Enforcer: approvalPolicy(ToolEventsPoll, 1500)}, nil)
 	res := call(t, short.cs, tctx(t), ToolEventsPoll, nil)
 	t.Logf("expiry: %s", resultText(res))
 	if !res.IsError || !strings.Contains(resultText(res), "expired after") {
@@ -101,7 +101,7 @@ func TestRealGatewayApprovalRoute(t *testing.T) {
 		ui.Close()
 	}
 	time.Sleep(200 * time.Millisecond) // let the Gateway drop the viewer before the next request
-	unseen := startGatewayBridge(t, gw, id, newIdentity(t), Options{Policy: approvalPolicy{tool: ToolEventsPoll}}, nil)
+	unseen := startGatewayBridge(t, gw, id, newIdentity(t), Options{Enforcer: approvalPolicy(ToolEventsPoll, 0)}, nil)
 	res = call(t, unseen.cs, tctx(t), ToolEventsPoll, nil)
 	t.Logf("raised by another device: %s", resultText(res))
 	raw, _ := json.Marshal(unseen.audit.Find(AuditRouteGateway))

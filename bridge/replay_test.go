@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/openclaw-go/openclaw/internal/jsonw"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/openclaw-go/openclaw/internal/jsonw"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -544,7 +545,7 @@ func TestGoldenTranscripts(t *testing.T) {
 			t.Parallel()
 			dir := filepath.Join(fixtures, tt.name)
 			g := newReplayGateway(t, dir)
-			opts := &Options{Policy: allowAll()}
+			opts := &Options{Enforcer: allowAll()}
 			if !tt.now.IsZero() {
 				opts.Now = func() time.Time { return tt.now }
 			}

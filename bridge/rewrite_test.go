@@ -7,20 +7,17 @@ import (
 	"testing"
 
 	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 )
 
-// rewriteHook is a before_tool_call module that allows every call with
-// fixed arguments ("" keeps them).
-type rewriteHook struct{ args string }
-
-func (rewriteHook) Name() string { return "redact" }
-
-func (h rewriteHook) BeforeToolCall(context.Context, *policies.ToolCall) (policies.Verdict, error) {
-	v := policies.Verdict{Decision: policies.Allow}
-	if h.args != "" {
-		v.Arguments = json.RawMessage(h.args)
+// rewriteHook is a before_tool_call module "redact" that allows every call
+// with fixed arguments ("" keeps them).
+func rewriteHook(args string) *policiestest.BeforeToolCallHook {
+	h := &policiestest.BeforeToolCallHook{Module: "redact"}
+	if args != "" {
+		h.Verdict.Arguments = json.RawMessage(args)
 	}
-	return v, nil
+	return h
 }
 
 // auditLines decodes a JSONL audit log.
@@ -97,10 +94,10 @@ func TestRewriteAudited(t *testing.T) {
 			rules, _ := rulesChain(t, `{"default":"allow","rules":[]}`)
 			log := &syncBuffer{}
 			audit := policies.NewAuditLog(log)
-			chain := policies.NewChain([]policies.ChainEntry{{Hook: rules.Modules()[0].Hook}, {Hook: rewriteHook{tt.rewrite}}},
+			chain := policies.NewChain([]policies.ChainEntry{{Hook: rules.Modules()[0].Hook}, {Hook: rewriteHook(tt.rewrite)}},
 				&policies.ChainOptions{Audit: audit})
 			gw := &fixtureGateway{t: t}
-			cs := connectClient(t, New(gw, &Options{Policy: chain, Audit: audit}), "2025-11-25")
+			cs := connectClient(t, New(gw, &Options{Enforcer: chain, Audit: audit}), "2025-11-25")
 			res := call(t, cs, context.Background(), tt.tool, tt.args)
 			if got := resultText(res); !strings.HasPrefix(got, tt.wantText) || res.IsError != tt.wantError {
 				t.Errorf("result = %q (isError %v), want %q… (isError %v)", got, res.IsError, tt.wantText, tt.wantError)

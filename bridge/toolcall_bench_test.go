@@ -6,6 +6,7 @@ import (
 
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/builtin"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 	"github.com/openclaw-go/openclaw/policies/wasmpolicy"
 )
 
@@ -25,12 +26,12 @@ func BenchmarkToolCall(b *testing.B) {
 		name string
 		enf  policies.Enforcer
 	}{
-		{"native-allow", &policyDouble{decision: policies.Decision{Outcome: policies.Allow}}},
+		{"native-allow", &policiestest.Enforcer{Outcome: policies.Outcome{Decision: policies.Allow}}},
 		{"rules-wasm", policies.NewChain([]policies.ChainEntry{{Hook: rules}}, nil)},
 	} {
 		for _, tool := range []string{ToolEventsPoll, ToolConversationsList} {
 			b.Run(tool+"/"+pol.name, func(b *testing.B) {
-				br := New(&fixtureGateway{t: b}, &Options{Policy: pol.enf})
+				br := New(&fixtureGateway{t: b}, &Options{Enforcer: pol.enf})
 				cs := connectClient(b, br, "2025-11-25")
 				params := toolParams(tool, map[string]any{})
 				b.ResetTimer()

@@ -222,7 +222,7 @@ func (b *Bridge) callTool(ctx context.Context, req *mcp.CallToolRequest, spec *t
 		call.Caller = policies.Caller{Name: ci.Name, Version: ci.Version}
 	}
 	d := b.policy.BeforeToolCall(ctx, call)
-	switch d.Outcome {
+	switch d.Decision {
 	case policies.Allow:
 	case policies.Block:
 		return errorResult(d.Message())
@@ -231,7 +231,7 @@ func (b *Bridge) callTool(ctx context.Context, req *mcp.CallToolRequest, spec *t
 			return res
 		}
 	default:
-		return errorResult(fmt.Sprintf("blocked: policy returned the unknown outcome %q", d.Outcome))
+		return errorResult(fmt.Sprintf("blocked: policy returned the unknown outcome %q", d.Decision))
 	}
 	if len(d.Arguments) > 0 && string(d.Arguments) != string(call.Arguments) {
 		seen := a
@@ -278,11 +278,11 @@ const AuditDecisionRewrite = "rewrite"
 // rewrite passes to the next module), so otherwise the message says "a
 // before_tool_call module" and the chain's audit records list the modules
 // that ran.
-func rewriter(d *policies.Decision) string {
+func rewriter(d *policies.Outcome) string {
 	if d.RewrittenBy != "" {
 		return fmt.Sprintf("policy %q", d.RewrittenBy)
 	}
-	if d.Module != "" && d.Outcome == policies.Allow {
+	if d.Module != "" && d.Decision == policies.Allow {
 		return fmt.Sprintf("policy %q", d.Module)
 	}
 	return "a before_tool_call module"

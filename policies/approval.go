@@ -95,11 +95,11 @@ type ApprovalVerdict struct {
 	TTLMs    int64            `json:"ttl_ms,omitempty"`
 }
 
-// ApprovalDecider is a policy module serving decide_approval. Name is the
+// DecideApprovalHook is a policy module serving decide_approval. Name is the
 // module's configured name. DecideApproval returns an error when the module
 // failed; the chain then denies (fail closed). Implementations are safe for
 // concurrent use.
-type ApprovalDecider interface {
+type DecideApprovalHook interface {
 	Name() string
 	DecideApproval(ctx context.Context, req *ApprovalRequest) (ApprovalVerdict, error)
 }
@@ -107,8 +107,8 @@ type ApprovalDecider interface {
 // ApprovalEntry is one module of an [ApprovalChain] with its mode (""
 // means Enforce).
 type ApprovalEntry struct {
-	Decider ApprovalDecider
-	Mode    Mode
+	Hook DecideApprovalHook
+	Mode Mode
 }
 
 // ApprovalOutcome is the combined answer of an [ApprovalChain]. Module
@@ -126,9 +126,9 @@ type ApprovalOutcome struct {
 // [ApprovalMemory] of earlier allow-always decisions.
 const MemoryModule = "approval-memory"
 
-// ErrInvalidApproval is wrapped when a module answers a decision that is
+// ErrInvalidApprovalVerdict is wrapped when a module answers a decision that is
 // not allow-once, allow-always, deny or ask, or a negative TTL.
-var ErrInvalidApproval = errors.New("policies: invalid approval verdict")
+var ErrInvalidApprovalVerdict = errors.New("policies: invalid approval verdict")
 
 // ApprovalChainOptions configure an [ApprovalChain]. The zero value is
 // usable: no audit log, the wall clock, no memory.
@@ -177,15 +177,15 @@ func (c *ApprovalChain) DecideApproval(ctx context.Context, req *ApprovalRequest
 	out := ApprovalOutcome{Decision: Ask}
 	decided := false
 	for _, e := range c.entries {
-		name := e.Decider.Name()
+		name := e.Hook.Name()
 		start := c.now()
-		v, err := e.Decider.DecideApproval(ctx, req)
+		v, err := e.Hook.DecideApproval(ctx, req)
 		if err == nil {
 			switch {
 			case !v.Decision.Valid():
-				err = fmt.Errorf("%w: unknown decision %q", ErrInvalidApproval, v.Decision)
+				err = fmt.Errorf("%w: unknown decision %q", ErrInvalidApprovalVerdict, v.Decision)
 			case v.TTLMs < 0:
-				err = fmt.Errorf("%w: negative ttl_ms %d", ErrInvalidApproval, v.TTLMs)
+				err = fmt.Errorf("%w: negative ttl_ms %d", ErrInvalidApprovalVerdict, v.TTLMs)
 			}
 		}
 		if err != nil {

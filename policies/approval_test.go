@@ -11,21 +11,11 @@ import (
 	"time"
 
 	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 )
 
-type fixedDecider struct {
-	name string
-	v    policies.ApprovalVerdict
-	err  error
-}
-
-func (f fixedDecider) Name() string { return f.name }
-func (f fixedDecider) DecideApproval(context.Context, *policies.ApprovalRequest) (policies.ApprovalVerdict, error) {
-	return f.v, f.err
-}
-
 func dec(name string, d policies.ApprovalDecision, ttl int64) policies.ApprovalEntry {
-	return policies.ApprovalEntry{Decider: fixedDecider{name: name, v: policies.ApprovalVerdict{Decision: d, Reason: name + " says " + string(d), TTLMs: ttl}}}
+	return policies.ApprovalEntry{Hook: &policiestest.DecideApprovalHook{Module: name, Verdict: policies.ApprovalVerdict{Decision: d, Reason: name + " says " + string(d), TTLMs: ttl}}}
 }
 
 func TestApprovalChainCombination(t *testing.T) {
@@ -43,14 +33,14 @@ func TestApprovalChainCombination(t *testing.T) {
 		{"ask beats allow", []policies.ApprovalEntry{dec("a", policies.AllowAlways, 0), dec("b", policies.Ask, 5000)}, policies.Ask, "b", 5 * time.Second},
 		{"allow-once beats allow-always", []policies.ApprovalEntry{dec("a", policies.AllowAlways, 0), dec("b", policies.AllowOnce, 0)}, policies.AllowOnce, "b", 0},
 		{"deny beats all and stops", []policies.ApprovalEntry{dec("a", policies.Ask, 0), dec("b", policies.Deny, 0),
-			{Decider: fixedDecider{name: "c", err: errors.New("never called")}}}, policies.Deny, "b", 0},
+			{Hook: &policiestest.DecideApprovalHook{Module: "c", Err: errors.New("never called")}}}, policies.Deny, "b", 0},
 		{"first of equals decides", []policies.ApprovalEntry{dec("a", policies.Ask, 1000), dec("b", policies.Ask, 2000)}, policies.Ask, "a", time.Second},
 		{"audit mode does not decide", []policies.ApprovalEntry{dec("a", policies.AllowOnce, 0),
-			{Decider: fixedDecider{name: "trial", v: policies.ApprovalVerdict{Decision: policies.Deny}}, Mode: policies.AuditOnly}}, policies.AllowOnce, "a", 0},
+			{Hook: &policiestest.DecideApprovalHook{Module: "trial", Verdict: policies.ApprovalVerdict{Decision: policies.Deny}}, Mode: policies.AuditOnly}}, policies.AllowOnce, "a", 0},
 		{"a failing module denies", []policies.ApprovalEntry{dec("a", policies.AllowOnce, 0),
-			{Decider: fixedDecider{name: "broken", err: errors.New("trap")}}}, policies.Deny, "broken", 0},
-		{"an unknown decision denies", []policies.ApprovalEntry{{Decider: fixedDecider{name: "liar", v: policies.ApprovalVerdict{Decision: "yes"}}}}, policies.Deny, "liar", 0},
-		{"a negative ttl denies", []policies.ApprovalEntry{{Decider: fixedDecider{name: "liar", v: policies.ApprovalVerdict{Decision: policies.Ask, TTLMs: -1}}}}, policies.Deny, "liar", 0},
+			{Hook: &policiestest.DecideApprovalHook{Module: "broken", Err: errors.New("trap")}}}, policies.Deny, "broken", 0},
+		{"an unknown decision denies", []policies.ApprovalEntry{{Hook: &policiestest.DecideApprovalHook{Module: "liar", Verdict: policies.ApprovalVerdict{Decision: "yes"}}}}, policies.Deny, "liar", 0},
+		{"a negative ttl denies", []policies.ApprovalEntry{{Hook: &policiestest.DecideApprovalHook{Module: "liar", Verdict: policies.ApprovalVerdict{Decision: policies.Ask, TTLMs: -1}}}}, policies.Deny, "liar", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -63,8 +63,8 @@ var ErrInvalidVerdict = errors.New("policies: invalid verdict")
 
 // BeforeToolCall runs the chain for one call. It never returns an error: a
 // failing module is a block whose reason names the module and the failure.
-func (c *Chain) BeforeToolCall(ctx context.Context, call *ToolCall) Decision {
-	d := Decision{Outcome: Allow, Arguments: call.Arguments}
+func (c *Chain) BeforeToolCall(ctx context.Context, call *ToolCall) Outcome {
+	d := Outcome{Decision: Allow, Arguments: call.Arguments}
 	cur := *call
 	for _, e := range c.entries {
 		name := e.Hook.Name()
@@ -78,7 +78,7 @@ func (c *Chain) BeforeToolCall(ctx context.Context, call *ToolCall) Decision {
 			// module.)
 			v = Verdict{Decision: Block, Reason: "the call was cancelled before the policy decided"}
 			c.recordDecision(&cur, name, e.Mode, DecisionCancelled, v.Reason, ctx.Err(), start)
-			return Decision{Outcome: Block, Reason: v.Reason, Module: name, Arguments: d.Arguments}
+			return Outcome{Decision: Block, Reason: v.Reason, Module: name, Arguments: d.Arguments}
 		}
 		if err == nil && !v.Decision.Valid() {
 			err = fmt.Errorf("%w: unknown decision %q", ErrInvalidVerdict, v.Decision)
@@ -99,11 +99,11 @@ func (c *Chain) BeforeToolCall(ctx context.Context, call *ToolCall) Decision {
 			d.Arguments = v.Arguments
 			d.RewrittenBy = name
 		}
-		if v.Decision.rank() > d.Outcome.rank() {
-			d = Decision{Outcome: v.Decision, Reason: v.Reason, Module: name, Title: v.Title,
+		if v.Decision.rank() > d.Decision.rank() {
+			d = Outcome{Decision: v.Decision, Reason: v.Reason, Module: name, Title: v.Title,
 				Description: v.Description, TimeoutMs: v.TimeoutMs, Arguments: d.Arguments, RewrittenBy: d.RewrittenBy}
 		}
-		if d.Outcome == Block {
+		if d.Decision == Block {
 			break
 		}
 	}

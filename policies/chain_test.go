@@ -34,7 +34,7 @@ func TestChainCombination(t *testing.T) {
 	tests := []struct {
 		name    string
 		entries []ChainEntry
-		want    Outcome
+		want    Decision
 		module  string
 	}{
 		{"empty allows", nil, Allow, ""},
@@ -52,8 +52,8 @@ func TestChainCombination(t *testing.T) {
 			log := NewAuditLog(&buf)
 			d := NewChain(tt.entries, &ChainOptions{Audit: log}).BeforeToolCall(context.Background(),
 				&ToolCall{Surface: SurfaceServe, Tool: ToolRef{Name: "t"}, Arguments: json.RawMessage(`{"x":1}`)})
-			if d.Outcome != tt.want || d.Module != tt.module {
-				t.Fatalf("got %s by %q (%s), want %s by %q", d.Outcome, d.Module, d.Reason, tt.want, tt.module)
+			if d.Decision != tt.want || d.Module != tt.module {
+				t.Fatalf("got %s by %q (%s), want %s by %q", d.Decision, d.Module, d.Reason, tt.want, tt.module)
 			}
 			if n := strings.Count(buf.String(), "\n"); n != len(tt.entries) && tt.want != Block {
 				t.Fatalf("audit lines = %d, want %d", n, len(tt.entries))
@@ -85,7 +85,7 @@ func TestChainStopsAtFirstBlockAndPassesRewrites(t *testing.T) {
 	never := fixed{name: "never", err: errors.New("must not run")}
 	d = NewChain([]ChainEntry{{Hook: fixed{name: "c", v: Verdict{Decision: Block}}}, {Hook: never}},
 		&ChainOptions{Audit: NewAuditLog(&buf)}).BeforeToolCall(context.Background(), &ToolCall{})
-	if d.Outcome != Block || strings.Contains(buf.String(), "never") {
+	if d.Decision != Block || strings.Contains(buf.String(), "never") {
 		t.Fatalf("chain did not stop at first block: %+v, audit %s", d, buf.String())
 	}
 	if got := d.Message(); got != `blocked by policy "c"` {
@@ -109,7 +109,7 @@ func TestChainCancelledIsNotAModuleFailure(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	d := NewChain([]ChainEntry{{Hook: ctxHook{}}}, &ChainOptions{Audit: NewAuditLog(&buf)}).BeforeToolCall(ctx, &ToolCall{Tool: ToolRef{Name: "t"}})
-	if d.Outcome != Block || strings.Contains(d.Reason, "failed") {
+	if d.Decision != Block || strings.Contains(d.Reason, "failed") {
 		t.Fatalf("decision %+v", d)
 	}
 	var rec AuditRecord

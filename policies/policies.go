@@ -23,11 +23,20 @@
 // remembered by an [ApprovalMemory]). docs/policy-abi.md §6 and
 // docs/tool-names.md describe them.
 //
+// Each hook point has the same vocabulary. A hook's answer is a decision
+// ([Decision], [ApprovalDecision]); one module answers a verdict
+// ([Verdict], [ApprovalVerdict]) through the interface named after its
+// hook ([BeforeToolCallHook], [DecideApprovalHook],
+// [SanitizeToolNamesHook]); a chain combines them into an outcome
+// ([Outcome], [ApprovalOutcome]) and is what a surface holds: an
+// [Enforcer], an [ApprovalDecider], a [Sanitizer] (whose modules and chain
+// answer the same [SanitizeResult]).
+//
 // Usage sketch:
 //
 //	chain := policies.NewChain([]policies.ChainEntry{{Hook: rules}}, &policies.ChainOptions{Audit: policies.NewAuditLog(f)})
-//	d := chain.BeforeToolCall(ctx, &policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: "messages_send"}})
-//	if d.Outcome != policies.Allow { /* refuse with d.Reason */ }
+//	out := chain.BeforeToolCall(ctx, &policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: "messages_send"}})
+//	if out.Decision != policies.Allow { /* refuse with out.Message() */ }
 package policies
 
 import (
@@ -79,13 +88,14 @@ func RequesterKey(sessionKey string, c Caller) string {
 	return ""
 }
 
-// ToolRef names the tool being called: Name is the exposed name, Server and
-// Original the upstream server and tool name where the tool was imported
-// (empty for the bridge's own tools).
+// ToolRef names the tool being called: Name is the exposed name; Server and
+// RawName are the raw server name and the raw tool name (the server's own
+// name of the tool, `tool.original` on the wire) where the tool was
+// imported, empty for the bridge's own tools (docs/tool-names.md).
 type ToolRef struct {
-	Name     string `json:"name"`
-	Server   string `json:"server,omitempty"`
-	Original string `json:"original,omitempty"`
+	Name    string `json:"name"`
+	Server  string `json:"server,omitempty"`
+	RawName string `json:"original,omitempty"`
 }
 
 // ToolCall is the input of before_tool_call.
@@ -97,19 +107,20 @@ type ToolCall struct {
 	Arguments  json.RawMessage `json:"arguments,omitempty"`
 }
 
-// Outcome is a before_tool_call decision.
-type Outcome string
+// Decision is a before_tool_call answer: the `decision` of a module's
+// [Verdict] and of a chain's [Outcome].
+type Decision string
 
-// The before_tool_call outcomes.
+// The before_tool_call decisions.
 const (
-	Allow           Outcome = "allow"
-	Block           Outcome = "block"
-	RequireApproval Outcome = "require_approval"
+	Allow           Decision = "allow"
+	Block           Decision = "block"
+	RequireApproval Decision = "require_approval"
 )
 
-// rank orders outcomes for combination: block > require_approval > allow.
-func (o Outcome) rank() int {
-	switch o {
+// rank orders decisions for combination: block > require_approval > allow.
+func (d Decision) rank() int {
+	switch d {
 	case Allow:
 		return 0
 	case RequireApproval:
@@ -119,14 +130,14 @@ func (o Outcome) rank() int {
 	}
 }
 
-// Valid reports whether o is one of the three outcomes.
-func (o Outcome) Valid() bool { return o == Allow || o == Block || o == RequireApproval }
+// Valid reports whether d is one of the three decisions.
+func (d Decision) Valid() bool { return d == Allow || d == Block || d == RequireApproval }
 
 // Verdict is one module's answer to before_tool_call. Title, Description and
 // TimeoutMs describe the approval a require_approval asks for; Arguments,
 // when set, replaces the call's arguments for later modules and the tool.
 type Verdict struct {
-	Decision    Outcome         `json:"decision"`
+	Decision    Decision        `json:"decision"`
 	Reason      string          `json:"reason,omitempty"`
 	Title       string          `json:"title,omitempty"`
 	Description string          `json:"description,omitempty"`
@@ -143,18 +154,38 @@ type BeforeToolCallHook interface {
 	BeforeToolCall(ctx context.Context, call *ToolCall) (Verdict, error)
 }
 
-// Enforcer is what a surface needs from the policy layer: one combined
-// decision per tool call. [*Chain] implements it.
+// Enforcer is what a surface needs from the policy layer for
+// before_tool_call: one combined [Outcome] per tool call. [*Chain] and the
+// policy engine (policies/engine.Engine) implement it.
 type Enforcer interface {
-	BeforeToolCall(ctx context.Context, call *ToolCall) Decision
+	BeforeToolCall(ctx context.Context, call *ToolCall) Outcome
 }
 
-// Decision is the combined answer of a chain. Module names the module whose
+// Sanitizer is what a surface needs from the policy layer for
+// sanitize_tool_names: the exposed names of a whole catalog, validated
+// against the request ([ValidateSanitized]), or an error (a
+// [*SanitizeError] naming the module; the catalog build then fails, and no
+// name is exposed that a module did not answer). [*SanitizeChain] and the
+// policy engine (policies/engine.Engine) implement it.
+type Sanitizer interface {
+	SanitizeToolNames(ctx context.Context, req *SanitizeRequest) (*SanitizeResult, error)
+}
+
+// ApprovalDecider is what a surface needs from the policy layer for
+// decide_approval: one combined [ApprovalOutcome] per approval request
+// (deny > ask > allow-once > allow-always; a failing module denies).
+// [*ApprovalChain] and the policy engine (policies/engine.Engine)
+// implement it.
+type ApprovalDecider interface {
+	DecideApproval(ctx context.Context, req *ApprovalRequest) ApprovalOutcome
+}
+
+// Outcome is the combined answer of a [Chain]. Module names the module whose
 // verdict decided (empty for an allow by every module, or for an empty
 // chain); Arguments are the arguments to call the tool with (the input's,
 // unless a module rewrote them).
-type Decision struct {
-	Outcome     Outcome
+type Outcome struct {
+	Decision    Decision
 	Reason      string
 	Module      string
 	Title       string
@@ -166,15 +197,15 @@ type Decision struct {
 	RewrittenBy string
 }
 
-// Message is the text a surface shows the caller for a decision that is not
+// Message is the text a surface shows the caller for an outcome that is not
 // an allow: `blocked by policy "rules": writes are disabled`.
-func (d Decision) Message() string {
+func (o Outcome) Message() string {
 	what := "blocked"
-	if d.Outcome == RequireApproval {
+	if o.Decision == RequireApproval {
 		what = "approval required"
 	}
-	if d.Reason == "" {
-		return fmt.Sprintf("%s by policy %q", what, d.Module)
+	if o.Reason == "" {
+		return fmt.Sprintf("%s by policy %q", what, o.Module)
 	}
-	return fmt.Sprintf("%s by policy %q: %s", what, d.Module, d.Reason)
+	return fmt.Sprintf("%s by policy %q: %s", what, o.Module, o.Reason)
 }

@@ -86,11 +86,11 @@ type SanitizeResult struct {
 	Servers []SanitizedServer `json:"servers"`
 }
 
-// Sanitizer is a policy module serving sanitize_tool_names. Name is the
+// SanitizeToolNamesHook is a policy module serving sanitize_tool_names. Name is the
 // module's configured name. SanitizeToolNames returns an error when the
 // module failed; the catalog build then fails (never exposing an
 // unsanitized name). Implementations are safe for concurrent use.
-type Sanitizer interface {
+type SanitizeToolNamesHook interface {
 	Name() string
 	SanitizeToolNames(ctx context.Context, req *SanitizeRequest) (*SanitizeResult, error)
 }
@@ -226,9 +226,9 @@ func ValidateSanitized(module string, req *SanitizeRequest, res *SanitizeResult)
 
 // SanitizerEntry is one module of a [SanitizeChain] with its mode (""
 // means Enforce).
-type SanitizerEntry struct {
-	Sanitizer Sanitizer
-	Mode      Mode
+type SanitizeEntry struct {
+	Hook SanitizeToolNamesHook
+	Mode Mode
 }
 
 // SanitizeChain runs sanitize_tool_names modules in order. Each module in
@@ -241,15 +241,15 @@ type SanitizerEntry struct {
 // sanitizer did not answer and the host did not validate. It is safe for
 // concurrent use.
 type SanitizeChain struct {
-	entries []SanitizerEntry
+	entries []SanitizeEntry
 	audit   AuditSink
 	now     func() time.Time
 }
 
 // NewSanitizeChain returns a chain over entries, which are copied. opts
 // may be nil (no audit log, the wall clock).
-func NewSanitizeChain(entries []SanitizerEntry, opts *ChainOptions) *SanitizeChain {
-	c := &SanitizeChain{entries: append([]SanitizerEntry(nil), entries...), now: time.Now}
+func NewSanitizeChain(entries []SanitizeEntry, opts *ChainOptions) *SanitizeChain {
+	c := &SanitizeChain{entries: append([]SanitizeEntry(nil), entries...), now: time.Now}
 	if opts != nil {
 		c.audit = opts.Audit
 		if opts.Now != nil {
@@ -264,7 +264,7 @@ func NewSanitizeChain(entries []SanitizerEntry, opts *ChainOptions) *SanitizeCha
 func (c *SanitizeChain) SanitizeToolNames(ctx context.Context, req *SanitizeRequest) (*SanitizeResult, error) {
 	var final *SanitizeResult
 	for _, e := range c.entries {
-		name := e.Sanitizer.Name()
+		name := e.Hook.Name()
 		mode := e.Mode
 		if mode == "" {
 			mode = Enforce
@@ -275,7 +275,7 @@ func (c *SanitizeChain) SanitizeToolNames(ctx context.Context, req *SanitizeRequ
 			in.Proposed = final.Servers
 		}
 		start := c.now()
-		res, err := e.Sanitizer.SanitizeToolNames(ctx, &in)
+		res, err := e.Hook.SanitizeToolNames(ctx, &in)
 		if err != nil {
 			var se *SanitizeError
 			if !errors.As(err, &se) {

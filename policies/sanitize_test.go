@@ -8,21 +8,8 @@ import (
 	"time"
 
 	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 )
-
-// fixedSanitizer answers a fixed result or error and records its input.
-type fixedSanitizer struct {
-	name string
-	res  *policies.SanitizeResult
-	err  error
-	got  *policies.SanitizeRequest
-}
-
-func (f *fixedSanitizer) Name() string { return f.name }
-func (f *fixedSanitizer) SanitizeToolNames(_ context.Context, req *policies.SanitizeRequest) (*policies.SanitizeResult, error) {
-	f.got = req
-	return f.res, f.err
-}
 
 // recorder is an AuditSink keeping records in memory.
 type recorder struct{ recs []policies.AuditRecord }
@@ -100,8 +87,8 @@ func TestSanitizeChain(t *testing.T) {
 	t.Run("a failing module fails the build, naming it", func(t *testing.T) {
 		t.Parallel()
 		rec := &recorder{}
-		bad := &fixedSanitizer{name: "bad", err: errors.New("trap")}
-		_, err := policies.NewSanitizeChain([]policies.SanitizerEntry{{Sanitizer: &fixedSanitizer{name: "a", res: good()}}, {Sanitizer: bad}},
+		bad := &policiestest.Sanitizer{Module: "bad", Err: errors.New("trap")}
+		_, err := policies.NewSanitizeChain([]policies.SanitizeEntry{{Hook: &policiestest.Sanitizer{Module: "a", Result: good()}}, {Hook: bad}},
 			&policies.ChainOptions{Audit: rec, Now: clock}).SanitizeToolNames(ctx, sanReq)
 		var se *policies.SanitizeError
 		if !errors.As(err, &se) || se.Module != "bad" || err.Error() != `sanitize_tool_names: module "bad": trap` {
@@ -118,7 +105,7 @@ func TestSanitizeChain(t *testing.T) {
 		t.Parallel()
 		res := good()
 		res.Servers[1].Tools[0].Name = "web fetch"
-		_, err := policies.NewSanitizeChain([]policies.SanitizerEntry{{Sanitizer: &fixedSanitizer{name: "liar", res: res}}}, nil).SanitizeToolNames(ctx, sanReq)
+		_, err := policies.NewSanitizeChain([]policies.SanitizeEntry{{Hook: &policiestest.Sanitizer{Module: "liar", Result: res}}}, nil).SanitizeToolNames(ctx, sanReq)
 		if !errors.Is(err, policies.ErrInvalidNames) || !strings.Contains(err.Error(), `module "liar": server "web" tool "fetch"`) {
 			t.Fatalf("got %v", err)
 		}
@@ -127,14 +114,14 @@ func TestSanitizeChain(t *testing.T) {
 		t.Parallel()
 		second := good()
 		second.Servers[1].Tools[0].Name = "web__get"
-		b := &fixedSanitizer{name: "b", res: second}
-		a := &fixedSanitizer{name: "a", res: good()}
-		got, err := policies.NewSanitizeChain([]policies.SanitizerEntry{{Sanitizer: a}, {Sanitizer: b}}, nil).SanitizeToolNames(ctx, sanReq)
+		b := &policiestest.Sanitizer{Module: "b", Result: second}
+		a := &policiestest.Sanitizer{Module: "a", Result: good()}
+		got, err := policies.NewSanitizeChain([]policies.SanitizeEntry{{Hook: a}, {Hook: b}}, nil).SanitizeToolNames(ctx, sanReq)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a.got.Proposed != nil || len(b.got.Proposed) != 2 || b.got.Proposed[1].Tools[0].Name != "web__fetch" {
-			t.Fatalf("proposals: a %v, b %v", a.got.Proposed, b.got.Proposed)
+		if ag, bg := a.Requests()[0], b.Requests()[0]; ag.Proposed != nil || len(bg.Proposed) != 2 || bg.Proposed[1].Tools[0].Name != "web__fetch" {
+			t.Fatalf("proposals: a %v, b %v", ag.Proposed, bg.Proposed)
 		}
 		if got.Servers[1].Tools[0].Name != "web__get" {
 			t.Fatalf("got %+v, want the last module's names", got)
@@ -143,9 +130,9 @@ func TestSanitizeChain(t *testing.T) {
 	t.Run("audit mode is recorded, never decides nor fails", func(t *testing.T) {
 		t.Parallel()
 		rec := &recorder{}
-		got, err := policies.NewSanitizeChain([]policies.SanitizerEntry{
-			{Sanitizer: &fixedSanitizer{name: "a", res: good()}},
-			{Sanitizer: &fixedSanitizer{name: "trial", err: errors.New("boom")}, Mode: policies.AuditOnly},
+		got, err := policies.NewSanitizeChain([]policies.SanitizeEntry{
+			{Hook: &policiestest.Sanitizer{Module: "a", Result: good()}},
+			{Hook: &policiestest.Sanitizer{Module: "trial", Err: errors.New("boom")}, Mode: policies.AuditOnly},
 		}, &policies.ChainOptions{Audit: rec}).SanitizeToolNames(ctx, sanReq)
 		if err != nil || got.Servers[0].Tools[0].Name != "files__read" {
 			t.Fatalf("got %+v, %v", got, err)

@@ -16,23 +16,23 @@ import (
 
 	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 	"github.com/openclaw-go/openclaw/runtime"
 )
 
-// blocker is a before_tool_call module that blocks tools whose original
-// name is "reset" and asks approval for "guarded".
-type blocker struct{}
-
-func (blocker) Name() string { return "blocker" }
-
-func (blocker) BeforeToolCall(_ context.Context, call *policies.ToolCall) (policies.Verdict, error) {
-	switch call.Tool.Original {
-	case "reset":
-		return policies.Verdict{Decision: policies.Block, Reason: "resets are disabled"}, nil
-	case "guarded":
-		return policies.Verdict{Decision: policies.RequireApproval, Title: "guarded?"}, nil
-	}
-	return policies.Verdict{Decision: policies.Allow}, nil
+// blocker is a before_tool_call module "blocker" that blocks tools whose
+// raw name is "reset" and asks approval for "guarded".
+func blocker() *policiestest.BeforeToolCallHook {
+	return &policiestest.BeforeToolCallHook{Module: "blocker",
+		Decide: func(_ context.Context, call *policies.ToolCall) (policies.Verdict, error) {
+			switch call.Tool.RawName {
+			case "reset":
+				return policies.Verdict{Decision: policies.Block, Reason: "resets are disabled"}, nil
+			case "guarded":
+				return policies.Verdict{Decision: policies.RequireApproval, Title: "guarded?"}, nil
+			}
+			return policies.Verdict{Decision: policies.Allow}, nil
+		}}
 }
 
 // httpFixture is a proxy over one in-process upstream server (tools echo,
@@ -93,11 +93,11 @@ func newHTTPFixture(t testing.TB, opts HTTPOptions) *httpFixture {
 
 	f.metrics = NewMetrics()
 	sess, err := runtime.New([]runtime.Server{{Name: "up", Transport: upClient}}, &runtime.Options{
-		Enforcer:  f.metrics.Enforcer(callerLog{f, policies.NewChain([]policies.ChainEntry{{Hook: blocker{}}}, nil)}),
+		Enforcer:  f.metrics.Enforcer(callerLog{f, policies.NewChain([]policies.ChainEntry{{Hook: blocker()}}, nil)}),
 		Surface:   policies.SurfaceProxy,
-		Sanitizer: joinNamer{},
+		Sanitizer: &policiestest.Sanitizer{},
 		// The human approves when the arguments say yes.
-		Approve: f.metrics.Approve(func(_ context.Context, req *runtime.ApprovalRequest) (bool, error) {
+		AskHuman: f.metrics.AskHuman(func(_ context.Context, req *runtime.ApprovalRequest) (bool, error) {
 			return strings.Contains(string(req.Arguments), "yes"), nil
 		}),
 	})
@@ -163,7 +163,7 @@ type callerLog struct {
 	next policies.Enforcer
 }
 
-func (c callerLog) BeforeToolCall(ctx context.Context, call *policies.ToolCall) policies.Decision {
+func (c callerLog) BeforeToolCall(ctx context.Context, call *policies.ToolCall) policies.Outcome {
 	var a struct{ Message string }
 	_ = json.Unmarshal(call.Arguments, &a)
 	c.f.mu.Lock()

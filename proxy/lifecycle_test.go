@@ -36,7 +36,7 @@ func TestDownServerLeavesAndSaysUnavailable(t *testing.T) {
 		return text("pong"), nil
 	})
 	rt := &testkit.Restartable{T: t, Server: up}
-	st := newStack(t, []runtime.Server{{Name: "w", Transport: rt}}, asker{}, "")
+	st := newStack(t, []runtime.Server{{Name: "w", Transport: rt}}, asker(), "")
 	d := &downstream{notify: make(chan string, 64)}
 	cs := st.connect(t, "client", d.clientOptions(false, false))
 	if got := listedNames(t, cs); len(got) != 1 || got[0] != "w__ping" {

@@ -43,7 +43,7 @@ const UnroutedTool = "(unrouted)"
 // open files). It is safe for concurrent use.
 //
 // Wiring, in this order: wrap the runtime's policy interfaces with
-// [Metrics.Enforcer], [Metrics.Approvals] and [Metrics.Approve] (so a block
+// [Metrics.Enforcer], [Metrics.ApprovalDecider] and [Metrics.AskHuman] (so a block
 // is told apart from a tool error), build the runtime session and the
 // [Proxy], then call [Metrics.Instrument]. Serve [Metrics.Handler] on
 // /metrics.
@@ -228,13 +228,13 @@ type countingEnforcer struct {
 	next policies.Enforcer
 }
 
-func (c *countingEnforcer) BeforeToolCall(ctx context.Context, call *policies.ToolCall) policies.Decision {
+func (c *countingEnforcer) BeforeToolCall(ctx context.Context, call *policies.ToolCall) policies.Outcome {
 	d := c.next.BeforeToolCall(ctx, call)
-	c.m.decisions.WithLabelValues(string(policies.HookBeforeToolCall), string(d.Outcome)).Inc()
+	c.m.decisions.WithLabelValues(string(policies.HookBeforeToolCall), string(d.Decision)).Inc()
 	if cm := markOf(ctx); cm != nil {
 		cm.mu.Lock()
 		cm.routed = true
-		switch d.Outcome {
+		switch d.Decision {
 		case policies.Allow:
 		case policies.RequireApproval:
 			cm.approval = true
@@ -246,10 +246,10 @@ func (c *countingEnforcer) BeforeToolCall(ctx context.Context, call *policies.To
 	return d
 }
 
-// Approvals returns d counting its decisions (hook decide_approval) and
+// ApprovalDecider returns d counting its decisions (hook decide_approval) and
 // marking the calls the proxy measures. Hand the result to
-// runtime.Options.Approvals; a nil d gives nil.
-func (m *Metrics) Approvals(d runtime.ApprovalDecider) runtime.ApprovalDecider {
+// runtime.Options.ApprovalDecider; a nil d gives nil.
+func (m *Metrics) ApprovalDecider(d policies.ApprovalDecider) policies.ApprovalDecider {
 	if d == nil {
 		return nil
 	}
@@ -258,7 +258,7 @@ func (m *Metrics) Approvals(d runtime.ApprovalDecider) runtime.ApprovalDecider {
 
 type countingApprovals struct {
 	m    *Metrics
-	next runtime.ApprovalDecider
+	next policies.ApprovalDecider
 }
 
 func (c *countingApprovals) DecideApproval(ctx context.Context, req *policies.ApprovalRequest) policies.ApprovalOutcome {
@@ -278,12 +278,12 @@ func (c *countingApprovals) DecideApproval(ctx context.Context, req *policies.Ap
 	return out
 }
 
-// Approve returns f marking, for the calls the proxy measures, whether the
+// AskHuman returns f marking, for the calls the proxy measures, whether the
 // human (or the client, through elicitation) approved a require_approval:
 // a call refused here is counted as blocked, one approved runs and is
-// counted by its result. Wrap runtime.Options.Approve with it, after
+// counted by its result. Wrap runtime.Options.AskHuman with it, after
 // anything that sets that field (Relay.Install); a nil f gives nil.
-func (m *Metrics) Approve(f runtime.ApprovalFunc) runtime.ApprovalFunc {
+func (m *Metrics) AskHuman(f runtime.ApprovalFunc) runtime.ApprovalFunc {
 	if f == nil {
 		return nil
 	}

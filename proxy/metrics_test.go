@@ -55,21 +55,14 @@ func TestAuditSinkCountsModules(t *testing.T) {
 	}
 }
 
-// fixedDecider answers every approval request with one decision.
-type fixedDecider policies.ApprovalDecision
-
-func (d fixedDecider) DecideApproval(context.Context, *policies.ApprovalRequest) policies.ApprovalOutcome {
-	return policies.ApprovalOutcome{Decision: policies.ApprovalDecision(d)}
-}
-
 func TestApprovalsCountDecisions(t *testing.T) {
 	t.Parallel()
 	m := NewMetrics()
-	if m.Enforcer(nil) != nil || m.Approvals(nil) != nil || m.Approve(nil) != nil {
+	if m.Enforcer(nil) != nil || m.ApprovalDecider(nil) != nil || m.AskHuman(nil) != nil {
 		t.Fatal("wrapping nil gave a non-nil hook")
 	}
 	for _, d := range []policies.ApprovalDecision{policies.Deny, policies.Ask, policies.AllowOnce, policies.Deny} {
-		m.Approvals(fixedDecider(d)).DecideApproval(context.Background(), &policies.ApprovalRequest{})
+		m.ApprovalDecider(&policiestest.ApprovalDecider{Outcome: policies.ApprovalOutcome{Decision: d}}).DecideApproval(context.Background(), &policies.ApprovalRequest{})
 	}
 	got := counters(t, m, "openclaw_policy_decisions_total")
 	if got["deny/decide_approval"] != 2 || got["ask/decide_approval"] != 1 || got["allow-once/decide_approval"] != 1 {
@@ -88,7 +81,7 @@ func TestMetricsCountSkippedLines(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	sess, err := runtime.New([]runtime.Server{{Name: "junky", Entry: config.ServerEntry{Command: bin, Args: []string{"-raw"}}}},
-		&runtime.Options{Enforcer: policies.NewChain(nil, nil), Sanitizer: joinNamer{}, Surface: policies.SurfaceProxy, Logger: discard()})
+		&runtime.Options{Enforcer: policies.NewChain(nil, nil), Sanitizer: &policiestest.Sanitizer{}, Surface: policies.SurfaceProxy, Logger: discard()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openclaw-go/openclaw/internal/testkit"
-	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 	"github.com/openclaw-go/openclaw/runtime"
 	"github.com/openclaw-go/openclaw/transport"
 )
@@ -98,7 +98,7 @@ const (
 // all reach the POST stream of its call, in order, before its answer.
 func TestNotificationsBeforeTheAnswerHTTP(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, []runtime.Server{chattyUpstream(t)}, allowAll{}, "")
+	s := newStack(t, []runtime.Server{chattyUpstream(t)}, &policiestest.BeforeToolCallHook{Module: "allow"}, "")
 	h, err := NewHTTPHandler(s.p, &HTTPOptions{NoAuth: true, Logger: discard()})
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +150,7 @@ func TestNotificationsBeforeTheAnswerHTTP(t *testing.T) {
 // TestNotificationsBeforeTheAnswerStdio: the same on the stdio surface.
 func TestNotificationsBeforeTheAnswerStdio(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, []runtime.Server{chattyUpstream(t)}, allowAll{}, "")
+	s := newStack(t, []runtime.Server{chattyUpstream(t)}, &policiestest.BeforeToolCallHook{Module: "allow"}, "")
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	tr := transport.NewServeStdioTransport(inR, outW, &transport.ServeStdioOptions{Logger: discard()})
@@ -195,13 +195,4 @@ func TestNotificationsBeforeTheAnswerStdio(t *testing.T) {
 		}
 		checkOrder(t, next)
 	}
-}
-
-// allowAll allows every call.
-type allowAll struct{}
-
-func (allowAll) Name() string { return "allow" }
-
-func (allowAll) BeforeToolCall(context.Context, *policies.ToolCall) (policies.Verdict, error) {
-	return policies.Verdict{Decision: policies.Allow}, nil
 }

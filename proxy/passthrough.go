@@ -27,7 +27,7 @@ import (
 // the session's Options, and hand it to New in Options.Relay:
 //
 //	relay := proxy.NewRelay()
-//	opts := runtime.Options{Enforcer: eng, Sanitizer: eng, Approvals: eng, Surface: policies.SurfaceProxy}
+//	opts := runtime.Options{Enforcer: eng, Sanitizer: eng, ApprovalDecider: eng, Surface: policies.SurfaceProxy}
 //	relay.Install(&opts)
 //	sess, _ := runtime.New(servers, &opts)
 //	_ = sess.Connect(ctx)
@@ -52,7 +52,7 @@ func NewRelay() *Relay {
 	return &Relay{changed: map[runtime.EventKind]bool{}, wake: make(chan struct{}, 1)}
 }
 
-// Install sets o's CreateMessage, Elicit, ListRoots, OnLog and Approve to
+// Install sets o's CreateMessage, Elicit, ListRoots, OnLog and AskHuman to
 // the Relay's (Approver "mcp-client": the calling client answers), and wraps o.OnEvent (still called first) so that list
 // changes and resource updates reach the Proxy. The upstream servers are
 // then told the runtime supports sampling, elicitation and roots; a request
@@ -64,7 +64,7 @@ func (r *Relay) Install(o *runtime.Options) {
 	o.Elicit = r.elicit
 	o.ListRoots = r.listRoots
 	o.OnLog = r.onLog
-	o.Approve = r.approve
+	o.AskHuman = r.approve
 	o.Approver = "mcp-client"
 }
 
@@ -387,7 +387,7 @@ func (r *Relay) approve(ctx context.Context, req *runtime.ApprovalRequest) (bool
 // approvalMessage is the question shown to the user: the tool, its server,
 // and the policy's title, description and reason.
 func approvalMessage(req *runtime.ApprovalRequest) string {
-	msg := fmt.Sprintf("Approve the call of tool %q (%q on MCP server %q)?", req.Tool.Name, req.Tool.Upstream.Name, req.Tool.Server)
+	msg := fmt.Sprintf("Approve the call of tool %q (%q on MCP server %q)?", req.Tool.Name, req.Tool.RawName(), req.Tool.Server)
 	for _, part := range []string{req.Title, req.Description, req.Reason} {
 		if part != "" {
 			msg += "\n" + part

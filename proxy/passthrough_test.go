@@ -29,27 +29,16 @@ import (
 // the client while serving a call (2026-07-28 uses SEP-2322 input requests).
 var legacy = []string{"2025-11-25"}
 
-// asker is a before_tool_call module that wants approval for tools whose
-// original name starts with "danger".
-type asker struct{}
-
-func (asker) Name() string { return "asker" }
-
-func (asker) BeforeToolCall(_ context.Context, call *policies.ToolCall) (policies.Verdict, error) {
-	if strings.HasPrefix(call.Tool.Original, "danger") {
-		return policies.Verdict{Decision: policies.RequireApproval, Title: "Dangerous tool", Description: "It deletes things.", Reason: "destructive"}, nil
-	}
-	return policies.Verdict{Decision: policies.Allow}, nil
-}
-
-// askHuman is a decide_approval module that leaves every approval to a
-// human.
-type askHuman struct{}
-
-func (askHuman) Name() string { return "ask-human" }
-
-func (askHuman) DecideApproval(context.Context, *policies.ApprovalRequest) (policies.ApprovalVerdict, error) {
-	return policies.ApprovalVerdict{Decision: policies.Ask}, nil
+// asker is a before_tool_call module "asker" that wants approval for tools
+// whose raw name starts with "danger".
+func asker() *policiestest.BeforeToolCallHook {
+	return &policiestest.BeforeToolCallHook{Module: "asker",
+		Decide: func(_ context.Context, call *policies.ToolCall) (policies.Verdict, error) {
+			if strings.HasPrefix(call.Tool.RawName, "danger") {
+				return policies.Verdict{Decision: policies.RequireApproval, Title: "Dangerous tool", Description: "It deletes things.", Reason: "destructive"}, nil
+			}
+			return policies.Verdict{Decision: policies.Allow}, nil
+		}}
 }
 
 // downstream records what a proxy client received.
@@ -145,11 +134,11 @@ func newStack(t *testing.T, servers []runtime.Server, hook policies.BeforeToolCa
 	audit := &policiestest.AuditRecorder{}
 	relay := NewRelay()
 	opts := runtime.Options{
-		Enforcer:  policies.NewChain([]policies.ChainEntry{{Hook: hook}}, &policies.ChainOptions{Audit: audit}),
-		Approvals: policies.NewApprovalChain([]policies.ApprovalEntry{{Decider: askHuman{}}}, &policies.ApprovalChainOptions{Audit: audit}),
-		Sanitizer: joinNamer{},
-		Surface:   policies.SurfaceProxy,
-		Logger:    discard(),
+		Enforcer:        policies.NewChain([]policies.ChainEntry{{Hook: hook}}, &policies.ChainOptions{Audit: audit}),
+		ApprovalDecider: policies.NewApprovalChain([]policies.ApprovalEntry{{Hook: &policiestest.DecideApprovalHook{Module: "ask-human"}}}, &policies.ApprovalChainOptions{Audit: audit}),
+		Sanitizer:       &policiestest.Sanitizer{},
+		Surface:         policies.SurfaceProxy,
+		Logger:          discard(),
 		// The go-sdk fixture sends sampling and elicitation requests only
 		// on 2025-11-25 (on 2026-07-28 it would have to use input requests).
 		ProtocolVersion: upstreamVersion,
@@ -274,7 +263,7 @@ func toolText(t *testing.T, cs *mcp.ClientSession, name string, args any) (strin
 func TestPassthroughInProcess(t *testing.T) {
 	t.Parallel()
 	up, srv, rootsChanged := upstream(t)
-	st := newStack(t, []runtime.Server{srv}, asker{}, "")
+	st := newStack(t, []runtime.Server{srv}, asker(), "")
 	d := &downstream{notify: make(chan string, 64)}
 	client := mcp.NewClient(&mcp.Implementation{Name: "full-client", Version: "1"}, d.clientOptions(true, true))
 	cs := st.connectClient(t, client)
@@ -403,7 +392,7 @@ func TestPassthroughInProcess(t *testing.T) {
 func TestPassthroughNewProtocolClient(t *testing.T) {
 	t.Parallel()
 	_, srv, _ := upstream(t)
-	st := newStack(t, []runtime.Server{srv}, asker{}, "")
+	st := newStack(t, []runtime.Server{srv}, asker(), "")
 	// A second proxy on the same session, open to every protocol revision:
 	// a go-sdk client negotiates 2026-07-28, where the servers' requests
 	// during a call travel as input requests (SEP-2322), which the go-sdk
@@ -468,7 +457,7 @@ func TestPassthroughApprovalByElicitation(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			_, srv, _ := upstream(t)
-			st := newStack(t, []runtime.Server{srv}, asker{}, "")
+			st := newStack(t, []runtime.Server{srv}, asker(), "")
 			d := &downstream{notify: make(chan string, 64), acceptEmpty: tc.empty}
 			cs := st.connect(t, "approver", d.clientOptions(tc.full, tc.approve))
 			got, isErr := toolText(t, cs, "up__danger", nil)
@@ -512,7 +501,7 @@ func TestPassthroughServerEverything(t *testing.T) {
 	testkit.Node(t)
 	st := newStack(t, []runtime.Server{{Name: "everything", Entry: config.ServerEntry{
 		Command: "node", Args: []string{script, "stdio"}, RequestTimeoutMs: 30000, ConnectionTimeoutMs: 30000,
-	}}}, asker{}, "")
+	}}}, asker(), "")
 	d := &downstream{notify: make(chan string, 256)}
 	cs := st.connect(t, "everything-client", d.clientOptions(true, true))
 	ctx := context.Background()
@@ -611,7 +600,7 @@ func TestPassthroughConformanceServer(t *testing.T) {
 	bin := testkit.Peer(t, testkit.GoEverythingServer)
 	st := newStack(t, []runtime.Server{{Name: "conf", Entry: config.ServerEntry{
 		Command: bin, RequestTimeoutMs: 30000, ConnectionTimeoutMs: 30000,
-	}}}, asker{}, "2025-11-25")
+	}}}, asker(), "2025-11-25")
 	d := &downstream{notify: make(chan string, 256)}
 	cs := st.connect(t, "conformance-client", d.clientOptions(true, true))
 	ctx := context.Background()
@@ -669,7 +658,7 @@ func TestPassthroughApprovalEngine(t *testing.T) {
 	defer eng.Close(context.Background())
 	_, srv, _ := upstream(t)
 	relay := NewRelay()
-	opts := runtime.Options{Enforcer: eng, Sanitizer: eng, Approvals: eng, Surface: policies.SurfaceProxy, Logger: discard()}
+	opts := runtime.Options{Enforcer: eng, Sanitizer: eng, ApprovalDecider: eng, Surface: policies.SurfaceProxy, Logger: discard()}
 	relay.Install(&opts)
 	sess, err := runtime.New([]runtime.Server{srv}, &opts)
 	if err != nil {
@@ -718,7 +707,7 @@ func TestPassthroughApprovalEngine(t *testing.T) {
 func TestPassthroughRoutingBetweenClients(t *testing.T) {
 	t.Parallel()
 	up, srv, _ := upstream(t)
-	st := newStack(t, []runtime.Server{srv}, asker{}, "")
+	st := newStack(t, []runtime.Server{srv}, asker(), "")
 	da := &downstream{notify: make(chan string, 64)}
 	a := st.connect(t, "client-a", da.clientOptions(false, false)) // no sampling
 	db := &downstream{notify: make(chan string, 64)}
@@ -781,7 +770,7 @@ func TestPassthroughRoutingBetweenClients(t *testing.T) {
 func TestPassthroughReloadRelaysPrompts(t *testing.T) {
 	t.Parallel()
 	_, srv, _ := upstream(t)
-	st := newStack(t, []runtime.Server{srv}, asker{}, "")
+	st := newStack(t, []runtime.Server{srv}, asker(), "")
 	d := &downstream{notify: make(chan string, 64)}
 	cs := st.connect(t, "watcher", d.clientOptions(false, false))
 
@@ -823,7 +812,7 @@ func TestPassthroughReloadRelaysPrompts(t *testing.T) {
 func TestRelayFailsPendingOnClose(t *testing.T) {
 	t.Parallel()
 	_, srv, _ := upstream(t)
-	s := newStack(t, []runtime.Server{srv}, asker{}, "2025-11-25")
+	s := newStack(t, []runtime.Server{srv}, asker(), "2025-11-25")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	// A raw client: it declares sampling but never answers it.

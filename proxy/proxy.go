@@ -74,7 +74,7 @@ type Options struct {
 	// session connected, carries server-to-client requests, log messages,
 	// list changes and approval questions to the downstream clients. nil
 	// means none of these: list changes are then relayed on next use
-	// only, and require_approval goes to the session's own Options.Approve.
+	// only, and require_approval goes to the session's own Options.AskHuman.
 	Relay *Relay
 	// ProtocolVersions, when set, narrows the MCP protocol revisions the
 	// proxy negotiates (mcp.ServerOptions.SupportedProtocolVersions), e.g.

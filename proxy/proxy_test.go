@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,47 +13,20 @@ import (
 
 	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 	"github.com/openclaw-go/openclaw/runtime"
 )
 
-// recorder is a before_tool_call module that remembers what it was asked
-// and blocks tools whose original name is "reset".
-type recorder struct {
-	mu    sync.Mutex
-	calls []policies.ToolCall
-}
-
-func (*recorder) Name() string { return "recorder" }
-
-func (r *recorder) BeforeToolCall(_ context.Context, call *policies.ToolCall) (policies.Verdict, error) {
-	r.mu.Lock()
-	r.calls = append(r.calls, *call)
-	r.mu.Unlock()
-	if call.Tool.Original == "reset" {
-		return policies.Verdict{Decision: policies.Block, Reason: "resets are disabled"}, nil
-	}
-	return policies.Verdict{Decision: policies.Allow}, nil
-}
-
-func (r *recorder) last() policies.ToolCall {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.calls[len(r.calls)-1]
-}
-
-// joinNamer names each tool server__tool.
-type joinNamer struct{}
-
-func (joinNamer) SanitizeToolNames(_ context.Context, req *policies.SanitizeRequest) (*policies.SanitizeResult, error) {
-	res := &policies.SanitizeResult{}
-	for _, s := range req.Servers {
-		out := policies.SanitizedServer{Safe: s.Name}
-		for _, t := range s.Tools {
-			out.Tools = append(out.Tools, policies.ToolName{Name: s.Name + "__" + t})
-		}
-		res.Servers = append(res.Servers, out)
-	}
-	return res, nil
+// recorder is a before_tool_call module "recorder" that blocks tools whose
+// raw name is "reset" (its Calls are what it was asked).
+func recorder() *policiestest.BeforeToolCallHook {
+	return &policiestest.BeforeToolCallHook{Module: "recorder",
+		Decide: func(_ context.Context, call *policies.ToolCall) (policies.Verdict, error) {
+			if call.Tool.RawName == "reset" {
+				return policies.Verdict{Decision: policies.Block, Reason: "resets are disabled"}, nil
+			}
+			return policies.Verdict{Decision: policies.Allow}, nil
+		}}
 }
 
 func text(s string) *mcp.CallToolResult {
@@ -79,12 +51,12 @@ func TestProxyEndToEnd(t *testing.T) {
 	})
 	upClient := testkit.InMemory(t, up)
 
-	rec := &recorder{}
+	rec := recorder()
 	changed := make(chan struct{}, 8)
 	sess, err := runtime.New([]runtime.Server{{Name: "up", Transport: upClient}}, &runtime.Options{
 		Enforcer:  policies.NewChain([]policies.ChainEntry{{Hook: rec}}, nil),
 		Surface:   policies.SurfaceProxy,
-		Sanitizer: joinNamer{},
+		Sanitizer: &policiestest.Sanitizer{},
 		Caller:    policies.Caller{Name: "session-caller"},
 		OnEvent: func(ev runtime.Event) {
 			if ev.Kind == runtime.EventToolsChanged {
@@ -142,7 +114,8 @@ func TestProxyEndToEnd(t *testing.T) {
 	if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != "echo: hi" {
 		t.Fatalf("up__echo = %+v, %v; want echo: hi", res, err)
 	}
-	if got := rec.last(); got.Surface != policies.SurfaceProxy || got.Caller != (policies.Caller{Name: "unit-client", Version: "1.2"}) || got.Tool.Original != "echo" {
+	calls := rec.Calls()
+	if got := calls[len(calls)-1]; got.Surface != policies.SurfaceProxy || got.Caller != (policies.Caller{Name: "unit-client", Version: "1.2"}) || got.Tool.RawName != "echo" {
 		t.Fatalf("before_tool_call saw surface %q caller %+v tool %+v; want proxy, unit-client 1.2, echo", got.Surface, got.Caller, got.Tool)
 	}
 

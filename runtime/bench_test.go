@@ -19,17 +19,9 @@ import (
 
 	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 	"github.com/openclaw-go/openclaw/transport"
 )
-
-// allowFast is the cheapest native before_tool_call: it allows without
-// recording. The Wasm built-in modules cannot be loaded here (runtime must not
-// import the engine); their own cost is measured in policies/builtin.
-type allowFast struct{}
-
-func (allowFast) BeforeToolCall(_ context.Context, call *policies.ToolCall) policies.Decision {
-	return policies.Decision{Outcome: policies.Allow, Arguments: call.Arguments}
-}
 
 // BenchmarkCallTool compares tools/call through the runtime (native allow
 // policy, sequential server) with a direct go-sdk client to the same
@@ -53,7 +45,7 @@ func BenchmarkCallTool(b *testing.B) {
 	}
 	defer cs.Close()
 
-	s := open(b, []Server{inProcess(b, "bench", srv)}, &Options{Enforcer: allowFast{}})
+	s := open(b, []Server{inProcess(b, "bench", srv)}, &Options{Enforcer: policiestest.AllowAll{}})
 	args := []byte(`{"message":"hi"}`)
 	direct := &mcp.CallToolParams{Name: "echo", Arguments: json.RawMessage(args)}
 
@@ -248,7 +240,7 @@ func benchCatalog(b *testing.B, srvs []*mcp.Server, nTools int, pair func() (cli
 			err   error
 		)
 		pprof.Do(ctx, pprof.Labels("side", "client"), func(ctx context.Context) {
-			s, err = New(servers, &Options{Enforcer: allowFast{}, Sanitizer: nativeNamer{}, Logger: quietLogger(), ProtocolVersion: proto})
+			s, err = New(servers, &Options{Enforcer: policiestest.AllowAll{}, Sanitizer: &policiestest.Sanitizer{}, Logger: quietLogger(), ProtocolVersion: proto})
 			if err == nil {
 				err = s.Connect(ctx)
 			}
@@ -289,7 +281,7 @@ func BenchmarkCatalogNaming(b *testing.B) {
 		b.Cleanup(func() { cancel(); <-done })
 		servers[i] = Server{Name: fmt.Sprintf("server-%02d", i), Transport: ct, Entry: config.ServerEntry{RequestTimeoutMs: 30000}}
 	}
-	s := open(b, servers, &Options{Enforcer: allowFast{}, Sanitizer: nativeNamer{}, Logger: quietLogger(), ProtocolVersion: "2025-11-25"})
+	s := open(b, servers, &Options{Enforcer: policiestest.AllowAll{}, Sanitizer: &policiestest.Sanitizer{}, Logger: quietLogger(), ProtocolVersion: "2025-11-25"})
 	if tools, err := s.Tools(ctx); err != nil || len(tools) != nServers*nTools {
 		b.Fatalf("catalog of %d tools (%v), want %d", len(tools), err, nServers*nTools)
 	}
@@ -415,7 +407,7 @@ func BenchmarkCallToolStdio(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer cs.Close()
-	s := open(b, []Server{{Name: "everything", Entry: entry}}, &Options{Enforcer: allowFast{}})
+	s := open(b, []Server{{Name: "everything", Entry: entry}}, &Options{Enforcer: policiestest.AllowAll{}})
 	args := []byte(`{"message":"hi"}`)
 	direct := &mcp.CallToolParams{Name: "echo", Arguments: json.RawMessage(args)}
 	for range 20 { // warm both paths (JIT of the node server)
@@ -525,7 +517,7 @@ func BenchmarkCatalogListFast(b *testing.B) {
 						req.Servers[i].Tools = append(req.Servers[i].Tools, t.Name)
 					}
 				}
-				res, err := nativeNamer{}.SanitizeToolNames(ctx, req)
+				res, err := new(policiestest.Sanitizer).SanitizeToolNames(ctx, req)
 				b.StopTimer()
 				cpu += cpuTime() - cpu0
 				n := 0

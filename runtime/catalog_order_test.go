@@ -67,7 +67,7 @@ func TestCatalogOrderMatchesStableSort(t *testing.T) {
 			if c := config.LocaleCompare(safe[from[x]], safe[from[y]]); c != 0 {
 				return c
 			}
-			if c := config.LocaleCompare(tools[x].Upstream.Name, tools[y].Upstream.Name); c != 0 {
+			if c := config.LocaleCompare(tools[x].RawName(), tools[y].RawName()); c != 0 {
 				return c
 			}
 			return config.LocaleCompare(server[from[x]], server[from[y]])

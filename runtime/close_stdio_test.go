@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 )
 
 // syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
@@ -79,7 +81,7 @@ func TestCloseWhileServerEverythingWaitsOnUs(t *testing.T) {
 				return ctx.Err()
 			}
 			opts := &Options{
-				Enforcer: &allowAll{}, Sanitizer: nativeNamer{},
+				Enforcer: &policiestest.Enforcer{}, Sanitizer: &policiestest.Sanitizer{},
 				Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
 				//lint:ignore SA1019 the test drives the roots and sampling passthrough (deprecated by SEP-2577, still served during its deprecation window)
 				CreateMessage: func(ctx context.Context, _ string, _ *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {

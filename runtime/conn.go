@@ -630,7 +630,7 @@ func (c *conn) admit(ctx context.Context) (cs *mcp.ClientSession, release func()
 // call runs tools/call for t upstream, on the one request path.
 func (c *conn) call(ctx context.Context, t *Tool, args []byte) (*mcp.CallToolResult, error) {
 	return c.request(ctx, t, "tools/call", func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CallToolResult, error) {
-		params := &mcp.CallToolParams{Name: t.Upstream.Name}
+		params := &mcp.CallToolParams{Name: t.RawName()}
 		if len(args) > 0 {
 			params.Arguments = json.RawMessage(args)
 		}

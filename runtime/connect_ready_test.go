@@ -10,6 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 )
 
 // slowStart holds back every message the server sends (its
@@ -60,7 +62,7 @@ func TestConnectWaitServesTheReadyServers(t *testing.T) {
 		slow.Transport = &slowStart{inner: slow.Transport, open: open}
 		servers = append(servers, slow)
 		ev := newEvents()
-		s, err := New(servers, &Options{Enforcer: &allowAll{}, Sanitizer: nativeNamer{}, Logger: quietLogger(),
+		s, err := New(servers, &Options{Enforcer: &policiestest.Enforcer{}, Sanitizer: &policiestest.Sanitizer{}, Logger: quietLogger(),
 			OnEvent: ev.on, ConnectWait: 2 * time.Second})
 		if err != nil {
 			t.Fatal(err)
@@ -131,7 +133,7 @@ func TestConnectWaitsForEveryServerByDefault(t *testing.T) {
 		slow := inProcess(t, "slow", slowSrv)
 		open := make(chan struct{})
 		slow.Transport = &slowStart{inner: slow.Transport, open: open}
-		s, err := New([]Server{inProcess(t, "fast", fast), slow}, &Options{Enforcer: &allowAll{}, Sanitizer: nativeNamer{}, Logger: quietLogger()})
+		s, err := New([]Server{inProcess(t, "fast", fast), slow}, &Options{Enforcer: &policiestest.Enforcer{}, Sanitizer: &policiestest.Sanitizer{}, Logger: quietLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,7 +11,7 @@
 // nextCursor with OpenClaw's caps (128 pages, 16384 tools, 10 MiB; a repeated
 // cursor is an error; "" is a cursor, only an absent nextCursor ends a list,
 // and a server that answers "" with its first page stops there), named in one batch by the sanitize_tool_names hook
-// ([Sanitizer]), filtered by each server's toolFilter and ordered
+// ([policies.Sanitizer]), filtered by each server's toolFilter and ordered
 // deterministically. notifications/tools/list_changed marks the catalog
 // stale; it is listed again on its next use. A listing that fails (an
 // error answer, no answer in time) is a "tools/list" diagnostic and keeps
@@ -25,7 +25,7 @@
 //
 // [Session.CallTool] routes a call by exposed name. before_tool_call runs
 // first (surface "embedded"): a block is a [*PolicyError]; require_approval
-// goes to decide_approval ([ApprovalDecider]) and, when that answers "ask",
+// goes to decide_approval ([policies.ApprovalDecider]) and, when that answers "ask",
 // to the embedder's [ApprovalFunc]. The call then runs under the server's
 // requestTimeoutMs, which each progress notification of the call resets, up
 // to [MaxTotalTimeoutFactor] times it in all; cancelling ctx sends
@@ -139,11 +139,11 @@
 //	doc, _ := config.LoadDocument(path)
 //	resolved, diags := doc.ResolveServers()
 //	s, err := runtime.New(runtime.ServersFromConfig(resolved), &runtime.Options{
-//		Enforcer:  eng, // *engine.Engine: before_tool_call
-//		Sanitizer: eng, // sanitize_tool_names
-//		Approvals: eng, // decide_approval
-//		Approve:   askTheUser,
-//		Caller:    policies.Caller{Name: "my-harness"},
+//		Enforcer:        eng, // *engine.Engine: before_tool_call
+//		Sanitizer:       eng, // sanitize_tool_names
+//		ApprovalDecider: eng, // decide_approval
+//		AskHuman:        askTheUser,
+//		Caller:          policies.Caller{Name: "my-harness"},
 //	})
 //	if err != nil { … }
 //	defer s.Close(context.Background()) // stdio servers get transport.Options.TerminateDuration to exit

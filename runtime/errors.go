@@ -26,9 +26,9 @@ var ErrNotConnected = errors.New("runtime: MCP server not connected")
 type PolicyError struct {
 	// Tool is the exposed name called; Server the raw server name.
 	Tool, Server string
-	// Outcome is policies.Block, or policies.RequireApproval when the
+	// Decision is policies.Block, or policies.RequireApproval when the
 	// approval was not granted.
-	Outcome policies.Outcome
+	Decision policies.Decision
 	// Module names the module that decided: the blocking before_tool_call
 	// module, or the decide_approval module that denied. It is empty when
 	// the embedder's callback refused.
@@ -47,8 +47,8 @@ func (e *PolicyError) Error() string {
 // "approvals": reason` (decide_approval denied), or `approval denied by
 // the approver: reason` (the human, or nobody to ask).
 func (e *PolicyError) Message() string {
-	if e.Outcome == policies.Block {
-		return policies.Decision{Outcome: policies.Block, Module: e.Module, Reason: e.Reason}.Message()
+	if e.Decision == policies.Block {
+		return policies.Outcome{Decision: policies.Block, Module: e.Module, Reason: e.Reason}.Message()
 	}
 	who := "the approver"
 	if e.Module != "" {

@@ -15,6 +15,7 @@ import (
 	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/internal/procfs"
 	"github.com/openclaw-go/openclaw/internal/testkit"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 	"github.com/openclaw-go/openclaw/transport"
 )
 
@@ -34,14 +35,14 @@ func TestServerEverythingStdio(t *testing.T) {
 	}
 	marker := "OPENCLAW_RUNTIME_TEST=" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	k, v, _ := strings.Cut(marker, "=")
-	pol := &allowAll{}
+	pol := &policiestest.Enforcer{}
 	s, err := New([]Server{{
 		Name: "everything",
 		Entry: config.ServerEntry{
 			Command: "node", Args: []string{script, "stdio"}, Env: map[string]any{k: v},
 			RequestTimeoutMs: 30000, ConnectionTimeoutMs: 30000,
 		},
-	}}, &Options{Enforcer: pol, Sanitizer: nativeNamer{}, Logger: quietLogger()})
+	}}, &Options{Enforcer: pol, Sanitizer: &policiestest.Sanitizer{}, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestServerEverythingStdio(t *testing.T) {
 	if err != nil || !strings.Contains(resultText(t, res), "5") {
 		t.Fatalf("get-sum after a cancellation: %v %v", res, err)
 	}
-	if n := len(pol.seen()); n != 3 {
+	if n := len(pol.Calls()); n != 3 {
 		t.Errorf("policy saw %d calls, want 3", n)
 	}
 

@@ -21,7 +21,7 @@ type noResets struct{}
 func (noResets) Name() string { return "no-resets" }
 
 func (noResets) BeforeToolCall(_ context.Context, call *policies.ToolCall) (policies.Verdict, error) {
-	if strings.HasPrefix(call.Tool.Original, "reset") {
+	if strings.HasPrefix(call.Tool.RawName, "reset") {
 		return policies.Verdict{Decision: policies.Block, Reason: "resets are disabled"}, nil
 	}
 	return policies.Verdict{Decision: policies.Allow}, nil

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 )
 
 // childServerEnv makes the test binary a stdio MCP server (TestMain):
@@ -132,7 +134,7 @@ func closeMidCall(t *testing.T, tool, args string) {
 		Command: exe, Env: map[string]any{childServerEnv: "stubborn"},
 		RequestTimeoutMs: 120000, ConnectionTimeoutMs: 30000,
 	}}
-	s, err := New([]Server{sv}, &Options{Enforcer: &allowAll{}, Sanitizer: nativeNamer{}, Logger: logger})
+	s, err := New([]Server{sv}, &Options{Enforcer: &policiestest.Enforcer{}, Sanitizer: &policiestest.Sanitizer{}, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,7 +94,7 @@ func TestExposedNamesStayWithinSession(t *testing.T) {
 	}
 }
 
-// TestExposedNamesHostCheck: a sanitizer that ignores "exposed" (nativeNamer
+// TestExposedNamesHostCheck: a sanitizer that ignores "exposed" (policiestest.Sanitizer
 // names in listing order) cannot move an exposed name to another tool: the
 // host leaves the newcomer out and says why, and the old name never calls
 // it.
@@ -108,7 +108,7 @@ func TestExposedNamesHostCheck(t *testing.T) {
 	if got := toolNames(t, s); !slices.Equal(got, []string{"netapp__Create-CIFS-Share"}) {
 		t.Fatalf("catalog %q", got)
 	}
-	echoTool(netapp, "Create CIFS Share") // listed first: nativeNamer gives it the plain name
+	echoTool(netapp, "Create CIFS Share") // listed first: policiestest.Sanitizer gives it the plain name
 	evs.wait(t, EventToolsChanged, "netapp")
 	got := toolNames(t, s)
 	if slices.Contains(got, "netapp__Create-CIFS-Share") {

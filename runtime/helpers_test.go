@@ -5,133 +5,14 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openclaw-go/openclaw/internal/testkit"
-	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 )
-
-// allowAll is a native before_tool_call policy that allows every call and
-// records what it saw.
-type allowAll struct {
-	mu    sync.Mutex
-	calls []policies.ToolCall
-}
-
-func (a *allowAll) BeforeToolCall(_ context.Context, call *policies.ToolCall) policies.Decision {
-	a.mu.Lock()
-	a.calls = append(a.calls, *call)
-	a.mu.Unlock()
-	return policies.Decision{Outcome: policies.Allow, Arguments: call.Arguments}
-}
-
-func (a *allowAll) seen() []policies.ToolCall {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]policies.ToolCall(nil), a.calls...)
-}
-
-// fixedPolicy answers every call with one decision.
-type fixedPolicy policies.Decision
-
-func (f fixedPolicy) BeforeToolCall(_ context.Context, call *policies.ToolCall) policies.Decision {
-	d := policies.Decision(f)
-	if d.Arguments == nil {
-		d.Arguments = call.Arguments
-	}
-	return d
-}
-
-// fixedApproval answers every decide_approval with one outcome and counts.
-type fixedApproval struct {
-	out policies.ApprovalOutcome
-	mu  sync.Mutex
-	req []*policies.ApprovalRequest
-}
-
-func (f *fixedApproval) DecideApproval(_ context.Context, req *policies.ApprovalRequest) policies.ApprovalOutcome {
-	f.mu.Lock()
-	f.req = append(f.req, req)
-	f.mu.Unlock()
-	return f.out
-}
-
-// nativeNamer is a native double of the sanitize_tool_names hook: a
-// simplified form of OpenClaw's rules (docs/tool-names.md §2), enough for the runtime's
-// tests and benchmarks (the real module is tested against OpenClaw's names in
-// policies/builtin).
-type nativeNamer struct{}
-
-func clean(s, fallback, prefix string) string {
-	s = strings.TrimSpace(s)
-	b := []byte(s)
-	for i, c := range b {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
-			b[i] = '-'
-		}
-	}
-	s = string(b)
-	if s == "" {
-		s = fallback
-	}
-	if c := s[0]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
-		s = prefix + s
-	}
-	return s
-}
-
-func (nativeNamer) SanitizeToolNames(_ context.Context, req *policies.SanitizeRequest) (*policies.SanitizeResult, error) {
-	taken := map[string]bool{}
-	for _, r := range req.Reserved {
-		taken[strings.ToLower(r)] = true
-	}
-	safeTaken := map[string]bool{}
-	res := &policies.SanitizeResult{Servers: make([]policies.SanitizedServer, len(req.Servers))}
-	for i, sv := range req.Servers {
-		base := clean(sv.Name, "mcp", "mcp-")
-		if len(base) > 30 {
-			base = base[:30]
-		}
-		safe := base
-		for n := 2; safeTaken[strings.ToLower(safe)]; n++ {
-			sfx := "-" + strconv.Itoa(n)
-			safe = base[:min(len(base), 30-len(sfx))] + sfx
-		}
-		safeTaken[strings.ToLower(safe)] = true
-		out := policies.SanitizedServer{Safe: safe, Tools: make([]policies.ToolName, len(sv.Tools))}
-		for j, t := range sv.Tools {
-			if strings.TrimSpace(t) == "" {
-				out.Tools[j] = policies.ToolName{Reject: "empty tool name"}
-				continue
-			}
-			part := clean(t, "tool", "tool-")
-			if max := 64 - len(safe) - 2; len(part) > max {
-				part = part[:max]
-			}
-			name := safe + "__" + part
-			for n := 2; taken[strings.ToLower(name)]; n++ {
-				name = safe + "__" + part[:min(len(part), 62-len(safe)-len(strconv.Itoa(n)))] + "-" + strconv.Itoa(n)
-			}
-			taken[strings.ToLower(name)] = true
-			out.Tools[j] = policies.ToolName{Name: name}
-		}
-		res.Servers[i] = out
-	}
-	return res, nil
-}
-
-// failingNamer is a sanitizer that always fails.
-type failingNamer struct{}
-
-func (failingNamer) SanitizeToolNames(context.Context, *policies.SanitizeRequest) (*policies.SanitizeResult, error) {
-	return nil, &policies.SanitizeError{Module: "broken", Err: io.ErrUnexpectedEOF}
-}
 
 // echoTool adds a raw-schema tool that answers "<name>: <arguments>".
 func echoTool(s *mcp.Server, name string) {
@@ -210,10 +91,10 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 func open(t testing.TB, servers []Server, opts *Options) *Session {
 	t.Helper()
 	if opts.Enforcer == nil {
-		opts.Enforcer = &allowAll{}
+		opts.Enforcer = &policiestest.Enforcer{}
 	}
 	if opts.Sanitizer == nil {
-		opts.Sanitizer = nativeNamer{}
+		opts.Sanitizer = &policiestest.Sanitizer{}
 	}
 	if opts.Logger == nil {
 		opts.Logger = quietLogger()

@@ -24,23 +24,6 @@ const (
 	ListRetryDelay = 5 * time.Second
 )
 
-// Sanitizer names a catalog: the sanitize_tool_names hook point
-// (docs/policy-abi.md §6.1). *policies.SanitizeChain and the policy engine
-// (policies/engine.Engine) implement it. Its answer is validated again
-// (policies.ValidateSanitized) before any name is exposed. A session sets
-// the request's Exposed to the names it exposed so far and leaves out any
-// tool answered a name exposed for another ([RepointedError]).
-type Sanitizer interface {
-	SanitizeToolNames(ctx context.Context, req *policies.SanitizeRequest) (*policies.SanitizeResult, error)
-}
-
-// ApprovalDecider answers approval requests before a human is asked: the
-// decide_approval hook point. *policies.ApprovalChain and the policy engine
-// implement it.
-type ApprovalDecider interface {
-	DecideApproval(ctx context.Context, req *policies.ApprovalRequest) policies.ApprovalOutcome
-}
-
 // ApprovalRequest is what the embedder's ApprovalFunc is asked: a call that
 // a before_tool_call module wants a human to approve, which decide_approval
 // left to a human (answer "ask") or which no decider saw.
@@ -113,20 +96,25 @@ type Event struct {
 type Options struct {
 	// Enforcer decides every call (before_tool_call, surface "embedded").
 	Enforcer policies.Enforcer
-	// Sanitizer names the catalog (sanitize_tool_names).
-	Sanitizer Sanitizer
-	// Approvals, when set, answers require_approval outcomes first
-	// (decide_approval); nil leaves every one to Approve.
-	Approvals ApprovalDecider
-	// Approve asks the embedder's human. nil refuses every call that
-	// needs approval and that Approvals did not allow.
-	Approve ApprovalFunc
-	// Approver names who Approve asks (such as "terminal", or
+	// Sanitizer names the catalog (sanitize_tool_names). Its answer is
+	// validated again (policies.ValidateSanitized) before any name is
+	// exposed. A session sets the request's Exposed to the names it exposed
+	// so far and leaves out any tool answered a name exposed for another
+	// ([RepointedError]).
+	Sanitizer policies.Sanitizer
+	// ApprovalDecider, when set, answers require_approval outcomes first
+	// (decide_approval); nil leaves every one to AskHuman.
+	ApprovalDecider policies.ApprovalDecider
+	// AskHuman asks the embedder's human (decide_approval's "ask"). nil
+	// refuses every call that needs approval and that ApprovalDecider did
+	// not allow.
+	AskHuman ApprovalFunc
+	// Approver names who AskHuman asks (such as "terminal", or
 	// "mcp-client" for a proxy asking its caller through elicitation): the
 	// module of the audit record of each answer is "approve:" + Approver.
 	// "" means "approve:embedder".
 	Approver string
-	// Audit, when set, receives one record of each answer Approve gives
+	// Audit, when set, receives one record of each answer AskHuman gives
 	// (hook decide_approval: allow-once, or deny with the refusal's
 	// reason), beside the modules' own records. nil records none.
 	Audit policies.AuditSink

@@ -70,10 +70,14 @@ type Prompt struct {
 	Name string
 	// Server is the raw server name.
 	Server string
-	// Upstream is the server's definition (Upstream.Name is the raw prompt
-	// name). It is shared: do not modify it.
+	// Upstream is the server's definition (its Name is the raw prompt
+	// name, [Prompt.RawName]). It is shared: do not modify it.
 	Upstream *mcp.Prompt
 }
+
+// RawName is the prompt's raw name: the server's own name of it
+// (Upstream.Name).
+func (p Prompt) RawName() string { return p.Upstream.Name }
 
 // CreateMessageFunc answers a server's sampling/createMessage. ctx carries
 // the values of the tool call in flight on that server when there is one
@@ -791,7 +795,7 @@ func (s *Session) GetPrompt(ctx context.Context, name string, args map[string]st
 	}
 	rctx, cancel := context.WithTimeout(ctx, c.cfg.requestTimeout())
 	defer cancel()
-	res, err := cs.GetPrompt(rctx, &mcp.GetPromptParams{Name: p.Upstream.Name, Arguments: args})
+	res, err := cs.GetPrompt(rctx, &mcp.GetPromptParams{Name: p.RawName(), Arguments: args})
 	if err != nil {
 		return nil, &ServerError{Server: c.cfg.Name, Op: "prompts/get", Err: redactErr(c.red(), err)}
 	}
@@ -824,7 +828,7 @@ func (s *Session) Complete(ctx context.Context, params *mcp.CompleteParams) (*mc
 		if err != nil {
 			return nil, err
 		}
-		ref.Name, c = p.Upstream.Name, pc
+		ref.Name, c = p.RawName(), pc
 	case "ref/resource":
 		set := s.set.Load()
 		for _, cc := range set.conns {

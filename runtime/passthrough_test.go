@@ -130,7 +130,7 @@ func TestPassthroughResourcesPromptsCompletion(t *testing.T) {
 	}
 	var names []string
 	for _, p := range prompts {
-		names = append(names, p.Name+"="+p.Server+"/"+p.Upstream.Name)
+		names = append(names, p.Name+"="+p.Server+"/"+p.RawName())
 	}
 	if want := []string{"alpha__bad-name-=alpha/bad name!", "alpha__greet=alpha/greet", "beta__greet=beta/greet"}; !slices.Equal(names, want) {
 		t.Errorf("Prompts = %q, want %q (named by the Sanitizer)", names, want)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 	"github.com/openclaw-go/openclaw/transport"
 )
 
@@ -199,9 +200,9 @@ func (f *userFixture) perRequester() Server {
 func startSession(t testing.TB, ctx context.Context, servers []Server, store *transport.TokenStore, opts *Options) *Session {
 	t.Helper()
 	if opts.Enforcer == nil {
-		opts.Enforcer = &allowAll{}
+		opts.Enforcer = &policiestest.Enforcer{}
 	}
-	opts.Sanitizer, opts.Logger = nativeNamer{}, quietLogger()
+	opts.Sanitizer, opts.Logger = &policiestest.Sanitizer{}, quietLogger()
 	opts.Transport = &transport.Options{Logger: quietLogger(), OAuth: &transport.OAuthOptions{Store: store}}
 	s, err := New(servers, opts)
 	if err != nil {
@@ -565,7 +566,7 @@ func TestPerRequesterPolicyBeforeConnection(t *testing.T) {
 	sv.ListPrincipal = "alice"
 	ctx := context.Background()
 	s := startSession(t, ctx, []Server{sv}, store, &Options{
-		Enforcer: fixedPolicy{Outcome: policies.Block, Module: "rules", Reason: "not today"},
+		Enforcer: &policiestest.Enforcer{Outcome: policies.Outcome{Decision: policies.Block, Module: "rules", Reason: "not today"}},
 	})
 	var pe *PolicyError
 	if _, err := whoami(ctx, s, "bob"); !errors.As(err, &pe) {

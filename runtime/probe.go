@@ -40,7 +40,7 @@ type ProbeOptions struct {
 	// probed servers (in their order, as a catalog of just those servers
 	// would be named) and the toolFilter then matches raw or exposed names,
 	// as in a session. nil leaves Exposed empty and matches raw names only.
-	Sanitizer Sanitizer
+	Sanitizer policies.Sanitizer
 }
 
 // ProbeResult is what [Probe] learned about one server. Exactly one of Err
@@ -147,7 +147,7 @@ func Probe(ctx context.Context, servers []Server, opts *ProbeOptions) ([]ProbeRe
 
 // nameProbed names the probed tools in one sanitize_tool_names batch and
 // filters them again on raw or exposed names.
-func nameProbed(ctx context.Context, san Sanitizer, servers []Server, out []ProbeResult) error {
+func nameProbed(ctx context.Context, san policies.Sanitizer, servers []Server, out []ProbeResult) error {
 	req := &policies.SanitizeRequest{Servers: make([]policies.SanitizeServer, len(out))}
 	for i := range out {
 		names := make([]string, len(out[i].all))

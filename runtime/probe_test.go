@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"io"
 	"os/exec"
 	"slices"
 	"strings"
@@ -11,6 +12,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 	"github.com/openclaw-go/openclaw/transport"
 )
 
@@ -155,14 +158,14 @@ func TestProbeNamed(t *testing.T) {
 	}
 	tests := []struct {
 		name      string
-		san       Sanitizer
+		san       policies.Sanitizer
 		tools     []string
 		exposed   []string
 		filtered  int
 		wantError bool
 	}{
-		{name: "named", san: nativeNamer{}, tools: []string{"echo", "bad name!"}, exposed: []string{"alpha__echo", "alpha__bad-name-"}, filtered: 1},
-		{name: "naming fails", san: failingNamer{}, tools: []string{"echo", "add", "bad name!"}, wantError: true},
+		{name: "named", san: &policiestest.Sanitizer{}, tools: []string{"echo", "bad name!"}, exposed: []string{"alpha__echo", "alpha__bad-name-"}, filtered: 1},
+		{name: "naming fails", san: &policiestest.Sanitizer{Err: &policies.SanitizeError{Module: "broken", Err: io.ErrUnexpectedEOF}}, tools: []string{"echo", "add", "bad name!"}, wantError: true},
 		{name: "no sanitizer", tools: []string{"echo", "add", "bad name!"}},
 	}
 	for _, tc := range tests {

@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,7 +20,7 @@ import (
 	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/internal/procfs"
 	"github.com/openclaw-go/openclaw/internal/testkit"
-	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 )
 
 func TestDiffServers(t *testing.T) {
@@ -422,17 +421,6 @@ func TestReloadStdioChildren(t *testing.T) {
 	gone("two")
 }
 
-// countingNamer counts the batches it names.
-type countingNamer struct {
-	n atomic.Int32
-	nativeNamer
-}
-
-func (c *countingNamer) SanitizeToolNames(ctx context.Context, req *policies.SanitizeRequest) (*policies.SanitizeResult, error) {
-	c.n.Add(1)
-	return c.nativeNamer.SanitizeToolNames(ctx, req)
-}
-
 // The prompt names are kept until a server's prompts change, a reload or a
 // new tool catalog.
 func TestPromptNamesCached(t *testing.T) {
@@ -444,7 +432,7 @@ func TestPromptNamesCached(t *testing.T) {
 		})
 	}
 	prompt("first")
-	namer := &countingNamer{}
+	namer := &policiestest.Sanitizer{}
 	evs := newEvents()
 	s := open(t, []Server{inProcess(t, "p", srv)}, &Options{Sanitizer: namer, OnEvent: evs.on})
 	ctx := context.Background()
@@ -463,14 +451,14 @@ func TestPromptNamesCached(t *testing.T) {
 	if got := names(); !slices.Equal(got, []string{"p__first"}) {
 		t.Fatalf("prompts = %v", got)
 	}
-	n := namer.n.Load()
+	n := len(namer.Requests())
 	for range 3 {
 		names()
 		if _, err := s.GetPrompt(ctx, "p__first", nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := namer.n.Load(); got != n {
+	if got := len(namer.Requests()); got != n {
 		t.Errorf("naming ran %d more times for unchanged prompts, want 0", got-n)
 	}
 	prompt("second") // notifications/prompts/list_changed
@@ -478,15 +466,15 @@ func TestPromptNamesCached(t *testing.T) {
 	if got := names(); !slices.Equal(got, []string{"p__first", "p__second"}) {
 		t.Fatalf("prompts after a change = %v", got)
 	}
-	if got := namer.n.Load(); got != n+1 {
+	if got := len(namer.Requests()); got != n+1 {
 		t.Errorf("naming ran %d times after a change, want 1", got-n)
 	}
-	n = namer.n.Load()
+	n = len(namer.Requests())
 	if _, err := s.Reload(ctx, []Server{s.set.Load().decl[0], pingServer(t, "q")}); err != nil {
 		t.Fatal(err)
 	}
 	names()
-	if got := namer.n.Load(); got != n+2 { // the tool catalog, then the prompts
+	if got := len(namer.Requests()); got != n+2 { // the tool catalog, then the prompts
 		t.Errorf("naming ran %d times after a reload, want 2", got-n)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -30,10 +31,10 @@ func TestNewRefusesMissingPolicies(t *testing.T) {
 		want    string
 	}{
 		{"nil options", nil, nil, "Enforcer is nil"},
-		{"no enforcer", nil, &Options{Sanitizer: nativeNamer{}}, "Enforcer is nil"},
-		{"no sanitizer", nil, &Options{Enforcer: &allowAll{}}, "Sanitizer is nil"},
-		{"empty name", []Server{{}}, &Options{Enforcer: &allowAll{}, Sanitizer: nativeNamer{}}, "empty name"},
-		{"duplicate", []Server{{Name: "a"}, {Name: "a"}}, &Options{Enforcer: &allowAll{}, Sanitizer: nativeNamer{}}, `"a" is declared twice`},
+		{"no enforcer", nil, &Options{Sanitizer: &policiestest.Sanitizer{}}, "Enforcer is nil"},
+		{"no sanitizer", nil, &Options{Enforcer: &policiestest.Enforcer{}}, "Sanitizer is nil"},
+		{"empty name", []Server{{}}, &Options{Enforcer: &policiestest.Enforcer{}, Sanitizer: &policiestest.Sanitizer{}}, "empty name"},
+		{"duplicate", []Server{{Name: "a"}, {Name: "a"}}, &Options{Enforcer: &policiestest.Enforcer{}, Sanitizer: &policiestest.Sanitizer{}}, `"a" is declared twice`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -53,7 +54,7 @@ func TestCatalogNamesOrderAndRouting(t *testing.T) {
 	files := newServer("files", nil)
 	echoTool(files, "read")
 	echoTool(files, "fetch")
-	pol := &allowAll{}
+	pol := &policiestest.Enforcer{}
 	s := open(t, []Server{inProcess(t, "web", web), {Name: "off", Disabled: true}, inProcess(t, "my files", files)},
 		&Options{Enforcer: pol, Caller: policies.Caller{Name: "harness", Version: "1"}, SessionKey: "agent:main"})
 
@@ -76,12 +77,12 @@ func TestCatalogNamesOrderAndRouting(t *testing.T) {
 			t.Errorf("%s = %q, want %q", tc.name, got, tc.want)
 		}
 	}
-	calls := pol.seen()
+	calls := pol.Calls()
 	if len(calls) != 3 {
 		t.Fatalf("policy saw %d calls, want 3", len(calls))
 	}
 	c := calls[2]
-	wantRef := policies.ToolRef{Name: "web__a-search", Server: "web", Original: "a.search"}
+	wantRef := policies.ToolRef{Name: "web__a-search", Server: "web", RawName: "a.search"}
 	if c.Surface != policies.SurfaceEmbedded || c.Tool != wantRef || c.Caller.Name != "harness" || c.SessionKey != "agent:main" || string(c.Arguments) != `{"url":"x"}` {
 		t.Errorf("policy input = %+v", c)
 	}
@@ -105,7 +106,7 @@ func TestReservedNamesAndSanitizerFailure(t *testing.T) {
 
 	srv2 := newServer("s", nil)
 	echoTool(srv2, "x")
-	s2, err := New([]Server{inProcess(t, "s", srv2)}, &Options{Enforcer: &allowAll{}, Sanitizer: failingNamer{}, Logger: quietLogger()})
+	s2, err := New([]Server{inProcess(t, "s", srv2)}, &Options{Enforcer: &policiestest.Enforcer{}, Sanitizer: &policiestest.Sanitizer{Err: &policies.SanitizeError{Module: "broken", Err: io.ErrUnexpectedEOF}}, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,36 +383,36 @@ func TestPolicyOutcomes(t *testing.T) {
 			return ok, err
 		}
 	}
-	ask := policies.Decision{Outcome: policies.RequireApproval, Module: "rules", Reason: "writes need a human", Title: "Run act?"}
+	ask := policies.Outcome{Decision: policies.RequireApproval, Module: "rules", Reason: "writes need a human", Title: "Run act?"}
 	for _, tc := range []struct {
 		name      string
 		policy    policies.Enforcer
-		approvals ApprovalDecider
+		approvals policies.ApprovalDecider
 		approve   ApprovalFunc
 		want      result
 	}{
-		{"allow", &allowAll{}, nil, nil, result{text: `act: {"n":1}`}},
-		{"block", fixedPolicy{Outcome: policies.Block, Module: "rules", Reason: "no acting"}, nil, nil,
+		{"allow", &policiestest.Enforcer{}, nil, nil, result{text: `act: {"n":1}`}},
+		{"block", &policiestest.Enforcer{Outcome: policies.Outcome{Decision: policies.Block, Module: "rules", Reason: "no acting"}}, nil, nil,
 			result{errText: `runtime: tool "srv__act": blocked by policy "rules": no acting`, module: "rules"}},
-		{"rewrite", fixedPolicy{Outcome: policies.Allow, Arguments: json.RawMessage(`{"n":2}`)}, nil, nil, result{text: `act: {"n":2}`}},
-		{"approval without callback", fixedPolicy(ask), nil, nil,
+		{"rewrite", &policiestest.Enforcer{Outcome: policies.Outcome{Decision: policies.Allow, Arguments: json.RawMessage(`{"n":2}`)}}, nil, nil, result{text: `act: {"n":2}`}},
+		{"approval without callback", &policiestest.Enforcer{Outcome: ask}, nil, nil,
 			result{errText: `approval denied by the approver: nobody to ask`}},
-		{"approved by human", fixedPolicy(ask), nil, approve(true, nil), result{text: `act: {"n":1}`}},
-		{"refused by human", fixedPolicy(ask), nil, approve(false, nil), result{errText: `runtime: tool "srv__act": approval denied by the approver`}},
-		{"callback error", fixedPolicy(ask), nil, approve(false, errors.New("user away")), result{errText: `approval denied by the approver: user away`}},
-		{"decider allows", fixedPolicy(ask), &fixedApproval{out: policies.ApprovalOutcome{Decision: policies.AllowOnce}}, approve(false, nil), result{text: `act: {"n":1}`}},
-		{"decider denies", fixedPolicy(ask), &fixedApproval{out: policies.ApprovalOutcome{Decision: policies.Deny, Module: "approvals", Reason: "never"}}, approve(true, nil),
+		{"approved by human", &policiestest.Enforcer{Outcome: ask}, nil, approve(true, nil), result{text: `act: {"n":1}`}},
+		{"refused by human", &policiestest.Enforcer{Outcome: ask}, nil, approve(false, nil), result{errText: `runtime: tool "srv__act": approval denied by the approver`}},
+		{"callback error", &policiestest.Enforcer{Outcome: ask}, nil, approve(false, errors.New("user away")), result{errText: `approval denied by the approver: user away`}},
+		{"decider allows", &policiestest.Enforcer{Outcome: ask}, &policiestest.ApprovalDecider{Outcome: policies.ApprovalOutcome{Decision: policies.AllowOnce}}, approve(false, nil), result{text: `act: {"n":1}`}},
+		{"decider denies", &policiestest.Enforcer{Outcome: ask}, &policiestest.ApprovalDecider{Outcome: policies.ApprovalOutcome{Decision: policies.Deny, Module: "approvals", Reason: "never"}}, approve(true, nil),
 			result{errText: `approval denied by policy "approvals": never`, module: "approvals"}},
-		{"decider asks", fixedPolicy(ask), &fixedApproval{out: policies.ApprovalOutcome{Decision: policies.Ask}}, approve(true, nil), result{text: `act: {"n":1}`}},
-		{"decider answers garbage", fixedPolicy(ask), &fixedApproval{out: policies.ApprovalOutcome{Decision: "maybe", Module: "odd"}}, approve(true, nil),
+		{"decider asks", &policiestest.Enforcer{Outcome: ask}, &policiestest.ApprovalDecider{Outcome: policies.ApprovalOutcome{Decision: policies.Ask}}, approve(true, nil), result{text: `act: {"n":1}`}},
+		{"decider answers garbage", &policiestest.Enforcer{Outcome: ask}, &policiestest.ApprovalDecider{Outcome: policies.ApprovalOutcome{Decision: "maybe", Module: "odd"}}, approve(true, nil),
 			result{errText: `approval denied by policy "odd"`, module: "odd"}},
-		{"unknown outcome fails closed", fixedPolicy{Outcome: "perhaps", Module: "odd"}, nil, nil, result{errText: `blocked by policy "odd"`, module: "odd"}},
+		{"unknown outcome fails closed", &policiestest.Enforcer{Outcome: policies.Outcome{Decision: "perhaps", Module: "odd"}}, nil, nil, result{errText: `blocked by policy "odd"`, module: "odd"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			srv := newServer("srv", nil)
 			echoTool(srv, "act")
-			s := open(t, []Server{inProcess(t, "srv", srv)}, &Options{Enforcer: tc.policy, Approvals: tc.approvals, Approve: tc.approve})
+			s := open(t, []Server{inProcess(t, "srv", srv)}, &Options{Enforcer: tc.policy, ApprovalDecider: tc.approvals, AskHuman: tc.approve})
 			res, err := s.CallTool(context.Background(), "srv__act", []byte(`{"n":1}`))
 			if tc.want.errText == "" {
 				if err != nil {
@@ -426,9 +427,9 @@ func TestPolicyOutcomes(t *testing.T) {
 			if !errors.As(err, &pe) || !strings.Contains(err.Error(), tc.want.errText) || pe.Module != tc.want.module {
 				t.Fatalf("CallTool: %v, want a *PolicyError %q from module %q", err, tc.want.errText, tc.want.module)
 			}
-			if fa, ok := tc.approvals.(*fixedApproval); ok {
-				r := fa.req[0]
-				if r.Kind != policies.ApprovalTool || r.Surface != policies.SurfaceEmbedded || r.Tool.Original != "act" || !strings.Contains(string(r.Request), `"reason":"writes need a human"`) {
+			if fa, ok := tc.approvals.(*policiestest.ApprovalDecider); ok {
+				r := fa.Requests()[0]
+				if r.Kind != policies.ApprovalTool || r.Surface != policies.SurfaceEmbedded || r.Tool.RawName != "act" || !strings.Contains(string(r.Request), `"reason":"writes need a human"`) {
 					t.Errorf("decide_approval input = %+v (%s)", r, r.Request)
 				}
 			}
@@ -441,7 +442,7 @@ func TestPolicyOutcomes(t *testing.T) {
 // engine records those).
 func TestApprovalAnswersAudited(t *testing.T) {
 	t.Parallel()
-	ask := policies.Decision{Outcome: policies.RequireApproval, Module: "rules", Reason: "writes need a human"}
+	ask := policies.Outcome{Decision: policies.RequireApproval, Module: "rules", Reason: "writes need a human"}
 	for _, tc := range []struct {
 		name     string
 		approve  ApprovalFunc
@@ -457,7 +458,7 @@ func TestApprovalAnswersAudited(t *testing.T) {
 			srv := newServer("srv", nil)
 			echoTool(srv, "act")
 			audit := &policiestest.AuditRecorder{}
-			s := open(t, []Server{inProcess(t, "srv", srv)}, &Options{Enforcer: fixedPolicy(ask), Approve: tc.approve, Approver: tc.approver, Audit: audit})
+			s := open(t, []Server{inProcess(t, "srv", srv)}, &Options{Enforcer: &policiestest.Enforcer{Outcome: ask}, AskHuman: tc.approve, Approver: tc.approver, Audit: audit})
 			_, _ = s.CallTool(context.Background(), "srv__act", []byte(`{}`))
 			recs := audit.Records()
 			who := tc.approver
@@ -479,8 +480,8 @@ func TestApprovalTimeout(t *testing.T) {
 	echoTool(srv, "act")
 	var deadline atomic.Bool
 	s := open(t, []Server{inProcess(t, "srv", srv)}, &Options{
-		Enforcer: fixedPolicy{Outcome: policies.RequireApproval, Module: "rules", TimeoutMs: 20},
-		Approve: func(ctx context.Context, req *ApprovalRequest) (bool, error) {
+		Enforcer: &policiestest.Enforcer{Outcome: policies.Outcome{Decision: policies.RequireApproval, Module: "rules", TimeoutMs: 20}},
+		AskHuman: func(ctx context.Context, req *ApprovalRequest) (bool, error) {
 			_, ok := ctx.Deadline()
 			deadline.Store(ok && req.Timeout == 20*time.Millisecond)
 			<-ctx.Done() // nobody answers
@@ -713,7 +714,7 @@ func TestCloseEndsEverything(t *testing.T) {
 
 func TestCallBeforeConnect(t *testing.T) {
 	t.Parallel()
-	s, err := New(nil, &Options{Enforcer: &allowAll{}, Sanitizer: nativeNamer{}})
+	s, err := New(nil, &Options{Enforcer: &policiestest.Enforcer{}, Sanitizer: &policiestest.Sanitizer{}})
 	if err != nil {
 		t.Fatal(err)
 	}

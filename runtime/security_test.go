@@ -265,23 +265,17 @@ func TestProgressFromAnotherServerIsDropped(t *testing.T) {
 	}
 }
 
-// ctxHook allows every call whose context is live and fails on a dead one,
-// as a Wasm module's host call does; it counts the calls it saw.
-type ctxHook struct {
-	mu   sync.Mutex
-	args []string
-}
-
-func (h *ctxHook) Name() string { return "rules" }
-
-func (h *ctxHook) BeforeToolCall(ctx context.Context, call *policies.ToolCall) (policies.Verdict, error) {
-	h.mu.Lock()
-	h.args = append(h.args, string(call.Arguments))
-	h.mu.Unlock()
-	if err := ctx.Err(); err != nil {
-		return policies.Verdict{}, err
-	}
-	return policies.Verdict{Decision: policies.Allow}, nil
+// ctxHook is a before_tool_call module "rules" that allows every call
+// whose context is live and fails on a dead one, as a Wasm module's host
+// call does.
+func ctxHook() *policiestest.BeforeToolCallHook {
+	return &policiestest.BeforeToolCallHook{Module: "rules",
+		Decide: func(ctx context.Context, _ *policies.ToolCall) (policies.Verdict, error) {
+			if err := ctx.Err(); err != nil {
+				return policies.Verdict{}, err
+			}
+			return policies.Verdict{Decision: policies.Allow}, nil
+		}}
 }
 
 // A cancelled call returns the context's error (audited as cancelled, not
@@ -322,7 +316,7 @@ func TestCallToolArgumentsAndCancellation(t *testing.T) {
 			t.Parallel()
 			srv := newServer("s", nil)
 			echoTool(srv, "echo")
-			hook, audit := &ctxHook{}, &policiestest.AuditRecorder{}
+			hook, audit := ctxHook(), &policiestest.AuditRecorder{}
 			chain := policies.NewChain([]policies.ChainEntry{{Hook: hook}}, &policies.ChainOptions{Audit: audit})
 			s := open(t, []Server{inProcess(t, "s", srv)}, &Options{Enforcer: chain})
 			toolNames(t, s) // the catalog is built before a cancelled call
@@ -340,12 +334,11 @@ func TestCallToolArgumentsAndCancellation(t *testing.T) {
 					t.Fatalf("CallTool(%q) = %v, %v; want %v containing %q, not a policy error", tt.args, res, err, tt.is, tt.errText)
 				}
 			}
-			hook.mu.Lock()
-			saw := len(hook.args) > 0
-			if tt.policyArgs != "" && (!saw || hook.args[0] != tt.policyArgs) {
-				t.Errorf("policy saw arguments %q, want %q", hook.args, tt.policyArgs)
+			calls := hook.Calls()
+			saw := len(calls) > 0
+			if tt.policyArgs != "" && (!saw || string(calls[0].Arguments) != tt.policyArgs) {
+				t.Errorf("policy saw calls %+v, want arguments %q", calls, tt.policyArgs)
 			}
-			hook.mu.Unlock()
 			if saw != tt.policy {
 				t.Errorf("policy saw the call: %v, want %v", saw, tt.policy)
 			}
@@ -431,7 +424,7 @@ func TestListingCutByTheCaller(t *testing.T) {
 			}
 			return nil
 		}})
-		s, err := New([]Server{slow}, &Options{Enforcer: &allowAll{}, Sanitizer: nativeNamer{}, Logger: quietLogger()})
+		s, err := New([]Server{slow}, &Options{Enforcer: &policiestest.Enforcer{}, Sanitizer: &policiestest.Sanitizer{}, Logger: quietLogger()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -478,8 +471,8 @@ func TestRewrittenArgumentsChecked(t *testing.T) {
 			t.Parallel()
 			srv := newServer("s", nil)
 			echoTool(srv, "echo")
-			s := open(t, []Server{inProcess(t, "s", srv)}, &Options{Enforcer: fixedPolicy{
-				Outcome: policies.Allow, Module: "rules", RewrittenBy: "rewriter", Arguments: json.RawMessage(tt.rewrite)}})
+			s := open(t, []Server{inProcess(t, "s", srv)}, &Options{Enforcer: &policiestest.Enforcer{Outcome: policies.Outcome{
+				Decision: policies.Allow, Module: "rules", RewrittenBy: "rewriter", Arguments: json.RawMessage(tt.rewrite)}}})
 			res, err := s.CallTool(context.Background(), "s__echo", []byte(`{"a":1}`))
 			if tt.want != "" {
 				if err != nil || resultText(t, res) != tt.want {

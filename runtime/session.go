@@ -32,8 +32,8 @@ type Tool struct {
 	Name string
 	// Server is the raw name of the server the tool comes from.
 	Server string
-	// Upstream is the server's definition (Upstream.Name is the raw tool
-	// name). It is shared: do not modify it.
+	// Upstream is the server's definition (its Name is the raw tool name,
+	// [Tool.RawName]). It is shared: do not modify it.
 	Upstream *mcp.Tool
 	// Utility is "" for a tool of the server, or the utility operation
 	// (UtilityResourcesList, UtilityResourcesRead, UtilityPromptsList,
@@ -41,6 +41,10 @@ type Tool struct {
 	// prompts; Upstream is then the runtime's definition of it.
 	Utility string
 }
+
+// RawName is the tool's raw name: the server's own name of it
+// (Upstream.Name), which policies see as tool.original.
+func (t Tool) RawName() string { return t.Upstream.Name }
 
 // EventRetrying is reported when a server whose connection failed (or
 // ended) is connected again, in the background: on the first use of the
@@ -879,7 +883,7 @@ func catalogOrder(tools []Tool, from []int32, safe, server []string) []int32 {
 		if c := cmp.Compare(safeRank[cx], safeRank[cy]); c != 0 {
 			return c
 		}
-		if c := config.LocaleCompare(tools[x].Upstream.Name, tools[y].Upstream.Name); c != 0 {
+		if c := config.LocaleCompare(tools[x].RawName(), tools[y].RawName()); c != 0 {
 			return c
 		}
 		if c := cmp.Compare(serverRank[cx], serverRank[cy]); c != 0 {
@@ -912,8 +916,8 @@ func localeRanks(names []string) []int {
 // blank or JSON null mean none: other JSON, or no JSON, is refused with
 // ErrInvalidArguments before any policy runs). Every call first passes before_tool_call (surface "embedded",
 // Options.Caller and SessionKey): a block returns a *PolicyError with the
-// module's reason; require_approval goes to Options.Approvals
-// (decide_approval), then, for "ask", to Options.Approve. The call then runs
+// module's reason; require_approval goes to Options.ApprovalDecider
+// (decide_approval), then, for "ask", to Options.AskHuman. The call then runs
 // under the server's request timeout (requestTimeoutMs, 60 s by default),
 // reset by each progress notification of a call made WithProgress, up to
 // MaxTotalTimeoutFactor times it in all; when ctx ends or the timeout
@@ -1011,7 +1015,7 @@ func (s *Session) callConn(ctx context.Context, c *conn, t *Tool, args []byte) (
 		Surface:    s.surface(),
 		SessionKey: s.opts.SessionKey,
 		Caller:     s.caller(ctx),
-		Tool:       policies.ToolRef{Name: t.Name, Server: t.Server, Original: t.Upstream.Name},
+		Tool:       policies.ToolRef{Name: t.Name, Server: t.Server, RawName: t.RawName()},
 		Arguments:  args,
 	}
 	d := s.opts.Enforcer.BeforeToolCall(ctx, call)
@@ -1021,17 +1025,17 @@ func (s *Session) callConn(ctx context.Context, c *conn, t *Tool, args []byte) (
 		// audits it as cancelled and blocks only to stop it).
 		return nil, err
 	}
-	if d.Arguments != nil && d.Outcome != policies.Block {
+	if d.Arguments != nil && d.Decision != policies.Block {
 		// A module's rewrite is held to the same rule as the caller's
 		// arguments: one JSON object, or the call is refused (fail closed).
 		rewritten, err := objectArguments(t.Name, d.Arguments)
 		if err != nil {
-			return nil, &PolicyError{Tool: t.Name, Server: t.Server, Outcome: policies.Block, Module: d.RewrittenBy,
+			return nil, &PolicyError{Tool: t.Name, Server: t.Server, Decision: policies.Block, Module: d.RewrittenBy,
 				Reason: "rewrote the arguments into invalid ones: " + err.Error()}
 		}
 		args = rewritten
 	}
-	switch d.Outcome {
+	switch d.Decision {
 	case policies.Allow:
 	case policies.RequireApproval:
 		if err := c.checkPaused(); err != nil {
@@ -1041,7 +1045,7 @@ func (s *Session) callConn(ctx context.Context, c *conn, t *Tool, args []byte) (
 			return nil, err
 		}
 	default: // Block, or an outcome no chain should produce: fail closed.
-		return nil, &PolicyError{Tool: t.Name, Server: t.Server, Outcome: policies.Block, Module: d.Module, Reason: d.Reason}
+		return nil, &PolicyError{Tool: t.Name, Server: t.Server, Decision: policies.Block, Module: d.Module, Reason: d.Reason}
 	}
 	if t.Utility != "" {
 		return c.utility(ctx, t, args)
@@ -1086,22 +1090,22 @@ func jsonKind(b byte) string {
 
 // approve settles a require_approval decision: decide_approval first, then
 // the embedder's callback for "ask".
-func (s *Session) approve(ctx context.Context, t *Tool, d policies.Decision, args []byte) error {
+func (s *Session) approve(ctx context.Context, t *Tool, d policies.Outcome, args []byte) error {
 	refuse := func(module, reason string) error {
-		return &PolicyError{Tool: t.Name, Server: t.Server, Outcome: policies.RequireApproval, Module: module, Reason: reason}
+		return &PolicyError{Tool: t.Name, Server: t.Server, Decision: policies.RequireApproval, Module: module, Reason: reason}
 	}
 	timeout := time.Duration(d.TimeoutMs) * time.Millisecond
-	if s.opts.Approvals != nil {
+	if s.opts.ApprovalDecider != nil {
 		payload, _ := json.Marshal(map[string]string{ // cannot fail: strings only
 			"reason": d.Reason, "title": d.Title, "description": d.Description, "module": d.Module,
 		})
-		out := s.opts.Approvals.DecideApproval(ctx, &policies.ApprovalRequest{
+		out := s.opts.ApprovalDecider.DecideApproval(ctx, &policies.ApprovalRequest{
 			Kind:       policies.ApprovalTool,
 			ID:         string(s.surface()) + "-" + strconv.FormatUint(s.seq.Add(1), 10),
 			Surface:    s.surface(),
 			SessionKey: s.opts.SessionKey,
 			Requester:  s.caller(ctx),
-			Tool:       policies.ToolRef{Name: t.Name, Server: t.Server, Original: t.Upstream.Name},
+			Tool:       policies.ToolRef{Name: t.Name, Server: t.Server, RawName: t.RawName()},
 			Request:    payload,
 		})
 		switch out.Decision {
@@ -1115,8 +1119,8 @@ func (s *Session) approve(ctx context.Context, t *Tool, d policies.Decision, arg
 			return refuse(out.Module, out.Reason)
 		}
 	}
-	if s.opts.Approve == nil {
-		return refuse("", "nobody to ask: Options.Approve is nil")
+	if s.opts.AskHuman == nil {
+		return refuse("", "nobody to ask: Options.AskHuman is nil")
 	}
 	actx, cancel := ctx, context.CancelFunc(func() {})
 	if timeout > 0 {
@@ -1125,7 +1129,7 @@ func (s *Session) approve(ctx context.Context, t *Tool, d policies.Decision, arg
 	defer cancel()
 	start := time.Now()
 	caller := s.caller(ctx)
-	ok, err := s.opts.Approve(actx, &ApprovalRequest{
+	ok, err := s.opts.AskHuman(actx, &ApprovalRequest{
 		Tool: *t, Arguments: args, Module: d.Module, Title: d.Title, Description: d.Description,
 		Reason: d.Reason, Timeout: timeout, SessionKey: s.opts.SessionKey, Caller: caller,
 	})
@@ -1151,7 +1155,7 @@ func (s *Session) approve(ctx context.Context, t *Tool, d policies.Decision, arg
 	return refuse("", reason)
 }
 
-// recordAnswer audits the answer of Options.Approve to a call of t.
+// recordAnswer audits the answer of Options.AskHuman to a call of t.
 func (s *Session) recordAnswer(t *Tool, caller policies.Caller, decision policies.ApprovalDecision, reason string, start time.Time) {
 	if s.opts.Audit == nil {
 		return

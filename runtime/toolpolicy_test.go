@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 )
 
 // policyServers returns two in-process servers: docs (search, fetch) and
@@ -69,7 +70,7 @@ func TestToolPolicy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			pol := &allowAll{}
+			pol := &policiestest.Enforcer{}
 			s := open(t, policyServers(t), &Options{Enforcer: pol, ToolPolicy: tt.policy})
 			got := toolNames(t, s)
 			if !slices.Equal(got, tt.want) {
@@ -93,7 +94,7 @@ func TestToolPolicy(t *testing.T) {
 					t.Errorf("hidden %s: %+v (%v), want rule containing %q", name, he, err, tt.rule)
 				}
 			}
-			if n := len(pol.seen()); n != len(tt.want) {
+			if n := len(pol.Calls()); n != len(tt.want) {
 				t.Errorf("before_tool_call saw %d calls, want %d (hidden tools never reach the policy)", n, len(tt.want))
 			}
 			for _, st := range s.Status() {

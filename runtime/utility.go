@@ -15,7 +15,7 @@ import (
 // (src/agents/agent-bundle-mcp-materialize.ts). They are named like the
 // server's tools (`<server>__resources_list` by the default sanitizer), obey
 // its toolFilter and the tool policy, and every call passes before_tool_call
-// with Tool.Original set to the operation.
+// with ToolRef.RawName set to the operation.
 const (
 	// UtilityResourcesList lists the server's resources (resources/list,
 	// following nextCursor); no arguments.

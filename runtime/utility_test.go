@@ -12,6 +12,7 @@ import (
 
 	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 )
 
 // kbServer is an in-process server with a tool, two resources and a prompt
@@ -79,7 +80,7 @@ func TestUtilityToolsCatalog(t *testing.T) {
 		"kb__prompts_list": UtilityPromptsList, "kb__prompts_get": UtilityPromptsGet,
 	} {
 		tl := byName[name]
-		if tl.Utility != op || tl.Upstream.Name != op || tl.Server != "kb" || !strings.Contains(tl.Upstream.Description, `MCP server "kb"`) {
+		if tl.Utility != op || tl.RawName() != op || tl.Server != "kb" || !strings.Contains(tl.Upstream.Description, `MCP server "kb"`) {
 			t.Errorf("%s = %+v / %+v", name, tl, tl.Upstream)
 		}
 		var schema map[string]any
@@ -124,7 +125,7 @@ func TestUtilityToolsCall(t *testing.T) {
 		{name: "unknown prompt", tool: "kb__prompts_get", args: `{"name":"nope"}`, json: true,
 			want: []string{`MCP server "kb": prompts_get:`}, isError: true},
 	}
-	pol := &allowAll{}
+	pol := &policiestest.Enforcer{}
 	s := open(t, []Server{inProcess(t, "kb", kbServer())}, &Options{Enforcer: pol})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -165,7 +166,7 @@ func TestUtilityToolsCall(t *testing.T) {
 	t.Cleanup(func() {
 		// Every call passed before_tool_call with the operation as the
 		// original tool name.
-		seen := pol.seen()
+		seen := pol.Calls()
 		want := 0
 		for _, tt := range tests {
 			if tt.err == nil {
@@ -176,7 +177,7 @@ func TestUtilityToolsCall(t *testing.T) {
 			t.Errorf("policy saw %d calls, want %d", len(seen), want)
 		}
 		for _, c := range seen {
-			if c.Tool.Server != "kb" || "kb__"+c.Tool.Original != c.Tool.Name || c.Surface != policies.SurfaceEmbedded {
+			if c.Tool.Server != "kb" || "kb__"+c.Tool.RawName != c.Tool.Name || c.Surface != policies.SurfaceEmbedded {
 				t.Errorf("policy input %+v", c)
 			}
 		}
@@ -188,7 +189,7 @@ func TestUtilityToolsCall(t *testing.T) {
 func TestUtilityToolsPolicy(t *testing.T) {
 	t.Parallel()
 	block := open(t, []Server{inProcess(t, "kb", kbServer())}, &Options{
-		Enforcer: fixedPolicy{Outcome: policies.Block, Module: "rules", Reason: "no reading"},
+		Enforcer: &policiestest.Enforcer{Outcome: policies.Outcome{Decision: policies.Block, Module: "rules", Reason: "no reading"}},
 	})
 	_, err := block.CallTool(context.Background(), "kb__resources_read", []byte(`{"uri":"kb://notes/a"}`))
 	var pe *PolicyError
@@ -196,7 +197,7 @@ func TestUtilityToolsPolicy(t *testing.T) {
 		t.Fatalf("err = %v, want the policy's block", err)
 	}
 	rewrite := open(t, []Server{inProcess(t, "kb", kbServer())}, &Options{
-		Enforcer: fixedPolicy{Outcome: policies.Allow, Arguments: []byte(`{"uri":"kb://notes/a"}`)},
+		Enforcer: &policiestest.Enforcer{Outcome: policies.Outcome{Decision: policies.Allow, Arguments: []byte(`{"uri":"kb://notes/a"}`)}},
 	})
 	res, err := rewrite.CallTool(context.Background(), "kb__resources_read", []byte(`{"uri":"kb://notes/b"}`))
 	if err != nil || !strings.Contains(texts(t, res)[0], "alpha notes") {

@@ -24,6 +24,7 @@ import (
 	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/engine"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 	"github.com/openclaw-go/openclaw/proxy"
 	"github.com/openclaw-go/openclaw/runtime"
 )
@@ -132,19 +133,12 @@ func goHop(tb testing.TB, jsonResponse bool) (*mcp.ClientSession, string) {
 	return connect(tb, streamable("http://"+addr+"/mcp", nil)), "echo"
 }
 
-// allowAll is a native before_tool_call that allows every call: the
-// proxy-http-native path, to tell the Wasm modules' share.
-type allowAll struct{}
-
-// BeforeToolCall allows.
-func (allowAll) BeforeToolCall(context.Context, *policies.ToolCall) policies.Decision {
-	return policies.Decision{Outcome: policies.Allow}
-}
-
 // proxied builds what `openclaw mcp proxy` builds from an openclaw.json
 // listing server-everything over stdio: the policy engine with the default
 // modules (the audit log in a temporary folder), the runtime session with
-// surface proxy, and the proxy. With native, before_tool_call is allowAll.
+// surface proxy, and the proxy. With native, before_tool_call is
+// policiestest.AllowAll (the proxy-http-native path, to tell the Wasm
+// modules' share).
 func proxied(tb testing.TB, native bool) *proxy.Proxy {
 	tb.Helper()
 	node, script := everything(tb)
@@ -176,15 +170,15 @@ func proxied(tb testing.TB, native bool) *proxy.Proxy {
 	tb.Cleanup(func() { _ = eng.Close(context.Background()) })
 	var enf policies.Enforcer = eng
 	if native {
-		enf = allowAll{}
+		enf = policiestest.AllowAll{}
 	}
 	sess, err := runtime.New(runtime.ServersFromConfig(resolved), &runtime.Options{
-		Enforcer:  enf,
-		Sanitizer: eng,
-		Approvals: eng,
-		Surface:   policies.SurfaceProxy,
-		Caller:    policies.Caller{Name: "openclaw-mcp-proxy", Version: "bench"},
-		Logger:    quiet,
+		Enforcer:        enf,
+		Sanitizer:       eng,
+		ApprovalDecider: eng,
+		Surface:         policies.SurfaceProxy,
+		Caller:          policies.Caller{Name: "openclaw-mcp-proxy", Version: "bench"},
+		Logger:          quiet,
 	})
 	if err != nil {
 		tb.Fatal(err)

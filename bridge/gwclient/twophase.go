@@ -73,9 +73,11 @@ func NewApprovalRaiser(opts *Options) *ApprovalRaiser {
 // returns an error wrapping [ErrClosed]) and makes later calls fail the
 // same way at once. `mcp serve` calls it when its MCP client goes away: a
 // call waiting for a human's decision then ends instead of holding the
-// process until the approval expires. Idempotent; safe concurrently.
-func (r *ApprovalRaiser) Close() {
+// process until the approval expires. Idempotent; safe concurrently; it
+// always returns nil (it is an io.Closer, like [Client]).
+func (r *ApprovalRaiser) Close() error {
 	r.stop()
+	return nil
 }
 
 // debugHandler logs every record below Warn at Debug.

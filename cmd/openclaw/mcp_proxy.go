@@ -295,7 +295,7 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 		Transport:       &transport.Options{ConfineStdio: confine},
 		Enforcer:        metrics.Enforcer(pol),
 		Sanitizer:       pol,
-		Approvals:       metrics.Approvals(pol),
+		ApprovalDecider: metrics.ApprovalDecider(pol),
 		Surface:         policies.SurfaceProxy,
 		Caller:          policies.Caller{Name: "openclaw-mcp-proxy", Version: version},
 		Logger:          logger,
@@ -315,7 +315,7 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	// and approval questions back to the downstream clients.
 	relay := proxy.NewRelay()
 	relay.Install(&opts)
-	opts.Approve = metrics.Approve(opts.Approve)
+	opts.AskHuman = metrics.AskHuman(opts.AskHuman)
 	opts.Audit = pol.AuditSink()
 	// ServersFromConfig also carries each entry's OAuth identity mode and
 	// authProfileId (refused with a diagnostic).

@@ -158,16 +158,16 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve appro
 		fmt.Fprintln(stderr, "openclaw mcp: WARNING: no module enforces before_tool_call: every tool call is allowed")
 	}
 	s, err := runtime.New(servers, &runtime.Options{
-		Enforcer:   eng,
-		Sanitizer:  eng,
-		Approvals:  eng,
-		Approve:    approve.ask,
-		Approver:   approve.name,
-		Audit:      eng.AuditSink(),
-		ToolPolicy: toolPolicy,
-		Caller:     policies.Caller{Name: "openclaw-go-cli", Version: version},
-		Logger:     logger,
-		Transport:  &transport.Options{ConfineStdio: confine},
+		Enforcer:        eng,
+		Sanitizer:       eng,
+		ApprovalDecider: eng,
+		AskHuman:        approve.ask,
+		Approver:        approve.name,
+		Audit:           eng.AuditSink(),
+		ToolPolicy:      toolPolicy,
+		Caller:          policies.Caller{Name: "openclaw-go-cli", Version: version},
+		Logger:          logger,
+		Transport:       &transport.Options{ConfineStdio: confine},
 		ClientInfo: &mcp.Implementation{
 			Name: "openclaw-go", Version: version,
 		},
@@ -248,7 +248,7 @@ could not be named or openclaw.json is invalid.`,
 				entries := make([]catalogEntry, 0, len(tools))
 				for _, t := range tools {
 					entries = append(entries, catalogEntry{
-						Name: t.Name, Server: t.Server, Tool: t.Upstream.Name,
+						Name: t.Name, Server: t.Server, Tool: t.RawName(),
 						Description: t.Upstream.Description, InputSchema: t.Upstream.InputSchema,
 					})
 				}
@@ -267,7 +267,7 @@ could not be named or openclaw.json is invalid.`,
 			fmt.Fprintln(tw, "TOOL\tSERVER\tUPSTREAM\tDESCRIPTION")
 			utility := 0
 			for _, t := range tools {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, regSanitize(t.Server), regSanitize(t.Upstream.Name), firstLine(t.Upstream.Description))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.Name, regSanitize(t.Server), regSanitize(t.RawName()), firstLine(t.Upstream.Description))
 				if t.Utility != "" {
 					utility++
 				}

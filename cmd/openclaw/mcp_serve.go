@@ -168,11 +168,11 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 	raiser := gwclient.NewApprovalRaiser(gwOpts)
 	b = bridge.New(client, &bridge.Options{
 		ClaudeChannelMode: mode,
-		Policy:            pol,
+		Enforcer:          pol,
 		Logger:            logger,
 		Verbose:           c.verbose,
 		ServerVersion:     version,
-		Approvals:         pol,
+		ApprovalDecider:   pol,
 		ApprovalRaiser:    raiser,
 		Audit:             pol.AuditSink(),
 	})
@@ -197,7 +197,7 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 	// answers and the session ends.
 	shutdown := func() {
 		_ = b.Close()
-		raiser.Close()
+		_ = raiser.Close()
 		_ = client.Close()
 	}
 	var serveErr error

@@ -71,7 +71,7 @@ func TestApprovalsRules(t *testing.T) {
 			Requester: policies.Caller{Name: "cursor"}, Tool: policies.ToolRef{Name: "messages_send"}},
 			policies.ApprovalVerdict{Decision: policies.Ask, Reason: "no approval rule matched", TTLMs: 300000}},
 		{"server glob", &policies.ApprovalRequest{Kind: policies.ApprovalTool,
-			Tool: policies.ToolRef{Name: "files__write", Server: "files", Original: "write"}},
+			Tool: policies.ToolRef{Name: "files__write", Server: "files", RawName: "write"}},
 			policies.ApprovalVerdict{Decision: policies.Deny, Reason: "rules[4] matched"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -141,7 +141,7 @@ func TestApprovalsThroughChain(t *testing.T) {
 		{"kind":"tool","tool":"fs_write","requester":"trusted","decision":"allow-always"},
 		{"kind":"tool","tool":"fs_delete","decision":"deny"}]}`)
 	mem := policies.NewApprovalMemory(nil)
-	chain := policies.NewApprovalChain([]policies.ApprovalEntry{{Decider: m}}, &policies.ApprovalChainOptions{Memory: mem})
+	chain := policies.NewApprovalChain([]policies.ApprovalEntry{{Hook: m}}, &policies.ApprovalChainOptions{Memory: mem})
 	ctx := context.Background()
 	req := func(requester, tool, session string) *policies.ApprovalRequest {
 		return &policies.ApprovalRequest{Kind: policies.ApprovalTool, SessionKey: session,

@@ -21,7 +21,7 @@ func ExampleSanitizer() {
 		log.Fatal(err)
 	}
 	defer m.Close(ctx)
-	chain := policies.NewSanitizeChain([]policies.SanitizerEntry{{Sanitizer: m}}, nil)
+	chain := policies.NewSanitizeChain([]policies.SanitizeEntry{{Hook: m}}, nil)
 	res, err := chain.SanitizeToolNames(ctx, &policies.SanitizeRequest{
 		Reserved: []string{"events_poll"},
 		Servers: []policies.SanitizeServer{
@@ -56,7 +56,7 @@ func ExampleApprovals() {
 		log.Fatal(err)
 	}
 	defer m.Close(ctx)
-	chain := policies.NewApprovalChain([]policies.ApprovalEntry{{Decider: m}},
+	chain := policies.NewApprovalChain([]policies.ApprovalEntry{{Hook: m}},
 		&policies.ApprovalChainOptions{Memory: policies.NewApprovalMemory(nil)})
 	for _, cmd := range []string{"ls -la", "rm -rf /", "make"} {
 		out := chain.DecideApproval(ctx, &policies.ApprovalRequest{Kind: policies.ApprovalExec, SessionKey: "agent:main:main", Command: cmd})

@@ -73,8 +73,8 @@ import (
 // module (*opa.Module), which offer the same methods.
 type Module interface {
 	policies.BeforeToolCallHook
-	policies.Sanitizer
-	policies.ApprovalDecider
+	policies.SanitizeToolNamesHook
+	policies.DecideApprovalHook
 	// Has reports whether the module serves hook h; Hooks lists them in
 	// ABI order.
 	Has(h policies.Hook) bool
@@ -628,7 +628,7 @@ func hookList(hs []policies.Hook) string {
 // outlive it.
 func (e *Engine) chains(s *set, prev *set) {
 	var calls []policies.ChainEntry
-	var names []policies.SanitizerEntry
+	var names []policies.SanitizeEntry
 	var approvals []policies.ApprovalEntry
 	for _, m := range s.members {
 		for _, h := range m.info.Hooks {
@@ -636,9 +636,9 @@ func (e *Engine) chains(s *set, prev *set) {
 			case policies.HookBeforeToolCall:
 				calls = append(calls, policies.ChainEntry{Hook: m.g.mod, Mode: m.info.Mode})
 			case policies.HookSanitizeToolNames:
-				names = append(names, policies.SanitizerEntry{Sanitizer: m.g.mod, Mode: m.info.Mode})
+				names = append(names, policies.SanitizeEntry{Hook: m.g.mod, Mode: m.info.Mode})
 			case policies.HookDecideApproval:
-				approvals = append(approvals, policies.ApprovalEntry{Decider: m.g.mod, Mode: m.info.Mode})
+				approvals = append(approvals, policies.ApprovalEntry{Hook: m.g.mod, Mode: m.info.Mode})
 			}
 		}
 	}
@@ -725,10 +725,10 @@ func (g *generation) unref(ctx context.Context, e *Engine) {
 // BeforeToolCall implements [policies.Enforcer]: it runs the current
 // before_tool_call chain. The whole call uses one policy set, even if a
 // reload swaps the set meanwhile. After Close it blocks, naming the engine.
-func (e *Engine) BeforeToolCall(ctx context.Context, call *policies.ToolCall) policies.Decision {
+func (e *Engine) BeforeToolCall(ctx context.Context, call *policies.ToolCall) policies.Outcome {
 	s := e.acquire()
 	if s == nil {
-		return policies.Decision{Outcome: policies.Block, Module: "engine", Reason: ErrClosed.Error(), Arguments: call.Arguments}
+		return policies.Outcome{Decision: policies.Block, Module: "engine", Reason: ErrClosed.Error(), Arguments: call.Arguments}
 	}
 	defer s.unref(ctx, e)
 	return s.chain.BeforeToolCall(ctx, call)

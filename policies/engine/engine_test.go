@@ -185,7 +185,7 @@ func TestDefaultIsBuiltinRulesAllowingAndAuditing(t *testing.T) {
 	if got := mods[0].String(); !strings.HasPrefix(got, "rules (builtin:rules, sha256 ") || !strings.HasSuffix(got, "enforce, hooks before_tool_call): default ruleset, allows every call and audits it") {
 		t.Errorf("summary = %q", got)
 	}
-	if d := e.BeforeToolCall(context.Background(), call("")); d.Outcome != policies.Allow {
+	if d := e.BeforeToolCall(context.Background(), call("")); d.Decision != policies.Allow {
 		t.Fatalf("decision = %+v, want allow", d)
 	}
 	if rs := audit.records(); len(rs) != 1 || rs[0].Module != "rules" || rs[0].Decision != "allow" {
@@ -216,7 +216,7 @@ func TestAuditModeRecordsButNeverBlocks(t *testing.T) {
 	audit := &sink{}
 	e, _ := load(t, engine.Options{ConfigFile: pf, Audit: audit})
 	for _, marker := range []string{"hostile_block", "hostile_trap"} {
-		if d := e.BeforeToolCall(context.Background(), call(marker)); d.Outcome != policies.Allow {
+		if d := e.BeforeToolCall(context.Background(), call(marker)); d.Decision != policies.Allow {
 			t.Errorf("%s: decision = %+v, want allow (audit mode)", marker, d)
 		}
 	}
@@ -236,7 +236,7 @@ func TestGuestLogReachesLogger(t *testing.T) {
 	writeFile(t, dir, "hostile.wasm", fixture(t, "hostile"))
 	pf := writeFile(t, dir, "policy.json", []byte(`{"modules":[{"name":"loud","source":"hostile.wasm"}]}`))
 	e, logs := load(t, engine.Options{ConfigFile: pf})
-	if d := e.BeforeToolCall(context.Background(), call("hostile_log")); d.Outcome != policies.Allow {
+	if d := e.BeforeToolCall(context.Background(), call("hostile_log")); d.Decision != policies.Allow {
 		t.Fatalf("decision = %+v", d)
 	}
 	if !strings.Contains(logs.String(), `level=INFO msg="hello from the guest" module=loud`) {
@@ -261,7 +261,7 @@ func TestHooksSelectsTheChain(t *testing.T) {
 	// the chain, and the ABI order is kept whatever the listed order.
 	pf := writeFile(t, dir, "policy.json", []byte(`{"modules":[{"source":"hostile.wasm","hooks":["before_tool_call"]}]}`))
 	e, _ := load(t, engine.Options{ConfigFile: pf})
-	if d := e.BeforeToolCall(context.Background(), call("hostile_block")); d.Outcome != policies.Block || d.Module != "hostile" {
+	if d := e.BeforeToolCall(context.Background(), call("hostile_block")); d.Decision != policies.Block || d.Module != "hostile" {
 		t.Fatalf("decision = %+v", d)
 	}
 	var outs []string
@@ -281,7 +281,7 @@ func TestReloadSwapsChangedModule(t *testing.T) {
 	p := writeFile(t, dir, "p.wasm", fixture(t, "allow"))
 	e, logs := load(t, engine.Options{Files: []string{p}, WatchDebounce: time.Millisecond})
 	ctx := context.Background()
-	if d := e.BeforeToolCall(ctx, call("hostile_block")); d.Outcome != policies.Allow {
+	if d := e.BeforeToolCall(ctx, call("hostile_block")); d.Decision != policies.Allow {
 		t.Fatalf("before the swap: %+v", d)
 	}
 
@@ -296,7 +296,7 @@ func TestReloadSwapsChangedModule(t *testing.T) {
 	if err != nil || len(res.Swapped) != 1 || res.Swapped[0] != "p" || res.String() != "swapped p" {
 		t.Fatalf("reload = %+v, %v", res, err)
 	}
-	if d := e.BeforeToolCall(ctx, call("hostile_block")); d.Outcome != policies.Block || d.Reason != "hostile says no" || d.Module != "p" {
+	if d := e.BeforeToolCall(ctx, call("hostile_block")); d.Decision != policies.Block || d.Reason != "hostile says no" || d.Module != "p" {
 		t.Fatalf("after the swap: %+v", d)
 	}
 	if !strings.Contains(logs.String(), "policy reload: swapped p") {
@@ -309,10 +309,10 @@ func TestReloadSwapsChangedModule(t *testing.T) {
 	if _, err := e.Reload(ctx); err == nil || !strings.Contains(err.Error(), `policy module "p"`) || !strings.Contains(err.Error(), "compiling") {
 		t.Fatalf("reload of garbage: err = %v", err)
 	}
-	if d := e.BeforeToolCall(ctx, call("hostile_block")); d.Outcome != policies.Block || d.Reason != "hostile says no" {
+	if d := e.BeforeToolCall(ctx, call("hostile_block")); d.Decision != policies.Block || d.Reason != "hostile says no" {
 		t.Fatalf("after a failed reload: %+v, want the previous module's block", d)
 	}
-	if d := e.BeforeToolCall(ctx, call("")); d.Outcome != policies.Allow {
+	if d := e.BeforeToolCall(ctx, call("")); d.Decision != policies.Allow {
 		t.Fatalf("after a failed reload: %+v, want allow", d)
 	}
 	if l := logs.String(); !strings.Contains(l, "policy reload refused; the active policies stay in place") || !strings.Contains(l, `policy module \"p\"`) {
@@ -328,7 +328,7 @@ func TestReloadSwapsChangedModule(t *testing.T) {
 		!strings.Contains(err.Error(), "exceeds the load limit of locals per function: 4294967295, over the limit of 50000") {
 		t.Fatalf("reload of locals.wasm: err = %v", err)
 	}
-	if d := e.BeforeToolCall(ctx, call("hostile_block")); d.Outcome != policies.Block || d.Reason != "hostile says no" {
+	if d := e.BeforeToolCall(ctx, call("hostile_block")); d.Decision != policies.Block || d.Reason != "hostile says no" {
 		t.Fatalf("after a refused reload: %+v, want the previous module's block", d)
 	}
 }
@@ -341,13 +341,13 @@ func TestReloadPolicyFile(t *testing.T) {
 	pf := writeFile(t, dir, "policy.json", []byte(block))
 	e, _ := load(t, engine.Options{ConfigFile: pf})
 	ctx := context.Background()
-	if d := e.BeforeToolCall(ctx, call("")); d.Outcome != policies.Block || d.Reason != "no polling" {
+	if d := e.BeforeToolCall(ctx, call("")); d.Decision != policies.Block || d.Reason != "no polling" {
 		t.Fatalf("decision = %+v", d)
 	}
 	for _, step := range []struct {
 		name, policy string
 		want         engine.ReloadResult
-		outcome      policies.Outcome
+		outcome      policies.Decision
 	}{
 		{"config change", `{"modules":[{"source":"builtin:rules","config":{"default":"allow"}}]}`,
 			engine.ReloadResult{Swapped: []string{"rules"}}, policies.Allow},
@@ -370,7 +370,7 @@ func TestReloadPolicyFile(t *testing.T) {
 		if a, b := mustJSON(t, res), mustJSON(t, step.want); a != b {
 			t.Errorf("%s: result %s, want %s", step.name, a, b)
 		}
-		if d := e.BeforeToolCall(ctx, call("hostile_block")); d.Outcome != step.outcome {
+		if d := e.BeforeToolCall(ctx, call("hostile_block")); d.Decision != step.outcome {
 			t.Errorf("%s: decision %+v, want %s", step.name, d, step.outcome)
 		}
 	}
@@ -413,8 +413,8 @@ func TestSwapUnderLoad(t *testing.T) {
 			defer wg.Done()
 			for ctx.Err() == nil {
 				d := e.BeforeToolCall(context.Background(), call("hostile_block"))
-				seen[i][string(d.Outcome)] = true
-				if d.Outcome != policies.Allow && d.Reason != "hostile says no" {
+				seen[i][string(d.Decision)] = true
+				if d.Decision != policies.Allow && d.Reason != "hostile says no" {
 					select {
 					case errs <- d.Message():
 					default:
@@ -470,7 +470,7 @@ func TestWatchSwapsOnFileChange(t *testing.T) {
 		}
 	}
 	waitFor("the swap to hostile", func() bool {
-		return e.BeforeToolCall(context.Background(), call("hostile_block")).Outcome == policies.Block
+		return e.BeforeToolCall(context.Background(), call("hostile_block")).Decision == policies.Block
 	}, func() { replaceFile(t, p, fixture(t, "hostile")) })
 
 	waitFor("the refusal of a broken file", func() bool {
@@ -501,7 +501,7 @@ func TestClosedEngineBlocks(t *testing.T) {
 		t.Fatalf("second Close: %v", err)
 	}
 	d := e.BeforeToolCall(context.Background(), call(""))
-	if d.Outcome != policies.Block || d.Message() != `blocked by policy "engine": engine: policy engine is closed` {
+	if d.Decision != policies.Block || d.Message() != `blocked by policy "engine": engine: policy engine is closed` {
 		t.Fatalf("decision after Close = %+v", d)
 	}
 	if _, err := e.Reload(context.Background()); !errors.Is(err, engine.ErrClosed) {
@@ -554,7 +554,7 @@ func TestWatchFollowsSymlinkSwap(t *testing.T) {
 	}()
 	target := "v2"
 	deadline := time.Now().Add(20 * time.Second)
-	for e.BeforeToolCall(context.Background(), call("hostile_block")).Outcome != policies.Block {
+	for e.BeforeToolCall(context.Background(), call("hostile_block")).Decision != policies.Block {
 		if time.Now().After(deadline) {
 			t.Fatalf("the symlink swap was never seen; log:\n%s", logs)
 		}

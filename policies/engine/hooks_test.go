@@ -37,7 +37,7 @@ func TestSanitizeThroughEngine(t *testing.T) {
 	}
 	// The rules module does not serve sanitize_tool_names and the
 	// sanitizer does not serve before_tool_call: each chain holds its own.
-	if d := e.BeforeToolCall(context.Background(), call("")); d.Outcome != policies.Allow {
+	if d := e.BeforeToolCall(context.Background(), call("")); d.Decision != policies.Allow {
 		t.Fatalf("before_tool_call: %+v", d)
 	}
 }
@@ -115,7 +115,7 @@ func TestRegoModuleThroughEngine(t *testing.T) {
 		t.Fatalf("modules = %+v, want rego serving three hooks", mods)
 	}
 	d := e.BeforeToolCall(context.Background(), call(""))
-	if d.Outcome != policies.Block || d.Module != "rego" || !strings.Contains(d.Reason, "events_poll is blocked by configuration") {
+	if d.Decision != policies.Block || d.Module != "rego" || !strings.Contains(d.Reason, "events_poll is blocked by configuration") {
 		t.Fatalf("decision = %+v", d)
 	}
 	res, err := e.SanitizeToolNames(context.Background(), &policies.SanitizeRequest{
@@ -127,7 +127,7 @@ func TestRegoModuleThroughEngine(t *testing.T) {
 	if r, err := e.Reload(context.Background()); err != nil || len(r.Swapped) != 1 {
 		t.Fatalf("reload = %+v, %v", r, err)
 	}
-	if d := e.BeforeToolCall(context.Background(), call("")); d.Outcome != policies.Allow {
+	if d := e.BeforeToolCall(context.Background(), call("")); d.Decision != policies.Allow {
 		t.Fatalf("after the reload: %+v", d)
 	}
 }

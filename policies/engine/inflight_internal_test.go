@@ -52,10 +52,10 @@ func TestInFlightCallFinishesOnOldModule(t *testing.T) {
 	if res, err := e.Reload(ctx); err != nil || len(res.Swapped) != 1 {
 		t.Fatalf("Reload = %+v, %v", res, err)
 	}
-	if d := e.BeforeToolCall(ctx, call); d.Outcome != policies.Block {
+	if d := e.BeforeToolCall(ctx, call); d.Decision != policies.Block {
 		t.Fatalf("new calls: %+v, want the new module's block", d)
 	}
-	if d := held.chain.BeforeToolCall(ctx, call); d.Outcome != policies.Allow {
+	if d := held.chain.BeforeToolCall(ctx, call); d.Decision != policies.Allow {
 		t.Fatalf("the call in flight: %+v, want the old module's allow", d)
 	}
 	held.unref(ctx, e)

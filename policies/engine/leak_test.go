@@ -63,7 +63,7 @@ func TestNoLeakOverFailingCalls(t *testing.T) {
 		for i := range n {
 			m := markers[i%len(markers)]
 			d := e.BeforeToolCall(ctx, call(m.marker))
-			if d.Outcome != policies.Block || d.Module != "hostile" || !strings.Contains(d.Reason, m.reason) {
+			if d.Decision != policies.Block || d.Module != "hostile" || !strings.Contains(d.Reason, m.reason) {
 				t.Fatalf("call %d (%s): %+v, want a block naming the module and %q", i, m.marker, d, m.reason)
 			}
 		}
@@ -77,11 +77,11 @@ func TestNoLeakOverFailingCalls(t *testing.T) {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
 		d := e.BeforeToolCall(cctx, call("hostile_loop"))
 		cancel()
-		if d.Outcome != policies.Block || d.Module != "hostile" || !strings.Contains(d.Reason, "deadline exceeded") {
+		if d.Decision != policies.Block || d.Module != "hostile" || !strings.Contains(d.Reason, "deadline exceeded") {
 			t.Fatalf("deadline call %d: %+v", i, d)
 		}
 	}
-	if d := e.BeforeToolCall(ctx, call("")); d.Outcome != policies.Allow {
+	if d := e.BeforeToolCall(ctx, call("")); d.Decision != policies.Allow {
 		t.Fatalf("after the failures the host no longer serves: %+v", d)
 	}
 	g1 := settledGoroutines(g0 + 2)

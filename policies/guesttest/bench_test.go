@@ -84,7 +84,7 @@ func measure(b *testing.B, fn func() error) {
 // reading the path argument.
 var benchCall = &policies.ToolCall{
 	Surface: policies.SurfaceServe, SessionKey: "agent:main:main", Caller: policies.Caller{Name: "claude-code", Version: "2.1"},
-	Tool:      policies.ToolRef{Name: "fs_write_file", Server: "files", Original: "write_file"},
+	Tool:      policies.ToolRef{Name: "fs_write_file", Server: "files", RawName: "write_file"},
 	Arguments: json.RawMessage(`{"path":"/srv/a.txt","content":"hello world"}`),
 }
 

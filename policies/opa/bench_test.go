@@ -28,7 +28,7 @@ const benchConfig = `{"approval_tools":["fs_write_file","messages_send"],"blocke
 
 var benchCall = &policies.ToolCall{
 	Surface: policies.SurfaceServe, SessionKey: "agent:main:main", Caller: policies.Caller{Name: "claude-code", Version: "2.1"},
-	Tool:      policies.ToolRef{Name: "fs_write_file", Server: "files", Original: "write_file"},
+	Tool:      policies.ToolRef{Name: "fs_write_file", Server: "files", RawName: "write_file"},
 	Arguments: json.RawMessage(`{"path":"/srv/a.txt","content":"hello world"}`),
 }
 
@@ -85,7 +85,7 @@ func BenchmarkBeforeToolCall(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		call *policies.ToolCall
-		want policies.Outcome
+		want policies.Decision
 	}{
 		{"rego/require_approval", benchCall, policies.RequireApproval},
 		{"rego/allow", &policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: "conversations_list"},

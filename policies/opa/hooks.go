@@ -24,7 +24,7 @@ type approvalInput struct {
 	*policies.ApprovalRequest
 }
 
-// SanitizeToolNames implements [policies.Sanitizer] with one evaluation
+// SanitizeToolNames implements [policies.SanitizeToolNamesHook] with one evaluation
 // of the sanitize_tool_names entrypoint per catalog. The rule's value is
 // decoded strictly (wasmpolicy.DecodeSanitized) and checked against the
 // request (policies.ValidateSanitized); any failure, an undefined result
@@ -70,7 +70,7 @@ func (m *Module) SanitizeToolNames(ctx context.Context, req *policies.SanitizeRe
 	return res, nil
 }
 
-// DecideApproval implements [policies.ApprovalDecider] with one
+// DecideApproval implements [policies.DecideApprovalHook] with one
 // evaluation of the decide_approval entrypoint, decoded strictly
 // (wasmpolicy.DecodeApprovalVerdict). On any failure it returns a deny
 // verdict whose reason is the error's message, and the error (a
@@ -105,6 +105,6 @@ func (m *Module) decideApproval(ctx context.Context, req *policies.ApprovalReque
 }
 
 var (
-	_ policies.Sanitizer       = (*Module)(nil)
-	_ policies.ApprovalDecider = (*Module)(nil)
+	_ policies.SanitizeToolNamesHook = (*Module)(nil)
+	_ policies.DecideApprovalHook    = (*Module)(nil)
 )

@@ -1,8 +1,8 @@
 // Package opa runs policies written in Rego and compiled by OPA
 // (`opa build -t wasm`, OPA's Wasm ABI 1.x) as openclaw-go policy modules,
 // unchanged: a loaded [*Module] is a [policies.BeforeToolCallHook], a
-// [policies.Sanitizer] and a [policies.ApprovalDecider], like a module of
-// package wasmpolicy.
+// [policies.SanitizeToolNamesHook] and a [policies.DecideApprovalHook],
+// like a module of package wasmpolicy.
 //
 // An OPA module is not an "openclaw-policy v1" module (docs/policy-abi.md):
 // it imports its memory as env.memory and its host functions from "env",

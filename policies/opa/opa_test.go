@@ -288,7 +288,7 @@ func TestDecisionEntrypoint(t *testing.T) {
 	if m.Has(policies.HookDecideApproval) || m.Has(policies.HookSanitizeToolNames) {
 		t.Errorf("Hooks() = %v, want only before_tool_call", m.Hooks())
 	}
-	for name, want := range map[string]policies.Outcome{"exec": policies.Block, "conversations_list": policies.Allow} {
+	for name, want := range map[string]policies.Decision{"exec": policies.Block, "conversations_list": policies.Allow} {
 		v, err := m.BeforeToolCall(context.Background(), call(name, `{}`))
 		if err != nil || v.Decision != want {
 			t.Errorf("%s: verdict %+v, err %v; want %s", name, v, err, want)
@@ -426,8 +426,8 @@ func TestFailClosedThroughChain(t *testing.T) {
 	chain := policies.NewChain([]policies.ChainEntry{{Hook: m}}, nil)
 	d := chain.BeforeToolCall(context.Background(), call("unknown_decision", ""))
 	want := `blocked by policy "rego": policy module failed: wasm module "rego": before_tool_call: unknown decision "maybe" (want allow, block or require_approval)`
-	if d.Outcome != policies.Block || d.Message() != want {
-		t.Errorf("decision %q (%s), want %q", d.Message(), d.Outcome, want)
+	if d.Decision != policies.Block || d.Message() != want {
+		t.Errorf("decision %q (%s), want %q", d.Message(), d.Decision, want)
 	}
 }
 
@@ -598,8 +598,8 @@ func TestSprintf(t *testing.T) {
 // the engine can hold either behind one interface.
 type policyModule interface {
 	policies.BeforeToolCallHook
-	policies.Sanitizer
-	policies.ApprovalDecider
+	policies.SanitizeToolNamesHook
+	policies.DecideApprovalHook
 	Has(policies.Hook) bool
 	Hooks() []policies.Hook
 	CallHook(ctx context.Context, h policies.Hook, input []byte) ([]byte, error)

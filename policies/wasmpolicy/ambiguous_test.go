@@ -26,7 +26,7 @@ func loadParrot(t *testing.T, answer string) *wasmpolicy.Module {
 func TestAmbiguousOutputFailsClosed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	call := &policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: "fs_write", Server: "fs", Original: "write"}}
+	call := &policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: "fs_write", Server: "fs", RawName: "write"}}
 	t.Run("before_tool_call", func(t *testing.T) {
 		t.Parallel()
 		for _, tc := range []struct{ answer, want string }{
@@ -72,7 +72,7 @@ func TestAmbiguousOutputFailsClosed(t *testing.T) {
 			// Through the chain no human is skipped: the answer is deny,
 			// and nothing is remembered as an allow-always grant.
 			mem := policies.NewApprovalMemory(nil)
-			out := policies.NewApprovalChain([]policies.ApprovalEntry{{Decider: m}}, &policies.ApprovalChainOptions{Memory: mem}).DecideApproval(ctx, req)
+			out := policies.NewApprovalChain([]policies.ApprovalEntry{{Hook: m}}, &policies.ApprovalChainOptions{Memory: mem}).DecideApproval(ctx, req)
 			if out.Decision != policies.Deny || out.Module != "parrot" || !strings.Contains(out.Reason, tc.want) {
 				t.Errorf("%s: the chain answered %+v, want a deny by parrot", tc.answer, out)
 			}

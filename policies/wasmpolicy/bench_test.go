@@ -29,7 +29,7 @@ const benchConfig = `{"default":"allow","rules":[
 
 var benchCall = &policies.ToolCall{
 	Surface: policies.SurfaceServe, SessionKey: "agent:main:main", Caller: policies.Caller{Name: "claude-code", Version: "2.1"},
-	Tool:      policies.ToolRef{Name: "fs_write_file", Server: "files", Original: "write_file"},
+	Tool:      policies.ToolRef{Name: "fs_write_file", Server: "files", RawName: "write_file"},
 	Arguments: json.RawMessage(`{"path":"/srv/a.txt","content":"hello world"}`),
 }
 
@@ -129,7 +129,7 @@ func BenchmarkChain(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			chain := policies.NewChain([]policies.ChainEntry{{Hook: bc.hook(b)}}, nil)
-			if d := chain.BeforeToolCall(ctx, benchCall); d.Outcome != policies.RequireApproval || d.Reason != "writes need approval" {
+			if d := chain.BeforeToolCall(ctx, benchCall); d.Decision != policies.RequireApproval || d.Reason != "writes need approval" {
 				b.Fatalf("decision %+v", d)
 			}
 			measure(b, func() { chain.BeforeToolCall(ctx, benchCall) })
@@ -181,7 +181,7 @@ func BenchmarkLoadRules(b *testing.B) {
 // guest refuses it with a zero result), so its instance is discarded.
 var hostileCall = &policies.ToolCall{
 	Surface: policies.SurfaceServe, Caller: policies.Caller{Name: "mallory"},
-	Tool: policies.ToolRef{Name: "search", Server: "web", Original: "search"}, Arguments: json.RawMessage("{\"q\":\"Z\xb0\xa1\x93\"}"),
+	Tool: policies.ToolRef{Name: "search", Server: "web", RawName: "search"}, Arguments: json.RawMessage("{\"q\":\"Z\xb0\xa1\x93\"}"),
 }
 
 // BenchmarkBenignUnderHostile measures one benign before_tool_call

@@ -41,9 +41,9 @@ func appendCallInput(buf []byte, call *policies.ToolCall) ([]byte, error) {
 		buf = append(buf, `,"server":`...)
 		buf = jsonw.AppendString(buf, call.Tool.Server)
 	}
-	if call.Tool.Original != "" {
+	if call.Tool.RawName != "" {
 		buf = append(buf, `,"original":`...)
-		buf = jsonw.AppendString(buf, call.Tool.Original)
+		buf = jsonw.AppendString(buf, call.Tool.RawName)
 	}
 	buf = append(buf, '}')
 	if len(call.Arguments) > 0 {

@@ -42,7 +42,7 @@ func checkInput(t testing.TB, call *policies.ToolCall, got []byte) {
 	}
 	_ = json.Unmarshal(want, &w)
 	plain := true
-	for _, s := range []string{string(call.Surface), call.SessionKey, call.Caller.Name, call.Caller.Version, call.Tool.Name, call.Tool.Server, call.Tool.Original} {
+	for _, s := range []string{string(call.Surface), call.SessionKey, call.Caller.Name, call.Caller.Version, call.Tool.Name, call.Tool.Server, call.Tool.RawName} {
 		plain = plain && utf8.ValidString(s) && !strings.ContainsAny(s, "\u2028\u2029")
 	}
 	if plain || !reflect.DeepEqual(g, w) {
@@ -56,7 +56,7 @@ func TestAppendCallInput(t *testing.T) {
 		{},
 		{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: "t"}},
 		{Surface: policies.SurfaceProxy, SessionKey: "agent:main:main", Caller: policies.Caller{Name: "claude", Version: "1"},
-			Tool: policies.ToolRef{Name: "fs_read", Server: "files", Original: "read"}, Arguments: json.RawMessage(` { "path" : "/etc/x" , "n":[1, 2] } `)},
+			Tool: policies.ToolRef{Name: "fs_read", Server: "files", RawName: "read"}, Arguments: json.RawMessage(` { "path" : "/etc/x" , "n":[1, 2] } `)},
 		{Caller: policies.Caller{Version: "only"}, Tool: policies.ToolRef{Name: "quote\" back\\ nl\n tab\t nul\x00 <&> é \xff end"}},
 		{Tool: policies.ToolRef{Name: "u2028\u2028"}, Arguments: json.RawMessage(`null`)},
 	}
@@ -77,7 +77,7 @@ func FuzzAppendCallInput(f *testing.F) {
 	f.Add("", "", "", "", "\xff\x00\"", "", "", ``)
 	f.Fuzz(func(t *testing.T, surface, key, name, version, tool, server, original, args string) {
 		call := &policies.ToolCall{Surface: policies.Surface(surface), SessionKey: key, Caller: policies.Caller{Name: name, Version: version},
-			Tool: policies.ToolRef{Name: tool, Server: server, Original: original}, Arguments: json.RawMessage(args)}
+			Tool: policies.ToolRef{Name: tool, Server: server, RawName: original}, Arguments: json.RawMessage(args)}
 		got, err := appendCallInput(nil, call)
 		if args != "" && !json.Valid([]byte(args)) {
 			if err == nil {

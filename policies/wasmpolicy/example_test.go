@@ -27,7 +27,7 @@ func ExampleLoad() {
 	chain := policies.NewChain([]policies.ChainEntry{{Hook: rules}}, nil)
 	for _, tool := range []string{"conversations_list", "messages_send"} {
 		d := chain.BeforeToolCall(ctx, &policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: tool}})
-		if d.Outcome == policies.Allow {
+		if d.Decision == policies.Allow {
 			fmt.Println(tool, "allowed")
 		} else {
 			fmt.Println(tool, d.Message())

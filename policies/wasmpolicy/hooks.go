@@ -25,7 +25,7 @@ type approvalInput struct {
 	*policies.ApprovalRequest
 }
 
-// SanitizeToolNames implements [policies.Sanitizer] with one guest call
+// SanitizeToolNames implements [policies.SanitizeToolNamesHook] with one guest call
 // per catalog. The output is decoded strictly ([DecodeSanitized]) and
 // checked against the request ([policies.ValidateSanitized]); any failure
 // is a *wasmhost.Error naming the module (kind ABI for a wrong answer), and
@@ -277,7 +277,7 @@ func (d *namesDecoder) result() (*policies.SanitizeResult, error) {
 	return res, nil
 }
 
-// DecideApproval implements [policies.ApprovalDecider] with one guest
+// DecideApproval implements [policies.DecideApprovalHook] with one guest
 // call. On any failure it returns a deny verdict whose reason is the
 // error's message, and the error (a *wasmhost.Error naming the module);
 // the instance that answered garbage is discarded.
@@ -347,6 +347,6 @@ func decodeStrict(out []byte, v any, what string) error {
 }
 
 var (
-	_ policies.Sanitizer       = (*Module)(nil)
-	_ policies.ApprovalDecider = (*Module)(nil)
+	_ policies.SanitizeToolNamesHook = (*Module)(nil)
+	_ policies.DecideApprovalHook    = (*Module)(nil)
 )

@@ -74,11 +74,11 @@ func TestHooksFailClosed(t *testing.T) {
 					t.Fatalf("decide: got %+v, %v; want deny, %v containing %q", v, err, tc.kind, tc.dec)
 				}
 			}
-			_, err := policies.NewSanitizeChain([]policies.SanitizerEntry{{Sanitizer: m}}, nil).SanitizeToolNames(ctx, webReq)
+			_, err := policies.NewSanitizeChain([]policies.SanitizeEntry{{Hook: m}}, nil).SanitizeToolNames(ctx, webReq)
 			if !strings.HasPrefix(err.Error(), `sanitize_tool_names: module "hooks": wasm module "hooks"`) {
 				t.Errorf("sanitize chain: %v", err)
 			}
-			out := policies.NewApprovalChain([]policies.ApprovalEntry{{Decider: m}}, nil).DecideApproval(ctx, &policies.ApprovalRequest{Kind: policies.ApprovalTool})
+			out := policies.NewApprovalChain([]policies.ApprovalEntry{{Hook: m}}, nil).DecideApproval(ctx, &policies.ApprovalRequest{Kind: policies.ApprovalTool})
 			if out.Decision != policies.Deny || out.Module != "hooks" {
 				t.Errorf("approval chain: %+v", out)
 			}

@@ -10,8 +10,8 @@
 // invalid JSON, unknown decision, a zero result) is returned as a
 // *wasmhost.Error naming the module, with a block verdict, so a chain fails
 // closed. The same module serves the other hooks it exports:
-// [Module.SanitizeToolNames] (a [policies.Sanitizer]) and
-// [Module.DecideApproval] (a [policies.ApprovalDecider]), with the same
+// [Module.SanitizeToolNames] (a [policies.SanitizeToolNamesHook]) and
+// [Module.DecideApproval] (a [policies.DecideApprovalHook]), with the same
 // containment, strict decoding and typed errors.
 //
 // Usage sketch:

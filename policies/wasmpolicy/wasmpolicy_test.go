@@ -97,7 +97,7 @@ func TestContainment(t *testing.T) {
 				}
 				d := chain.BeforeToolCall(context.Background(), call(tt.tool))
 				i := strings.Index(d.Reason, `wasm module "hostile": `)
-				if d.Outcome != policies.Block || d.Module != "hostile" || i < 0 || !sameFailure(d.Reason[i:], tt.message) {
+				if d.Decision != policies.Block || d.Module != "hostile" || i < 0 || !sameFailure(d.Reason[i:], tt.message) {
 					t.Fatalf("round %d: chain decision %+v", round, d)
 				}
 				// The next call is served normally.
@@ -192,7 +192,7 @@ func TestDecodeVerdict(t *testing.T) {
 		{`{"decision":"deny"}`, policies.Verdict{}, `unknown decision "deny" (want allow, block or require_approval)`},
 		{`{"decision":"require_approval","timeout_ms":-1}`, policies.Verdict{}, `invalid verdict: negative timeout_ms -1`},
 		{`{"decision":"allow","arguments":[1]}`, policies.Verdict{}, `invalid verdict: arguments must be a JSON object, got "[1]"`},
-		{`{"decision":1}`, policies.Verdict{}, `invalid verdict "{\"decision\":1}": json: cannot unmarshal number into Go struct field Verdict.decision of type policies.Outcome`},
+		{`{"decision":1}`, policies.Verdict{}, `invalid verdict "{\"decision\":1}": json: cannot unmarshal number into Go struct field Verdict.decision of type policies.Decision`},
 	}
 	for _, tt := range tests {
 		v, err := wasmpolicy.DecodeVerdict([]byte(tt.out))

@@ -122,12 +122,12 @@ func run(ctx context.Context, scenario, serverURL, rawCtx string) error {
 	}
 	defer eng.Close(context.WithoutCancel(ctx))
 	s, err := runtime.New([]runtime.Server{{Name: "conformance", Entry: entry}}, &runtime.Options{
-		Enforcer:  eng,
-		Sanitizer: eng,
-		Approvals: eng,
-		Caller:    policies.Caller{Name: "conformance-client"},
-		Logger:    log,
-		Transport: topts,
+		Enforcer:        eng,
+		Sanitizer:       eng,
+		ApprovalDecider: eng,
+		Caller:          policies.Caller{Name: "conformance-client"},
+		Logger:          log,
+		Transport:       topts,
 		// elicitation-sep1034-client-defaults: accept with the schema's
 		// defaults, as a user who changes nothing would.
 		Elicit: func(_ context.Context, _ string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
@@ -153,7 +153,7 @@ func run(ctx context.Context, scenario, serverURL, rawCtx string) error {
 		return nil
 	}
 	for _, t := range tools {
-		if t.Upstream != nil && t.Upstream.Name == want {
+		if t.Upstream != nil && t.RawName() == want {
 			res, err := s.CallTool(ctx, t.Name, []byte(argsFor(want)))
 			if err != nil {
 				return fmt.Errorf("calling %s: %w", want, err)
