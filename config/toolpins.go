@@ -78,11 +78,13 @@ type ToolDefinition struct {
 // RFC 8785 form ([jsonw.AppendCanonical]). It fails when a schema or the
 // annotations are not one JSON value.
 func (d *ToolDefinition) Canonical() ([]byte, error) {
-	return d.AppendCanonical(make([]byte, 0, 64+len(d.Description)+len(d.InputSchema)+len(d.OutputSchema)+len(d.Annotations)))
+	var c jsonw.Canonicalizer
+	return d.AppendCanonical(make([]byte, 0, 64+len(d.Description)+len(d.InputSchema)+len(d.OutputSchema)+len(d.Annotations)), &c)
 }
 
-// AppendCanonical appends [ToolDefinition.Canonical] to dst.
-func (d *ToolDefinition) AppendCanonical(dst []byte) ([]byte, error) {
+// AppendCanonical appends [ToolDefinition.Canonical] to dst, with c's
+// buffers (for the definitions of a catalog in a row).
+func (d *ToolDefinition) AppendCanonical(dst []byte, c *jsonw.Canonicalizer) ([]byte, error) {
 	n := len(dst)
 	dst = append(dst, '{')
 	sep := false
@@ -101,7 +103,7 @@ func (d *ToolDefinition) AppendCanonical(dst []byte) ([]byte, error) {
 		}
 		member(key)
 		var err error
-		if dst, err = jsonw.AppendCanonical(dst, v); err != nil {
+		if dst, err = c.Append(dst, v); err != nil {
 			return fmt.Errorf("%s: %w", key, err)
 		}
 		return nil
@@ -141,7 +143,10 @@ const DigestPrefix = "sha256:"
 // lowercase hex SHA-256 of its bytes.
 func ToolDigest(canonical []byte) string {
 	sum := sha256.Sum256(canonical)
-	return DigestPrefix + hex.EncodeToString(sum[:])
+	var b [len(DigestPrefix) + 2*sha256.Size]byte
+	copy(b[:], DigestPrefix)
+	hex.Encode(b[len(DigestPrefix):], sum[:])
+	return string(b[:])
 }
 
 // PinMode says what the runtime does with a tool whose listed definition

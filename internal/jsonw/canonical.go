@@ -1,6 +1,7 @@
 package jsonw
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"math"
@@ -30,8 +31,24 @@ import (
 // It fails, naming the offset, on input that is not one JSON value or is
 // nested deeper than [MaxDepth].
 func AppendCanonical(dst, src []byte) ([]byte, error) {
+	var c Canonicalizer
+	return c.Append(dst, src)
+}
+
+// Canonicalizer writes canonical forms as [AppendCanonical] does, keeping
+// its buffers from one call to the next: for many values in a row (the
+// schemas of a catalog) it allocates next to nothing. The zero value is
+// ready; it is not safe for concurrent use.
+type Canonicalizer struct {
+	members []canonMember // the members of the objects open, innermost last
+	scratch [][]byte      // per object nesting level: its members' canonical values
+}
+
+// Append appends the canonical form of src to dst ([AppendCanonical]).
+func (c *Canonicalizer) Append(dst, src []byte) ([]byte, error) {
 	n := len(dst)
-	dst, end, err := appendCanonical(dst, src, SkipSpace(src, 0), MaxDepth)
+	c.members = c.members[:0]
+	dst, end, err := c.value(dst, src, SkipSpace(src, 0), 0)
 	if err == nil && SkipSpace(src, end) != len(src) {
 		err = want(src, SkipSpace(src, end), "the end of the value")
 	}
@@ -42,46 +59,57 @@ func AppendCanonical(dst, src []byte) ([]byte, error) {
 }
 
 // canonMember is one member of an object being canonicalized: its decoded
-// name and the span of its canonical value in the scratch buffer.
+// name (a slice of the input when it has no escapes) and the span of its
+// canonical value in the object's scratch buffer.
 type canonMember struct {
-	key        string
+	key        []byte
 	start, end int
 }
 
-func appendCanonical(dst, b []byte, i, depth int) ([]byte, int, error) {
+// value appends the canonical form of the value at b[i], at nesting level
+// level (the containers open around it), and returns the offset after it.
+func (c *Canonicalizer) value(dst, b []byte, i, level int) ([]byte, int, error) {
 	if i >= len(b) {
 		return dst, i, want(b, i, "a value")
 	}
-	switch c := b[i]; {
-	case c == '{':
-		var (
-			members []canonMember
-			scratch []byte
-		)
-		end, err := EachMember(b, i, depth, func(key []byte, _, vs int) (int, error) {
+	switch ch := b[i]; {
+	case ch == '{':
+		if level >= MaxDepth {
+			return dst, i, errors.New("nesting too deep at offset " + strconv.Itoa(i))
+		}
+		for len(c.scratch) <= level {
+			c.scratch = append(c.scratch, nil)
+		}
+		base := len(c.members)
+		scratch := c.scratch[level][:0]
+		end, err := EachMember(b, i, MaxDepth-level, func(key []byte, _, vs int) (int, error) {
 			start := len(scratch)
 			var e int
 			var err error
-			scratch, e, err = appendCanonical(scratch, b, vs, depth-1)
-			members = append(members, canonMember{key: string(key), start: start, end: len(scratch)})
+			scratch, e, err = c.value(scratch, b, vs, level+1)
+			c.members = append(c.members, canonMember{key: key, start: start, end: len(scratch)})
 			return e, err
 		})
+		c.scratch[level] = scratch
 		if err != nil {
+			c.members = c.members[:base]
 			return dst, end, err
 		}
-		slices.SortStableFunc(members, func(x, y canonMember) int { return compareUTF16(x.key, y.key) })
+		members := c.members[base:]
+		sortMembers(members)
 		dst = append(dst, '{')
 		for k, m := range members {
 			if k > 0 {
 				dst = append(dst, ',')
 			}
-			dst = AppendString(dst, m.key)
+			dst = AppendString(dst, string(m.key))
 			dst = append(dst, ':')
 			dst = append(dst, scratch[m.start:m.end]...)
 		}
+		c.members = c.members[:base]
 		return append(dst, '}'), end, nil
-	case c == '[':
-		if depth <= 0 {
+	case ch == '[':
+		if level >= MaxDepth {
 			return dst, i, errors.New("nesting too deep at offset " + strconv.Itoa(i))
 		}
 		dst = append(dst, '[')
@@ -94,7 +122,7 @@ func appendCanonical(dst, b []byte, i, depth int) ([]byte, int, error) {
 				dst = append(dst, ',')
 			}
 			var err error
-			if dst, i, err = appendCanonical(dst, b, i, depth-1); err != nil {
+			if dst, i, err = c.value(dst, b, i, level+1); err != nil {
 				return dst, i, err
 			}
 			i = SkipSpace(b, i)
@@ -107,7 +135,7 @@ func appendCanonical(dst, b []byte, i, depth int) ([]byte, int, error) {
 				return dst, i, want(b, i, ", or ]")
 			}
 		}
-	case c == '"':
+	case ch == '"':
 		end, plain, err := ScanString(b, i)
 		if err != nil {
 			return dst, end, err
@@ -120,7 +148,7 @@ func appendCanonical(dst, b []byte, i, depth int) ([]byte, int, error) {
 			return dst, end, err
 		}
 		return AppendString(dst, s), end, nil
-	case c == '-' || '0' <= c && c <= '9':
+	case ch == '-' || '0' <= ch && ch <= '9':
 		end, err := scanNumber(b, i)
 		if err != nil {
 			return dst, end, err
@@ -134,6 +162,41 @@ func appendCanonical(dst, b []byte, i, depth int) ([]byte, int, error) {
 		return append(dst, "null"...), i + 4, nil
 	}
 	return dst, i, want(b, i, "a value")
+}
+
+// sortMembers sorts members stably by compareKeys: an insertion sort for
+// the few members of most objects (none to move when already sorted).
+func sortMembers(m []canonMember) {
+	if len(m) > 16 {
+		slices.SortStableFunc(m, func(x, y canonMember) int { return compareKeys(x.key, y.key) })
+		return
+	}
+	for i := 1; i < len(m); i++ {
+		for j := i; j > 0 && compareKeys(m[j-1].key, m[j].key) > 0; j-- {
+			m[j-1], m[j] = m[j], m[j-1]
+		}
+	}
+}
+
+// compareKeys is compareUTF16 of two names, by their bytes when neither
+// holds a character of U+E000 or above (the only ones whose UTF-8 order is
+// not their UTF-16 order).
+func compareKeys(a, b []byte) int {
+	if !highRune(a) && !highRune(b) {
+		return bytes.Compare(a, b)
+	}
+	return compareUTF16(string(a), string(b))
+}
+
+// highRune reports whether k holds a lead byte of a character of U+E000 or
+// above (0xEE–0xF4 in valid UTF-8).
+func highRune(k []byte) bool {
+	for _, c := range k {
+		if c >= 0xEE {
+			return true
+		}
+	}
+	return false
 }
 
 // appendCanonicalNumber appends the JSON number text num in
