@@ -605,3 +605,91 @@ func BenchmarkSplitPage(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkPinCheck50x100 is the pin check of the 50 × 100 catalog
+// (DESIGN.md §6, docs/tool-pins.md; target ≤ 5 ms): every tool of 50
+// pinned servers of 100 tools each (catalogServers' tools) compared with
+// its pin, as a catalog build does. digests=cold computes every digest
+// (the canonical encoding and SHA-256 of each definition: a first
+// listing, or every server listing again); digests=kept is a build after
+// which no server listed again (each digest is kept with its listing).
+// build=pinned is a whole catalog build (BenchmarkCatalogNaming's) with
+// the pins, digests cold, to compare with build=unpinned.
+func BenchmarkPinCheck50x100(b *testing.B) {
+	const nServers, nTools = 50, 100
+	ctx := context.Background()
+	srvs := catalogServers(nServers, nTools, true)
+	servers := make([]Server, nServers)
+	for i, srv := range srvs {
+		ct, st := newLinePair()
+		sctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); _ = srv.Run(sctx, st) }()
+		b.Cleanup(func() { cancel(); <-done })
+		servers[i] = Server{Name: fmt.Sprintf("server-%02d", i), Transport: ct, Entry: config.ServerEntry{RequestTimeoutMs: 30000}}
+	}
+	s := open(b, servers, &Options{Enforcer: allowFast{}, Sanitizer: nativeNamer{}, Logger: quietLogger(), ProtocolVersion: "2025-11-25"})
+	listings, err := s.Listings(ctx)
+	if err != nil || len(listings) != nServers {
+		b.Fatalf("listings of %d servers (%v), want %d", len(listings), err, nServers)
+	}
+	pins := &config.ToolPins{Servers: map[string]map[string]config.ToolPin{}}
+	for _, l := range listings {
+		if pins.Servers[l.Server], err = PinTools(l.Tools, time.Now()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	check := func(b *testing.B, cold bool) {
+		for range b.N {
+			s.buildMu.Lock()
+			if cold {
+				s.pinDigests = nil
+			}
+			pc := s.newPinCheck()
+			for _, l := range listings {
+				sc := pc.server(l.Server, l.Tools)
+				for j, t := range l.Tools {
+					if pin, refused := sc.check(t.Name, j); refused != nil || pin.State != policies.PinTrusted {
+						b.Fatalf("%s/%s: %+v %v", l.Server, t.Name, pin, refused)
+					}
+				}
+			}
+			pc.done()
+			s.buildMu.Unlock()
+		}
+	}
+	build := func(b *testing.B, withPins bool) {
+		if withPins {
+			s.SetPins(pins, config.PinBlock)
+		} else {
+			s.SetPins(nil, "")
+		}
+		for range b.N {
+			s.buildMu.Lock()
+			s.pinDigests = nil
+			s.buildMu.Unlock()
+			s.dirty.Store(true)
+			cat, err := s.catalog(ctx)
+			if err != nil || len(cat.tools) != nServers*nTools {
+				b.Fatalf("catalog of %d tools (%v), want %d", len(cat.tools), err, nServers*nTools)
+			}
+		}
+	}
+	s.SetPins(pins, config.PinBlock)
+	for _, bc := range []struct {
+		name string
+		run  func(*testing.B)
+	}{
+		{"digests=cold", func(b *testing.B) { check(b, true) }},
+		{"digests=kept", func(b *testing.B) { check(b, false) }},
+		{"build=unpinned", func(b *testing.B) { build(b, false) }},
+		{"build=pinned", func(b *testing.B) { build(b, true) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			cpu0 := cpuTime()
+			bc.run(b)
+			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+		})
+	}
+}

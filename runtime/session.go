@@ -40,6 +40,11 @@ type Tool struct {
 	// UtilityPromptsGet) the runtime serves from the server's resources or
 	// prompts; Upstream is then the runtime's definition of it.
 	Utility string
+	// Pin is the tool's pin state when its server has pins
+	// (Options.Pins; docs/tool-pins.md), the before_tool_call input's
+	// "pin"; nil for a server without pins and for utility tools. It is
+	// shared: do not modify it.
+	Pin *policies.ToolPin
 }
 
 // EventRetrying is reported when a server whose connection failed (or
@@ -59,6 +64,9 @@ type catalog struct {
 	count  map[string]int // exposed tools per raw server name
 	// hidden holds the tools the tool policy hides, by exposed name.
 	hidden map[string]*HiddenToolError
+	// unpinned holds the tools the pin check hides (mode block), by
+	// exposed name.
+	unpinned map[string]*PinError
 	// down holds, by exposed name, the raw server of each tool that left
 	// the catalog because its server is down (conn.unavailable).
 	down map[string]string
@@ -161,6 +169,13 @@ type Session struct {
 	progress   map[string]progressEntry
 
 	policy atomic.Pointer[toolPolicy] // nil: every tool visible
+	pins   atomic.Pointer[pinState]   // nil: no server has pins
+
+	// pinDigests holds the digests of the tools listed at the last build,
+	// pinReported the digest last reported per mismatching tool; under
+	// buildMu.
+	pinDigests  map[string]*listingDigests
+	pinReported map[pinKey]string
 
 	levelMu  sync.Mutex
 	logLevel mcp.LoggingLevel // the latest SetLoggingLevel, for servers a reload adds
@@ -240,6 +255,7 @@ func New(servers []Server, opts *Options) (*Session, error) {
 		s.log = slog.Default()
 	}
 	s.policy.Store(compileToolPolicy(opts.ToolPolicy))
+	s.storePins(opts.Pins, opts.PinMode)
 	if err := checkServers(servers); err != nil {
 		return nil, err
 	}
@@ -776,8 +792,11 @@ func (s *Session) rebuild(ctx context.Context) (*catalog, error) {
 	tools := make([]Tool, 0, total)
 	from := make([]int32, 0, total) // the connection of each tool, by index
 	policy := s.policy.Load()
+	pc := s.newPinCheck()
+	defer pc.done()
 	for i, c := range set.conns {
 		n := len(upstream[i])
+		sc := pc.server(c.cfg.Name, upstream[i])
 		for j, tn := range res.Servers[i].Tools {
 			t, util := (*mcp.Tool)(nil), ""
 			if j < n {
@@ -794,7 +813,18 @@ func (s *Session) rebuild(ctx context.Context) (*catalog, error) {
 				cat.hidden[name] = &HiddenToolError{Tool: name, Server: c.cfg.Name, Rule: rule}
 				continue
 			}
-			tools = append(tools, Tool{Name: name, Server: c.cfg.Name, Upstream: t, Utility: util})
+			var pin *policies.ToolPin
+			if sc != nil && util == "" {
+				var refused *PinError
+				if pin, refused = sc.check(name, j); refused != nil {
+					if cat.unpinned == nil {
+						cat.unpinned = map[string]*PinError{}
+					}
+					cat.unpinned[name] = refused
+					continue
+				}
+			}
+			tools = append(tools, Tool{Name: name, Server: c.cfg.Name, Upstream: t, Utility: util, Pin: pin})
 			from = append(from, int32(i))
 		}
 	}
@@ -968,6 +998,10 @@ func (s *Session) callTool(ctx context.Context, name string, args []byte) (*mcp.
 				e := *h
 				return nil, &e
 			}
+			if pe := cat.unpinned[name]; pe != nil {
+				e := *pe
+				return nil, &e
+			}
 			if ue := cat.unavailable(name); ue != nil {
 				return nil, ue
 			}
@@ -1012,6 +1046,7 @@ func (s *Session) callConn(ctx context.Context, c *conn, t *Tool, args []byte) (
 		SessionKey: s.opts.SessionKey,
 		Caller:     s.caller(ctx),
 		Tool:       policies.ToolRef{Name: t.Name, Server: t.Server, Original: t.Upstream.Name},
+		Pin:        t.Pin,
 		Arguments:  args,
 	}
 	d := s.opts.Enforcer.BeforeToolCall(ctx, call)
