@@ -105,11 +105,13 @@ func (s *Session) connecting() bool {
 	}
 }
 
-// Unavailable returns the *UnavailableError that CallTool returns for
-// name, an exposed name of the latest catalog's that left it because its
-// server is down (its connection ended or failed); nil for any other name.
-// It never lists or connects: a surface that stopped serving the tool (the
-// proxy) uses it to answer a client that still calls it.
+// Unavailable returns the error that CallTool returns for name, an exposed
+// name the latest catalog does not list although it names it: the
+// *UnavailableError of a tool that left with its server (its connection
+// ended or failed), or the *PinError of a tool the pin check hides (mode
+// block); nil for any other name. It never lists or connects: a surface
+// that stopped serving the tool (the proxy) uses it to answer a client
+// that still calls it with a tool error.
 func (s *Session) Unavailable(name string) error {
 	s.mu.Lock()
 	cat := s.cat
@@ -119,6 +121,10 @@ func (s *Session) Unavailable(name string) error {
 	}
 	if ue := cat.unavailable(name); ue != nil {
 		return ue
+	}
+	if pe := cat.unpinned[name]; pe != nil {
+		e := *pe
+		return &e
 	}
 	return nil
 }
