@@ -270,14 +270,10 @@ func benchCatalog(b *testing.B, srvs []*mcp.Server, nTools int, pair func() (cli
 	}
 }
 
-// BenchmarkCatalogNaming is the naming phase of the catalog figure alone:
-// a Session of 50 in-process servers of 100 tools each, connected and
-// listed once; each operation rebuilds the catalog from the listings it
-// has (sanitizer double, policies.ValidateSanitized, the tool policy, the
-// catalog sort and index). It runs after the last listing, alone, so it
-// adds its whole time to the figure. cpu-ms/op is the process's CPU time.
-func BenchmarkCatalogNaming(b *testing.B) {
-	const nServers, nTools = 50, 100
+// listedCatalog returns a Session of nServers in-process servers of nTools
+// tools each (catalogServers, pre-encoded, over linePair), connected and
+// listed once, for the benchmarks of the catalog build's phases.
+func listedCatalog(b *testing.B, nServers, nTools int) *Session {
 	ctx := context.Background()
 	srvs := catalogServers(nServers, nTools, true)
 	servers := make([]Server, nServers)
@@ -293,6 +289,19 @@ func BenchmarkCatalogNaming(b *testing.B) {
 	if tools, err := s.Tools(ctx); err != nil || len(tools) != nServers*nTools {
 		b.Fatalf("catalog of %d tools (%v), want %d", len(tools), err, nServers*nTools)
 	}
+	return s
+}
+
+// BenchmarkCatalogNaming is the naming phase of the catalog figure alone:
+// a Session of 50 in-process servers of 100 tools each, connected and
+// listed once; each operation rebuilds the catalog from the listings it
+// has (sanitizer double, policies.ValidateSanitized, the tool policy, the
+// catalog sort and index). It runs after the last listing, alone, so it
+// adds its whole time to the figure. cpu-ms/op is the process's CPU time.
+func BenchmarkCatalogNaming(b *testing.B) {
+	const nServers, nTools = 50, 100
+	ctx := context.Background()
+	s := listedCatalog(b, nServers, nTools)
 	var cpu time.Duration
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -618,17 +627,7 @@ func BenchmarkSplitPage(b *testing.B) {
 func BenchmarkPinCheck50x100(b *testing.B) {
 	const nServers, nTools = 50, 100
 	ctx := context.Background()
-	srvs := catalogServers(nServers, nTools, true)
-	servers := make([]Server, nServers)
-	for i, srv := range srvs {
-		ct, st := newLinePair()
-		sctx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() { defer close(done); _ = srv.Run(sctx, st) }()
-		b.Cleanup(func() { cancel(); <-done })
-		servers[i] = Server{Name: fmt.Sprintf("server-%02d", i), Transport: ct, Entry: config.ServerEntry{RequestTimeoutMs: 30000}}
-	}
-	s := open(b, servers, &Options{Enforcer: allowFast{}, Sanitizer: nativeNamer{}, Logger: quietLogger(), ProtocolVersion: "2025-11-25"})
+	s := listedCatalog(b, nServers, nTools)
 	listings, err := s.Listings(ctx)
 	if err != nil || len(listings) != nServers {
 		b.Fatalf("listings of %d servers (%v), want %d", len(listings), err, nServers)

@@ -129,7 +129,14 @@ type PinError struct {
 // "openclaw mcp trust docs"`.
 func (e *PinError) Error() string {
 	return fmt.Sprintf("runtime: tool %q is blocked: %s; see the change with %q and trust it with %q",
-		e.Tool, e.Reason(), "openclaw mcp tools --diff", "openclaw mcp trust "+shellWord(e.Server))
+		e.Tool, e.Reason(), "openclaw mcp tools --diff", TrustCommand(e.Server))
+}
+
+// TrustCommand is the command line that trusts the tools of the raw server
+// name as listed now: `openclaw mcp trust docs`, the name single-quoted
+// for a POSIX shell when it holds anything but letters, digits and _.-/:@.
+func TrustCommand(server string) string {
+	return "openclaw mcp trust " + shellWord(server)
 }
 
 // Reason says what differs from the pins: `its definition changed since it
@@ -338,7 +345,7 @@ func (pc *pinCheck) report(key pinKey, pe *PinError) {
 	mode := pc.state.mode
 	switch mode {
 	case config.PinBlock:
-		s.log.Warn("MCP tool hidden: "+pe.Reason()+"; trust it with: openclaw mcp trust "+shellWord(pe.Server), "server", pe.Server, "tool", pe.Upstream)
+		s.log.Warn("MCP tool hidden: "+pe.Reason()+"; trust it with: "+TrustCommand(pe.Server), "server", pe.Server, "tool", pe.Upstream)
 	case config.PinWarn:
 		s.log.Warn("MCP tool listed although "+pe.Reason()+" (tool pins mode warn)", "server", pe.Server, "tool", pe.Upstream)
 	}

@@ -200,3 +200,17 @@ func TestPinsWarnAudit(t *testing.T) {
 		})
 	}
 }
+
+func TestTrustCommand(t *testing.T) {
+	for server, want := range map[string]string{
+		"docs":      "openclaw mcp trust docs",
+		"my docs":   "openclaw mcp trust 'my docs'",
+		"it's":      `openclaw mcp trust 'it'\''s'`,
+		"a;rm -rf ": "openclaw mcp trust 'a;rm -rf '",
+		"":          "openclaw mcp trust ''",
+	} {
+		if got := TrustCommand(server); got != want {
+			t.Errorf("TrustCommand(%q) = %q, want %q", server, got, want)
+		}
+	}
+}

@@ -155,19 +155,10 @@ func warnPinned(w io.Writer, rs *runtimeSession, listings []runtime.ServerTools)
 			if rs.pinMode != config.PinBlock {
 				did = "listed (tool pins mode " + string(rs.pinMode) + ")"
 			}
-			fmt.Fprintf(w, "openclaw mcp: tool pins: server %q: tool %q %s: %s; see openclaw mcp tools --diff, trust it with: openclaw mcp trust %s\n",
-				regSanitize(l.Server), regSanitize(c.tool), what, did, shellQuoteIf(l.Server))
+			fmt.Fprintf(w, "openclaw mcp: tool pins: server %q: tool %q %s: %s; see openclaw mcp tools --diff, trust it with: %s\n",
+				regSanitize(l.Server), regSanitize(c.tool), what, did, regSanitize(runtime.TrustCommand(l.Server)))
 		}
 	}
-}
-
-// shellQuoteIf quotes s for a shell when it holds anything but letters,
-// digits and _.-/:@.
-func shellQuoteIf(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-/:@") == "" {
-		return s
-	}
-	return shellQuote(s)
 }
 
 // printPinDiff prints what changed in each pinned server's listing since it
@@ -198,7 +189,7 @@ func printPinDiff(w io.Writer, rs *runtimeSession, listings []runtime.ServerTool
 		tools, listed := byServer[server]
 		switch {
 		case !pinned:
-			fmt.Fprintf(w, "MCP server %q: no pins; trust it with: openclaw mcp trust %s\n", regSanitize(server), shellQuoteIf(server))
+			fmt.Fprintf(w, "MCP server %q: no pins; trust it with: %s\n", regSanitize(server), regSanitize(runtime.TrustCommand(server)))
 			continue
 		case !listed:
 			fmt.Fprintf(w, "MCP server %q: did not list its tools (see the diagnostics above); %d tools pinned\n", regSanitize(server), len(pins))
