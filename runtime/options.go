@@ -214,7 +214,8 @@ type Options struct {
 	// the catalog is built (at connect and after each list_changed): one
 	// whose definition differs from its pin, or that has no pin, is acted
 	// on by PinMode. Servers without pins are not checked. nil pins
-	// nothing; Session.SetPins replaces them.
+	// nothing; Session.SetPins replaces them. The session reads them and
+	// never modifies them: do not modify them while it uses them.
 	Pins *config.ToolPins
 	// PinMode is config.PinBlock ("" too: the tool is neither listed nor
 	// callable, *PinError), config.PinWarn (listed, a warning logged) or
