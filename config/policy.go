@@ -35,6 +35,19 @@ type PolicyFile struct {
 	AuditLog string `json:"audit_log,omitempty"`
 	// Modules run in order for before_tool_call.
 	Modules []PolicyModule `json:"modules"`
+	// ToolPins chooses the pins file of the imported tools and the pin
+	// mode (docs/tool-pins.md); nil means the defaults (the file beside
+	// openclaw.json, mode block). Flags override it.
+	ToolPins *PolicyToolPins `json:"tool_pins,omitempty"`
+}
+
+// PolicyToolPins is the tool_pins key of a policy file.
+type PolicyToolPins struct {
+	// File is the pins file; a relative path is resolved against the policy
+	// file's folder by [LoadPolicyFile]. "" means [DefaultToolPinsPath].
+	File string `json:"file,omitempty"`
+	// Mode is "block" (the default), "warn" or "audit" ([PinMode]).
+	Mode string `json:"mode,omitempty"`
 }
 
 // PolicyModule configures one policy module.
@@ -89,6 +102,9 @@ func LoadPolicyFile(path string) (*PolicyFile, error) {
 	if pf.AuditLog != "" && pf.AuditLog != "-" && !filepath.IsAbs(pf.AuditLog) {
 		pf.AuditLog = filepath.Join(dir, pf.AuditLog)
 	}
+	if tp := pf.ToolPins; tp != nil && tp.File != "" && !filepath.IsAbs(tp.File) {
+		tp.File = filepath.Join(dir, tp.File)
+	}
 	for i := range pf.Modules {
 		m := &pf.Modules[i]
 		if !strings.HasPrefix(m.Source, BuiltinPrefix) && !filepath.IsAbs(m.Source) {
@@ -106,6 +122,11 @@ func ParsePolicyFile(name string, data []byte) (*PolicyFile, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&pf); err != nil {
 		return nil, fmt.Errorf("policy config %s: %w", name, err)
+	}
+	if pf.ToolPins != nil {
+		if _, err := ParsePinMode(pf.ToolPins.Mode); err != nil {
+			return nil, fmt.Errorf("policy config %s: tool_pins: %w", name, err)
+		}
 	}
 	seen := map[string]bool{}
 	for i := range pf.Modules {

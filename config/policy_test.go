@@ -81,3 +81,21 @@ func TestPolicyFileAuditLogPath(t *testing.T) {
 		})
 	}
 }
+
+func TestPolicyFileToolPins(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "policy.json")
+	if err := os.WriteFile(path, []byte(`{"modules":[],"tool_pins":{"file":"pins.json","mode":"warn"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pf, err := LoadPolicyFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pf.ToolPins == nil || pf.ToolPins.File != filepath.Join(dir, "pins.json") || pf.ToolPins.Mode != "warn" {
+		t.Fatalf("tool_pins = %+v", pf.ToolPins)
+	}
+	if _, err := ParsePolicyFile("p.json", []byte(`{"modules":[],"tool_pins":{"mode":"strict"}}`)); err == nil || !strings.Contains(err.Error(), `tool_pins: tool pins mode "strict" is not block, warn or audit`) {
+		t.Fatalf("bad mode: %v", err)
+	}
+}

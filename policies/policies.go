@@ -98,14 +98,35 @@ type ToolRef struct {
 	RawName string `json:"original,omitempty"`
 }
 
-// ToolCall is the input of before_tool_call.
+// ToolCall is the input of before_tool_call. Pin is set for a tool of a
+// server with pins (docs/tool-pins.md), nil otherwise.
 type ToolCall struct {
 	Surface    Surface         `json:"surface"`
 	SessionKey string          `json:"session_key,omitempty"`
 	Caller     Caller          `json:"caller"`
 	Tool       ToolRef         `json:"tool"`
+	Pin        *ToolPin        `json:"pin,omitempty"`
 	Arguments  json.RawMessage `json:"arguments,omitempty"`
 }
+
+// ToolPin is the pin state of an imported tool whose server has pins
+// (`openclaw mcp trust`): State is PinTrusted when the listed definition is
+// the one trusted, PinChanged when it differs, PinNew when the server's
+// pins have no such tool. Digest is the listed definition's digest and
+// Pinned the trusted one ("" for a new tool), each "sha256:" and 64
+// lowercase hex digits.
+type ToolPin struct {
+	State  string `json:"state"`
+	Digest string `json:"digest"`
+	Pinned string `json:"pinned,omitempty"`
+}
+
+// The pin states of ToolPin.State.
+const (
+	PinTrusted = "trusted"
+	PinChanged = "changed"
+	PinNew     = "new"
+)
 
 // Decision is a before_tool_call answer: the `decision` of a module's
 // [Verdict] and of a chain's [Outcome].

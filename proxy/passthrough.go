@@ -597,9 +597,10 @@ func (p *Proxy) passthroughMiddleware(next mcp.MethodHandler) mcp.MethodHandler 
 			p.warnSync("prompts", p.syncPrompts(ctx))
 		case "tools/call":
 			// A tool of a server still starting is waited for; a tool that
-			// left with its server is not served, but a client that still
-			// calls it is told the server is unavailable (a tool error),
-			// not that the tool is unknown.
+			// left with its server, or that the tool pins hide, is not
+			// served, but a client that still calls it is told why (a tool
+			// error: the server is unavailable, or the tool changed since
+			// it was trusted), not that the tool is unknown.
 			if cr, ok := req.(*mcp.CallToolRequest); ok && cr.Params != nil {
 				p.awaitTool(ctx, cr.Params.Name)
 				if err := p.unavailable(cr.Params.Name); err != nil {

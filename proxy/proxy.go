@@ -224,8 +224,8 @@ func (p *Proxy) Tools() []string {
 }
 
 // unavailable returns the runtime's error for a call of name, a tool that
-// is not served because its server is down; nil when it is served or
-// unknown.
+// is not served because its server is down or the tool pins hide it; nil
+// when it is served or unknown.
 func (p *Proxy) unavailable(name string) error {
 	p.mu.Lock()
 	_, served := p.served[name]

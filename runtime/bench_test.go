@@ -262,14 +262,10 @@ func benchCatalog(b *testing.B, srvs []*mcp.Server, nTools int, pair func() (cli
 	}
 }
 
-// BenchmarkCatalogNaming is the naming phase of the catalog figure alone:
-// a Session of 50 in-process servers of 100 tools each, connected and
-// listed once; each operation rebuilds the catalog from the listings it
-// has (sanitizer double, policies.ValidateSanitized, the tool policy, the
-// catalog sort and index). It runs after the last listing, alone, so it
-// adds its whole time to the figure. cpu-ms/op is the process's CPU time.
-func BenchmarkCatalogNaming(b *testing.B) {
-	const nServers, nTools = 50, 100
+// listedCatalog returns a Session of nServers in-process servers of nTools
+// tools each (catalogServers, pre-encoded, over linePair), connected and
+// listed once, for the benchmarks of the catalog build's phases.
+func listedCatalog(b *testing.B, nServers, nTools int) *Session {
 	ctx := context.Background()
 	srvs := catalogServers(nServers, nTools, true)
 	servers := make([]Server, nServers)
@@ -285,6 +281,19 @@ func BenchmarkCatalogNaming(b *testing.B) {
 	if tools, err := s.Tools(ctx); err != nil || len(tools) != nServers*nTools {
 		b.Fatalf("catalog of %d tools (%v), want %d", len(tools), err, nServers*nTools)
 	}
+	return s
+}
+
+// BenchmarkCatalogNaming is the naming phase of the catalog figure alone:
+// a Session of 50 in-process servers of 100 tools each, connected and
+// listed once; each operation rebuilds the catalog from the listings it
+// has (sanitizer double, policies.ValidateSanitized, the tool policy, the
+// catalog sort and index). It runs after the last listing, alone, so it
+// adds its whole time to the figure. cpu-ms/op is the process's CPU time.
+func BenchmarkCatalogNaming(b *testing.B) {
+	const nServers, nTools = 50, 100
+	ctx := context.Background()
+	s := listedCatalog(b, nServers, nTools)
 	var cpu time.Duration
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -596,4 +605,82 @@ func BenchmarkSplitPage(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkPinCheck50x100 is the pin check of the 50 × 100 catalog
+// (DESIGN.md §6, docs/tool-pins.md; target ≤ 5 ms): every tool of 50
+// pinned servers of 100 tools each (catalogServers' tools) compared with
+// its pin, as a catalog build does. digests=cold computes every digest
+// (the canonical encoding and SHA-256 of each definition: a first
+// listing, or every server listing again); digests=kept is a build after
+// which no server listed again (each digest is kept with its listing).
+// build=pinned is a whole catalog build (BenchmarkCatalogNaming's) with
+// the pins, digests cold, to compare with build=unpinned.
+func BenchmarkPinCheck50x100(b *testing.B) {
+	const nServers, nTools = 50, 100
+	ctx := context.Background()
+	s := listedCatalog(b, nServers, nTools)
+	listings, err := s.Listings(ctx)
+	if err != nil || len(listings) != nServers {
+		b.Fatalf("listings of %d servers (%v), want %d", len(listings), err, nServers)
+	}
+	pins := &config.ToolPins{Servers: map[string]map[string]config.ToolPin{}}
+	for _, l := range listings {
+		if pins.Servers[l.Server], err = PinTools(l.Tools, time.Now()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	check := func(b *testing.B, cold bool) {
+		for range b.N {
+			s.buildMu.Lock()
+			if cold {
+				s.pinDigests = nil
+			}
+			pc := s.newPinCheck()
+			for _, l := range listings {
+				sc := pc.server(l.Server, l.Tools)
+				for j, t := range l.Tools {
+					if pin, refused := sc.check(t.Name, j); refused != nil || pin.State != policies.PinTrusted {
+						b.Fatalf("%s/%s: %+v %v", l.Server, t.Name, pin, refused)
+					}
+				}
+			}
+			pc.done()
+			s.buildMu.Unlock()
+		}
+	}
+	build := func(b *testing.B, withPins bool) {
+		if withPins {
+			s.SetPins(pins, config.PinBlock)
+		} else {
+			s.SetPins(nil, "")
+		}
+		for range b.N {
+			s.buildMu.Lock()
+			s.pinDigests = nil
+			s.buildMu.Unlock()
+			s.dirty.Store(true)
+			cat, err := s.catalog(ctx)
+			if err != nil || len(cat.tools) != nServers*nTools {
+				b.Fatalf("catalog of %d tools (%v), want %d", len(cat.tools), err, nServers*nTools)
+			}
+		}
+	}
+	s.SetPins(pins, config.PinBlock)
+	for _, bc := range []struct {
+		name string
+		run  func(*testing.B)
+	}{
+		{"digests=cold", func(b *testing.B) { check(b, true) }},
+		{"digests=kept", func(b *testing.B) { check(b, false) }},
+		{"build=unpinned", func(b *testing.B) { build(b, false) }},
+		{"build=pinned", func(b *testing.B) { build(b, true) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			cpu0 := cpuTime()
+			bc.run(b)
+			b.ReportMetric(float64((cpuTime()-cpu0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
+		})
+	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/transport"
 )
@@ -195,6 +196,20 @@ type Options struct {
 	// deny and, when Sandboxed, tools.sandbox.tools. A tool it hides is
 	// neither listed nor callable (*HiddenToolError). nil hides nothing.
 	ToolPolicy *ToolPolicy
+	// Pins are the tool definitions the user trusted
+	// (config.LoadToolPins of the pins file `openclaw mcp trust` writes;
+	// docs/tool-pins.md). Every tool of a server with pins is checked when
+	// the catalog is built (at connect and after each list_changed): one
+	// whose definition differs from its pin, or that has no pin, is acted
+	// on by PinMode. Servers without pins are not checked. nil pins
+	// nothing; Session.SetPins replaces them. The session reads them and
+	// never modifies them: do not modify them while it uses them.
+	Pins *config.ToolPins
+	// PinMode is config.PinBlock ("" too: the tool is neither listed nor
+	// callable, *PinError), config.PinWarn (listed, a warning logged) or
+	// config.PinAudit (listed, an audit record to Audit only). Every
+	// mismatch is also audited (hook PinAuditHook) to Audit.
+	PinMode config.PinMode
 }
 
 // DefaultProtocolVersion is the MCP revision the runtime offers servers

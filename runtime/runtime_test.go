@@ -437,7 +437,7 @@ func TestPolicyOutcomes(t *testing.T) {
 	}
 }
 
-// Every answer of Options.Approve is audited under "approve:"+Approver,
+// Every answer of Options.AskHuman is audited under "approve:"+Approver,
 // with the refusal's reason; decide_approval's own answers are not (the
 // engine records those).
 func TestApprovalAnswersAudited(t *testing.T) {

@@ -40,6 +40,11 @@ type Tool struct {
 	// UtilityPromptsGet) the runtime serves from the server's resources or
 	// prompts; Upstream is then the runtime's definition of it.
 	Utility string
+	// Pin is the tool's pin state when its server has pins
+	// (Options.Pins; docs/tool-pins.md), the before_tool_call input's
+	// "pin"; nil for a server without pins and for utility tools. It is
+	// shared: do not modify it.
+	Pin *policies.ToolPin
 }
 
 // RawName is the tool's raw name: the server's own name of it
@@ -63,6 +68,9 @@ type catalog struct {
 	count  map[string]int // exposed tools per raw server name
 	// hidden holds the tools the tool policy hides, by exposed name.
 	hidden map[string]*HiddenToolError
+	// unpinned holds the tools the pin check hides (mode block), by
+	// exposed name.
+	unpinned map[string]*PinError
 	// down holds, by exposed name, the raw server of each tool that left
 	// the catalog because its server is down (conn.unavailable).
 	down map[string]string
@@ -101,11 +109,13 @@ func (s *Session) connecting() bool {
 	}
 }
 
-// Unavailable returns the *UnavailableError that CallTool returns for
-// name, an exposed name of the latest catalog's that left it because its
-// server is down (its connection ended or failed); nil for any other name.
-// It never lists or connects: a surface that stopped serving the tool (the
-// proxy) uses it to answer a client that still calls it.
+// Unavailable returns the error that CallTool returns for name, an exposed
+// name the latest catalog does not list although it names it: the
+// *UnavailableError of a tool that left with its server (its connection
+// ended or failed), or the *PinError of a tool the pin check hides (mode
+// block); nil for any other name. It never lists or connects: a surface
+// that stopped serving the tool (the proxy) uses it to answer a client
+// that still calls it with a tool error.
 func (s *Session) Unavailable(name string) error {
 	s.mu.Lock()
 	cat := s.cat
@@ -115,6 +125,10 @@ func (s *Session) Unavailable(name string) error {
 	}
 	if ue := cat.unavailable(name); ue != nil {
 		return ue
+	}
+	if pe := cat.unpinned[name]; pe != nil {
+		e := *pe
+		return &e
 	}
 	return nil
 }
@@ -165,6 +179,13 @@ type Session struct {
 	progress   map[string]progressEntry
 
 	policy atomic.Pointer[toolPolicy] // nil: every tool visible
+	pins   atomic.Pointer[pinState]   // nil: no server has pins
+
+	// pinDigests holds the digests of the tools listed at the last build,
+	// pinReported the digest last reported per mismatching tool; under
+	// buildMu.
+	pinDigests  map[string]*listingDigests
+	pinReported map[pinKey]string
 
 	levelMu  sync.Mutex
 	logLevel mcp.LoggingLevel // the latest SetLoggingLevel, for servers a reload adds
@@ -244,6 +265,7 @@ func New(servers []Server, opts *Options) (*Session, error) {
 		s.log = slog.Default()
 	}
 	s.policy.Store(compileToolPolicy(opts.ToolPolicy))
+	s.storePins(opts.Pins, opts.PinMode)
 	if err := checkServers(servers); err != nil {
 		return nil, err
 	}
@@ -780,8 +802,11 @@ func (s *Session) rebuild(ctx context.Context) (*catalog, error) {
 	tools := make([]Tool, 0, total)
 	from := make([]int32, 0, total) // the connection of each tool, by index
 	policy := s.policy.Load()
+	pc := s.newPinCheck()
+	defer pc.done()
 	for i, c := range set.conns {
 		n := len(upstream[i])
+		sc := pc.server(c.cfg.Name, upstream[i])
 		for j, tn := range res.Servers[i].Tools {
 			t, util := (*mcp.Tool)(nil), ""
 			if j < n {
@@ -798,7 +823,18 @@ func (s *Session) rebuild(ctx context.Context) (*catalog, error) {
 				cat.hidden[name] = &HiddenToolError{Tool: name, Server: c.cfg.Name, Rule: rule}
 				continue
 			}
-			tools = append(tools, Tool{Name: name, Server: c.cfg.Name, Upstream: t, Utility: util})
+			var pin *policies.ToolPin
+			if sc != nil && util == "" {
+				var refused *PinError
+				if pin, refused = sc.check(name, j); refused != nil {
+					if cat.unpinned == nil {
+						cat.unpinned = map[string]*PinError{}
+					}
+					cat.unpinned[name] = refused
+					continue
+				}
+			}
+			tools = append(tools, Tool{Name: name, Server: c.cfg.Name, Upstream: t, Utility: util, Pin: pin})
 			from = append(from, int32(i))
 		}
 	}
@@ -972,6 +1008,10 @@ func (s *Session) callTool(ctx context.Context, name string, args []byte) (*mcp.
 				e := *h
 				return nil, &e
 			}
+			if pe := cat.unpinned[name]; pe != nil {
+				e := *pe
+				return nil, &e
+			}
 			if ue := cat.unavailable(name); ue != nil {
 				return nil, ue
 			}
@@ -1016,6 +1056,7 @@ func (s *Session) callConn(ctx context.Context, c *conn, t *Tool, args []byte) (
 		SessionKey: s.opts.SessionKey,
 		Caller:     s.caller(ctx),
 		Tool:       policies.ToolRef{Name: t.Name, Server: t.Server, RawName: t.RawName()},
+		Pin:        t.Pin,
 		Arguments:  args,
 	}
 	d := s.opts.Enforcer.BeforeToolCall(ctx, call)

@@ -44,6 +44,7 @@ type proxyConfig struct {
 	metricsListen   string        // --metrics-listen HOST:PORT (stdio mode)
 	tokenFile       string        // --token-file FILE
 	confine         confineFlags  // --confine-stdio, --confine-protect
+	pins            pinFlags      // --tool-pins, --tool-pins-mode
 	noAuth          bool          // --no-auth (loopback only)
 	allowOrigins    []string      // --allow-origin, repeatable
 	allowedHosts    []string      // --allowed-host, repeatable
@@ -135,6 +136,7 @@ server the proxy started.`,
 	f.StringArrayVar(&c.policy.files, "policy", nil, "policy module FILE.wasm for before_tool_call (repeatable, runs in order)")
 	f.StringVar(&c.policy.config, "policy-config", "", "policy file (JSON) listing modules, their config and mode")
 	c.confine.register(f)
+	c.pins.register(f)
 	f.StringVar(&c.policy.auditLog, "audit-log", "", `decision audit log (JSON Lines); "-" for stderr (default: <state dir>/openclaw-go/policy-audit.jsonl)`)
 	f.StringVar(&c.listen, "listen", "", "serve streamable HTTP (/mcp) and legacy SSE (/sse) on HOST:PORT, e.g. 127.0.0.1:8765 (default: stdio)")
 	f.StringVar(&c.metricsListen, "metrics-listen", "", "in stdio mode, serve /metrics and /healthz on HOST:PORT (loopback)")
@@ -276,6 +278,16 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	if err != nil {
 		return failStart(fmt.Errorf("%s: %w", cfgPath, err))
 	}
+	// The tool pins: an invalid pins file refuses the start, never leaves
+	// a pinned server unchecked.
+	pinCfg, err := c.pins.resolve(cfgPath, c.policy.config)
+	if err != nil {
+		return failStart(err)
+	}
+	pins, err := pinCfg.load()
+	if err != nil {
+		return failStart(err)
+	}
 	// The metrics see every decision (per module, through the audit
 	// records) and tell a block from a tool error.
 	metrics := proxy.NewMetrics()
@@ -301,6 +313,8 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 		Logger:          logger,
 		ProtocolVersion: c.upstreamProto,
 		ToolPolicy:      toolPolicy,
+		Pins:            pins,
+		PinMode:         pinCfg.mode,
 		ConnectWait:     c.connectWait,
 		OnEvent: func(ev runtime.Event) {
 			switch ev.Kind {
@@ -344,7 +358,7 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	if dir, err := mcpRunDir(); err != nil {
 		logger.Warn("openclaw mcp reload cannot reach this proxy", "err", err)
 	} else if rl, err := serveMCPReload(ctx, dir, "mcp proxy", cfgPath, logger,
-		reloadFromConfig(cfgPath, logger, &proxyReloader{cfgPath: cfgPath, sess: sess, proxy: p, logger: logger})); err != nil {
+		reloadFromConfig(cfgPath, logger, &proxyReloader{cfgPath: cfgPath, pins: pinCfg, sess: sess, proxy: p, logger: logger})); err != nil {
 		logger.Warn("openclaw mcp reload cannot reach this proxy", "err", err)
 	} else {
 		rl.publishStatus(sess.Status)     // skipped stdout lines, for `mcp status`
@@ -392,12 +406,14 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 }
 
 // proxyReloader applies a reload of openclaw.json to a running proxy: the
-// tool policy is read again (an invalid one refuses the whole reload,
-// before any server changes), the runtime session takes the new servers
-// (runtime.Session.Reload), then the served tools are synced so connected
-// clients receive notifications/tools/list_changed at once.
+// tool policy and the tool pins file are read again (an invalid one refuses
+// the whole reload, before any server changes), the runtime session takes
+// the new servers (runtime.Session.Reload) and pins, then the served tools
+// are synced so connected clients receive notifications/tools/list_changed
+// at once.
 type proxyReloader struct {
 	cfgPath string
+	pins    pinConfig
 	sess    *runtime.Session
 	proxy   *proxy.Proxy
 	logger  *slog.Logger
@@ -413,11 +429,16 @@ func (r *proxyReloader) Reload(ctx context.Context, servers []runtime.Server) (r
 	if err != nil {
 		return runtime.ServerChanges{}, fmt.Errorf("%s: %w", r.cfgPath, err)
 	}
+	pins, err := r.pins.load()
+	if err != nil {
+		return runtime.ServerChanges{}, err
+	}
 	changes, err := r.sess.Reload(ctx, servers)
 	if err != nil {
 		return changes, err
 	}
 	r.sess.SetToolPolicy(tp)
+	r.sess.SetPins(pins, r.pins.mode)
 	if err := r.proxy.Sync(ctx); err != nil {
 		r.logger.Warn("proxy: catalog not refreshed after a reload; refreshed on next use", "err", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/engine"
 	"github.com/openclaw-go/openclaw/runtime"
@@ -50,6 +51,8 @@ type runtimeFlags struct {
 	calls bool
 	// confine asks for confined stdio servers (--confine-stdio).
 	confine confineFlags
+	// pins choose the tool pins file and mode (--tool-pins, --tool-pins-mode).
+	pins pinFlags
 }
 
 func (f *runtimeFlags) register(cmd *cobra.Command) {
@@ -59,6 +62,7 @@ func (f *runtimeFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.policy.auditLog, "audit-log", "", `decision audit log (JSON Lines); "-" for stderr (default: <state dir>/openclaw-go/policy-audit.jsonl)`)
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log the servers' stderr and the runtime's progress on stderr")
 	f.confine.register(fl)
+	f.pins.register(fl)
 	fl.StringVar(&f.principal, "principal", "", `requester whose OAuth tokens servers with "oauth": {"identity": "per-requester"} use (openclaw mcp login <name> --principal <id>)`)
 }
 
@@ -67,6 +71,11 @@ type runtimeSession struct {
 	*runtime.Session
 	eng     *engine.Engine
 	servers []runtime.Server
+	// pins are the tool pins read from pinPath (nil when the file does not
+	// exist), checked in mode pinMode.
+	pins    *config.ToolPins
+	pinPath string
+	pinMode config.PinMode
 }
 
 // close disconnects every server (no child process survives) and closes
@@ -112,6 +121,16 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve appro
 	// imported tools the agent sees; a mistake there is an error, never an
 	// open catalog.
 	toolPolicy, err := doc.ToolPolicy()
+	if err != nil {
+		return nil, regFail(cmd, "openclaw mcp: "+regSanitize(err.Error()))
+	}
+	// The tool pins: an invalid pins file refuses the command, never
+	// leaves a pinned server unchecked.
+	pc, err := f.pins.resolve(doc.Path, f.policy.config)
+	if err != nil {
+		return nil, regFail(cmd, "openclaw mcp: "+err.Error())
+	}
+	pins, err := pc.load()
 	if err != nil {
 		return nil, regFail(cmd, "openclaw mcp: "+regSanitize(err.Error()))
 	}
@@ -165,6 +184,8 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve appro
 		Approver:        approve.name,
 		Audit:           eng.AuditSink(),
 		ToolPolicy:      toolPolicy,
+		Pins:            pins,
+		PinMode:         pc.mode,
 		Caller:          policies.Caller{Name: "openclaw-go-cli", Version: version},
 		Logger:          logger,
 		Transport:       &transport.Options{ConfineStdio: confine},
@@ -176,7 +197,7 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve appro
 		eng.Close(context.WithoutCancel(ctx))
 		return nil, regFail(cmd, "openclaw mcp: "+err.Error())
 	}
-	rs := &runtimeSession{Session: s, eng: eng, servers: servers}
+	rs := &runtimeSession{Session: s, eng: eng, servers: servers, pins: pins, pinPath: pc.path, pinMode: pc.mode}
 	if err := s.Connect(ctx); err != nil {
 		printServerDiagnostics(stderr, s)
 		rs.close(context.WithoutCancel(ctx), stderr)
@@ -220,6 +241,7 @@ func newMCPToolsCmd() *cobra.Command {
 		f      runtimeFlags
 		asJSON bool
 		server string
+		diff   bool
 	)
 	cmd := &cobra.Command{
 		Use:   "tools",
@@ -228,7 +250,11 @@ func newMCPToolsCmd() *cobra.Command {
 the catalog with the sanitize_tool_names policies and prints each tool: exposed name, server,
 the server's own name and the first line of its description. A server that fails is reported on
 stderr and contributes no tools; the exit code is 0 whenever the catalog was built, 1 when it
-could not be named or openclaw.json is invalid.`,
+could not be named or openclaw.json is invalid. A tool of a server pinned by "openclaw mcp trust"
+whose definition changed since, or that is new, is said on stderr (and hidden in tool pins mode
+block). With --diff, Tools prints instead what changed since each pinned server was trusted: a
+line diff of each changed description, the changed members of its schemas and annotations by JSON
+Pointer, and the new and removed tools.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			rs, err := openRuntime(cmd, &f, server, approver{})
@@ -240,6 +266,17 @@ could not be named or openclaw.json is invalid.`,
 			if err != nil {
 				return regFail(cmd, "openclaw mcp: "+err.Error())
 			}
+			listings, err := rs.Listings(cmd.Context())
+			if err != nil {
+				return regFail(cmd, "openclaw mcp: "+err.Error())
+			}
+			if diff {
+				if err := printPinDiff(cmd.OutOrStdout(), rs, listings, server); err != nil {
+					return regFail(cmd, "openclaw mcp tools --diff: "+regSanitize(err.Error()))
+				}
+				return nil
+			}
+			warnPinned(cmd.ErrOrStderr(), rs, listings)
 			if server != "" {
 				tools = slices.DeleteFunc(tools, func(t runtime.Tool) bool { return t.Server != server })
 			}
@@ -286,6 +323,7 @@ could not be named or openclaw.json is invalid.`,
 	f.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the catalog as a JSON array of {name, server, tool, description, inputSchema}")
 	cmd.Flags().StringVar(&server, "server", "", "start only this server and list its tools (names stay those of the full catalog)")
+	cmd.Flags().BoolVar(&diff, "diff", false, "print what changed in the pinned servers' tool definitions since openclaw mcp trust")
 	return cmd
 }
 
@@ -355,7 +393,10 @@ func printCallResult(cmd *cobra.Command, name string, asJSON bool, rs *runtimeSe
 	if err != nil {
 		var pe *runtime.PolicyError
 		var he *runtime.HiddenToolError
+		var pin *runtime.PinError
 		switch {
+		case errors.As(err, &pin):
+			return regFail(cmd, "openclaw mcp call: "+regSanitize(strings.TrimPrefix(pin.Error(), "runtime: ")))
 		case errors.As(err, &he):
 			return regFail(cmd, fmt.Sprintf("openclaw mcp call: unknown tool %q: hidden by %s.", regSanitize(name), regSanitize(he.Rule)))
 		case errors.Is(err, runtime.ErrUnknownTool):

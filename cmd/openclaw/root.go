@@ -21,7 +21,7 @@ func newRootCmd() *cobra.Command {
 	mcp := &cobra.Command{Use: "mcp", Short: "MCP server and client commands"}
 	mcp.AddCommand(newMCPServeCmd(), newMCPProxyCmd())
 	mcp.AddCommand(newMCPRegistryCmds()...)
-	mcp.AddCommand(newMCPToolsCmd(), newMCPCallCmd())
+	mcp.AddCommand(newMCPToolsCmd(), newMCPCallCmd(), newMCPTrustCmd())
 	mcp.AddCommand(newMCPProbeCmd(), newMCPAddCmd(), newMCPConfigureCmd(), newMCPReloadCmd())
 	root.AddCommand(mcp, newGatewayCmd(), newPolicyCmd(), newVersionCmd(), newGenManCmd())
 	// Cobra adds its completion group at Execute; add it now so that it is

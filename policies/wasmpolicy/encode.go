@@ -46,6 +46,17 @@ func appendCallInput(buf []byte, call *policies.ToolCall) ([]byte, error) {
 		buf = jsonw.AppendString(buf, call.Tool.RawName)
 	}
 	buf = append(buf, '}')
+	if pin := call.Pin; pin != nil {
+		buf = append(buf, `,"pin":{"state":`...)
+		buf = jsonw.AppendString(buf, pin.State)
+		buf = append(buf, `,"digest":`...)
+		buf = jsonw.AppendString(buf, pin.Digest)
+		if pin.Pinned != "" {
+			buf = append(buf, `,"pinned":`...)
+			buf = jsonw.AppendString(buf, pin.Pinned)
+		}
+		buf = append(buf, '}')
+	}
 	if len(call.Arguments) > 0 {
 		buf = append(buf, `,"arguments":`...)
 		n := len(buf)

@@ -59,6 +59,9 @@ func TestAppendCallInput(t *testing.T) {
 			Tool: policies.ToolRef{Name: "fs_read", Server: "files", RawName: "read"}, Arguments: json.RawMessage(` { "path" : "/etc/x" , "n":[1, 2] } `)},
 		{Caller: policies.Caller{Version: "only"}, Tool: policies.ToolRef{Name: "quote\" back\\ nl\n tab\t nul\x00 <&> é \xff end"}},
 		{Tool: policies.ToolRef{Name: "u2028\u2028"}, Arguments: json.RawMessage(`null`)},
+		{Surface: policies.SurfaceProxy, Tool: policies.ToolRef{Name: "docs__search", Server: "docs", RawName: "search"},
+			Pin: &policies.ToolPin{State: policies.PinChanged, Digest: "sha256:" + strings.Repeat("a", 64), Pinned: "sha256:" + strings.Repeat("b", 64)}, Arguments: json.RawMessage(`{}`)},
+		{Tool: policies.ToolRef{Name: "docs__new"}, Pin: &policies.ToolPin{State: policies.PinNew, Digest: "sha256:" + strings.Repeat("c", 64)}},
 	}
 	for _, call := range tests {
 		got, err := appendCallInput(nil, call)

@@ -137,6 +137,19 @@ export class ToolRef {
   @optional original: string = "";
 }
 
+/**
+ * The pin state of an imported tool whose server has pins (docs/policy-abi.md
+ * §4, "pin"; docs/tool-pins.md): state "trusted", "changed" or "new"; the
+ * listed definition's digest and the trusted one ("" for "new"). All "" for
+ * a tool of a server without pins.
+ */
+@json
+export class Pin {
+  @optional state: string = "";
+  @optional digest: string = "";
+  @optional pinned: string = "";
+}
+
 /** The input of before_tool_call (docs/policy-abi.md §4). */
 @json
 export class ToolCall {
@@ -144,6 +157,7 @@ export class ToolCall {
   @optional session_key: string = "";
   @optional caller: Caller = new Caller();
   @optional tool: ToolRef = new ToolRef();
+  @optional pin: Pin = new Pin();
   /** The call's arguments, or null when absent; see stringArg. */
   @optional arguments: JSON.Obj | null = null;
 

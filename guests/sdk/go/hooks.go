@@ -33,6 +33,26 @@ const (
 	SurfaceEmbedded Surface = "embedded"
 )
 
+// Pin is the pin state of an imported tool whose server has pins
+// (docs/policy-abi.md §4, "pin"; docs/tool-pins.md): State is PinTrusted
+// when the listed definition is the one the user trusted, PinChanged when
+// it differs, PinNew when the server's pins have no such tool. Digest is
+// the listed definition's digest and Pinned the trusted one ("" for a new
+// tool), each "sha256:" and 64 lowercase hex digits. All are "" for a tool
+// of a server without pins.
+type Pin struct {
+	State  string
+	Digest string
+	Pinned string
+}
+
+// The pin states of Pin.State.
+const (
+	PinTrusted = "trusted"
+	PinChanged = "changed"
+	PinNew     = "new"
+)
+
 // ToolCall is the input of before_tool_call (docs/policy-abi.md §4).
 // Arguments are the call's arguments as the client sent them (normally an
 // object), valid only during the hook call.
@@ -41,6 +61,7 @@ type ToolCall struct {
 	SessionKey string
 	Caller     Caller
 	Tool       ToolRef
+	Pin        Pin
 	Arguments  Raw
 }
 
@@ -130,6 +151,20 @@ func DecodeToolCall(in []byte, call *ToolCall) error {
 					call.Tool.Server, err = d.str()
 				case "original":
 					call.Tool.Original, err = d.str()
+				default:
+					_, err = d.skip()
+				}
+				return err
+			})
+		case "pin":
+			err = d.object(func(k []byte, d *decoder) error {
+				switch string(k) {
+				case "state":
+					call.Pin.State, err = d.str()
+				case "digest":
+					call.Pin.Digest, err = d.str()
+				case "pinned":
+					call.Pin.Pinned, err = d.str()
 				default:
 					_, err = d.skip()
 				}

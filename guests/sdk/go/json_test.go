@@ -18,6 +18,8 @@ func TestDecodeToolCall(t *testing.T) {
 		{"full", `{"abi":1,"surface":"serve","session_key":"agent:main:main","caller":{"name":"claude-code","version":"2.1"},"tool":{"name":"fs_write_file","server":"files","original":"write_file"},"arguments":{"path":"/srv/a.txt"}}`,
 			ToolCall{Surface: SurfaceServe, SessionKey: "agent:main:main", Caller: Caller{"claude-code", "2.1"},
 				Tool: ToolRef{"fs_write_file", "files", "write_file"}, Arguments: Raw(`{"path":"/srv/a.txt"}`)}, ""},
+		{"pin", `{"abi":1,"surface":"proxy","caller":{},"tool":{"name":"docs__search","server":"docs","original":"search"},"pin":{"state":"changed","digest":"sha256:aa","pinned":"sha256:bb","future":1},"arguments":{}}`,
+			ToolCall{Surface: SurfaceProxy, Tool: ToolRef{"docs__search", "docs", "search"}, Pin: Pin{PinChanged, "sha256:aa", "sha256:bb"}, Arguments: Raw(`{}`)}, ""},
 		{"unknown members and spaces", " {\"future\": [1, {\"x\": null}], \"tool\" : {\"name\":\"a\\u00e9\\/\",\"new\":true}} ",
 			ToolCall{Tool: ToolRef{Name: "aé/"}}, ""},
 		{"surrogate pair and lone surrogate", `{"tool":{"name":"\ud83d\ude80\ud800x"}}`, ToolCall{Tool: ToolRef{Name: "🚀\ufffdx"}}, ""},
@@ -112,7 +114,7 @@ func TestAppendVerdict(t *testing.T) {
 // foldedKey matches a key that equals one of ToolCall's only ignoring case
 // (or spelt with escapes), which encoding/json would match and the ABI
 // does not.
-var foldedKey = regexp.MustCompile(`(?i)"(surface|session_key|caller|tool|arguments|name|version|server|original)"|\\u`)
+var foldedKey = regexp.MustCompile(`(?i)"(surface|session_key|caller|tool|pin|arguments|name|version|server|original|state|digest|pinned)"|\\u`)
 
 // FuzzDecodeToolCall checks the hand-written reader against encoding/json:
 // whatever encoding/json accepts as a ToolCall (strings where strings are
@@ -130,6 +132,7 @@ func FuzzDecodeToolCall(f *testing.F) {
 			SessionKey *string `json:"session_key"`
 			Caller     *struct{ Name, Version *string }
 			Tool       *struct{ Name, Server, Original *string }
+			Pin        *struct{ State, Digest, Pinned *string }
 			Arguments  json.RawMessage `json:"arguments"`
 		}
 		dec := json.NewDecoder(strings.NewReader(in))
@@ -157,6 +160,9 @@ func FuzzDecodeToolCall(f *testing.F) {
 		}
 		if std.Tool != nil && (str(std.Tool.Name) != got.Tool.Name || str(std.Tool.Server) != got.Tool.Server) {
 			t.Fatalf("%q: tool %+v, encoding/json %q", in, got.Tool, str(std.Tool.Name))
+		}
+		if std.Pin != nil && (str(std.Pin.State) != got.Pin.State || str(std.Pin.Digest) != got.Pin.Digest || str(std.Pin.Pinned) != got.Pin.Pinned) {
+			t.Fatalf("%q: pin %+v, encoding/json %q %q %q", in, got.Pin, str(std.Pin.State), str(std.Pin.Digest), str(std.Pin.Pinned))
 		}
 	})
 }

@@ -16,12 +16,13 @@ func decodeToolCallStd(in []byte, call *ToolCall) error {
 		SessionKey string `json:"session_key"`
 		Caller     struct{ Name, Version string }
 		Tool       struct{ Name, Server, Original string }
+		Pin        struct{ State, Digest, Pinned string }
 		Arguments  json.RawMessage `json:"arguments"`
 	}
 	if err := json.Unmarshal(in, &v); err != nil {
 		return err
 	}
 	*call = ToolCall{Surface: Surface(v.Surface), SessionKey: v.SessionKey,
-		Caller: Caller(v.Caller), Tool: ToolRef(v.Tool), Arguments: Raw(v.Arguments)}
+		Caller: Caller(v.Caller), Tool: ToolRef(v.Tool), Pin: Pin(v.Pin), Arguments: Raw(v.Arguments)}
 	return nil
 }

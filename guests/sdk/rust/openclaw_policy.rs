@@ -106,6 +106,19 @@ pub struct ToolRef {
     pub original: String,
 }
 
+/// The pin state of an imported tool whose server has pins
+/// (docs/policy-abi.md §4, `pin`; docs/tool-pins.md): `state` is
+/// `trusted` (the listed definition is the one trusted), `changed` or
+/// `new` (no pin for the tool); `digest` is the listed definition's and
+/// `pinned` the trusted one (empty for `new`). All empty for a tool of a
+/// server without pins.
+#[derive(Default, Debug)]
+pub struct Pin {
+    pub state: String,
+    pub digest: String,
+    pub pinned: String,
+}
+
 /// The input of `before_tool_call` (docs/policy-abi.md §4). `arguments`
 /// is the raw JSON the client sent (normally an object); read members
 /// with [`get`].
@@ -115,6 +128,7 @@ pub struct ToolCall<'a> {
     pub session_key: String,
     pub caller: Caller,
     pub tool: ToolRef,
+    pub pin: Pin,
     pub arguments: Option<&'a [u8]>,
 }
 
@@ -198,6 +212,7 @@ pub fn decode_tool_call(b: &[u8]) -> Result<ToolCall, String> {
             "session_key" => c.session_key = r.string()?.into_owned(),
             "caller" => c.caller = read_caller(r)?,
             "tool" => c.tool = read_tool_ref(r)?,
+            "pin" => c.pin = read_pin(r)?,
             "arguments" => c.arguments = Some(r.raw()?),
             _ => r.skip()?,
         }
@@ -534,6 +549,21 @@ fn read_tool_ref(r: &mut Reader) -> R<ToolRef> {
         Ok(())
     })?;
     Ok(t)
+}
+
+/// Reads a `pin` object.
+fn read_pin(r: &mut Reader) -> R<Pin> {
+    let mut p = Pin::default();
+    r.object(|r, k| {
+        match k.as_ref() {
+            "state" => p.state = r.string()?.into_owned(),
+            "digest" => p.digest = r.string()?.into_owned(),
+            "pinned" => p.pinned = r.string()?.into_owned(),
+            _ => r.skip()?,
+        }
+        Ok(())
+    })?;
+    Ok(p)
 }
 
 fn opt_str(out: &mut Vec<u8>, key: &str, v: &str) {
