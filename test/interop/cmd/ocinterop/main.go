@@ -227,6 +227,8 @@ func calls(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	realCmd := fs.String("real", "", "command line of the real `openclaw mcp serve` (required)")
 	oursCmd := fs.String("ours", "", "command line of our `openclaw mcp serve` (required)")
+	realLabel := fs.String("real-label", "OpenClaw", "column title of the -real server")
+	oursLabel := fs.String("ours-label", "ours", "column title of the -ours server")
 	n := fs.Int("n", 200, "calls of each request per server")
 	rounds := fs.Int("rounds", 10, "rounds the calls are cut into")
 	jsonOut := fs.String("json", "", "also write the figures as JSON to this file")
@@ -246,7 +248,7 @@ func calls(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer closeO()
-	res, err := interop.MeasureCalls(ctx, []string{"OpenClaw", "ours"}, []interop.ServeOptions{ro, oo}, *rounds, *n / *rounds)
+	res, err := interop.MeasureCalls(ctx, []string{*realLabel, *oursLabel}, []interop.ServeOptions{ro, oo}, *rounds, *n / *rounds)
 	if err != nil {
 		return err
 	}
