@@ -125,7 +125,6 @@ func (c *bridgeConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		isInit := c.initID.IsValid() && c.initID == res.ID
 		if isInit {
 			c.initID = jsonrpc.ID{}
-			c.ready, c.caller, c.version = true, c.initCaller, c.initVersion
 		}
 		c.mu.Unlock()
 		switch {
@@ -137,6 +136,12 @@ func (c *bridgeConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			rewritten := *res
 			rewritten.Result = reorderInitialize(res.Result)
 			err := c.Connection.Write(ctx, &rewritten)
+			if err == nil {
+				// Only now may the local path answer: never ahead of initialize.
+				c.mu.Lock()
+				c.ready, c.caller, c.version = true, c.initCaller, c.initVersion
+				c.mu.Unlock()
+			}
 			c.b.initOnce.Do(func() { close(c.b.initAnswered) })
 			return err
 		}

@@ -69,8 +69,9 @@ func readLocalParams(raw json.RawMessage) (p localParams, ok bool) {
 		}
 		switch string(key) {
 		case "name":
-			p.name, ok = jsonw.PlainString(val)
-			ok = ok && p.name != ""
+			var plain bool
+			p.name, plain = jsonw.PlainString(val)
+			ok = ok && plain && p.name != ""
 		case "arguments":
 			p.arguments = val
 			ok = ok && string(val) != "null"

@@ -202,6 +202,7 @@ func goldenRequests(rev string) []string {
 	add("tools/call", `{"name":"permissions_list_open","arguments":{},`+withMeta("")+`}`)
 	add("tools/call", `{"name":"permissions_list_open","arguments":{"extra":1},`+withMeta(`"io.modelcontextprotocol/clientInfo":{"name":"other","version":"2"}`)+`}`)
 	add("tools/call", `{"name":"ev\u0065nts_poll","arguments":{},`+withMeta("")+`}`)
+	add("tools/call", `{"\u005fmeta":{`+perRequestMeta+`},"name":"events_poll","arguments":{}}`)
 	add("tools/call", `{"name":"no_such_tool","arguments":{},`+withMeta("")+`}`)
 	add("tools/call", `{"name":"events_poll","arguments":{},"_meta":null}`)
 	add("tools/call", `{"name":"events_poll","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`)
