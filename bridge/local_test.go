@@ -210,7 +210,20 @@ func goldenRequests(rev string) []string {
 	add("tools/call", `{"name":"events_poll","arguments":{},"_meta":{`+perRequestMeta+`,"io.modelcontextprotocol/clientInfo":{"name":"late","version":"3"}}}`)
 	add("tools/list", `{"_meta":{`+perRequestMeta+`}}`)
 	add("tools/call", `{"arguments":{},`+withMeta("")+`}`)
+	reqs = append(reqs, `{"jsonrpc":"2.0","id":"s-\u00e9\"1","method":"tools/call","params":{"name":"events_poll","arguments":{},`+withMeta("")+`}}`)
 	return reqs
+}
+
+// frameID returns the id of the JSON-RPC message line, decoded (so that
+// the spellings of one string compare equal); ok is false without one.
+func frameID(line string) (string, bool) {
+	var m struct {
+		ID any `json:"id"`
+	}
+	if json.Unmarshal([]byte(line), &m) != nil || m.ID == nil {
+		return "", false
+	}
+	return fmt.Sprintf("%T:%v", m.ID, m.ID), true
 }
 
 // runGolden sends reqs to c and returns the responses by id.
@@ -226,13 +239,11 @@ func runGolden(t *testing.T, c *lineClient, reqs []string) map[string]string {
 	}
 	for len(got) < want {
 		l := c.recv(t)
-		var m struct {
-			ID json.RawMessage `json:"id"`
-		}
-		if err := json.Unmarshal([]byte(l), &m); err != nil || m.ID == nil {
+		id, ok := frameID(l)
+		if !ok {
 			continue // a notification
 		}
-		got[string(m.ID)] = l
+		got[id] = l
 	}
 	return got
 }
@@ -264,14 +275,14 @@ func TestLocalPathAnswersAsGoSDK(t *testing.T) {
 				want := runGolden(t, serveMem(t, goldenBridge(t, sdkPolicy)), reqs)
 				got := runGolden(t, servePipes(t, goldenBridge(t, localPolicy)), reqs)
 				for _, r := range reqs {
-					var m struct {
-						ID json.RawMessage `json:"id"`
-					}
-					_ = json.Unmarshal([]byte(r), &m)
-					if m.ID == nil {
+					id, ok := frameID(r)
+					if !ok {
 						continue
 					}
-					g, w := got[string(m.ID)], want[string(m.ID)]
+					g, w := got[id], want[id]
+					if g == "" || w == "" {
+						t.Errorf("request %s: no answer (local %q, go-sdk %q)", r, g, w)
+					}
 					if !reflect.DeepEqual(jsonTokens(t, g), jsonTokens(t, w)) {
 						t.Errorf("request %s\n local: %.600s\ngo-sdk: %.600s", r, g, w)
 					}
@@ -320,14 +331,14 @@ func TestLocalPathIsTheOnlyPath(t *testing.T) {
 	}
 	got := runGolden(t, c, reqs)
 	for id := 1; id <= 6; id++ {
-		if !strings.Contains(got[fmt.Sprint(id)], `"result":`) {
-			t.Errorf("request %d: %s", id, got[fmt.Sprint(id)])
+		if !strings.Contains(got[fmt.Sprintf("float64:%d", id)], `"result":`) {
+			t.Errorf("request %d: %s", id, got[fmt.Sprintf("float64:%d", id)])
 		}
 	}
 	pol.decision = policies.Decision{Outcome: policies.RequireApproval, Reason: "ask"}
 	got = runGolden(t, c, []string{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"events_poll","arguments":{}}}`})
-	if !strings.Contains(got["7"], "no approval route is configured") {
-		t.Errorf("require_approval handed on: %s", got["7"])
+	if !strings.Contains(got["float64:7"], "no approval route is configured") {
+		t.Errorf("require_approval handed on: %s", got["float64:7"])
 	}
 	mu.Lock()
 	defer mu.Unlock()
