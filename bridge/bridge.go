@@ -17,6 +17,7 @@ import (
 
 	"github.com/openclaw-go/openclaw/gateway/protocol"
 	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/transport"
 )
 
 // ChannelMode is the Claude channel mode of `--claude-channel-mode`
@@ -127,9 +128,12 @@ type Bridge struct {
 	routing   *routing
 	gwDecide  gatewayDecider // decide_approval for Gateway approvals
 
-	conn    atomic.Pointer[bridgeConn] // the MCP connection of the running Serve
-	outbox  chan notification
-	serving atomic.Bool
+	conn     atomic.Pointer[bridgeConn] // the MCP connection of the running Serve
+	handoffs sync.Map                   // token → *decidedCall: require_approval calls the local path handed to go-sdk
+
+	serverInfoMeta []byte // the _meta of a 2026-07-28 result
+	outbox         chan notification
+	serving        atomic.Bool
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -197,6 +201,7 @@ func New(gw GatewayConn, opts *Options) *Bridge {
 		initAnswered: make(chan struct{}),
 	}
 	b.server = b.newServer(o.ServerVersion)
+	b.serverInfoMeta = serverInfoMeta(o.ServerVersion)
 	return b
 }
 
@@ -269,6 +274,11 @@ func (b *Bridge) Serve(ctx context.Context, t mcp.Transport) error {
 	defer wg.Wait()
 	defer cancel()
 
+	if lt, ok := t.(interface {
+		AnswerLocally(transport.LocalHandler)
+	}); ok {
+		lt.AnswerLocally(func(req *jsonrpc.Request) []byte { return b.answerLocally(ctx, req) })
+	}
 	err := b.server.Run(ctx, &bridgeTransport{inner: t, b: b})
 	b.conn.Store(nil)
 	if err != nil && ctx.Err() != nil {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/policies"
 )
 
 // bridgeTransport wraps the MCP server transport to reach what go-sdk
@@ -30,7 +32,7 @@ func (t *bridgeTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	bc := &bridgeConn{Connection: c, b: t.b, listIDs: map[jsonrpc.ID]struct{}{}}
+	bc := &bridgeConn{Connection: c, b: t.b, listIDs: map[jsonrpc.ID]struct{}{}, handoffs: map[jsonrpc.ID]*decidedCall{}}
 	t.b.conn.Store(bc)
 	return bc, nil
 }
@@ -52,6 +54,15 @@ type bridgeConn struct {
 	listIDs map[jsonrpc.ID]struct{} // tools/list requests awaiting their response
 	legacy  bool                    // the client used initialize (protocol ≤ 2025-11-25)
 	initID  jsonrpc.ID              // the initialize request awaiting its response
+
+	// What the local path (local.go) needs of the session.
+	ready          bool                        // an initialize was answered with a result
+	initCaller     policies.Caller             // the clientInfo of the initialize awaiting its response
+	initVersion    string                      // the protocolVersion the initialize awaiting its response asked for
+	caller         policies.Caller             // the session's client: from initialize, else the first 2026-07-28 request
+	version        string                      // the session's protocol version, from the same source as caller
+	perRequestSeen bool                        // a 2026-07-28 request set caller and version
+	handoffs       map[jsonrpc.ID]*decidedCall // tools/call the local path handed on to go-sdk
 }
 
 func (c *bridgeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -71,15 +82,25 @@ func (c *bridgeConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			}
 			continue
 		case req.Method == "initialize":
+			var info struct {
+				ProtocolVersion json.RawMessage `json:"protocolVersion"`
+				ClientInfo      json.RawMessage `json:"clientInfo"`
+			}
+			_ = json.Unmarshal(req.Params, &info)
+			caller, _ := callerOf(info.ClientInfo)
+			version, _ := rawString(info.ProtocolVersion)
 			c.mu.Lock()
 			c.legacy = true
 			c.initID = req.ID
+			c.initCaller, c.initVersion = caller, version
 			c.mu.Unlock()
 			c.b.initReadOnce.Do(func() { close(c.b.initRead) })
 		case req.Method == "tools/list" && req.ID.IsValid():
 			c.mu.Lock()
 			c.listIDs[req.ID] = struct{}{}
 			c.mu.Unlock()
+		case req.Method == "tools/call" && req.ID.IsValid():
+			c.markHandoff(req)
 		}
 		return msg, nil
 	}
@@ -115,6 +136,12 @@ func (c *bridgeConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			rewritten := *res
 			rewritten.Result = reorderInitialize(res.Result)
 			err := c.Connection.Write(ctx, &rewritten)
+			if err == nil {
+				// Only now may the local path answer: never ahead of initialize.
+				c.mu.Lock()
+				c.ready, c.caller, c.version = true, c.initCaller, c.initVersion
+				c.mu.Unlock()
+			}
 			c.b.initOnce.Do(func() { close(c.b.initAnswered) })
 			return err
 		}

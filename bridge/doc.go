@@ -30,6 +30,15 @@
 // writes and reads the custom claude/channel notifications and gives
 // tools/list OpenClaw's order and `execution` member.
 //
+// Over the stdio transport of `mcp serve` (transport.ServeStdioTransport),
+// tools/list and the tools answered from the bridge's own state
+// (events_poll, permissions_list_open) take a local path: answered on the
+// transport's reading goroutine from the message it decoded, through the
+// same hook boundary, with one write. go-sdk answers everything else, and
+// any such request only it can answer exactly (before initialize, with a
+// cursor, a multi-round-trip retry, a _meta it refuses); a call whose
+// policy requires approval is handed to it with its decision.
+//
 // # Approval routing
 //
 // When before_tool_call answers require_approval, the bridge first asks

@@ -2,7 +2,11 @@ package bridge
 
 import (
 	"context"
+	"encoding/json"
+	"io"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/builtin"
@@ -44,4 +48,54 @@ func BenchmarkToolCall(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkPolicyStep measures the hook boundary of one events_poll on
+// the local path (validation, the policy, the audit record, the tool) with
+// the default ruleset (the built-in rules module, Wasm, interruption on)
+// and an audit log, against the same without a policy module.
+//
+//	go test -run '^$' -bench BenchmarkPolicyStep -benchmem ./bridge/
+func BenchmarkPolicyStep(b *testing.B) {
+	ctx := context.Background()
+	rules, err := wasmpolicy.Load(ctx, "rules", builtin.Rules(), []byte(builtin.DefaultRulesConfig), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rules.Close(ctx)
+	audit := policies.NewAuditLog(io.Discard)
+	spec := toolByName(ToolEventsPoll)
+	for _, pol := range []struct {
+		name string
+		enf  policies.Enforcer
+	}{
+		{"no-module", policies.NewChain(nil, &policies.ChainOptions{Audit: audit})},
+		{"default-rules+audit", policies.NewChain([]policies.ChainEntry{{Hook: rules}}, &policies.ChainOptions{Audit: audit})},
+	} {
+		b.Run(pol.name, func(b *testing.B) {
+			br := New(nil, &Options{Enforcer: pol.enf, ClaudeChannelMode: ChannelOff})
+			defer br.Close()
+			args := json.RawMessage(`{"after_cursor":0}`)
+			b.ReportAllocs()
+			cpu0 := processCPU()
+			for b.Loop() {
+				dc, res := br.decideCall(ctx, spec, args, policies.Caller{Name: "bench"})
+				if res != nil {
+					b.Fatal(resultText(res))
+				}
+				br.finishCall(ctx, nil, spec, dc)
+			}
+			// CPU time is what a loaded machine distorts least.
+			b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
+// processCPU is the user and system CPU time the process used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

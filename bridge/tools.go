@@ -47,6 +47,10 @@ type toolSpec struct {
 	props       []prop
 	required    []string
 	run         func(b *Bridge, ctx context.Context, a *args) (*mcp.CallToolResult, error)
+	// local: run answers from the bridge's own state, without a Gateway
+	// request or a wait, so the local path (local.go) may run it on the
+	// transport's reading goroutine.
+	local bool
 
 	schema   json.RawMessage // draft-07 input schema, OpenClaw's key order
 	listJSON []byte          // the tools/list entry: name, description, inputSchema, execution
@@ -96,6 +100,7 @@ var toolSpecs = []toolSpec{
 		description: "Return queued OpenClaw bridge events newer than a cursor without waiting.",
 		props:       []prop{integer("after_cursor", 0, MaxCursor), str("session_key", 0), integer("limit", 1, 200)},
 		run:         (*Bridge).eventsPoll,
+		local:       true,
 	},
 	{
 		name:        ToolEventsWait,
@@ -114,6 +119,7 @@ var toolSpecs = []toolSpec{
 		name:        ToolPermissionsListOpen,
 		description: "List the OpenClaw exec and plugin approval requests this bridge has seen that are still open.",
 		run:         (*Bridge).permissionsListOpen,
+		local:       true,
 	},
 	{
 		name:        ToolPermissionsRespond,
@@ -196,47 +202,86 @@ func validationError(tool, msg string) *mcp.CallToolResult {
 	return errorResult(fmt.Sprintf("MCP error -32602: Input validation error: Invalid arguments for tool %s: %s", tool, msg))
 }
 
-// callTool is the hook boundary: validate, ask the policy, then run the
-// tool with the arguments the policy allowed.
+// callTool is the hook boundary of a tools/call go-sdk handles: validate,
+// ask the policy, then run the tool with the arguments the policy allowed.
+// A call the local path already decided (a require_approval it handed on)
+// continues from its decision.
 func (b *Bridge) callTool(ctx context.Context, req *mcp.CallToolRequest, spec *toolSpec) *mcp.CallToolResult {
-	a, msg := validateArgs(req.Params.Arguments, spec.props, spec.required)
+	if dc := b.takeHandoff(req); dc != nil {
+		return b.finishCall(ctx, req, spec, dc)
+	}
+	var caller policies.Caller
+	if ci := req.ClientInfo(); ci != nil {
+		caller = policies.Caller{Name: ci.Name, Version: ci.Version}
+	}
+	dc, res := b.decideCall(ctx, spec, req.Params.Arguments, caller)
+	if res != nil {
+		return res
+	}
+	return b.finishCall(ctx, req, spec, dc)
+}
+
+// decidedCall is a tools/call past the policy: its validated arguments,
+// the call the policy was asked about and its decision (allow or
+// require_approval).
+type decidedCall struct {
+	a    *args
+	call *policies.ToolCall
+	d    policies.Outcome
+}
+
+// decideCall validates the arguments raw of a call of spec by caller,
+// canonicalizes them and asks the policy. It returns the call's answer when
+// it ends there (invalid arguments, no policy, a block), else the decided
+// call.
+func (b *Bridge) decideCall(ctx context.Context, spec *toolSpec, raw json.RawMessage, caller policies.Caller) (*decidedCall, *mcp.CallToolResult) {
+	a, msg := validateArgs(raw, spec.props, spec.required)
 	if a == nil {
-		return validationError(spec.name, msg)
+		return nil, validationError(spec.name, msg)
 	}
 	if b.policy == nil {
-		return errorResult("blocked: no policy is configured for the bridge, so no tool runs")
+		return nil, errorResult("blocked: no policy is configured for the bridge, so no tool runs")
 	}
 	canonicalizeArgs(spec.name, a)
 	if sessionKeyTools[spec.name] {
 		if err := b.resolveSessionAlias(ctx, a); err != nil {
-			return errorResult(err.Error())
+			return nil, errorResult(err.Error())
 		}
 	}
 	call := &policies.ToolCall{
 		Surface:   policies.SurfaceServe,
 		Tool:      policies.ToolRef{Name: spec.name},
 		Arguments: a.JSON(),
+		Caller:    caller,
 	}
 	call.SessionKey, _ = a.str("session_key")
-	if ci := req.ClientInfo(); ci != nil {
-		call.Caller = policies.Caller{Name: ci.Name, Version: ci.Version}
-	}
 	d := b.policy.BeforeToolCall(ctx, call)
 	switch d.Decision {
-	case policies.Allow:
+	case policies.Allow, policies.RequireApproval:
+		return &decidedCall{a: a, call: call, d: d}, nil
 	case policies.Block:
-		return errorResult(d.Message())
-	case policies.RequireApproval:
-		if res := b.approve(ctx, req, call, &d); res != nil {
+		return nil, errorResult(d.Message())
+	default:
+		return nil, errorResult(fmt.Sprintf("blocked: policy returned the unknown outcome %q", d.Decision))
+	}
+}
+
+// finishCall runs a decided call: the approval routing of a
+// require_approval (which needs req, go-sdk's request), the check of
+// rewritten arguments, the agent-approval check of permissions_respond,
+// then the tool. req may be nil for an allowed call of another tool.
+func (b *Bridge) finishCall(ctx context.Context, req *mcp.CallToolRequest, spec *toolSpec, dc *decidedCall) *mcp.CallToolResult {
+	a, call, d := dc.a, dc.call, &dc.d
+	if d.Decision == policies.RequireApproval {
+		if res := b.approve(ctx, req, call, d); res != nil {
 			return res
 		}
-	default:
-		return errorResult(fmt.Sprintf("blocked: policy returned the unknown outcome %q", d.Decision))
 	}
 	if len(d.Arguments) > 0 && string(d.Arguments) != string(call.Arguments) {
 		seen := a
+		var msg string
 		if a, msg = validateArgs(d.Arguments, spec.props, spec.required); a == nil {
-			reason := fmt.Sprintf("%s rewrote the arguments of %s into invalid ones: %s", rewriter(&d), spec.name, msg)
+			reason := fmt.Sprintf("%s rewrote the arguments of %s into invalid ones: %s", rewriter(d), spec.name, msg)
 			b.recordRewrite(call, call.SessionKey, string(policies.Block), reason)
 			return errorResult("blocked: " + reason)
 		}
@@ -244,7 +289,7 @@ func (b *Bridge) callTool(ctx context.Context, req *mcp.CallToolRequest, spec *t
 		if changed := changedArgs(spec.props, seen, a); len(changed) > 0 {
 			key, _ := a.str("session_key")
 			b.recordRewrite(call, key, AuditDecisionRewrite, fmt.Sprintf("%s rewrote %s; the call was sent with the rewritten values",
-				rewriter(&d), strings.Join(changed, ", ")))
+				rewriter(d), strings.Join(changed, ", ")))
 		}
 	}
 	if spec.name == ToolPermissionsRespond {

@@ -1,10 +1,11 @@
 package policies
 
 import (
-	"encoding/json"
 	"io"
 	"sync"
 	"time"
+
+	"github.com/openclaw-go/openclaw/internal/jsonw"
 )
 
 // AuditRecord is one line of the decision audit log (JSON Lines). It never
@@ -34,6 +35,7 @@ type AuditSink interface {
 // AuditLog writes records as JSON Lines to a writer, one Write per record.
 type AuditLog struct {
 	mu      sync.Mutex
+	line    []byte // the record being written, reused
 	w       io.Writer
 	err     error
 	onError func(error)
@@ -60,22 +62,52 @@ func NewAuditLogWith(w io.Writer, opts *AuditLogOptions) *AuditLog {
 	return l
 }
 
-// Record writes r. A write error is kept (see Err) and later records are
-// still attempted.
+// Record writes r as one JSON line: the members of [AuditRecord]'s JSON
+// tags, in their order, empty omitempty members left out, the time in
+// RFC 3339 with nanoseconds, strings as [jsonw.AppendString] writes them.
+// A write error is kept (see Err) and later records are still attempted.
 func (l *AuditLog) Record(r AuditRecord) {
-	line, err := json.Marshal(r)
-	if err != nil {
-		return
-	}
-	line = append(line, '\n')
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	if _, err := l.w.Write(line); err != nil && l.err == nil {
+	l.line = appendAuditRecord(l.line[:0], &r)
+	_, err := l.w.Write(l.line)
+	if err != nil && l.err == nil {
 		l.err = err
 		if l.onError != nil {
 			l.onError(err)
 		}
 	}
+	if cap(l.line) > 64<<10 {
+		l.line = nil // do not keep a huge record's memory
+	}
+	l.mu.Unlock()
+}
+
+// appendAuditRecord appends r as encoding/json would marshal it (the same
+// members, as the same values) and a newline.
+func appendAuditRecord(buf []byte, r *AuditRecord) []byte {
+	o := jsonw.NewObject(buf)
+	o.Key("time")
+	o.Buf = append(o.Buf, '"')
+	o.Buf = r.Time.AppendFormat(o.Buf, time.RFC3339Nano)
+	o.Buf = append(o.Buf, '"')
+	o.Str("hook", string(r.Hook))
+	str := func(k, v string) {
+		if v != "" {
+			o.Str(k, v)
+		}
+	}
+	str("surface", string(r.Surface))
+	str("session_key", r.SessionKey)
+	str("caller", r.Caller)
+	str("tool", r.Tool)
+	str("server", r.Server)
+	o.Str("module", r.Module)
+	str("mode", string(r.Mode))
+	o.Str("decision", r.Decision)
+	str("reason", r.Reason)
+	str("error", r.Error)
+	o.Int("duration_us", r.DurationUs)
+	return append(o.Close(), '\n')
 }
 
 // Err returns the first write error, if any.

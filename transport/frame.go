@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -253,6 +254,25 @@ func EncodeErrorReply(id jsonrpc.ID, code int64, message string) []byte {
 		panic(err)
 	}
 	return data
+}
+
+// AppendResult appends to dst the JSON-RPC 2.0 response to the request id
+// (a valid id) whose result is the JSON value result, written as go-sdk
+// writes a response: {"jsonrpc":"2.0","id":…,"result":…}, without a line
+// ending.
+func AppendResult(dst []byte, id jsonrpc.ID, result []byte) []byte {
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	switch v := id.Raw().(type) {
+	case string:
+		dst = jsonw.AppendString(dst, v)
+	case int64:
+		dst = strconv.AppendInt(dst, v, 10)
+	default:
+		dst = append(dst, "null"...)
+	}
+	dst = append(dst, `,"result":`...)
+	dst = append(dst, result...)
+	return append(dst, '}')
 }
 
 // PeekFrameID returns the id of the message that prefix, the first bytes of

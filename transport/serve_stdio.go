@@ -108,8 +108,27 @@ type ServeStdioTransport struct {
 	eof chan struct{} // closed by the connection when Reader reached EOF
 
 	mu      sync.Mutex
-	conn    *drainConn // set by Connect
-	stopped bool       // Shutdown was called
+	conn    *drainConn   // set by Connect
+	stopped bool         // Shutdown was called
+	local   LocalHandler // set by AnswerLocally
+}
+
+// A LocalHandler answers, on the transport's reading goroutine, a request
+// the server can answer without the session's machinery (no server-to-client
+// request, no notification, nothing to wait for). It gets each request
+// [DecodeFrame] accepted, decoded once, and returns the whole JSON-RPC
+// response frame to write (without a line ending; see [AppendResult]), or
+// nil to pass the request on to the session unchanged. It is not called
+// while the session drains, so a request refused then is refused as every
+// other. It must not block: the next line is read after it returns.
+type LocalHandler func(req *jsonrpc.Request) []byte
+
+// AnswerLocally installs h as the transport's [LocalHandler]. It must be
+// called before Connect; a later call has no effect on the session.
+func (t *ServeStdioTransport) AnswerLocally(h LocalHandler) {
+	t.mu.Lock()
+	t.local = h
+	t.mu.Unlock()
 }
 
 // NewServeStdioTransport returns a transport serving one MCP session over
@@ -145,20 +164,18 @@ func (t *ServeStdioTransport) Connect(ctx context.Context) (mcp.Connection, erro
 		return nil, ErrConnected
 	}
 	w := &lockedWriter{w: t.w}
+	t.mu.Lock()
+	local := t.local
+	t.mu.Unlock()
 	f := &lineFilter{
-		src: t.r,
-		br:  bufio.NewReaderSize(t.r, 64<<10),
-		max: t.max,
-		out: w,
-		log: t.log,
-	}
-	// Our filter bounds every line, so go-sdk's own frame cap is off.
-	inner, err := (&mcp.IOTransport{Reader: f, Writer: w, MaxLineLength: -1}).Connect(ctx)
-	if err != nil {
-		return nil, err
+		src:   t.r,
+		br:    bufio.NewReaderSize(t.r, 64<<10),
+		max:   t.max,
+		out:   w,
+		log:   t.log,
+		local: local,
 	}
 	c := &drainConn{
-		inner:     inner,
 		eofCh:     t.eof,
 		timeout:   t.drainTimeout,
 		incoming:  map[jsonrpc.ID]bool{},
@@ -167,6 +184,13 @@ func (t *ServeStdioTransport) Connect(ctx context.Context) (mcp.Connection, erro
 		wake:      make(chan struct{}, 1),
 		closed:    make(chan struct{}),
 	}
+	f.conn = c // before go-sdk's reader starts
+	// Our filter bounds every line, so go-sdk's own frame cap is off.
+	inner, err := (&mcp.IOTransport{Reader: f, Writer: w, MaxLineLength: -1}).Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.inner = inner
 	t.mu.Lock()
 	t.conn = c
 	stopped := t.stopped
@@ -253,6 +277,13 @@ func (c *drainConn) expire() {
 	defer c.mu.Unlock()
 	c.expired = true
 	c.notify()
+}
+
+// isDraining reports whether the drain began.
+func (c *drainConn) isDraining() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.draining
 }
 
 // unanswerable is the made-up answer to a request the client can no
@@ -450,6 +481,9 @@ type lineFilter struct {
 	out *lockedWriter
 	log *slog.Logger
 
+	local LocalHandler // nil: every request goes to the session
+	conn  *drainConn   // the connection, for its drain state
+
 	buf     []byte // the line being read
 	head    []byte // the start of the line being read, once it is too long
 	pending []byte // the rest of the accepted line not yet returned
@@ -544,7 +578,10 @@ func (f *lineFilter) check(line []byte, tooLong bool) {
 		return
 	}
 	msg = RepairUTF8(msg) // as Node.js decodes it: one value for everyone downstream
-	_, err := DecodeFrame(msg)
+	m, err := DecodeFrame(msg)
+	if err == nil && f.answer(m) {
+		return
+	}
 	if err == nil {
 		// msg aliases f.buf, unused until pending drains. Surrounding
 		// blanks are dropped: go-sdk's decoder takes any byte but a line
@@ -560,6 +597,20 @@ func (f *lineFilter) check(line []byte, tooLong bool) {
 		return
 	}
 	f.reject(len(line), fe)
+}
+
+// answer lets the LocalHandler answer m, and reports whether it did.
+func (f *lineFilter) answer(m jsonrpc.Message) bool {
+	req, ok := m.(*jsonrpc.Request)
+	if !ok || f.local == nil || !req.IsCall() || f.conn == nil || f.conn.isDraining() {
+		return false
+	}
+	reply := f.local(req)
+	if reply == nil {
+		return false
+	}
+	f.write(reply)
+	return true
 }
 
 // reject logs a rejected line of size bytes and, unless it is a

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -57,7 +58,7 @@ func startServeHarness(t *testing.T, maxLine int) *serveHarness {
 // replaced) and the client capabilities caps (JSON). Its server also has
 // a tool "ask" that asks the client for roots/list and answers with what
 // came back.
-func startServeHarnessWith(t *testing.T, opts *ServeStdioOptions, caps string) *serveHarness {
+func startServeHarnessWith(t *testing.T, opts *ServeStdioOptions, caps string, local ...LocalHandler) *serveHarness {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
@@ -83,6 +84,9 @@ func startServeHarnessWith(t *testing.T, opts *ServeStdioOptions, caps string) *
 	o := *opts
 	o.Logger = slog.New(slog.NewTextHandler(h.log, nil))
 	tr := NewServeStdioTransport(inR, outW, &o)
+	for _, l := range local {
+		tr.AnswerLocally(l)
+	}
 	h.tr = tr
 	go func() { h.done <- server.Run(ctx, tr) }()
 	readerDone := make(chan struct{})
@@ -446,6 +450,65 @@ func TestServeStdioDrain(t *testing.T) {
 			t.Errorf("server ended with %v, want ErrDrainTimeout for 1 request", err)
 		}
 	})
+}
+
+// A LocalHandler answers the requests it takes on the reading goroutine,
+// with its frame written as is, while the session serves the rest; lines
+// DecodeFrame refuses are answered as before and never reach it, and once
+// the drain began it is not asked: requests are refused as every other.
+func TestServeStdioAnswerLocally(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var asked []string
+	local := func(req *jsonrpc.Request) []byte {
+		mu.Lock()
+		asked = append(asked, req.Method)
+		mu.Unlock()
+		if req.Method != "local/echo" {
+			return nil
+		}
+		return AppendResult(nil, req.ID, req.Params)
+	}
+	h := startServeHarnessWith(t, &ServeStdioOptions{}, `{}`, local)
+	h.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hold","arguments":{}}}`)
+	h.send(t, `{"jsonrpc":"2.0","id":"e1","method":"local/echo","params":{"x":[1,2]}}`)
+	if r := h.expectID2(t, "e1"); fmt.Sprint(r["result"]) != "map[x:[1 2]]" {
+		t.Errorf("local answer %v, want the echoed params (while call 2 is held)", r)
+	}
+	h.send(t, `{"jsonrpc":"2.0","id":5,"method":"local/echo",`)
+	if r := h.next(t); fmt.Sprint(r["error"]) == "<nil>" || r["id"] != nil {
+		t.Errorf("malformed line answered %v, want a parse error with id null", r)
+	}
+	h.tr.Shutdown()
+	h.send(t, `{"jsonrpc":"2.0","id":"e2","method":"local/echo","params":{}}`)
+	r := h.expectID2(t, "e2")
+	if e, _ := r["error"].(map[string]any); e == nil || e["code"] != float64(-32004) {
+		t.Errorf("request after Shutdown answered %v, want error -32004", r)
+	}
+	close(h.release)
+	if r := h.expectID(t, 2); !strings.Contains(fmt.Sprint(r["result"]), "released") {
+		t.Errorf("call 2 answered %v, want its result", r)
+	}
+	if err := <-h.done; err != nil {
+		t.Errorf("server ended with %v, want nil", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// initialize and tools/call were declined, so the session answered them.
+	if want := []string{"initialize", "tools/call", "local/echo"}; !slices.Equal(asked, want) {
+		t.Errorf("handler asked %q, want %q", asked, want)
+	}
+}
+
+// expectID2 reads until the response to the string id and returns it.
+func (h *serveHarness) expectID2(t *testing.T, id string) map[string]any {
+	t.Helper()
+	for {
+		m := h.next(t)
+		if got, ok := m["id"].(string); ok && got == id {
+			return m
+		}
+	}
 }
 
 // EOF closes when the reader ends, after the messages before it were read,

@@ -44,6 +44,7 @@ const usage = `usage:
   ocinterop keygen FILE
   ocinterop check -serve "CMD ARGS..." [flags]
   ocinterop bench -real "CMD ARGS..." -ours "CMD ARGS..." [flags]
+  ocinterop calls -real "CMD ARGS..." -ours "CMD ARGS..." [-n 200] [-rounds 10] [-json FILE]
   ocinterop diff  -a "CMD ARGS..." -b "CMD ARGS..." [flags]
   ocinterop failcase -name NAME -serve "CMD ARGS..." [-want-exit 1] [-want-stderr TEXT]
 run "ocinterop SUBCOMMAND -h" for the flags`
@@ -61,6 +62,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return check(ctx, args[1:], stdout, stderr)
 	case "bench":
 		err = bench(ctx, args[1:], stdout, stderr)
+	case "calls":
+		err = calls(ctx, args[1:], stdout, stderr)
 	case "diff":
 		return diff(ctx, args[1:], stdout, stderr)
 	case "failcase":
@@ -214,6 +217,50 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// calls times events_poll, tools/list and conversations_list through the
+// raw JSON-RPC client, on every server spawned at once, in interleaved
+// rounds (measureCalls), and prints the Markdown table.
+func calls(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("calls", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	realCmd := fs.String("real", "", "command line of the real `openclaw mcp serve` (required)")
+	oursCmd := fs.String("ours", "", "command line of our `openclaw mcp serve` (required)")
+	realLabel := fs.String("real-label", "OpenClaw", "column title of the -real server")
+	oursLabel := fs.String("ours-label", "ours", "column title of the -ours server")
+	n := fs.Int("n", 200, "calls of each request per server")
+	rounds := fs.Int("rounds", 10, "rounds the calls are cut into")
+	jsonOut := fs.String("json", "", "also write the figures as JSON to this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *realCmd == "" || *oursCmd == "" || *n < *rounds || *rounds < 1 {
+		return errors.New("calls: -real and -ours are required; -n must be ≥ -rounds ≥ 1")
+	}
+	ro, closeR, err := serveOpts(*realCmd, "", "")
+	if err != nil {
+		return err
+	}
+	defer closeR()
+	oo, closeO, err := serveOpts(*oursCmd, "", "")
+	if err != nil {
+		return err
+	}
+	defer closeO()
+	res, err := measureCalls(ctx, []string{*realLabel, *oursLabel}, []e2e.ServeOptions{ro, oo}, *rounds, *n / *rounds)
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, callsTable(res, "raw Go"))
+	if *jsonOut != "" {
+		data, err := marshalCalls(res)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(*jsonOut, data, 0o644)
+	}
+	return nil
 }
 
 func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {

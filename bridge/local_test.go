@@ -1,0 +1,388 @@
+package bridge
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
+	"github.com/openclaw-go/openclaw/transport"
+)
+
+// lineClient sends request lines to a served bridge and returns the
+// messages it writes: the lines themselves (stdio) or go-sdk's encoding of
+// the messages (in-memory).
+type lineClient struct {
+	write func(line string) error
+	in    chan string
+}
+
+func (c *lineClient) send(t testing.TB, line string) {
+	t.Helper()
+	if err := c.write(line); err != nil {
+		t.Fatalf("sending %s: %v", line, err)
+	}
+}
+
+func (c *lineClient) recv(t testing.TB) string {
+	t.Helper()
+	select {
+	case l := <-c.in:
+		return l
+	case <-time.After(20 * time.Second):
+		t.Fatal("no message within 20s")
+		return ""
+	}
+}
+
+// serveMem serves b on go-sdk's in-memory transport: the bridge sees no
+// transport.LocalHandler, so go-sdk answers everything.
+func serveMem(t testing.TB, b *Bridge) *lineClient {
+	ctx, cancel := context.WithCancel(context.Background())
+	st, ct := mcp.NewInMemoryTransports()
+	done := make(chan error, 1)
+	go func() { done <- b.Serve(ctx, st) }()
+	conn, err := ct.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &lineClient{in: make(chan string, 64), write: func(line string) error {
+		m, err := jsonrpc.DecodeMessage([]byte(line))
+		if err != nil {
+			return err
+		}
+		return conn.Write(context.Background(), m)
+	}}
+	go func() {
+		for {
+			m, err := conn.Read(ctx)
+			if err != nil {
+				return
+			}
+			data, _ := jsonrpc.EncodeMessage(m)
+			c.in <- string(data)
+		}
+	}()
+	t.Cleanup(func() {
+		conn.Close()
+		<-done
+		cancel()
+	})
+	return c
+}
+
+// servePipes serves b on transport.ServeStdioTransport, as `openclaw mcp
+// serve` does: the local path answers what it takes.
+func servePipes(t testing.TB, b *Bridge) *lineClient {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	st := transport.NewServeStdioTransport(inR, outW, nil)
+	done := make(chan error, 1)
+	go func() { done <- b.Serve(context.Background(), st) }()
+	c := &lineClient{in: make(chan string, 64), write: func(line string) error {
+		_, err := io.WriteString(inW, line+"\n")
+		return err
+	}}
+	go func() {
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			c.in <- sc.Text()
+		}
+	}()
+	t.Cleanup(func() {
+		inW.Close()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		outR.Close()
+	})
+	return c
+}
+
+// jsonTokens is the token stream of a JSON text: key order and values,
+// not the spelling of escapes.
+func jsonTokens(t *testing.T, s string) []any {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var out []any
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("reading %s: %v", s, err)
+		}
+		out = append(out, tok)
+	}
+}
+
+// goldenBridge is a bridge with fixed state: two queued events, two open
+// approvals, a fixed clock, and policy as its policy.
+func goldenBridge(t testing.TB, policy policies.Enforcer) *Bridge {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	b := New(&fixtureGateway{t: t}, &Options{Enforcer: policy, ServerVersion: "9.9.9", ClaudeChannelMode: ChannelOff,
+		Now: func() time.Time { return now }})
+	t.Cleanup(func() { b.Close() })
+	b.HandleGatewayEvent("session.message", sessionMessagePayload(t, "first <message> & more", nil))
+	b.HandleGatewayEvent("session.message", sessionMessagePayload(t, "second", nil))
+	b.HandleGatewayEvent("plugin.approval.requested", json.RawMessage(`{"approvalKind":"plugin","id":"p1","request":{"title":"t"},"createdAtMs":20}`))
+	b.HandleGatewayEvent("exec.approval.requested", json.RawMessage(`{"approvalKind":"exec","id":"e2","request":{"command":"ls"}}`))
+	return b
+}
+
+const perRequestMeta = `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}`
+
+// policyQuestions lists, sorted, the calls p was asked about.
+func policyQuestions(p *policiestest.Enforcer) []string {
+	var out []string
+	for _, c := range p.Calls() {
+		out = append(out, fmt.Sprintf("%s %s %s caller=%s/%s key=%s", c.Surface, c.Tool.Name, c.Arguments, c.Caller.Name, c.Caller.Version, c.SessionKey))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// goldenRequests are the requests both paths answer, for a client of
+// protocol revision rev ("2026-07-28": no initialize, _meta on every
+// request). Each has an id; notifications are sent and not answered.
+func goldenRequests(rev string) []string {
+	var reqs []string
+	add := func(method, params string) {
+		id := len(reqs) + 1
+		if params == "" {
+			reqs = append(reqs, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q}`, id, method))
+			return
+		}
+		reqs = append(reqs, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, id, method, params))
+	}
+	meta := ""
+	if rev == newProtocolVersion {
+		meta = perRequestMeta
+	} else {
+		rev = strings.TrimSuffix(rev, "+initialize")
+		// Refused before initialize.
+		add("tools/list", "")
+		add("tools/call", `{"name":"events_poll","arguments":{}}`)
+		add("initialize", fmt.Sprintf(`{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"golden","version":"1.0"}}`, rev))
+		reqs = append(reqs, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	}
+	withMeta := func(extra string) string {
+		m := meta
+		if extra != "" {
+			if m != "" {
+				m += ","
+			}
+			m += extra
+		}
+		return `"_meta":{` + m + `}`
+	}
+	add("tools/list", `{`+withMeta("")+`}`)
+	add("tools/list", `{`+withMeta(`"progressToken":"p1"`)+`}`)
+	add("tools/list", `{"cursor":"nope",`+withMeta("")+`}`)
+	for _, args := range []string{`{}`, `{"after_cursor":1}`, `{"limit":1}`, `{"limit":0}`, `{"limit":"x"}`,
+		`{"session_key":"agent:main:main","after_cursor":0,"limit":200}`, `{"after_cursor":-1}`, `[]`, `"x"`} {
+		add("tools/call", `{"name":"events_poll","arguments":`+args+`,`+withMeta("")+`}`)
+	}
+	add("tools/call", `{"name":"events_poll",`+withMeta(`"progressToken":7`)+`}`)
+	add("tools/call", `{"name":"events_poll","arguments":null,`+withMeta("")+`}`)
+	add("tools/call", `{"name":"permissions_list_open","arguments":{},`+withMeta("")+`}`)
+	add("tools/call", `{"name":"permissions_list_open","arguments":{"extra":1},`+withMeta(`"io.modelcontextprotocol/clientInfo":{"name":"other","version":"2"}`)+`}`)
+	add("tools/call", `{"name":"ev\u0065nts_poll","arguments":{},`+withMeta("")+`}`)
+	add("tools/call", `{"\u005fmeta":{`+perRequestMeta+`},"name":"events_poll","arguments":{}}`)
+	add("tools/call", `{"name":"no_such_tool","arguments":{},`+withMeta("")+`}`)
+	add("tools/call", `{"name":"events_poll","arguments":{},"_meta":null}`)
+	add("tools/call", `{"name":"events_poll","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`)
+	add("tools/call", `{"name":"events_poll","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2099-01-01","io.modelcontextprotocol/clientCapabilities":{}}}`)
+	add("tools/call", `{"name":"events_poll","arguments":{},"_meta":{`+perRequestMeta+`,"io.modelcontextprotocol/clientInfo":{"name":"late","version":"3"}}}`)
+	add("tools/list", `{"_meta":{`+perRequestMeta+`}}`)
+	add("tools/call", `{"arguments":{},`+withMeta("")+`}`)
+	reqs = append(reqs, `{"jsonrpc":"2.0","id":"s-\u00e9\"1","method":"tools/call","params":{"name":"events_poll","arguments":{},`+withMeta("")+`}}`)
+	return reqs
+}
+
+// frameID returns the id of the JSON-RPC message line, decoded (so that
+// the spellings of one string compare equal); ok is false without one.
+func frameID(line string) (string, bool) {
+	var m struct {
+		ID any `json:"id"`
+	}
+	if json.Unmarshal([]byte(line), &m) != nil || m.ID == nil {
+		return "", false
+	}
+	return fmt.Sprintf("%T:%v", m.ID, m.ID), true
+}
+
+// runGolden sends reqs to c and returns the responses by id.
+func runGolden(t *testing.T, c *lineClient, reqs []string) map[string]string {
+	t.Helper()
+	got := map[string]string{}
+	want := 0
+	for _, r := range reqs {
+		c.send(t, r)
+		if strings.Contains(r, `"id":`) {
+			want++
+		}
+	}
+	for len(got) < want {
+		l := c.recv(t)
+		id, ok := frameID(l)
+		if !ok {
+			continue // a notification
+		}
+		got[id] = l
+	}
+	return got
+}
+
+// TestLocalPathAnswersAsGoSDK diffs the local path's answers (stdio, as
+// `mcp serve` runs) against go-sdk's (the same bridge on an in-memory
+// transport, where go-sdk answers every request), for each protocol
+// revision, under an allowing, a blocking and an approval-requiring policy:
+// the same results and errors (members in the same order), the same
+// policy questions (tool, arguments, session key, caller).
+func TestLocalPathAnswersAsGoSDK(t *testing.T) {
+	policiesUnder := map[string]func() *policiestest.Enforcer{
+		"allow": func() *policiestest.Enforcer {
+			return &policiestest.Enforcer{Outcome: policies.Outcome{Decision: policies.Allow}}
+		},
+		"block": func() *policiestest.Enforcer {
+			return &policiestest.Enforcer{Outcome: policies.Outcome{Decision: policies.Block, Reason: "no <polling>", Module: "golden"}}
+		},
+		// No approval route: the handed-on call fails closed in go-sdk's path.
+		"require_approval": func() *policiestest.Enforcer {
+			return &policiestest.Enforcer{Outcome: policies.Outcome{Decision: policies.RequireApproval, Reason: "ask", Module: "golden"}}
+		},
+	}
+	// "2026-07-28+initialize": a client asking initialize for 2026-07-28,
+	// which go-sdk answers with 2025-11-25.
+	for _, rev := range append(mcp.SupportedProtocolVersions()[1:], newProtocolVersion, newProtocolVersion+"+initialize") {
+		for name, newPolicy := range policiesUnder {
+			t.Run(rev+"/"+name, func(t *testing.T) {
+				reqs := goldenRequests(rev)
+				sdkPolicy, localPolicy := newPolicy(), newPolicy()
+				want := runGolden(t, serveMem(t, goldenBridge(t, sdkPolicy)), reqs)
+				got := runGolden(t, servePipes(t, goldenBridge(t, localPolicy)), reqs)
+				for _, r := range reqs {
+					id, ok := frameID(r)
+					if !ok {
+						continue
+					}
+					g, w := got[id], want[id]
+					if g == "" || w == "" {
+						t.Errorf("request %s: no answer (local %q, go-sdk %q)", r, g, w)
+					}
+					if !reflect.DeepEqual(jsonTokens(t, g), jsonTokens(t, w)) {
+						t.Errorf("request %s\n local: %.600s\ngo-sdk: %.600s", r, g, w)
+					}
+				}
+				// go-sdk runs calls concurrently: the questions, in any order.
+				if g, w := policyQuestions(localPolicy), policyQuestions(sdkPolicy); !reflect.DeepEqual(g, w) {
+					t.Errorf("policy asked\n local: %q\ngo-sdk: %q", g, w)
+				}
+			})
+		}
+	}
+}
+
+// TestLocalPathIsTheOnlyPath serves the bridge as `mcp serve` does and
+// checks which requests reach go-sdk's method handlers: initialize, its
+// notification, and the calls the local path does not take (a Gateway
+// tool; a require_approval call, handed on once decided), never tools/list,
+// events_poll or permissions_list_open; every request is answered, and the
+// policy is asked once per call.
+func TestLocalPathIsTheOnlyPath(t *testing.T) {
+	pol := &policiestest.Enforcer{Outcome: policies.Outcome{Decision: policies.Allow}}
+	b := goldenBridge(t, pol)
+	var mu sync.Mutex
+	var reached []string
+	b.server.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			seen := method
+			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok {
+				seen += " " + p.Name
+			}
+			mu.Lock()
+			reached = append(reached, seen)
+			mu.Unlock()
+			return next(ctx, method, req)
+		}
+	})
+	c := servePipes(t, b)
+	reqs := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"only","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"events_poll","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"permissions_list_open","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"conversations_list","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"events_poll","arguments":{},"_meta":{` + perRequestMeta + `}}}`,
+	}
+	got := runGolden(t, c, reqs)
+	for id := 1; id <= 6; id++ {
+		if !strings.Contains(got[fmt.Sprintf("float64:%d", id)], `"result":`) {
+			t.Errorf("request %d: %s", id, got[fmt.Sprintf("float64:%d", id)])
+		}
+	}
+	pol.Outcome = policies.Outcome{Decision: policies.RequireApproval, Reason: "ask"}
+	got = runGolden(t, c, []string{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"events_poll","arguments":{}}}`})
+	if !strings.Contains(got["float64:7"], "no approval route is configured") {
+		t.Errorf("require_approval handed on: %s", got["float64:7"])
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"initialize", "notifications/initialized", "tools/call conversations_list", "tools/call events_poll"}
+	if slices.Sort(reached); !slices.Equal(reached, want) {
+		t.Errorf("go-sdk handled %q, want %q", reached, want)
+	}
+	if n := len(pol.Calls()); n != 5 {
+		t.Errorf("policy asked %d times for 5 calls", n)
+	}
+}
+
+// BenchmarkServeRoundTrip measures one request's round trip through a
+// served bridge with the native allow policy: over the stdio transport, as
+// `mcp serve` runs (the local path answers), and over go-sdk's in-memory
+// transport (go-sdk answers).
+//
+//	go test -run '^$' -bench BenchmarkServeRoundTrip -benchmem ./bridge/
+func BenchmarkServeRoundTrip(b *testing.B) {
+	for _, tc := range []struct{ name, method, params string }{
+		{"events_poll", "tools/call", `{"name":"events_poll","arguments":{"after_cursor":0}}`},
+		{"tools_list", "tools/list", `{}`},
+	} {
+		for _, via := range []struct {
+			name  string
+			serve func(testing.TB, *Bridge) *lineClient
+		}{{"stdio-local", servePipes}, {"inmemory-gosdk", serveMem}} {
+			b.Run(tc.name+"/"+via.name, func(b *testing.B) {
+				t := b
+				br := goldenBridge(t, &policiestest.Enforcer{Outcome: policies.Outcome{Decision: policies.Allow}})
+				c := via.serve(t, br)
+				c.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
+				c.recv(t)
+				c.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+				line := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":%q,"params":%s}`, tc.method, tc.params)
+				b.ReportAllocs()
+				for b.Loop() {
+					c.send(t, line)
+					c.recv(t)
+				}
+			})
+		}
+	}
+}
