@@ -59,6 +59,10 @@ func TestAppendCallInput(t *testing.T) {
 			Tool: policies.ToolRef{Name: "fs_read", Server: "files", Original: "read"}, Arguments: json.RawMessage(` { "path" : "/etc/x" , "n":[1, 2] } `)},
 		{Caller: policies.Caller{Version: "only"}, Tool: policies.ToolRef{Name: "quote\" back\\ nl\n tab\t nul\x00 <&> é \xff end"}},
 		{Tool: policies.ToolRef{Name: "u2028\u2028"}, Arguments: json.RawMessage(`null`)},
+		{Surface: policies.SurfaceProxy, Caller: policies.Caller{Name: "inspector"}, Tool: policies.ToolRef{Name: "prod__deploy"},
+			Identity: &policies.Identity{Issuer: "https://idp.example", Subject: "alice", ClientID: "cli", Scopes: []string{"mcp"},
+				Claims: map[string]json.RawMessage{"groups": json.RawMessage(`["oncall"]`)}}},
+		{Tool: policies.ToolRef{Name: "t"}, Identity: &policies.Identity{Subject: "ci-deploy", Issuer: "tokens-file"}},
 	}
 	for _, call := range tests {
 		got, err := appendCallInput(nil, call)
