@@ -91,8 +91,8 @@ const maxVerified = 4096
 // NewOAuthVerifier discovers the issuer (go-oidc: the discovery document's
 // issuer must be Issuer) and fetches its JWKS once, so that a wrong issuer
 // fails at start. The signing algorithms are the discovery document's
-// id_token_signing_alg_values_supported ("none" never; RS256 when it names
-// none).
+// id_token_signing_alg_values_supported (never "none" nor an HMAC one;
+// RS256 when it names none).
 func NewOAuthVerifier(ctx context.Context, opts *OAuthOptions) (*OAuthVerifier, error) {
 	o := *opts
 	if o.Issuer == "" || o.Audience == "" {
@@ -129,7 +129,9 @@ func NewOAuthVerifier(ctx context.Context, opts *OAuthOptions) (*OAuthVerifier, 
 	}
 	ks := &keySet{url: disc.JWKSURI, client: o.HTTPClient, minRefresh: o.MinRefresh, now: o.Now}
 	for _, a := range disc.Algs {
-		if !strings.EqualFold(a, "none") {
+		// An access token is signed with the issuer's private key: "none"
+		// and shared-secret algorithms have no place here.
+		if !strings.EqualFold(a, "none") && !strings.HasPrefix(strings.ToUpper(a), "HS") {
 			ks.algs = append(ks.algs, jose.SignatureAlgorithm(a))
 		}
 	}
