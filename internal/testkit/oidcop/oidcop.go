@@ -54,7 +54,7 @@ func Start(t testing.TB, audience string, clients ...Client) *Provider {
 	for _, c := range clients {
 		st.clients[c.ID] = c
 	}
-	provider, err := op.NewOpenIDProvider(issuer, &op.Config{CryptoKey: sha256.Sum256([]byte("oidcop")), CodeMethodS256: true, AuthMethodPost: true}, st, op.WithAllowInsecure())
+	provider, err := op.NewProvider(&op.Config{CryptoKey: sha256.Sum256([]byte("oidcop")), CodeMethodS256: true, AuthMethodPost: true}, st, op.StaticIssuer(issuer), op.WithAllowInsecure())
 	if err != nil {
 		t.Fatalf("oidcop: %v", err)
 	}
