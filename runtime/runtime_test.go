@@ -849,3 +849,48 @@ func TestTimeoutsRecycleTheConnection(t *testing.T) {
 		t.Errorf("dials = %d, want 2 (one redial)", n)
 	}
 }
+
+// recordingPolicy answers d and keeps the inputs it was given.
+type recordingPolicy struct {
+	d     policies.Decision
+	mu    sync.Mutex
+	calls []*policies.ToolCall
+}
+
+func (p *recordingPolicy) BeforeToolCall(_ context.Context, call *policies.ToolCall) policies.Decision {
+	p.mu.Lock()
+	p.calls = append(p.calls, call)
+	p.mu.Unlock()
+	return p.d
+}
+
+// TestIdentityReachesDecisions: the identity WithIdentity names reaches the
+// before_tool_call input, the decide_approval input and the audit record of
+// the human's answer; a call without one has none.
+func TestIdentityReachesDecisions(t *testing.T) {
+	t.Parallel()
+	srv := newServer("srv", nil)
+	echoTool(srv, "act")
+	pol := &recordingPolicy{d: policies.Decision{Outcome: policies.RequireApproval, Module: "rules", Reason: "ask"}}
+	appr := &fixedApproval{out: policies.ApprovalOutcome{Decision: policies.Ask}}
+	audit := &policiestest.AuditRecorder{}
+	s := open(t, []Server{inProcess(t, "srv", srv)}, &Options{Enforcer: pol, Approvals: appr, Audit: audit,
+		Approve: func(context.Context, *ApprovalRequest) (bool, error) { return true, nil }})
+	id := &policies.Identity{Issuer: "https://idp.example", Subject: "alice", Claims: map[string]json.RawMessage{"groups": json.RawMessage(`["oncall"]`)}}
+	if _, err := s.CallTool(WithIdentity(context.Background(), id), "srv__act", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CallTool(context.Background(), "srv__act", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if len(pol.calls) != 2 || pol.calls[0].Identity != id || pol.calls[1].Identity != nil {
+		t.Errorf("before_tool_call identities: %+v", pol.calls)
+	}
+	if len(appr.req) != 2 || appr.req[0].Identity != id || appr.req[1].Identity != nil {
+		t.Errorf("decide_approval identities: %+v", appr.req)
+	}
+	recs := audit.Records()
+	if len(recs) != 2 || recs[0].Subject != "alice" || recs[0].Issuer != "https://idp.example" || recs[1].Subject != "" {
+		t.Errorf("audit records: %+v", recs)
+	}
+}
