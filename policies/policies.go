@@ -68,7 +68,9 @@ type Caller struct {
 // verified, by a bearer token it checked (an OAuth access token of a
 // trusted issuer, or a static token the operator named). Unlike [Caller],
 // which the client declares about itself, a policy may base access
-// decisions on it. Surfaces without authentication leave it nil.
+// decisions on it. Surfaces without authentication leave it nil. One
+// Identity is shared by the calls made with one token: hooks read it and
+// never modify it.
 type Identity struct {
 	// Issuer is the token's issuer: the "iss" claim of an OAuth access
 	// token, "tokens-file" for a static token of the tokens file.
