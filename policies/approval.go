@@ -41,6 +41,9 @@ type ApprovalRequest struct {
 	// Requester is the MCP client whose call raised a tool approval, or
 	// the Gateway's agent (name "agent:<agentId>") for exec approvals.
 	Requester Caller `json:"requester"`
+	// Identity is the authenticated caller whose call raised a tool
+	// approval, nil when the surface has none.
+	Identity *Identity `json:"identity,omitempty"`
 	// Tool is the tool concerned: the called tool for kind tool,
 	// request.toolName for plugin approvals; empty for exec approvals.
 	Tool ToolRef `json:"tool"`
@@ -237,6 +240,7 @@ func (c *ApprovalChain) record(req *ApprovalRequest, module string, mode Mode, v
 		SessionKey: req.SessionKey, Caller: req.Requester.Name, Tool: tool, Server: req.Tool.Server,
 		Module: module, Mode: mode, Decision: string(v.Decision), Reason: v.Reason,
 		DurationUs: c.now().Sub(start).Microseconds()}
+	r.SetIdentity(req.Identity)
 	if err != nil {
 		r.Error = err.Error()
 	}

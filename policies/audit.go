@@ -16,14 +16,26 @@ type AuditRecord struct {
 	Surface    Surface   `json:"surface,omitempty"`
 	SessionKey string    `json:"session_key,omitempty"`
 	Caller     string    `json:"caller,omitempty"`
-	Tool       string    `json:"tool,omitempty"`
-	Server     string    `json:"server,omitempty"`
-	Module     string    `json:"module"`
-	Mode       Mode      `json:"mode,omitempty"`
-	Decision   string    `json:"decision"`
-	Reason     string    `json:"reason,omitempty"`
-	Error      string    `json:"error,omitempty"`
-	DurationUs int64     `json:"duration_us"`
+	// Subject and Issuer name the authenticated caller (Identity), when
+	// the surface has one.
+	Subject    string `json:"subject,omitempty"`
+	Issuer     string `json:"issuer,omitempty"`
+	Tool       string `json:"tool,omitempty"`
+	Server     string `json:"server,omitempty"`
+	Module     string `json:"module"`
+	Mode       Mode   `json:"mode,omitempty"`
+	Decision   string `json:"decision"`
+	Reason     string `json:"reason,omitempty"`
+	Error      string `json:"error,omitempty"`
+	DurationUs int64  `json:"duration_us"`
+}
+
+// SetIdentity names id, the authenticated caller, in r (Subject and
+// Issuer); a nil id leaves r unchanged.
+func (r *AuditRecord) SetIdentity(id *Identity) {
+	if id != nil {
+		r.Subject, r.Issuer = id.Subject, id.Issuer
+	}
 }
 
 // AuditSink receives audit records. Record must be safe for concurrent use

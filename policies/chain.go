@@ -129,6 +129,7 @@ func (c *Chain) recordDecision(call *ToolCall, module string, mode Mode, decisio
 		SessionKey: call.SessionKey, Caller: call.Caller.Name, Tool: call.Tool.Name, Server: call.Tool.Server,
 		Module: module, Mode: mode, Decision: decision, Reason: reason,
 		DurationUs: c.now().Sub(start).Microseconds()}
+	r.SetIdentity(call.Identity)
 	if err != nil {
 		r.Error = err.Error()
 	}

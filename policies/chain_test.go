@@ -120,3 +120,38 @@ func TestChainCancelledIsNotAModuleFailure(t *testing.T) {
 		t.Fatalf("audit record %+v", rec)
 	}
 }
+
+// TestAuditNamesIdentity: a call and an approval by an authenticated
+// caller are audited with its subject and issuer; one without leaves them
+// out.
+func TestAuditNamesIdentity(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	log := NewAuditLog(&buf)
+	id := &Identity{Issuer: "https://idp.example", Subject: "alice"}
+	NewChain([]ChainEntry{{Hook: fixed{name: "m", v: Verdict{Decision: Allow}}}}, &ChainOptions{Audit: log}).
+		BeforeToolCall(context.Background(), &ToolCall{Identity: id, Tool: ToolRef{Name: "t"}})
+	NewApprovalChain([]ApprovalEntry{{Hook: denyAll{}}}, &ApprovalChainOptions{Audit: log}).
+		DecideApproval(context.Background(), &ApprovalRequest{Kind: ApprovalTool, Identity: id, Tool: ToolRef{Name: "t"}})
+	NewChain([]ChainEntry{{Hook: fixed{name: "m", v: Verdict{Decision: Allow}}}}, &ChainOptions{Audit: log}).
+		BeforeToolCall(context.Background(), &ToolCall{Tool: ToolRef{Name: "t"}})
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("audit log:\n%s", buf.String())
+	}
+	for _, l := range lines[:2] {
+		if !strings.Contains(l, `"subject":"alice","issuer":"https://idp.example"`) {
+			t.Errorf("record without the identity: %s", l)
+		}
+	}
+	if strings.Contains(lines[2], "subject") {
+		t.Errorf("unauthenticated record names a subject: %s", lines[2])
+	}
+}
+
+type denyAll struct{}
+
+func (denyAll) Name() string { return "a" }
+func (denyAll) DecideApproval(context.Context, *ApprovalRequest) (ApprovalVerdict, error) {
+	return ApprovalVerdict{Decision: Deny}, nil
+}

@@ -73,6 +73,30 @@ type Caller struct {
 	Version string `json:"version,omitempty"`
 }
 
+// Identity is the authenticated identity of a caller: who the surface
+// verified, by a bearer token it checked (an OAuth access token of a
+// trusted issuer, or a static token the operator named). Unlike [Caller],
+// which the client declares about itself, a policy may base access
+// decisions on it. Surfaces without authentication leave it nil. One
+// Identity is shared by the calls made with one token: hooks read it and
+// never modify it.
+type Identity struct {
+	// Issuer is the token's issuer: the "iss" claim of an OAuth access
+	// token, "tokens-file" for a static token of the tokens file.
+	Issuer string `json:"issuer,omitempty"`
+	// Subject is who the token was issued to: the "sub" claim, or the
+	// identity name of a static token.
+	Subject string `json:"subject"`
+	// ClientID is the OAuth client that obtained the token ("client_id",
+	// else "azp"); empty for static tokens.
+	ClientID string `json:"client_id,omitempty"`
+	// Scopes are the token's scopes ("scope", space separated, or "scp").
+	Scopes []string `json:"scopes,omitempty"`
+	// Claims are the further claims the operator names (e.g. "groups"),
+	// as the token carries them; only named claims that are present.
+	Claims map[string]json.RawMessage `json:"claims,omitempty"`
+}
+
 // RequesterKey names who asked for a decision, so that a module's
 // instances can be shared fairly between requesters (a requester whose
 // calls make a module fail is served after the others): the session key
@@ -101,12 +125,14 @@ type ToolRef struct {
 // ToolCall is the input of before_tool_call. Pin is set for a tool of a
 // server with pins (docs/tool-pins.md), nil otherwise.
 type ToolCall struct {
-	Surface    Surface         `json:"surface"`
-	SessionKey string          `json:"session_key,omitempty"`
-	Caller     Caller          `json:"caller"`
-	Tool       ToolRef         `json:"tool"`
-	Pin        *ToolPin        `json:"pin,omitempty"`
-	Arguments  json.RawMessage `json:"arguments,omitempty"`
+	Surface    Surface `json:"surface"`
+	SessionKey string  `json:"session_key,omitempty"`
+	Caller     Caller  `json:"caller"`
+	// Identity is the authenticated caller, nil when the surface has none.
+	Identity  *Identity       `json:"identity,omitempty"`
+	Tool      ToolRef         `json:"tool"`
+	Pin       *ToolPin        `json:"pin,omitempty"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
 }
 
 // ToolPin is the pin state of an imported tool whose server has pins

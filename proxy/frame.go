@@ -81,6 +81,9 @@ func (h *HTTPHandler) checkFrames(sse bool, next http.Handler) http.Handler {
 			writeRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, ferr.Code, ferr.Error())
 			return
 		}
+		if h.refuseCallScope(w, r, msgs) {
+			return
+		}
 		if !sse && version < sessionlessRevision && r.Header.Get("Mcp-Session-Id") == "" {
 			if id, method, ok := needsSession(msgs); ok {
 				writeRPCError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidRequest,

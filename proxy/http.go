@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -57,6 +56,19 @@ type HTTPOptions struct {
 	// NoAuth serves without a token. The caller refuses it on a listen
 	// address that is not loopback (see [IsLoopbackHost]).
 	NoAuth bool
+	// Tokens are further static tokens, each naming an identity
+	// ([LoadTokensFile]); a request with one carries that identity.
+	Tokens []StaticToken
+	// OAuth, when set, makes the proxy an OAuth 2.1 resource server: a
+	// bearer token that is not a static one must be a JWT access token
+	// it verifies, and PathProtectedResource serves the metadata that
+	// clients log in from.
+	OAuth *OAuthVerifier
+	// Scopes are required of every token that names an identity (tokens
+	// file, OAuth) on /mcp and /metrics: 403 insufficient_scope otherwise.
+	Scopes []string
+	// CallScopes are required in addition for tools/call.
+	CallScopes []string
 	// ListenHost is the host of the listen address. A request whose
 	// Origin has this host is allowed, besides loopback origins;
 	// a wildcard host ("", 0.0.0.0, ::) allows nothing more.
@@ -121,15 +133,15 @@ type HTTPOptions struct {
 // exactly one JSON-RPC message before go-sdk sees it (see checkFrames, and
 // docs/proxy.md for the answers).
 type HTTPHandler struct {
-	p         *Proxy
-	opts      HTTPOptions
-	tokenHash [sha256.Size]byte
-	origins   map[string]bool
-	hosts     map[string]bool // AllowedHosts, lower case
-	logger    *slog.Logger
-	mux       *http.ServeMux
-	maxBody   int64       // MaxMessageBytes, defaulted
-	limits    HTTPOptions // the timeouts and caps, defaulted
+	p       *Proxy
+	opts    HTTPOptions
+	auth    *authState
+	origins map[string]bool
+	hosts   map[string]bool // AllowedHosts, lower case
+	logger  *slog.Logger
+	mux     *http.ServeMux
+	maxBody int64       // MaxMessageBytes, defaulted
+	limits  HTTPOptions // the timeouts and caps, defaulted
 
 	mu       sync.Mutex
 	inFlight int                         // MCP requests being handled (track)
@@ -164,13 +176,17 @@ func NewHTTPHandler(p *Proxy, opts *HTTPOptions) (*HTTPHandler, error) {
 		return nil, errors.New("proxy: HTTP options are required (a bearer token, or NoAuth)")
 	}
 	h := &HTTPHandler{p: p, opts: *opts, origins: map[string]bool{}, hosts: map[string]bool{}, calls: map[callKey]bool{}, streams: map[*int]context.CancelFunc{}, wake: make(chan struct{})}
+	tokens := h.opts.Token != "" || len(h.opts.Tokens) > 0 || h.opts.OAuth != nil
 	switch {
-	case h.opts.Token == "" && !h.opts.NoAuth:
+	case !tokens && !h.opts.NoAuth:
 		return nil, errors.New("proxy: HTTP serving needs a bearer token (or NoAuth, on loopback only)")
-	case h.opts.Token != "" && h.opts.NoAuth:
+	case tokens && h.opts.NoAuth:
 		return nil, errors.New("proxy: both a bearer token and NoAuth given")
 	}
-	h.tokenHash = sha256.Sum256([]byte(h.opts.Token))
+	var err error
+	if h.auth, err = newAuthState(&h.opts); err != nil {
+		return nil, err
+	}
 	for _, o := range h.opts.AllowOrigins {
 		norm, err := normalizeOrigin(o)
 		if err != nil {
@@ -205,6 +221,13 @@ func NewHTTPHandler(p *Proxy, opts *HTTPOptions) (*HTTPHandler, error) {
 
 	h.mux = http.NewServeMux()
 	h.mux.HandleFunc(PathHealth, h.serveHealth)
+	if v := h.opts.OAuth; v != nil && !h.opts.MetricsOnly {
+		prm := protectedResource(v, append(slices.Clone(h.opts.Scopes), h.opts.CallScopes...))
+		h.mux.Handle(PathProtectedResource, prm)
+		if meta, _ := url.Parse(v.MetadataURL()); meta.Path != PathProtectedResource {
+			h.mux.Handle(meta.Path, prm)
+		}
+	}
 	if h.opts.Metrics != nil {
 		h.mux.Handle(PathMetrics, h.authorized(h.opts.Metrics.Handler()))
 	}
@@ -231,7 +254,13 @@ func NewHTTPHandler(p *Proxy, opts *HTTPOptions) (*HTTPHandler, error) {
 			}
 			stateful.ServeHTTP(w, r)
 		}))))
-		h.mux.Handle(PathSSE, h.authorized(h.checkFrames(true, mcp.NewSSEHandler(getServer, &mcp.SSEOptions{MaxRequestBodyBytes: h.maxBody, DisableLocalhostProtection: true}))))
+		var sse http.Handler = mcp.NewSSEHandler(getServer, &mcp.SSEOptions{MaxRequestBodyBytes: h.maxBody, DisableLocalhostProtection: true})
+		if h.auth.identities() {
+			sse = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				refuse(w, http.StatusNotFound, errLegacySSEIdentity.Error())
+			})
+		}
+		h.mux.Handle(PathSSE, h.authorized(h.checkFrames(true, sse)))
 		p.Server().AddReceivingMiddleware(h.track)
 	}
 	return h, nil
@@ -342,30 +371,6 @@ func (h *HTTPHandler) waitZero(ctx context.Context, count *int) int {
 			return n
 		}
 	}
-}
-
-// authorized requires the bearer token before next, unless NoAuth.
-func (h *HTTPHandler) authorized(next http.Handler) http.Handler {
-	if h.opts.NoAuth {
-		return next
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		auth := r.Header.Get("Authorization")
-		scheme, tok, ok := strings.Cut(auth, " ")
-		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="openclaw-mcp-proxy"`)
-			refuse(w, http.StatusUnauthorized, "openclaw mcp proxy: missing bearer token (Authorization: Bearer <token>)")
-			return
-		}
-		// Hashes compare in constant time whatever the lengths.
-		got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
-		if subtle.ConstantTimeCompare(got[:], h.tokenHash[:]) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="openclaw-mcp-proxy", error="invalid_token"`)
-			refuse(w, http.StatusUnauthorized, "openclaw mcp proxy: invalid bearer token")
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // refuse answers a request the proxy does not serve with status and msg

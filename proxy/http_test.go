@@ -54,13 +54,14 @@ type httpFixture struct {
 	mu        sync.Mutex
 	protocols map[string]bool
 	callers   map[string]string
+	idents    map[string]*policies.Identity // the identity before_tool_call saw, by message argument
 }
 
 func newHTTPFixture(t testing.TB, opts HTTPOptions) *httpFixture {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	f := &httpFixture{slowStarted: make(chan struct{}, 4), release: make(chan struct{}), protocols: map[string]bool{}, callers: map[string]string{}}
+	f := &httpFixture{slowStarted: make(chan struct{}, 4), release: make(chan struct{}), protocols: map[string]bool{}, callers: map[string]string{}, idents: map[string]*policies.Identity{}}
 
 	up := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
 	obj := json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}}}`)
@@ -168,6 +169,7 @@ func (c callerLog) BeforeToolCall(ctx context.Context, call *policies.ToolCall) 
 	_ = json.Unmarshal(call.Arguments, &a)
 	c.f.mu.Lock()
 	c.f.callers[a.Message] = call.Caller.Name
+	c.f.idents[a.Message] = call.Identity
 	c.f.mu.Unlock()
 	return c.next.BeforeToolCall(ctx, call)
 }

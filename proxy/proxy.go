@@ -373,6 +373,8 @@ func (p *Proxy) handler(name string) mcp.ToolHandler {
 			}
 		}
 		ctx = runtime.WithCaller(ctx, caller)
+		// Who the bearer token was verified as (HTTPOptions.OAuth, Tokens).
+		ctx = runtime.WithIdentity(ctx, identityFromExtra(req.Extra))
 		// The Relay finds the client of this call here.
 		ctx = context.WithValue(ctx, downstreamKey{}, req.Session)
 		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {

@@ -850,3 +850,34 @@ func TestTimeoutsRecycleTheConnection(t *testing.T) {
 		t.Errorf("dials = %d, want 2 (one redial)", n)
 	}
 }
+
+// TestIdentityReachesDecisions: the identity WithIdentity names reaches the
+// before_tool_call input, the decide_approval input and the audit record of
+// the human's answer; a call without one has none.
+func TestIdentityReachesDecisions(t *testing.T) {
+	t.Parallel()
+	srv := newServer("srv", nil)
+	echoTool(srv, "act")
+	pol := &policiestest.Enforcer{Outcome: policies.Outcome{Decision: policies.RequireApproval, Module: "rules", Reason: "ask"}}
+	appr := &policiestest.ApprovalDecider{Outcome: policies.ApprovalOutcome{Decision: policies.Ask}}
+	audit := &policiestest.AuditRecorder{}
+	s := open(t, []Server{inProcess(t, "srv", srv)}, &Options{Enforcer: pol, ApprovalDecider: appr, Audit: audit,
+		AskHuman: func(context.Context, *ApprovalRequest) (bool, error) { return true, nil }})
+	id := &policies.Identity{Issuer: "https://idp.example", Subject: "alice", Claims: map[string]json.RawMessage{"groups": json.RawMessage(`["oncall"]`)}}
+	if _, err := s.CallTool(WithIdentity(context.Background(), id), "srv__act", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CallTool(context.Background(), "srv__act", []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	if calls := pol.Calls(); len(calls) != 2 || calls[0].Identity != id || calls[1].Identity != nil {
+		t.Errorf("before_tool_call identities: %+v", calls)
+	}
+	if reqs := appr.Requests(); len(reqs) != 2 || reqs[0].Identity != id || reqs[1].Identity != nil {
+		t.Errorf("decide_approval identities: %+v", reqs)
+	}
+	recs := audit.Records()
+	if len(recs) != 2 || recs[0].Subject != "alice" || recs[0].Issuer != "https://idp.example" || recs[1].Subject != "" {
+		t.Errorf("audit records: %+v", recs)
+	}
+}

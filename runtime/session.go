@@ -1055,6 +1055,7 @@ func (s *Session) callConn(ctx context.Context, c *conn, t *Tool, args []byte) (
 		Surface:    s.surface(),
 		SessionKey: s.opts.SessionKey,
 		Caller:     s.caller(ctx),
+		Identity:   IdentityFrom(ctx),
 		Tool:       policies.ToolRef{Name: t.Name, Server: t.Server, RawName: t.RawName()},
 		Pin:        t.Pin,
 		Arguments:  args,
@@ -1146,6 +1147,7 @@ func (s *Session) approve(ctx context.Context, t *Tool, d policies.Outcome, args
 			Surface:    s.surface(),
 			SessionKey: s.opts.SessionKey,
 			Requester:  s.caller(ctx),
+			Identity:   IdentityFrom(ctx),
 			Tool:       policies.ToolRef{Name: t.Name, Server: t.Server, RawName: t.RawName()},
 			Request:    payload,
 		})
@@ -1177,7 +1179,7 @@ func (s *Session) approve(ctx context.Context, t *Tool, d policies.Outcome, args
 	var reason string
 	switch {
 	case ctx.Err() != nil:
-		s.recordAnswer(t, caller, policies.Deny, "the call was cancelled: "+ctx.Err().Error(), start)
+		s.recordAnswer(ctx, t, caller, policies.Deny, "the call was cancelled: "+ctx.Err().Error(), start)
 		return ctx.Err()
 	case actx.Err() != nil && (err != nil || !ok):
 		reason = fmt.Sprintf("not answered within %v", timeout)
@@ -1186,10 +1188,10 @@ func (s *Session) approve(ctx context.Context, t *Tool, d policies.Outcome, args
 	case !ok:
 		reason = "refused"
 	default:
-		s.recordAnswer(t, caller, policies.AllowOnce, "", start)
+		s.recordAnswer(ctx, t, caller, policies.AllowOnce, "", start)
 		return nil
 	}
-	s.recordAnswer(t, caller, policies.Deny, reason, start)
+	s.recordAnswer(ctx, t, caller, policies.Deny, reason, start)
 	if reason == "refused" {
 		reason = ""
 	}
@@ -1197,7 +1199,7 @@ func (s *Session) approve(ctx context.Context, t *Tool, d policies.Outcome, args
 }
 
 // recordAnswer audits the answer of Options.AskHuman to a call of t.
-func (s *Session) recordAnswer(t *Tool, caller policies.Caller, decision policies.ApprovalDecision, reason string, start time.Time) {
+func (s *Session) recordAnswer(ctx context.Context, t *Tool, caller policies.Caller, decision policies.ApprovalDecision, reason string, start time.Time) {
 	if s.opts.Audit == nil {
 		return
 	}
@@ -1205,10 +1207,12 @@ func (s *Session) recordAnswer(t *Tool, caller policies.Caller, decision policie
 	if who == "" {
 		who = "embedder"
 	}
-	s.opts.Audit.Record(policies.AuditRecord{Time: start.UTC(), Hook: policies.HookDecideApproval, Surface: s.surface(),
+	r := policies.AuditRecord{Time: start.UTC(), Hook: policies.HookDecideApproval, Surface: s.surface(),
 		SessionKey: s.opts.SessionKey, Caller: caller.Name, Tool: t.Name, Server: t.Server,
 		Module: "approve:" + who, Mode: policies.Enforce, Decision: string(decision), Reason: reason,
-		DurationUs: time.Since(start).Microseconds()})
+		DurationUs: time.Since(start).Microseconds()}
+	r.SetIdentity(IdentityFrom(ctx))
+	s.opts.Audit.Record(r)
 }
 
 // Progress is one notifications/progress of a running call.
@@ -1230,6 +1234,26 @@ type callerKey struct{}
 // identity this way.
 func WithCaller(ctx context.Context, caller policies.Caller) context.Context {
 	return context.WithValue(ctx, callerKey{}, caller)
+}
+
+type identityKey struct{}
+
+// WithIdentity returns a context whose CallTool names id, the
+// authenticated caller, in hook inputs (policies.ToolCall.Identity,
+// policies.ApprovalRequest.Identity) and audit records: a surface that
+// verified a bearer token (the proxy) passes who it verified this way. A
+// nil id leaves ctx unchanged.
+func WithIdentity(ctx context.Context, id *policies.Identity) context.Context {
+	if id == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+// IdentityFrom returns the identity ctx names ([WithIdentity]), or nil.
+func IdentityFrom(ctx context.Context) *policies.Identity {
+	id, _ := ctx.Value(identityKey{}).(*policies.Identity)
+	return id
 }
 
 func (s *Session) caller(ctx context.Context) policies.Caller {

@@ -43,6 +43,13 @@ type proxyConfig struct {
 	listen          string        // --listen HOST:PORT; "" serves stdio
 	metricsListen   string        // --metrics-listen HOST:PORT (stdio mode)
 	tokenFile       string        // --token-file FILE
+	tokensFile      string        // --tokens-file FILE
+	authIssuer      string        // --auth-issuer URL
+	authAudience    string        // --auth-audience URL
+	authScopes      []string      // --auth-scope, repeatable
+	authCallScopes  []string      // --auth-call-scope, repeatable
+	authClaims      []string      // --auth-claim, repeatable
+	authLeeway      time.Duration // --auth-leeway
 	confine         confineFlags  // --confine-stdio, --confine-protect
 	pins            pinFlags      // --tool-pins, --tool-pins-mode
 	noAuth          bool          // --no-auth (loopback only)
@@ -118,7 +125,12 @@ once the requests it read are answered (a request it relayed to the client then 
 With --listen HOST:PORT (e.g. 127.0.0.1:8765) it serves streamable HTTP on /mcp, legacy SSE on
 /sse, /healthz and Prometheus /metrics. /mcp, /sse and /metrics need "Authorization: Bearer
 TOKEN": the token is read from --token-file, else from $OPENCLAW_MCP_TOKEN, else generated and
-printed once on stderr. --no-auth turns the token off, on a loopback address only. A request
+printed once on stderr. --no-auth turns the token off, on a loopback address only.
+--tokens-file names further static tokens, each an identity (CI jobs, service accounts);
+--auth-issuer and --auth-audience make the proxy an OAuth 2.1 resource server that accepts the
+issuer's JWT access tokens and serves /.well-known/oauth-protected-resource, so that MCP clients
+log in by themselves. An identity reaches the policies (before_tool_call and decide_approval
+inputs, "identity") and the audit log, and owns the MCP sessions it opens. A request
 from a browser page of another site (an Origin that is not loopback, the listen host or an
 --allow-origin) is refused, and so is one whose Host is not loopback, the listen host, the
 address reached or an --allowed-host, on every path (DNS rebinding). Slow or idle clients are
@@ -141,6 +153,13 @@ server the proxy started.`,
 	f.StringVar(&c.listen, "listen", "", "serve streamable HTTP (/mcp) and legacy SSE (/sse) on HOST:PORT, e.g. 127.0.0.1:8765 (default: stdio)")
 	f.StringVar(&c.metricsListen, "metrics-listen", "", "in stdio mode, serve /metrics and /healthz on HOST:PORT (loopback)")
 	f.StringVar(&c.tokenFile, "token-file", "", "file holding the bearer token for HTTP (default: $"+proxyTokenEnv+", else generated and printed once)")
+	f.StringVar(&c.tokensFile, "tokens-file", "", `JSON file of further bearer tokens, each naming an identity for policies and audit: {"tokens":[{"name":"ci-deploy","sha256":"<hex>","scopes":["mcp"],"claims":{"groups":["ci"]}}]}`)
+	f.StringVar(&c.authIssuer, "auth-issuer", "", "be an OAuth 2.1 resource server: accept JWT access tokens of this issuer (OpenID Connect discovery), e.g. https://idp.example.com")
+	f.StringVar(&c.authAudience, "auth-audience", "", "with --auth-issuer: this proxy's public URL, which a token's aud must contain, e.g. https://mcp.example.com/mcp")
+	f.StringArrayVar(&c.authScopes, "auth-scope", nil, "scope every identified token must carry for any MCP request (repeatable)")
+	f.StringArrayVar(&c.authCallScopes, "auth-call-scope", nil, "scope an identified token must carry, besides --auth-scope, for tools/call (repeatable)")
+	f.StringArrayVar(&c.authClaims, "auth-claim", nil, "access-token claim passed to policies and audit beside iss, sub, client_id and scopes, e.g. groups (repeatable)")
+	f.DurationVar(&c.authLeeway, "auth-leeway", proxy.DefaultLeeway, "clock skew allowed on a token's exp, nbf and iat")
 	f.BoolVar(&c.noAuth, "no-auth", false, "serve HTTP without a bearer token (refused unless the listen address is loopback)")
 	f.StringArrayVar(&c.allowOrigins, "allow-origin", nil, "also accept requests from this browser Origin, e.g. https://app.example.com (repeatable)")
 	f.StringArrayVar(&c.allowedHosts, "allowed-host", nil, "also accept requests whose Host header names this host, e.g. a load balancer's or Prometheus's name for the proxy (repeatable; no port)")
@@ -161,8 +180,9 @@ type proxyHTTP struct {
 	addr        string // HOST:PORT
 	host        string
 	metricsOnly bool   // --metrics-listen in stdio mode
-	token       string // "" with --no-auth
+	token       string // "" with --no-auth, or when identities are configured without --token-file
 	generated   bool   // token made here: print it once
+	tokens      []proxy.StaticToken
 }
 
 // usage is an exitError for flags that cannot work (exit code 2).
@@ -175,6 +195,20 @@ func usage(format string, args ...any) error {
 // stdio mode.
 func resolveHTTP(c *proxyConfig, getenv func(string) string) (*proxyHTTP, error) {
 	httpOnly := c.tokenFile != "" || c.noAuth || len(c.allowOrigins) > 0 || len(c.allowedHosts) > 0
+	identities := c.tokensFile != "" || c.authIssuer != ""
+	authFlags := identities || c.authAudience != "" || len(c.authScopes) > 0 || len(c.authCallScopes) > 0 || len(c.authClaims) > 0
+	switch {
+	case authFlags && c.listen == "":
+		return nil, usage("--tokens-file and the --auth-* flags need --listen")
+	case (c.authIssuer == "") != (c.authAudience == ""):
+		return nil, usage("--auth-issuer and --auth-audience go together: the issuer whose tokens are accepted, and this proxy's URL they must be for")
+	case c.authIssuer == "" && len(c.authClaims) > 0:
+		return nil, usage("--auth-claim needs --auth-issuer")
+	case !identities && (len(c.authScopes) > 0 || len(c.authCallScopes) > 0):
+		return nil, usage("--auth-scope and --auth-call-scope apply to tokens that name identities: give --auth-issuer or --tokens-file")
+	case identities && c.noAuth:
+		return nil, usage("--no-auth contradicts --tokens-file and --auth-issuer")
+	}
 	switch {
 	case c.listen != "" && c.metricsListen != "":
 		return nil, usage("--metrics-listen is for stdio mode; with --listen, /metrics is served on %s", c.listen)
@@ -209,7 +243,17 @@ func resolveHTTP(c *proxyConfig, getenv func(string) string) (*proxyHTTP, error)
 		}
 		return ph, nil
 	}
+	if c.tokensFile != "" {
+		toks, err := proxy.LoadTokensFile(c.tokensFile)
+		if err != nil {
+			return nil, usage("--tokens-file: %v", err)
+		}
+		ph.tokens = toks
+	}
 	switch {
+	case identities && c.tokenFile == "":
+		// The tokens name identities; no anonymous token besides them.
+		return ph, nil
 	case c.tokenFile != "":
 		b, err := os.ReadFile(c.tokenFile)
 		if err != nil {
@@ -367,9 +411,24 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 
 	var h *proxy.HTTPHandler
 	if ph != nil {
+		var oauth *proxy.OAuthVerifier
+		if c.authIssuer != "" {
+			leeway := c.authLeeway
+			if leeway == 0 {
+				leeway = -1 // none, not the default
+			}
+			if oauth, err = proxy.NewOAuthVerifier(ctx, &proxy.OAuthOptions{Issuer: c.authIssuer, Audience: c.authAudience, Claims: c.authClaims, Leeway: leeway}); err != nil {
+				return failStart(err)
+			}
+			logger.Info("openclaw mcp proxy: OAuth resource server", "issuer", c.authIssuer, "audience", c.authAudience, "metadata", oauth.MetadataURL())
+		}
 		h, err = proxy.NewHTTPHandler(p, &proxy.HTTPOptions{
 			Token:             ph.token,
-			NoAuth:            ph.token == "",
+			Tokens:            ph.tokens,
+			OAuth:             oauth,
+			Scopes:            c.authScopes,
+			CallScopes:        c.authCallScopes,
+			NoAuth:            ph.token == "" && len(ph.tokens) == 0 && oauth == nil,
 			ListenHost:        ph.host,
 			AllowOrigins:      c.allowOrigins,
 			AllowedHosts:      c.allowedHosts,
@@ -390,7 +449,7 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 		if ph.generated {
 			// The one place the token appears: it is never logged.
 			fmt.Fprintf(stderr, "openclaw mcp proxy: bearer token (shown once; set %s or --token-file to choose it): %s\n", proxyTokenEnv, ph.token)
-		} else if ph.token == "" {
+		} else if c.noAuth {
 			fmt.Fprintf(stderr, "openclaw mcp proxy: WARNING: --no-auth: anyone on this machine can call the tools at %s\n", ln.Addr())
 		}
 	}

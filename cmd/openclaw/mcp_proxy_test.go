@@ -564,6 +564,10 @@ func TestResolveHTTP(t *testing.T) {
 	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	tokens := filepath.Join(dir, "tokens.json")
+	if err := os.WriteFile(tokens, []byte(`{"tokens":[{"name":"ci","token":"ci-token"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	env := func(v string) func(string) string {
 		return func(k string) string {
 			if k == proxyTokenEnv {
@@ -599,6 +603,15 @@ func TestResolveHTTP(t *testing.T) {
 		{name: "metrics-listen loopback", c: proxyConfig{metricsListen: "127.0.0.1:0", noAuth: true}},
 		{name: "metrics-listen not loopback", c: proxyConfig{metricsListen: "0.0.0.0:9000"}, wantErr: "want a loopback address"},
 		{name: "both listens", c: proxyConfig{listen: "127.0.0.1:1", metricsListen: "127.0.0.1:2"}, wantErr: "--metrics-listen is for stdio mode"},
+		{name: "issuer without audience", c: proxyConfig{listen: "127.0.0.1:1", authIssuer: "https://idp"}, wantErr: "--auth-issuer and --auth-audience go together"},
+		{name: "auth in stdio mode", c: proxyConfig{tokensFile: tokens}, wantErr: "need --listen"},
+		{name: "scope without identities", c: proxyConfig{listen: "127.0.0.1:1", authScopes: []string{"mcp"}}, wantErr: "give --auth-issuer or --tokens-file"},
+		{name: "claim without issuer", c: proxyConfig{listen: "127.0.0.1:1", tokensFile: tokens, authClaims: []string{"groups"}}, wantErr: "--auth-claim needs --auth-issuer"},
+		{name: "tokens file and no-auth", c: proxyConfig{listen: "127.0.0.1:1", tokensFile: tokens, noAuth: true}, wantErr: "contradicts"},
+		{name: "bad tokens file", c: proxyConfig{listen: "127.0.0.1:1", tokensFile: empty}, wantErr: "--tokens-file:"},
+		// Identities replace the generated (and the environment's) token.
+		{name: "tokens file", c: proxyConfig{listen: "127.0.0.1:1", tokensFile: tokens}, env: "env-token"},
+		{name: "tokens file and token file", c: proxyConfig{listen: "127.0.0.1:1", tokensFile: tokens, tokenFile: tokFile}, wantToken: "file-token"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

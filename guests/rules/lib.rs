@@ -128,10 +128,56 @@ struct ArgCond {
     matchers: Vec<Matcher>,
 }
 
+/// A field of the authenticated identity a caller condition looks at.
+enum Field {
+    Issuer,
+    Subject,
+    ClientId,
+    Scopes,
+    /// A claim of identity.claims (e.g. "groups").
+    Claim(String),
+}
+
+/// A rule's "caller" condition: on the authenticated identity (the
+/// input's "identity"), never on the self-declared clientInfo.
+struct CallerCond {
+    /// "authenticated": whether an identity must be present (true) or
+    /// absent (false); None when not given.
+    authenticated: Option<bool>,
+    /// Each field must hold a value matching one of its globs.
+    fields: Vec<(Field, Vec<Glob>)>,
+}
+
+impl CallerCond {
+    fn matches(&self, id: Option<&Identity>) -> bool {
+        let id = match id {
+            None => return self.authenticated == Some(false),
+            Some(id) => id,
+        };
+        if self.authenticated == Some(false) {
+            return false;
+        }
+        self.fields.iter().all(|(f, globs)| {
+            let vals: &[Cow<str>] = match f {
+                Field::Issuer => std::slice::from_ref(&id.issuer),
+                Field::Subject => std::slice::from_ref(&id.subject),
+                Field::ClientId => std::slice::from_ref(&id.client_id),
+                Field::Scopes => &id.scopes,
+                Field::Claim(name) => match id.claims.iter().find(|(k, _)| eq(k.as_bytes(), name.as_bytes())) {
+                    Some((_, v)) => v,
+                    None => &[],
+                },
+            };
+            vals.iter().any(|v| globs.iter().any(|g| g.matches(v)))
+        })
+    }
+}
+
 struct Rule {
     tool: Option<Glob>,
     server: Option<Glob>,
     surface: Option<Glob>,
+    caller: Option<CallerCond>,
     args: Vec<ArgCond>,
     output: Vec<u8>,
 }
@@ -165,6 +211,11 @@ impl Config {
             }
             if let Some(g) = &rule.surface {
                 if !g.matches(&call.surface) {
+                    continue;
+                }
+            }
+            if let Some(c) = &rule.caller {
+                if !c.matches(call.identity.as_ref()) {
                     continue;
                 }
             }
@@ -451,18 +502,88 @@ enum Arg<'a> {
     Other,
 }
 
+/// The input's "identity": who the surface authenticated. Absent fields
+/// are empty; claims keep their string values (one string, or the strings
+/// of an array), other values read as none.
+struct Identity<'a> {
+    issuer: Cow<'a, str>,
+    subject: Cow<'a, str>,
+    client_id: Cow<'a, str>,
+    scopes: Vec<Cow<'a, str>>,
+    claims: Vec<(Cow<'a, str>, Vec<Cow<'a, str>>)>,
+}
+
 struct Call<'a> {
     tool: Cow<'a, str>,
     server: Cow<'a, str>,
     surface: Cow<'a, str>,
+    identity: Option<Identity<'a>>,
     args: Vec<(Cow<'a, str>, Arg<'a>)>,
+}
+
+/// Reads a string, or an array whose string elements are kept (others
+/// skipped), into out; any other value is skipped.
+fn read_strings<'a>(p: &mut Reader<'a>, out: &mut Vec<Cow<'a, str>>) -> R<()> {
+    match p.peek() {
+        Some(b'"') => {
+            out.push(p.string()?);
+            Ok(())
+        }
+        Some(b'[') => p.array(|p| {
+            if p.peek() == Some(b'"') {
+                out.push(p.string()?);
+                Ok(())
+            } else {
+                p.skip()
+            }
+        }),
+        _ => p.skip(),
+    }
+}
+
+fn parse_identity<'a>(p: &mut Reader<'a>) -> R<Identity<'a>> {
+    let mut id = Identity {
+        issuer: Cow::Borrowed(""),
+        subject: Cow::Borrowed(""),
+        client_id: Cow::Borrowed(""),
+        scopes: Vec::new(),
+        claims: Vec::new(),
+    };
+    p.object(|p, k| {
+        let k = k.as_bytes();
+        if eq(k, b"issuer") {
+            id.issuer = p.string()?;
+            Ok(())
+        } else if eq(k, b"subject") {
+            id.subject = p.string()?;
+            Ok(())
+        } else if eq(k, b"client_id") {
+            id.client_id = p.string()?;
+            Ok(())
+        } else if eq(k, b"scopes") {
+            read_strings(p, &mut id.scopes)
+        } else if eq(k, b"claims") {
+            if p.peek() != Some(b'{') {
+                return p.skip();
+            }
+            p.object(|p, name| {
+                let mut vals = Vec::new();
+                read_strings(p, &mut vals)?;
+                id.claims.push((name, vals));
+                Ok(())
+            })
+        } else {
+            p.skip()
+        }
+    })?;
+    Ok(id)
 }
 
 /// Reads the fields of a before_tool_call input the rules look at,
 /// validating the whole document.
 fn parse_call(b: &[u8]) -> R<Call> {
     let mut p = Reader::new(b)?;
-    let mut call = Call { tool: Cow::Borrowed(""), server: Cow::Borrowed(""), surface: Cow::Borrowed(""), args: Vec::new() };
+    let mut call = Call { tool: Cow::Borrowed(""), server: Cow::Borrowed(""), surface: Cow::Borrowed(""), identity: None, args: Vec::new() };
     let mut have_tool = false;
     p.object(|p, key| {
         let k = key.as_bytes();
@@ -488,6 +609,12 @@ fn parse_call(b: &[u8]) -> R<Call> {
                     p.skip()
                 }
             })
+        } else if eq(k, b"identity") {
+            if p.peek() != Some(b'{') {
+                return p.skip();
+            }
+            call.identity = Some(parse_identity(p)?);
+            Ok(())
         } else if eq(k, b"arguments") {
             if p.peek() != Some(b'{') {
                 return p.skip();
@@ -567,7 +694,7 @@ fn build_rule(i: usize, v: Value) -> R<Rule> {
         Value::Obj(m) => m,
         other => return Err(format!("{}: want an object, got {}", at, other.kind())),
     };
-    let mut rule = Rule { tool: None, server: None, surface: None, args: Vec::new(), output: Vec::new() };
+    let mut rule = Rule { tool: None, server: None, surface: None, caller: None, args: Vec::new(), output: Vec::new() };
     let mut id: Option<String> = None;
     let mut decision: Option<Decision> = None;
     let (mut reason, mut title, mut description, mut timeout) = (None, None, None, None);
@@ -578,6 +705,7 @@ fn build_rule(i: usize, v: Value) -> R<Rule> {
             "tool" => rule.tool = Some(Glob::new(&want_str(v, &kat)?)),
             "server" => rule.server = Some(Glob::new(&want_str(v, &kat)?)),
             "surface" => rule.surface = Some(Glob::new(&want_str(v, &kat)?)),
+            "caller" => rule.caller = Some(build_caller(v, &kat)?),
             "decision" => decision = Some(want_decision(v, &kat)?),
             "reason" => reason = Some(want_str(v, &kat)?),
             "title" => title = Some(want_str(v, &kat)?),
@@ -597,7 +725,7 @@ fn build_rule(i: usize, v: Value) -> R<Rule> {
             },
             other => {
                 return Err(format!(
-                    "{}: unknown key {:?} (want id, tool, server, surface, args, decision, reason, title, description, timeout_ms)",
+                    "{}: unknown key {:?} (want id, tool, server, surface, caller, args, decision, reason, title, description, timeout_ms)",
                     at, other
                 ))
             }
@@ -621,6 +749,53 @@ fn build_rule(i: usize, v: Value) -> R<Rule> {
     };
     write_verdict(&mut rule.output, decision, Some(&reason), title.as_deref(), description.as_deref(), timeout.as_deref());
     Ok(rule)
+}
+
+/// Builds a "caller" condition: "authenticated" (a boolean), "issuer",
+/// "subject", "client_id", "scopes" and claim names, each a glob or a
+/// non-empty array of globs.
+fn build_caller(v: Value, at: &str) -> R<CallerCond> {
+    let members = match v {
+        Value::Obj(m) => m,
+        other => return Err(format!("{}: want an object, got {}", at, other.kind())),
+    };
+    if members.is_empty() {
+        return Err(format!("{}: empty caller condition", at));
+    }
+    let mut c = CallerCond { authenticated: None, fields: Vec::new() };
+    for (k, v) in members {
+        let kat = format!("{}.{}", at, k);
+        if k == "authenticated" {
+            match v {
+                Value::Bool(b) => c.authenticated = Some(b),
+                other => return Err(format!("{}: want a boolean, got {}", kat, other.kind())),
+            }
+            continue;
+        }
+        let globs = match v {
+            Value::Str(s) => vec![Glob::new(&s)],
+            Value::Arr(items) if !items.is_empty() => {
+                let mut g = Vec::new();
+                for (i, item) in items.into_iter().enumerate() {
+                    g.push(Glob::new(&want_str(item, &format!("{}[{}]", kat, i))?));
+                }
+                g
+            }
+            other => return Err(format!("{}: want a glob or a non-empty array of globs, got {}", kat, other.kind())),
+        };
+        let f = match k.as_str() {
+            "issuer" => Field::Issuer,
+            "subject" => Field::Subject,
+            "client_id" => Field::ClientId,
+            "scopes" => Field::Scopes,
+            _ => Field::Claim(k),
+        };
+        c.fields.push((f, globs));
+    }
+    if c.authenticated == Some(false) && !c.fields.is_empty() {
+        return Err(format!("{}: \"authenticated\": false matches calls without an identity, which have no other field", at));
+    }
+    Ok(c)
 }
 
 fn build_matchers(v: Value, at: &str) -> R<Vec<Matcher>> {

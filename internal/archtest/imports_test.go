@@ -122,3 +122,21 @@ func TestImportRules(t *testing.T) {
 		t.Fatal("no package matched the rules: is the module path right?")
 	}
 }
+
+// TestTestOnlyProvider: the OpenID provider of the tests (zitadel's, in
+// internal/testkit/oidcop) reaches no binary: no package but oidcop
+// imports zitadel, and none imports oidcop (tests do).
+func TestTestOnlyProvider(t *testing.T) {
+	t.Parallel()
+	const op = module + "/internal/testkit/oidcop"
+	for path, p := range listDeps(t) {
+		if path == op {
+			continue
+		}
+		for _, d := range p.Deps {
+			if d == op || strings.HasPrefix(d, "github.com/zitadel/") {
+				t.Errorf("%s imports %s: the test OpenID provider is for tests only", path, d)
+			}
+		}
+	}
+}

@@ -144,7 +144,7 @@ func TestRulesConfigErrors(t *testing.T) {
 	tests := []struct{ config, message string }{
 		{`{"default":"allow","rulez":[]}`, `config: unknown key "rulez" (want default, default_reason, rules)`},
 		{`{"default":"deny"}`, `default: unknown decision "deny" (want allow, block or require_approval)`},
-		{`{"rules":[{"tool":"a","desicion":"block"}]}`, `rules[0]: unknown key "desicion" (want id, tool, server, surface, args, decision, reason, title, description, timeout_ms)`},
+		{`{"rules":[{"tool":"a","desicion":"block"}]}`, `rules[0]: unknown key "desicion" (want id, tool, server, surface, caller, args, decision, reason, title, description, timeout_ms)`},
 		{`{"rules":[{"tool":"a"}]}`, `rules[0]: missing "decision"`},
 		{`{"rules":[{"tool":"a","decision":"block"},{"tool":"b","decision":"ask"}]}`, `rules[1].decision: unknown decision "ask" (want allow, block or require_approval)`},
 		{`{"rules":[{"decision":"block","args":{"path":{"startswith":"/"}}}]}`, `rules[0].args.path: unknown matcher "startswith" (want equals, prefix, suffix, contains, glob, path_prefix, exists)`},
@@ -302,5 +302,74 @@ func TestLookup(t *testing.T) {
 	b[0] = 'X'
 	if builtin.Rules()[0] != 0 {
 		t.Fatal("Rules() shares its bytes")
+	}
+}
+
+// TestRulesCaller: a "caller" condition matches the authenticated identity
+// (the input's "identity"), never the self-declared clientInfo: a group
+// rule allows alice (group oncall) and blocks bob on the same tool.
+func TestRulesCaller(t *testing.T) {
+	t.Parallel()
+	m, err := loadRules(t, `{"default":"allow","rules":[
+	  {"id":"oncall-deploys","tool":"prod__deploy","caller":{"groups":["oncall"]},"decision":"allow"},
+	  {"id":"deploy-oncall-only","tool":"prod__deploy","decision":"block","reason":"prod__deploy is for the on-call group"},
+	  {"tool":"admin_*","caller":{"subject":["root","svc-*"],"issuer":"https://idp.example*","scopes":"admin"},"decision":"allow"},
+	  {"tool":"admin_*","decision":"block","reason":"admins only"},
+	  {"tool":"anon_*","caller":{"authenticated":false},"decision":"block","reason":"log in first"},
+	  {"tool":"ci_*","caller":{"client_id":"ci-*","authenticated":true},"decision":"require_approval","title":"CI?"}
+	]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := func(sub string, claims string, scopes ...string) *policies.Identity {
+		i := &policies.Identity{Issuer: "https://idp.example.com", Subject: sub, ClientID: "cli", Scopes: scopes}
+		if claims != "" {
+			_ = json.Unmarshal([]byte(claims), &i.Claims)
+		}
+		return i
+	}
+	tests := []struct {
+		name   string
+		tool   string
+		caller policies.Caller
+		id     *policies.Identity
+		want   policies.Decision
+		reason string
+	}{
+		{"alice in oncall", "prod__deploy", policies.Caller{}, id("alice", `{"groups":["dev","oncall"]}`), policies.Allow, `rule "oncall-deploys"`},
+		{"bob not in oncall", "prod__deploy", policies.Caller{}, id("bob", `{"groups":["dev"]}`), policies.Block, "prod__deploy is for the on-call group"},
+		{"a group given as one string", "prod__deploy", policies.Caller{}, id("carol", `{"groups":"oncall"}`), policies.Allow, `rule "oncall-deploys"`},
+		{"a group claim of another type", "prod__deploy", policies.Caller{}, id("dave", `{"groups":{"oncall":true}}`), policies.Block, "prod__deploy is for the on-call group"},
+		{"clientInfo named oncall is no identity", "prod__deploy", policies.Caller{Name: "oncall"}, nil, policies.Block, "prod__deploy is for the on-call group"},
+		{"subject glob, issuer glob and scope", "admin_reset", policies.Caller{}, id("svc-backup", "", "read", "admin"), policies.Allow, "rules[2] matched"},
+		{"scope missing", "admin_reset", policies.Caller{}, id("root", ""), policies.Block, "admins only"},
+		{"subject not listed", "admin_reset", policies.Caller{}, id("alice", "", "admin"), policies.Block, "admins only"},
+		{"unauthenticated", "anon_x", policies.Caller{}, nil, policies.Block, "log in first"},
+		{"authenticated is not anonymous", "anon_x", policies.Caller{}, id("alice", ""), policies.Allow, ""},
+		{"client id glob", "ci_run", policies.Caller{}, &policies.Identity{Subject: "job", ClientID: "ci-42"}, policies.RequireApproval, "rules[5] matched"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := m.BeforeToolCall(context.Background(), &policies.ToolCall{Surface: policies.SurfaceProxy, Caller: tt.caller, Identity: tt.id, Tool: policies.ToolRef{Name: tt.tool}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Decision != tt.want || got.Reason != tt.reason {
+				t.Fatalf("verdict %+v, want %s %q", got, tt.want, tt.reason)
+			}
+		})
+	}
+	for _, tc := range []struct{ config, message string }{
+		{`{"rules":[{"decision":"block","caller":{}}]}`, `rules[0].caller: empty caller condition`},
+		{`{"rules":[{"decision":"block","caller":"alice"}]}`, `rules[0].caller: want an object, got a string`},
+		{`{"rules":[{"decision":"block","caller":{"groups":[]}}]}`, `rules[0].caller.groups: want a glob or a non-empty array of globs, got an array`},
+		{`{"rules":[{"decision":"block","caller":{"groups":[1]}}]}`, `rules[0].caller.groups[0]: want a string, got a number`},
+		{`{"rules":[{"decision":"block","caller":{"authenticated":"yes"}}]}`, `rules[0].caller.authenticated: want a boolean, got a string`},
+		{`{"rules":[{"decision":"block","caller":{"authenticated":false,"subject":"x"}}]}`, `rules[0].caller: "authenticated": false matches calls without an identity, which have no other field`},
+	} {
+		if _, err := loadRules(t, tc.config); err == nil || !strings.HasSuffix(err.Error(), tc.message) {
+			t.Errorf("%s: %v, want %q", tc.config, err, tc.message)
+		}
 	}
 }

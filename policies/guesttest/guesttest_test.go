@@ -113,6 +113,14 @@ func toolCall(tool, args string) *policies.ToolCall {
 	return c
 }
 
+// withIdentity gives c an authenticated caller with claims (JSON).
+func withIdentity(c *policies.ToolCall, claims string) *policies.ToolCall {
+	c.Surface = policies.SurfaceProxy
+	c.Identity = &policies.Identity{Issuer: "https://idp.example.com", Subject: "alice", Scopes: []string{"mcp"}}
+	_ = json.Unmarshal([]byte(claims), &c.Identity.Claims)
+	return c
+}
+
 func TestBeforeToolCall(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -123,6 +131,16 @@ func TestBeforeToolCall(t *testing.T) {
 	}{
 		{"allow", "", toolCall("conversations_list", `{"limit":5}`), policies.Verdict{Decision: policies.Allow}},
 		{"no arguments", "", toolCall("events_poll", ""), policies.Verdict{Decision: policies.Allow}},
+		{"prod tool, caller in group oncall", "", withIdentity(toolCall("prod__deploy", `{}`), `{"groups":["dev","oncall"]}`), policies.Verdict{Decision: policies.Allow}},
+		{"prod tool, oncall among other values", "", withIdentity(toolCall("prod__deploy", `{}`), `{"groups":[7,{"a":[1]},null,"oncall"]}`), policies.Verdict{Decision: policies.Allow}},
+		{"prod tool, groups a string", "", withIdentity(toolCall("prod__deploy", `{}`), `{"groups":"oncall"}`), policies.Verdict{Decision: policies.Allow}},
+		{"prod tool, caller not in oncall", "", withIdentity(toolCall("prod__deploy", `{}`), `{"groups":["dev"]}`),
+			policies.Verdict{Decision: policies.Block, Reason: "prod tools are for the on-call group"}},
+		{"prod tool, clientInfo named oncall is no identity", "", func() *policies.ToolCall {
+			c := toolCall("prod__deploy", `{}`)
+			c.Caller.Name = "oncall"
+			return c
+		}(), policies.Verdict{Decision: policies.Block, Reason: "prod tools are for the on-call group"}},
 		{"delete blocked", "", toolCall("fs_delete_file", `{"path":"/srv/a"}`),
 			policies.Verdict{Decision: policies.Block, Reason: "deleting is not allowed"}},
 		{"default protected path", "", toolCall("fs_write_file", `{"path":"/etc/passwd","content":"x"}`),

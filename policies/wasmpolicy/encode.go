@@ -35,7 +35,18 @@ func appendCallInput(buf []byte, call *policies.ToolCall) ([]byte, error) {
 		buf = append(buf, `"version":`...)
 		buf = jsonw.AppendString(buf, call.Caller.Version)
 	}
-	buf = append(buf, `},"tool":{"name":`...)
+	buf = append(buf, '}')
+	if call.Identity != nil {
+		// Present only where a surface authenticated the caller: the
+		// reflection cost is paid by those calls alone.
+		id, err := json.Marshal(call.Identity)
+		if err != nil {
+			return buf, fmt.Errorf("identity: %w", err)
+		}
+		buf = append(buf, `,"identity":`...)
+		buf = append(buf, id...)
+	}
+	buf = append(buf, `,"tool":{"name":`...)
 	buf = jsonw.AppendString(buf, call.Tool.Name)
 	if call.Tool.Server != "" {
 		buf = append(buf, `,"server":`...)

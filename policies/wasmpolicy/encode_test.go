@@ -62,6 +62,10 @@ func TestAppendCallInput(t *testing.T) {
 		{Surface: policies.SurfaceProxy, Tool: policies.ToolRef{Name: "docs__search", Server: "docs", RawName: "search"},
 			Pin: &policies.ToolPin{State: policies.PinChanged, Digest: "sha256:" + strings.Repeat("a", 64), Pinned: "sha256:" + strings.Repeat("b", 64)}, Arguments: json.RawMessage(`{}`)},
 		{Tool: policies.ToolRef{Name: "docs__new"}, Pin: &policies.ToolPin{State: policies.PinNew, Digest: "sha256:" + strings.Repeat("c", 64)}},
+		{Surface: policies.SurfaceProxy, Caller: policies.Caller{Name: "inspector"}, Tool: policies.ToolRef{Name: "prod__deploy"},
+			Identity: &policies.Identity{Issuer: "https://idp.example", Subject: "alice", ClientID: "cli", Scopes: []string{"mcp"},
+				Claims: map[string]json.RawMessage{"groups": json.RawMessage(`["oncall"]`)}}},
+		{Tool: policies.ToolRef{Name: "t"}, Identity: &policies.Identity{Subject: "ci-deploy", Issuer: "tokens-file"}},
 	}
 	for _, call := range tests {
 		got, err := appendCallInput(nil, call)

@@ -4,6 +4,9 @@
 // one host-side test table (policies/guesttest) checks all three:
 //
 //   - before_tool_call: a tool whose name contains "delete" is blocked; a
+//     tool whose name starts with "prod__" is allowed only to an
+//     authenticated caller in the group "oncall" (the identity's "groups"
+//     claim; the self-declared clientInfo never counts); a
 //     call whose "path" argument starts with a protected prefix is blocked;
 //     messages_send needs a human's approval (60 s); anything else is
 //     allowed.
@@ -86,6 +89,9 @@ func decideApproval(ptr, size uint32) uint64 {
 func decideCall(call *policy.ToolCall) (policy.Verdict, error) {
 	if strings.Contains(call.Tool.Name, "delete") {
 		return policy.Verdict{Decision: policy.Block, Reason: "deleting is not allowed"}, nil
+	}
+	if strings.HasPrefix(call.Tool.Name, "prod__") && (call.Identity == nil || !slices.Contains(call.Identity.ClaimStrings("groups"), "oncall")) {
+		return policy.Verdict{Decision: policy.Block, Reason: "prod tools are for the on-call group"}, nil
 	}
 	if path, ok := call.Arguments.Get("path").String(); ok {
 		for _, p := range protected {

@@ -4,6 +4,9 @@
 //! table, policies/guesttest, checks all three):
 //!
 //! - before_tool_call: a tool whose name contains "delete" is blocked; a
+//!   tool whose name starts with "prod__" is allowed only to an
+//!   authenticated caller in the group "oncall" (the identity's "groups"
+//!   claim; the self-declared clientInfo never counts); a
 //!   call whose "path" argument starts with a protected prefix is blocked;
 //!   messages_send needs a human's approval (60 s); anything else is
 //!   allowed.
@@ -77,6 +80,15 @@ fn is_protected(path: &str) -> bool {
 fn decide_call(call: &ToolCall) -> Result<Verdict, String> {
     if call.tool.name.contains("delete") {
         return Ok(Verdict::new(Decision::Block).reason("deleting is not allowed"));
+    }
+    if call.tool.name.starts_with("prod__") {
+        let oncall = match &call.identity {
+            Some(id) => id.claim_strings("groups").iter().any(|g| g == "oncall"),
+            None => false,
+        };
+        if !oncall {
+            return Ok(Verdict::new(Decision::Block).reason("prod tools are for the on-call group"));
+        }
     }
     if let Some(path) = call.arguments.and_then(|a| sdk::get(a, "path")).and_then(sdk::as_str) {
         if is_protected(&path) {

@@ -129,6 +129,44 @@ export class Caller {
   @optional version: string = "";
 }
 
+/**
+ * The authenticated caller (docs/policy-abi.md §4, "identity"): present
+ * only when the surface verified a bearer token; unlike Caller, which the
+ * client declares about itself, a basis for access decisions. claims are
+ * the claims the operator named (e.g. "groups"); see claimStrings.
+ */
+@json
+export class Identity {
+  @optional issuer: string = "";
+  @optional subject: string = "";
+  @optional client_id: string = "";
+  @optional scopes: string[] = [];
+  @optional claims: JSON.Obj | null = null;
+
+  /**
+   * Claim `name` as strings: a string claim as one, the string elements of
+   * an array claim; empty for a missing claim or any other value.
+   */
+  claimStrings(name: string): string[] {
+    const out: string[] = [];
+    const c = this.claims;
+    if (c === null) return out;
+    const v = c!.get(name);
+    if (v === null) return out;
+    if (v!.type == JSON.Types.String) {
+      out.push(v!.get<string>());
+    } else if (v!.type == JSON.Types.Array) {
+      // The array's own text, read as values (an array member of a
+      // JSON.Obj is not reachable as JSON.Value[] in json-as 1.6).
+      const items = JSON.parse<JSON.Value[]>(v!.toString());
+      for (let i = 0; i < items.length; i++) {
+        if (items[i].type == JSON.Types.String) out.push(items[i].get<string>());
+      }
+    }
+    return out;
+  }
+}
+
 /** The tool called: exposed name; upstream server and name if imported. */
 @json
 export class ToolRef {
@@ -156,6 +194,8 @@ export class ToolCall {
   @optional surface: string = "";
   @optional session_key: string = "";
   @optional caller: Caller = new Caller();
+  /** The authenticated caller, null when the surface has none. */
+  @optional identity: Identity | null = null;
   @optional tool: ToolRef = new ToolRef();
   @optional pin: Pin = new Pin();
   /** The call's arguments, or null when absent; see stringArg. */
@@ -309,6 +349,8 @@ export class ApprovalRequest {
   @optional surface: string = "";
   @optional session_key: string = "";
   @optional requester: Caller = new Caller();
+  /** For "tool": the authenticated caller whose call asked, or null. */
+  @optional identity: Identity | null = null;
   @optional tool: ToolRef = new ToolRef();
   @optional command: string = "";
   /** The Gateway's approval payload. */

@@ -13,6 +13,85 @@ type Caller struct {
 	Version string
 }
 
+// Identity is the authenticated caller (docs/policy-abi.md §4,
+// "identity"): present only when the surface verified a bearer token, and
+// unlike [Caller], which the client declares about itself, a basis for
+// access decisions. Claims are the claims the operator named (e.g.
+// "groups"), as the token carries them, valid only during the hook call.
+type Identity struct {
+	Issuer   string
+	Subject  string
+	ClientID string
+	Scopes   []string
+	Claims   map[string]Raw
+}
+
+// ClaimStrings returns claim name as strings: a string claim as one, the
+// string elements of an array claim; nil for a missing claim or any other
+// value.
+func (id *Identity) ClaimStrings(name string) []string {
+	raw, ok := id.Claims[name]
+	if !ok {
+		return nil
+	}
+	var out []string
+	d := decoder{b: raw}
+	d.ws()
+	if d.i < len(d.b) && d.b[d.i] == '"' {
+		if s, err := d.str(); err == nil {
+			return []string{s}
+		}
+		return nil
+	}
+	if d.array(func(d *decoder) error {
+		if d.i < len(d.b) && d.b[d.i] == '"' {
+			s, err := d.str()
+			out = append(out, s)
+			return err
+		}
+		_, err := d.skip()
+		return err
+	}) != nil {
+		return nil
+	}
+	return out
+}
+
+// decodeIdentity reads an "identity" member.
+func decodeIdentity(d *decoder) (*Identity, error) {
+	id := &Identity{}
+	err := d.object(func(k []byte, d *decoder) error {
+		var err error
+		switch string(k) {
+		case "issuer":
+			id.Issuer, err = d.str()
+		case "subject":
+			id.Subject, err = d.str()
+		case "client_id":
+			id.ClientID, err = d.str()
+		case "scopes":
+			err = d.array(func(d *decoder) error {
+				s, err := d.str()
+				id.Scopes = append(id.Scopes, s)
+				return err
+			})
+		case "claims":
+			err = d.object(func(k []byte, d *decoder) error {
+				v, err := d.skip()
+				if id.Claims == nil {
+					id.Claims = map[string]Raw{}
+				}
+				id.Claims[string(k)] = v
+				return err
+			})
+		default:
+			_, err = d.skip()
+		}
+		return err
+	})
+	return id, err
+}
+
 // ToolRef names the tool being called: Name is the name the client sees;
 // Server and Original are the upstream MCP server and its own name for the
 // tool, for an imported tool (empty for the bridge's own tools).
@@ -60,9 +139,11 @@ type ToolCall struct {
 	Surface    Surface
 	SessionKey string
 	Caller     Caller
-	Tool       ToolRef
-	Pin        Pin
-	Arguments  Raw
+	// Identity is the authenticated caller, nil when the surface has none.
+	Identity  *Identity
+	Tool      ToolRef
+	Pin       Pin
+	Arguments Raw
 }
 
 // Decision is a before_tool_call outcome.
@@ -170,6 +251,8 @@ func DecodeToolCall(in []byte, call *ToolCall) error {
 				}
 				return err
 			})
+		case "identity":
+			call.Identity, err = decodeIdentity(d)
 		case "arguments":
 			call.Arguments, err = d.skip()
 		default:

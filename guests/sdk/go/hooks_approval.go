@@ -30,9 +30,12 @@ type ApprovalRequest struct {
 	Surface    Surface
 	SessionKey string
 	Requester  Caller
-	Tool       ToolRef
-	Command    string
-	Request    Raw
+	// Identity is the authenticated caller whose call raised a tool
+	// approval, nil when the surface has none.
+	Identity *Identity
+	Tool     ToolRef
+	Command  string
+	Request  Raw
 }
 
 // ApprovalOutcome is a decide_approval decision.
@@ -120,6 +123,8 @@ func DecodeApprovalRequest(in []byte, req *ApprovalRequest) error {
 				}
 				return err
 			})
+		case "identity":
+			req.Identity, err = decodeIdentity(d)
 		case "request":
 			req.Request, err = d.skip()
 		default:

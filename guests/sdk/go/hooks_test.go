@@ -51,14 +51,15 @@ func TestAppendSanitizeResult(t *testing.T) {
 func TestApproval(t *testing.T) {
 	t.Parallel()
 	in := `{"abi":1,"kind":"exec","id":"a1","surface":"serve","session_key":"agent:main:main","requester":{"name":"agent:main"},` +
+		`"identity":{"subject":"alice","claims":{"groups":["oncall"]}},` +
 		`"tool":{"name":"t","server":"s"},"command":"ls -la","request":{"command":"ls -la","cwd":"/srv"}}`
 	var got ApprovalRequest
 	if err := DecodeApprovalRequest([]byte(in), &got); err != nil {
 		t.Fatal(err)
 	}
 	want := ApprovalRequest{Kind: KindExec, ID: "a1", Surface: SurfaceServe, SessionKey: "agent:main:main",
-		Requester: Caller{Name: "agent:main"}, Tool: ToolRef{Name: "t", Server: "s"}, Command: "ls -la",
-		Request: Raw(`{"command":"ls -la","cwd":"/srv"}`)}
+		Requester: Caller{Name: "agent:main"}, Identity: &Identity{Subject: "alice", Claims: map[string]Raw{"groups": Raw(`["oncall"]`)}},
+		Tool: ToolRef{Name: "t", Server: "s"}, Command: "ls -la", Request: Raw(`{"command":"ls -la","cwd":"/srv"}`)}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v\nwant %+v", got, want)
 	}

@@ -31,6 +31,10 @@ func TestDecodeToolCall(t *testing.T) {
 		{"bad number", `{"abi":-}`, ToolCall{}, "bad number"},
 		{"leading zero", `{"abi":01}`, ToolCall{}, "want ',' or '}'"},
 		{"bare dot", `{"abi":1.}`, ToolCall{}, "bad number"},
+		{"identity", `{"surface":"proxy","caller":{"name":"oncall"},"identity":{"issuer":"https://idp","subject":"alice","client_id":"cli","scopes":["mcp","x"],"claims":{"groups":["oncall"],"n":1},"future":0},"tool":{"name":"t"}}`,
+			ToolCall{Surface: SurfaceProxy, Caller: Caller{Name: "oncall"}, Identity: &Identity{Issuer: "https://idp", Subject: "alice", ClientID: "cli",
+				Scopes: []string{"mcp", "x"}, Claims: map[string]Raw{"groups": Raw(`["oncall"]`), "n": Raw(`1`)}}, Tool: ToolRef{Name: "t"}}, ""},
+		{"identity scope of the wrong type", `{"identity":{"subject":"a","scopes":[1]},"tool":{"name":"t"}}`, ToolCall{}, "want a string"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -50,6 +54,16 @@ func TestDecodeToolCall(t *testing.T) {
 				t.Errorf("got %+v, want %+v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestIdentityClaimStrings(t *testing.T) {
+	t.Parallel()
+	id := &Identity{Claims: map[string]Raw{"groups": Raw(`["oncall", 7, "dev"]`), "team": Raw(`"sre"`), "n": Raw(`1`)}}
+	for name, want := range map[string][]string{"groups": {"oncall", "dev"}, "team": {"sre"}, "n": nil, "none": nil} {
+		if got := id.ClaimStrings(name); !reflect.DeepEqual(got, want) {
+			t.Errorf("ClaimStrings(%q) = %q, want %q", name, got, want)
+		}
 	}
 }
 

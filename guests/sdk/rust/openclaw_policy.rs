@@ -97,6 +97,78 @@ pub struct Caller {
     pub version: String,
 }
 
+/// The authenticated caller (docs/policy-abi.md §4, `identity`): present
+/// only when the surface verified a bearer token; unlike [`Caller`], which
+/// the client declares about itself, a basis for access decisions.
+/// `claims` are the claims the operator named (e.g. `groups`), raw JSON by
+/// name; read them with [`Identity::claim_strings`].
+#[derive(Default, Debug)]
+pub struct Identity<'a> {
+    pub issuer: String,
+    pub subject: String,
+    pub client_id: String,
+    pub scopes: Vec<String>,
+    pub claims: Vec<(String, &'a [u8])>,
+}
+
+impl<'a> Identity<'a> {
+    /// Claim `name` as strings: a string claim as one, the string
+    /// elements of an array claim; empty for a missing claim or any other
+    /// value.
+    pub fn claim_strings(&self, name: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some((_, raw)) = self.claims.iter().find(|(k, _)| k == name) {
+            if let Ok(mut r) = reader(raw) {
+                if read_strings(&mut r, &mut out).is_err() {
+                    out.clear();
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Reads a string, or an array whose string elements are kept (others
+/// skipped), into out; any other value is skipped.
+fn read_strings(r: &mut Reader, out: &mut Vec<String>) -> R<()> {
+    match r.peek() {
+        Some(b'"') => out.push(r.string()?.into_owned()),
+        Some(b'[') => r.array(|r| {
+            if r.peek() == Some(b'"') {
+                out.push(r.string()?.into_owned());
+                Ok(())
+            } else {
+                r.skip()
+            }
+        })?,
+        _ => r.skip()?,
+    }
+    Ok(())
+}
+
+/// Reads an `identity` object.
+fn read_identity<'a>(r: &mut Reader<'a>) -> R<Identity<'a>> {
+    let mut id = Identity::default();
+    r.object(|r, k| {
+        match k.as_ref() {
+            "issuer" => id.issuer = r.string()?.into_owned(),
+            "subject" => id.subject = r.string()?.into_owned(),
+            "client_id" => id.client_id = r.string()?.into_owned(),
+            "scopes" => r.array(|r| {
+                id.scopes.push(r.string()?.into_owned());
+                Ok(())
+            })?,
+            "claims" => r.object(|r, name| {
+                id.claims.push((name.into_owned(), r.raw()?));
+                Ok(())
+            })?,
+            _ => r.skip()?,
+        }
+        Ok(())
+    })?;
+    Ok(id)
+}
+
 /// The tool being called: the exposed `name`, and for an imported tool
 /// the upstream `server` and its `original` name (empty otherwise).
 #[derive(Default, Debug)]
@@ -127,6 +199,8 @@ pub struct ToolCall<'a> {
     pub surface: String,
     pub session_key: String,
     pub caller: Caller,
+    /// The authenticated caller; None when the surface has none.
+    pub identity: Option<Identity<'a>>,
     pub tool: ToolRef,
     pub pin: Pin,
     pub arguments: Option<&'a [u8]>,
@@ -211,6 +285,7 @@ pub fn decode_tool_call(b: &[u8]) -> Result<ToolCall, String> {
             "surface" => c.surface = r.string()?.into_owned(),
             "session_key" => c.session_key = r.string()?.into_owned(),
             "caller" => c.caller = read_caller(r)?,
+            "identity" => c.identity = Some(read_identity(r)?),
             "tool" => c.tool = read_tool_ref(r)?,
             "pin" => c.pin = read_pin(r)?,
             "arguments" => c.arguments = Some(r.raw()?),
@@ -391,6 +466,8 @@ pub struct ApprovalRequest<'a> {
     pub surface: String,
     pub session_key: String,
     pub requester: Caller,
+    /// For `tool`: the authenticated caller whose call asked.
+    pub identity: Option<Identity<'a>>,
     pub tool: ToolRef,
     pub command: String,
     pub request: Option<&'a [u8]>,
@@ -429,6 +506,7 @@ pub fn decide_approval(p: u32, n: u32, f: fn(&ApprovalRequest) -> Result<Approva
                 "tool" => req.tool = read_tool_ref(r)?,
                 "session_key" => req.session_key = r.string()?.into_owned(),
                 "requester" => req.requester = read_caller(r)?,
+                "identity" => req.identity = Some(read_identity(r)?),
                 "request" => req.request = Some(r.raw()?),
                 _ => r.skip()?,
             }

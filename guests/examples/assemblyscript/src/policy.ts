@@ -3,6 +3,9 @@
 // rules as the Go and Rust examples (policies/guesttest checks all three):
 //
 // - before_tool_call: a tool whose name contains "delete" is blocked; a
+//   tool whose name starts with "prod__" is allowed only to an
+//   authenticated caller in the group "oncall" (the identity's "groups"
+//   claim; the self-declared clientInfo never counts); a
 //   call whose "path" argument starts with a protected prefix is blocked;
 //   messages_send needs a human's approval (60 s); anything else is allowed.
 // - sanitize_tool_names: a tool is exposed as "server__tool", every
@@ -66,6 +69,10 @@ function readConfig(config: string): string | null {
 
 function decideCall(call: policy.ToolCall): policy.Verdict {
   if (call.tool.name.includes("delete")) return policy.Verdict.block("deleting is not allowed");
+  if (call.tool.name.startsWith("prod__")) {
+    const id = call.identity;
+    if (id === null || !id!.claimStrings("groups").includes("oncall")) return policy.Verdict.block("prod tools are for the on-call group");
+  }
   const path = call.stringArg("path");
   if (path !== null) {
     for (let i = 0; i < protectedPaths.length; i++) {
