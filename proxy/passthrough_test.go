@@ -925,3 +925,19 @@ func inMemory(t *testing.T, srv *mcp.Server) mcp.Transport {
 	})
 	return ct
 }
+
+// TestToolsListChangedRelayed: a server's notifications/tools/list_changed
+// reaches the proxy's clients even when the tools it lists afterwards are
+// the ones served (a server that registers a tool again): the proxy does
+// not judge the server's change for the client.
+func TestToolsListChangedRelayed(t *testing.T) {
+	t.Parallel()
+	up, srv, _ := upstream(t)
+	st := newStack(t, []runtime.Server{srv}, asker{}, "")
+	d := &downstream{notify: make(chan string, 64)}
+	st.connect(t, "listener", d.clientOptions(false, false))
+	up.AddTool(&mcp.Tool{Name: "danger", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return text("deleted"), nil
+	})
+	d.wait(t, "tools")
+}
