@@ -831,8 +831,8 @@ const RoundTimeout = 10 * time.Minute
 // response back.
 type rounds struct {
 	ss     *mcp.ServerSession
-	name   string          // the exposed tool
-	args   json.RawMessage // the call's arguments, as the client sent them
+	name   string             // the exposed tool
+	args   json.RawMessage    // the call's arguments, as the client sent them
 	asks   chan *inputAsk     // the Relay's handlers ask here
 	done   chan roundsOutcome // the upstream call's end (capacity 1)
 	cancel context.CancelFunc // ends the upstream call

@@ -1350,3 +1350,28 @@ func startStdioProxy(ctx context.Context, t *testing.T, cmd *exec.Cmd, name stri
 	}
 	return p
 }
+
+// TestReadStateKey: --request-state-key-file gives the proxy the key its
+// replicas share; a missing or short file is refused, naming the flag.
+func TestReadStateKey(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "key")
+	short := filepath.Join(dir, "short")
+	if err := os.WriteFile(good, []byte(strings.Repeat("k", 40)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(short, []byte("0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if key, err := readStateKey(good); err != nil || string(key) != strings.Repeat("k", 40) {
+		t.Errorf("good key: %q, %v", key, err)
+	}
+	if key, err := readStateKey(""); key != nil || err != nil {
+		t.Errorf("no flag: %q, %v; want nil (a random key)", key, err)
+	}
+	for _, f := range []string{short, filepath.Join(dir, "absent")} {
+		if _, err := readStateKey(f); err == nil || !strings.Contains(err.Error(), "--request-state-key-file") {
+			t.Errorf("%s: %v, want an error naming the flag", f, err)
+		}
+	}
+}
