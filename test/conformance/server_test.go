@@ -161,7 +161,11 @@ func runDirect(ctx context.Context, t *testing.T, p serverPeers) serverResults {
 	var logs *serverLog
 	for attempt := 1; ; attempt++ {
 		addr = fmt.Sprintf("127.0.0.1:%d", freeServerPort(t))
-		cmd := exec.CommandContext(ctx, p.everything, "-http", addr, "-stateless=false")
+		flags := p.fixture
+		if flags == nil {
+			flags = []string{"-stateless=false"}
+		}
+		cmd := exec.CommandContext(ctx, p.everything, append([]string{"-http", addr}, flags...)...)
 		var err error
 		if _, logs, err = startServerProcess(t, cmd, accepting(addr)); err == nil {
 			break
