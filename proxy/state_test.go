@@ -1,5 +1,7 @@
 package proxy
 
+//lint:file-ignore SA1019 the tests declare and require sampling, deprecated by SEP-2577 but still served during its deprecation window
+
 import (
 	"context"
 	"encoding/base64"
@@ -218,14 +220,7 @@ func TestMissingClientCapability(t *testing.T) {
 // resultType on 2026-07-28, as MCP requires of every result.
 func TestReadResourceResultType(t *testing.T) {
 	t.Parallel()
-	_, srv, _ := upstream(t)
-	st := newStack(t, []runtime.Server{srv}, asker{}, "")
-	p2, err := New(context.Background(), st.sess, &Options{Logger: discard()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p2.Close()
-	cs := inputClient(t, &stack{sess: st.sess, p: p2}, nil)
+	cs := inputClient(t, openStack(t), nil)
 	res, err := cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "mem://doc"})
 	if err != nil {
 		t.Fatal(err)
