@@ -7,9 +7,13 @@ package conformance
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openclaw-go/openclaw/internal/testkit"
 )
@@ -76,4 +80,57 @@ func lacks(key string) bool {
 		}
 	}
 	return false
+}
+
+// TestServerProxyReplicas: two `openclaw mcp proxy --listen` processes
+// sharing --request-state-key-file front the go-sdk fixture on
+// 2026-07-28, as replicas behind a load balancer would. A call whose
+// server asks for input begins on one and finishes on the other with the
+// state the first handed out (the fixture checks its own state came back);
+// a third proxy, with its own random key, refuses that state.
+func TestServerProxyReplicas(t *testing.T) {
+	peers := findServerPeers(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	bin, _ := buildServerProxy(ctx, t)
+	key := filepath.Join(t.TempDir(), "state.key")
+	if err := os.WriteFile(key, []byte(strings.Repeat("replica-key-", 4)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	shared := []string{"--upstream-protocol", "2026-07-28", "--request-state-key-file", key}
+	a, _ := startProxied(ctx, t, peers, bin, shared...)
+	b, _ := startProxied(ctx, t, peers, bin, shared...)
+	other, _ := startProxied(ctx, t, peers, bin, "--upstream-protocol", "2026-07-28")
+	connect := func(base string) *mcp.ClientSession {
+		client := mcp.NewClient(&mcp.Implementation{Name: "replica-client", Version: "1"}, &mcp.ClientOptions{
+			Capabilities:   &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}},
+			MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}, // the test carries the state
+		})
+		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
+	}
+	const tool = "test_input_required_result_request_state"
+	first, err := connect(a).CallTool(ctx, &mcp.CallToolParams{Name: tool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !first.NeedsInput() || first.InputRequests["confirm"] == nil || first.RequestState == "" {
+		t.Fatalf("first round on replica A = %+v, want the fixture's input request \"confirm\" and a state", first)
+	}
+	retry := &mcp.CallToolParams{Name: tool, RequestState: first.RequestState,
+		InputResponses: mcp.InputResponseMap{"confirm": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"ok": true}}}}
+	if _, err := connect(other).CallTool(ctx, retry); err == nil || !strings.Contains(err.Error(), "requestState rejected") {
+		t.Errorf("the state on a proxy with another key: %v, want it rejected", err)
+	}
+	done, err := connect(b).CallTool(ctx, retry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(done.Content) != 1 || !strings.Contains(done.Content[0].(*mcp.TextContent).Text, "state-ok") {
+		t.Errorf("the retry on replica B = %+v, want the fixture's state-ok", done.Content)
+	}
 }
