@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"strings"
@@ -609,5 +610,44 @@ func BenchmarkToolCall(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestHTTPStatelessHeaders: on 2026-07-28 a POST is a whole request, and
+// its Mcp-Method and Mcp-Name headers must agree with its body: a mismatch
+// or a missing Mcp-Name is answered 400 with HeaderMismatch (-32020), the
+// same request with the right headers is served.
+func TestHTTPStatelessHeaders(t *testing.T) {
+	t.Parallel()
+	f := newHTTPFixture(t, HTTPOptions{Token: "tok"})
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"up__echo","arguments":{"message":"hi"},` + meta + `}}`
+	base := map[string]string{"Authorization": "Bearer tok", "Content-Type": "application/json",
+		"Accept": "application/json, text/event-stream", "Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call"}
+	with := func(k, v string) map[string]string {
+		h := maps.Clone(base)
+		if v != "" {
+			h[k] = v
+		}
+		return h
+	}
+	for _, tc := range []struct {
+		name   string
+		header map[string]string
+		status int
+		want   string
+	}{
+		{"wrong Mcp-Name", with("Mcp-Name", "up__other"), http.StatusBadRequest, "-32020"},
+		{"no Mcp-Name", with("Mcp-Name", ""), http.StatusBadRequest, "-32020"},
+		{"wrong Mcp-Method", with("Mcp-Method", "tools/list"), http.StatusBadRequest, "-32020"},
+		{"agreeing headers", with("Mcp-Name", "up__echo"), http.StatusOK, "echo: hi"},
+	} {
+		if tc.name == "wrong Mcp-Method" {
+			tc.header["Mcp-Name"] = "up__echo"
+		}
+		status, _, got := do(t, http.MethodPost, f.url+PathMCP, tc.header, body)
+		if status != tc.status || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %d %s, want %d with %s", tc.name, status, got, tc.status, tc.want)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"sync"
@@ -138,8 +139,11 @@ func (p *Proxy) work(r *Relay) {
 		// A connection, a server gone down (its tools leave), or a reload
 		// that published a new server set, may change everything served.
 		all := changed[runtime.EventConnected] || changed[runtime.EventFailed] || changed[runtime.EventReloaded] || changed[runtime.EventRemoved]
-		if all || changed[runtime.EventToolsChanged] {
+		switch {
+		case all:
 			p.warnSync("tools", p.Sync(ctx))
+		case changed[runtime.EventToolsChanged]:
+			p.warnSync("tools", p.relayToolsChanged(ctx))
 		}
 		if all || changed[runtime.EventResourcesChanged] {
 			p.warnSync("resources", p.syncResources(ctx))
@@ -542,19 +546,89 @@ func (p *Proxy) syncPrompts(ctx context.Context) error {
 		def.Name = pr.Name
 		name := pr.Name
 		p.server.AddPrompt(&def, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-			return p.sess.GetPrompt(ctx, name, req.Params.Arguments)
+			return p.getPrompt(ctx, name, req)
 		})
 		p.prompts[pr.Name] = servedItem{upstream: raw}
 	}
 	return nil
 }
 
-// readResource reads through the runtime, which routes the URI to its
-// owner.
-func (p *Proxy) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	res, err := p.sess.ReadResource(ctx, req.Params.URI)
+// getPrompt gets the exposed prompt name through the runtime; for a
+// 2026-07-28 client, the server's input requests are relayed (see
+// relayInput).
+func (p *Proxy) getPrompt(ctx context.Context, name string, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	ss := req.Session
+	if ss == nil || !multiRoundTrip(ss) {
+		return p.sess.GetPrompt(ctx, name, req.Params.Arguments)
+	}
+	ctx, err := p.relayInput(ctx, ss, "prompts/get", name, req.Params.Arguments, req.Params.RequestState, req.Params.InputResponses)
 	if err != nil {
-		return nil, upstreamError(err, req.Params.URI)
+		return nil, err
+	}
+	res, err := p.sess.GetPrompt(ctx, name, req.Params.Arguments)
+	if je := missingCapabilityError(err); je != nil {
+		return nil, je
+	}
+	if err != nil || res.InputRequests == nil {
+		return res, err
+	}
+	if err := p.checkInputCapabilities(ss, res.InputRequests); err != nil {
+		return nil, err
+	}
+	out := *res
+	out.RequestState = p.states.seal(requestState{Method: "prompts/get", Name: name, Args: argsDigest(req.Params.Arguments), Upstream: res.RequestState})
+	return &out, nil
+}
+
+// relayInput returns the context of a 2026-07-28 client's prompts/get or
+// resources/read (method, name, args) through the runtime: the upstream
+// server is told the client's capabilities and its input requests come
+// back as they are; a retry (state, the proxy's sealed requestState)
+// carries the client's responses and the server's state back. The error
+// refuses a state not issued for this request.
+func (p *Proxy) relayInput(ctx context.Context, ss *mcp.ServerSession, method, name string, args any, state string, responses mcp.InputResponseMap) (context.Context, error) {
+	ctx = runtime.WithClientCapabilities(ctx, clientCapabilities(ss))
+	if state == "" {
+		// Responses without a state go upstream as they are: the server
+		// judges them.
+		return runtime.WithInputRelay(ctx, &runtime.InputRound{Responses: responses}), nil
+	}
+	st, err := p.states.open(state, method, name, args)
+	if err != nil {
+		return nil, err
+	}
+	if st.Round != "" {
+		return nil, errBadState("issued for a tools/call")
+	}
+	return runtime.WithInputRelay(ctx, &runtime.InputRound{Responses: responses, State: st.Upstream}), nil
+}
+
+// readResource reads through the runtime, which routes the URI to its
+// owner; for a 2026-07-28 client the server's input requests are relayed
+// (see relayInput) and the result carries its resultType.
+func (p *Proxy) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	uri := req.Params.URI
+	mrtr := req.Session != nil && multiRoundTrip(req.Session)
+	if mrtr {
+		var err error
+		if ctx, err = p.relayInput(ctx, req.Session, "resources/read", uri, nil, req.Params.RequestState, req.Params.InputResponses); err != nil {
+			return nil, err
+		}
+	}
+	res, err := p.sess.ReadResource(ctx, uri)
+	if je := missingCapabilityError(err); je != nil {
+		return nil, je
+	}
+	if err != nil {
+		return nil, upstreamError(err, uri)
+	}
+	if mrtr && res.InputRequests != nil {
+		if err := p.checkInputCapabilities(req.Session, res.InputRequests); err != nil {
+			return nil, err
+		}
+		out := *res
+		out.RequestState = p.states.seal(requestState{Method: "resources/read", Name: uri, Upstream: res.RequestState})
+		return withResultType(&out)
 	}
 	// What the go-sdk server fills in on its own reads (which this one
 	// bypasses): the protocol's default cache scope, the URI read.
@@ -563,10 +637,40 @@ func (p *Proxy) readResource(ctx context.Context, req *mcp.ReadResourceRequest) 
 	}
 	for _, c := range res.Contents {
 		if c != nil && c.URI == "" {
-			c.URI = req.Params.URI
+			c.URI = uri
 		}
 	}
+	if mrtr {
+		return withResultType(res)
+	}
 	return res, nil
+}
+
+// withResultType returns res with its resultType ("complete", or
+// "input_required" when it carries input requests), which MCP 2026-07-28
+// requires on every result. go-sdk sets it only on the reads its own
+// resource registry serves (and keeps the field unexported), so a read the
+// proxy answers itself gets it through the result's JSON, which go-sdk
+// decodes into the field.
+func withResultType(res *mcp.ReadResourceResult) (*mcp.ReadResourceResult, error) {
+	raw, err := json.Marshal(res)
+	var fields map[string]json.RawMessage
+	if err == nil {
+		err = json.Unmarshal(raw, &fields)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("proxy: resources/read result does not encode: %w", err)
+	}
+	fields["resultType"] = json.RawMessage(`"complete"`)
+	if res.InputRequests != nil {
+		fields["resultType"] = json.RawMessage(`"input_required"`)
+	}
+	raw, _ = json.Marshal(fields) // RawMessages that just decoded
+	out := new(mcp.ReadResourceResult)
+	if err := json.Unmarshal(raw, out); err != nil {
+		return nil, fmt.Errorf("proxy: resources/read result does not decode: %w", err)
+	}
+	return out, nil
 }
 
 // upstreamError is the error a client sees: "resource not found" for a URI
@@ -728,6 +832,8 @@ const RoundTimeout = 10 * time.Minute
 // response back.
 type rounds struct {
 	ss     *mcp.ServerSession
+	name   string             // the exposed tool
+	args   json.RawMessage    // the call's arguments, as the client sent them
 	asks   chan *inputAsk     // the Relay's handlers ask here
 	done   chan roundsOutcome // the upstream call's end (capacity 1)
 	cancel context.CancelFunc // ends the upstream call
@@ -769,43 +875,41 @@ func (r *rounds) ask(ctx context.Context, req mcp.InputRequest) (mcp.InputRespon
 	}
 }
 
-// callRounds runs a tools/call of a 2026-07-28 client. The first request
-// starts the upstream call in a goroutine the rounds own (it ends with the
-// call: its request timeout, cancellation, or RoundTimeout without a
-// retry); a retry (RequestState) delivers the client's responses. Either
-// way it answers with the call's result, or with the next input requests.
+// callRounds runs a tools/call of a 2026-07-28 client. The upstream call
+// runs in a goroutine the rounds own (it ends with the call: its request
+// timeout, cancellation, or RoundTimeout without a retry). An upstream
+// server on 2026-07-28 that answers with input requests has them relayed
+// as they are (runtime.WithInputRelay), its requestState sealed in the
+// proxy's; the retry, on any replica that shares the state key, sends the
+// client's responses and the server's state back upstream. A server's
+// request made during the call (an upstream on 2025-11-25, or an approval)
+// is handed to the client as an input request, and the retry
+// (RequestState naming the rounds this process holds) delivers the
+// response. Either way it answers with the call's result, or with the next
+// input requests. A requestState the proxy did not issue for this call is
+// refused (invalid params) before anything runs.
 func (p *Proxy) callRounds(ctx context.Context, name string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	if state := req.Params.RequestState; state != "" {
-		p.roundsMu.Lock()
-		r := p.rounds[state]
-		if r != nil && r.ss == req.Session {
-			delete(p.rounds, state)
-		} else {
-			r = nil
-		}
-		p.roundsMu.Unlock()
-		if r == nil {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "proxy: unknown or expired requestState"}
-		}
-		r.mu.Lock()
-		if r.timer != nil {
-			r.timer.Stop()
-		}
-		for id, resp := range req.Params.InputResponses {
-			if a := r.waiting[id]; a != nil {
-				delete(r.waiting, id)
-				a.reply <- resp
-			}
-		}
-		for id, a := range r.waiting { // asked, not answered
-			delete(r.waiting, id)
-			a.reply <- nil
-		}
-		r.mu.Unlock()
-		return p.nextRound(ctx, r)
+	var relay *runtime.InputRound
+	if req.Params.InputResponses != nil {
+		// Responses without a state go upstream as they are: the server
+		// judges them.
+		relay = &runtime.InputRound{Responses: req.Params.InputResponses}
 	}
-	r := &rounds{ss: req.Session, asks: make(chan *inputAsk), done: make(chan roundsOutcome, 1), waiting: map[string]*inputAsk{}}
-	callCtx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), roundsKey{}, r))
+	if state := req.Params.RequestState; state != "" {
+		st, err := p.states.open(state, "tools/call", name, req.Params.Arguments)
+		if err != nil {
+			return nil, err
+		}
+		if st.Round == "" {
+			relay = &runtime.InputRound{Responses: req.Params.InputResponses, State: st.Upstream}
+		} else {
+			return p.resumeRounds(ctx, st.Round, req)
+		}
+	}
+	r := &rounds{ss: req.Session, name: name, args: req.Params.Arguments, asks: make(chan *inputAsk), done: make(chan roundsOutcome, 1), waiting: map[string]*inputAsk{}}
+	callCtx := context.WithValue(context.WithoutCancel(ctx), roundsKey{}, r)
+	callCtx = runtime.WithInputRelay(callCtx, relay)
+	callCtx, cancel := context.WithCancel(callCtx)
 	r.cancel = cancel
 	stop := context.AfterFunc(p.life, cancel) // Close ends calls in rounds
 	args := req.Params.Arguments
@@ -817,21 +921,67 @@ func (p *Proxy) callRounds(ctx context.Context, name string, req *mcp.CallToolRe
 	return p.nextRound(ctx, r)
 }
 
+// resumeRounds delivers a retry's responses to the call in rounds key
+// names, when this process holds it for the same client session.
+func (p *Proxy) resumeRounds(ctx context.Context, key string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	p.roundsMu.Lock()
+	r := p.rounds[key]
+	if r != nil && (r.ss == req.Session || r.ss.ID() == req.Session.ID()) { // stateless requests: one session each
+		delete(p.rounds, key)
+	} else {
+		r = nil
+	}
+	p.roundsMu.Unlock()
+	if r == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: errNoState.Error() + " (the call it continues ran on another proxy process, or ended)"}
+	}
+	r.mu.Lock()
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	for id, resp := range req.Params.InputResponses {
+		if a := r.waiting[id]; a != nil {
+			delete(r.waiting, id)
+			a.reply <- resp
+		}
+	}
+	for id, a := range r.waiting { // asked, not answered
+		delete(r.waiting, id)
+		a.reply <- nil
+	}
+	r.mu.Unlock()
+	return p.nextRound(ctx, r)
+}
+
 // nextRound waits for the call's end, or for its next server request,
 // which it hands to the client as an input request.
 func (p *Proxy) nextRound(ctx context.Context, r *rounds) (*mcp.CallToolResult, error) {
 	select {
 	case o := <-r.done:
 		r.cancel()
+		if o.err == nil && o.res != nil && o.res.InputRequests != nil {
+			// The upstream server's own input requests, relayed.
+			if err := p.checkInputCapabilities(r.ss, o.res.InputRequests); err != nil {
+				return nil, err
+			}
+			return &mcp.CallToolResult{Meta: o.res.Meta, InputRequests: o.res.InputRequests, RequestState: p.states.seal(requestState{
+				Method: "tools/call", Name: r.name, Args: argsDigest(r.args), Upstream: o.res.RequestState,
+			})}, nil
+		}
 		return p.answer(ctx, o.res, o.err)
 	case a := <-r.asks:
-		id, state := rand.Text(), rand.Text()
+		if err := p.checkInputCapabilities(r.ss, mcp.InputRequestMap{"": a.req}); err != nil {
+			r.cancel()
+			return nil, err
+		}
+		id, key := rand.Text(), rand.Text()
+		state := p.states.seal(requestState{Method: "tools/call", Name: r.name, Args: argsDigest(r.args), Round: key})
 		r.mu.Lock()
 		r.waiting[id] = a
 		r.timer = time.AfterFunc(RoundTimeout, func() {
 			p.roundsMu.Lock()
-			expired := p.rounds[state] == r
-			delete(p.rounds, state)
+			expired := p.rounds[key] == r
+			delete(p.rounds, key)
 			p.roundsMu.Unlock()
 			if expired {
 				r.cancel()
@@ -839,11 +989,55 @@ func (p *Proxy) nextRound(ctx context.Context, r *rounds) (*mcp.CallToolResult, 
 		})
 		r.mu.Unlock()
 		p.roundsMu.Lock()
-		p.rounds[state] = r
+		p.rounds[key] = r
 		p.roundsMu.Unlock()
 		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{id: a.req}, RequestState: state}, nil
 	case <-ctx.Done():
 		r.cancel() // the client gave up: so does the upstream call
 		return nil, ctx.Err()
 	}
+}
+
+// checkInputCapabilities refuses input requests the client of ss cannot
+// answer, having not declared the capability (elicitation, sampling,
+// roots), with a MissingRequiredClientCapabilityError (-32021) naming them.
+func (p *Proxy) checkInputCapabilities(ss *mcp.ServerSession, asks mcp.InputRequestMap) error {
+	caps := clientCapabilities(ss)
+	missing := &mcp.ClientCapabilities{}
+	lacks := false
+	for _, ask := range asks {
+		switch ask.(type) {
+		case *mcp.ElicitParams:
+			if caps.Elicitation == nil {
+				missing.Elicitation, lacks = &mcp.ElicitationCapabilities{}, true
+			}
+		case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
+			if caps.Sampling == nil {
+				missing.Sampling, lacks = &mcp.SamplingCapabilities{}, true
+			}
+		case *mcp.ListRootsParams:
+			if caps.RootsV2 == nil {
+				missing.RootsV2, lacks = &mcp.RootCapabilities{}, true
+			}
+		}
+	}
+	if !lacks {
+		return nil
+	}
+	return missingCapabilities(missing)
+}
+
+// missingCapabilities is the MissingRequiredClientCapabilityError (-32021)
+// naming what the client lacks; go-sdk answers it with HTTP 400.
+func missingCapabilities(missing *mcp.ClientCapabilities) error {
+	wire := map[string]any{}
+	for k, v := range map[string]bool{"elicitation": missing.Elicitation != nil, "sampling": missing.Sampling != nil, "roots": missing.RootsV2 != nil} {
+		if v {
+			wire[k] = map[string]any{}
+		}
+	}
+	data, _ := json.Marshal(map[string]any{"requiredCapabilities": wire})
+	names := slices.Sorted(maps.Keys(wire))
+	return &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Data: data,
+		Message: fmt.Sprintf("proxy: the MCP server needs the client capabilities %v, which this client did not declare", names)}
 }

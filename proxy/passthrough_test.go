@@ -389,20 +389,28 @@ func TestPassthroughInProcess(t *testing.T) {
 	}
 }
 
-func TestPassthroughNewProtocolClient(t *testing.T) {
-	t.Parallel()
+// openStack is newStack on the upstream fixture with a second proxy on the
+// same runtime session, open to every protocol revision: a go-sdk client
+// of it negotiates 2026-07-28.
+func openStack(t *testing.T) *stack {
+	t.Helper()
 	_, srv, _ := upstream(t)
 	st := newStack(t, []runtime.Server{srv}, asker(), "")
-	// A second proxy on the same session, open to every protocol revision:
-	// a go-sdk client negotiates 2026-07-28, where the servers' requests
-	// during a call travel as input requests (SEP-2322), which the go-sdk
-	// client fulfils and sends back in a retry.
 	p2, err := New(context.Background(), st.sess, &Options{Logger: discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p2.Close()
-	st2 := &stack{sess: st.sess, p: p2}
+	t.Cleanup(func() { _ = p2.Close() })
+	return &stack{sess: st.sess, p: p2}
+}
+
+func TestPassthroughNewProtocolClient(t *testing.T) {
+	t.Parallel()
+	// On 2026-07-28 the servers' requests during a call travel as input
+	// requests (SEP-2322), which the go-sdk client fulfils and sends back
+	// in a retry.
+	st2 := openStack(t)
+	p2 := st2.p
 	d := &downstream{notify: make(chan string, 64)}
 	cs := st2.connect(t, "new-client", d.clientOptions(true, true))
 	if v := cs.InitializeResult().ProtocolVersion; v < "2026-07-28" {
@@ -432,7 +440,7 @@ func TestPassthroughNewProtocolClient(t *testing.T) {
 	}
 
 	// A retry naming a state nobody issued is refused.
-	_, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "up__ask", RequestState: "forged"})
+	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "up__ask", RequestState: "forged"})
 	if err == nil || !strings.Contains(err.Error(), "requestState") {
 		t.Errorf("forged requestState: %v", err)
 	}
@@ -883,4 +891,20 @@ func TestRelayFailsPendingOnClose(t *testing.T) {
 	if resp.Error == nil && !res.IsError || !strings.Contains(got, "sampling") {
 		t.Errorf("call answered %s (isError %v), want a failure naming sampling", got, res.IsError)
 	}
+}
+
+// TestToolsListChangedRelayed: a server's notifications/tools/list_changed
+// reaches the proxy's clients even when the tools it lists afterwards are
+// the ones served (a server that registers a tool again): the proxy does
+// not judge the server's change for the client.
+func TestToolsListChangedRelayed(t *testing.T) {
+	t.Parallel()
+	up, srv, _ := upstream(t)
+	st := newStack(t, []runtime.Server{srv}, asker(), "")
+	d := &downstream{notify: make(chan string, 64)}
+	st.connect(t, "listener", d.clientOptions(false, false))
+	up.AddTool(&mcp.Tool{Name: "danger", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return text("deleted"), nil
+	})
+	d.wait(t, "tools")
 }

@@ -56,6 +56,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openclaw-go/openclaw/policies"
@@ -88,6 +89,13 @@ type Options struct {
 	// them out: the proxy serves the servers' resources and prompts
 	// themselves, and a client sees the tools the servers have.
 	UtilityTools bool
+	// StateKey is the HMAC-SHA256 key that seals the requestState the
+	// proxy hands a 2026-07-28 client with input requests (SEP-2322), at
+	// least MinStateKeyBytes long: replicas behind one load balancer share
+	// it, so that any of them resumes a request another began, and no
+	// client can forge or alter a state. nil means a random key per
+	// process.
+	StateKey []byte
 }
 
 // Proxy is an MCP server whose tools are a runtime session's catalog.
@@ -116,6 +124,7 @@ type Proxy struct {
 	end      context.CancelFunc
 	workDone chan struct{} // closed when the worker ends; nil without a Relay
 
+	states   *stateSealer // seals the requestState of input requests
 	roundsMu sync.Mutex
 	rounds   map[string]*rounds // requestState → a call waiting for its client's input
 
@@ -165,6 +174,11 @@ func New(ctx context.Context, sess *runtime.Session, opts *Options) (*Proxy, err
 		levels: map[*mcp.ServerSession]mcp.LoggingLevel{}, subs: map[string]map[*mcp.ServerSession]bool{},
 		rounds: map[string]*rounds{},
 	}
+	states, err := newStateSealer(o.StateKey)
+	if err != nil {
+		return nil, err
+	}
+	p.states = states
 	up := sess.Capabilities()
 	// tools is announced even while the catalog is empty, so that a client
 	// listens for list_changed.
@@ -270,9 +284,38 @@ func (p *Proxy) syncBeforeList(next mcp.MethodHandler) mcp.MethodHandler {
 // skipped (logged). The error is the runtime's (session closed, catalog
 // unnamed).
 func (p *Proxy) Sync(ctx context.Context) error {
+	_, err := p.syncTools(ctx)
+	return err
+}
+
+// relayToolsChanged brings the served tools up to date after a server
+// reported notifications/tools/list_changed, and passes the notification
+// on to the connected clients (their subscription streams on 2026-07-28)
+// even when the served definitions did not change: the server said its
+// list changed, and a client re-listing finds out what did.
+func (p *Proxy) relayToolsChanged(ctx context.Context) error {
+	changed, err := p.syncTools(ctx)
+	if err != nil || changed {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.served) == 0 {
+		return nil
+	}
+	// go-sdk sends notifications/tools/list_changed only from its own
+	// changes: the tool served first is served again, unchanged.
+	name := slices.Min(slices.Collect(maps.Keys(p.served)))
+	p.server.AddTool(p.served[name].def, p.handler(name))
+	return nil
+}
+
+// syncTools is Sync; changed reports whether a served tool was added,
+// replaced or removed.
+func (p *Proxy) syncTools(ctx context.Context) (changed bool, err error) {
 	tools, err := p.sess.Tools(ctx)
 	if err != nil {
-		return fmt.Errorf("proxy: list the runtime catalog: %w", err)
+		return false, fmt.Errorf("proxy: list the runtime catalog: %w", err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -292,6 +335,7 @@ func (p *Proxy) Sync(ctx context.Context) error {
 	if len(gone) > 0 {
 		slices.Sort(gone)
 		p.server.RemoveTools(gone...)
+		changed = true
 		for _, n := range gone {
 			delete(p.served, n)
 		}
@@ -316,13 +360,15 @@ func (p *Proxy) Sync(ctx context.Context) error {
 			if _, ok := p.served[t.Name]; ok {
 				p.server.RemoveTools(t.Name)
 				delete(p.served, t.Name)
+				changed = true
 			}
 			continue
 		}
 		p.server.AddTool(def, p.handler(t.Name))
 		p.served[t.Name] = servedTool{def: def, upstream: raw, src: t.Upstream}
+		changed = true
 	}
-	return nil
+	return changed, nil
 }
 
 // definition is the tool served for catalog entry t: the upstream
@@ -390,8 +436,10 @@ func (p *Proxy) handler(name string) mcp.ToolHandler {
 			})
 		}
 		if req.Session != nil && multiRoundTrip(req.Session) {
-			// A 2026-07-28 client: the servers' requests during the call
-			// travel as input requests (passthrough.go).
+			// A 2026-07-28 client: the servers learn what it can answer,
+			// and their requests during the call travel as input requests
+			// (passthrough.go).
+			ctx = runtime.WithClientCapabilities(ctx, clientCapabilities(req.Session))
 			return p.callRounds(ctx, name, req)
 		}
 		res, err := p.sess.CallTool(ctx, name, req.Params.Arguments)
@@ -418,6 +466,9 @@ func (p *Proxy) answer(ctx context.Context, res *mcp.CallToolResult, err error) 
 	if errors.Is(err, runtime.ErrUnknownTool) || errors.Is(err, runtime.ErrClosed) {
 		return nil, err // a protocol error: the tool is not there
 	}
+	if je := missingCapabilityError(err); je != nil {
+		return nil, je // the server refused before running: a protocol error (HTTP 400)
+	}
 	var pe *runtime.PolicyError
 	if errors.As(err, &pe) {
 		return toolError(pe.Message()), nil
@@ -429,4 +480,23 @@ func (p *Proxy) answer(ctx context.Context, res *mcp.CallToolResult, err error) 
 
 func toolError(msg string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+}
+
+// clientCapabilities returns the capabilities the client of ss declared
+// (on 2026-07-28, in the request's _meta), never nil.
+func clientCapabilities(ss *mcp.ServerSession) *mcp.ClientCapabilities {
+	if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil {
+		return ip.Capabilities
+	}
+	return &mcp.ClientCapabilities{}
+}
+
+// missingCapabilityError returns the upstream server's
+// MissingRequiredClientCapabilityError (-32021) that err carries, else nil.
+func missingCapabilityError(err error) *jsonrpc.Error {
+	var je *jsonrpc.Error
+	if errors.As(err, &je) && je.Code == mcp.CodeMissingRequiredClientCapabilities {
+		return je
+	}
+	return nil
 }

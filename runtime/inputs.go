@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -63,6 +64,62 @@ func (e *InputRequestError) Unwrap() error { return e.Err }
 // have asked).
 var errNoHandler = errors.New("this client answers no such requests (no handler in runtime.Options; the capability was not advertised)")
 
+// InputRound is one retry of a request whose server asked for input
+// (SEP-2322), made by a caller that relays the input requests to its own
+// client (see [WithInputRelay]).
+type InputRound struct {
+	// Responses answer the server's input requests of the previous round,
+	// under the keys the server gave them.
+	Responses mcp.InputResponseMap
+	// State is the server's requestState of the previous round, echoed
+	// exactly; "" when it gave none.
+	State string
+}
+
+type inputRelayKey struct{}
+
+// WithInputRelay returns a context in which a tools/call, prompts/get or
+// resources/read (CallTool, GetPrompt, ReadResource) whose server asks for
+// input returns the server's input-required result as it is (its
+// InputRequests, under the server's keys, and RequestState) instead of
+// answering it through Options.Elicit, CreateMessage and ListRoots. round,
+// when not nil, is sent with the request: the answers to the previous
+// round and the server's state. A server's request sent during the call
+// (MCP 2025-11-25 and older) still goes to the Options handlers.
+func WithInputRelay(ctx context.Context, round *InputRound) context.Context {
+	if round == nil {
+		round = &InputRound{}
+	}
+	return context.WithValue(ctx, inputRelayKey{}, round)
+}
+
+type clientCapsKey struct{}
+
+// WithClientCapabilities returns a context in which a tools/call,
+// prompts/get or resources/read carries caps, the capabilities of the
+// client the request is made for, in its _meta
+// (io.modelcontextprotocol/clientCapabilities, MCP 2026-07-28), in place of
+// the session's own: a server that needs one the client lacks refuses the
+// request (MissingRequiredClientCapabilityError, -32021) before it runs.
+// Servers on older revisions read the session's capabilities of
+// initialize, unless they honour the key too. A nil caps means none.
+func WithClientCapabilities(ctx context.Context, caps *mcp.ClientCapabilities) context.Context {
+	wire := map[string]any{}
+	if caps != nil {
+		if raw, err := json.Marshal(caps); err == nil {
+			_ = json.Unmarshal(raw, &wire) // the JSON of a struct decodes into a map
+		}
+		// go-sdk's ClientCapabilities encodes the roots capability of
+		// RootsV2 only in its own wire form: "roots" is present when
+		// RootsV2 is.
+		delete(wire, "roots")
+		if caps.RootsV2 != nil {
+			wire["roots"] = caps.RootsV2
+		}
+	}
+	return context.WithValue(ctx, clientCapsKey{}, wire)
+}
+
 // inputMiddleware is the sending middleware that answers a 2026-07-28
 // server's input requests: when a tools/call, prompts/get or
 // resources/read result asks for input instead of carrying content, each
@@ -76,6 +133,27 @@ var errNoHandler = errors.New("this client answers no such requests (no handler 
 func (c *conn) inputMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method != "tools/call" && method != "prompts/get" && method != "resources/read" {
+			return next(ctx, method, req)
+		}
+		if caps, ok := ctx.Value(clientCapsKey{}).(map[string]any); ok {
+			if p := req.GetParams(); p != nil {
+				m := maps.Clone(p.GetMeta())
+				if m == nil {
+					m = map[string]any{}
+				}
+				m[mcp.MetaKeyClientCapabilities] = caps
+				p.SetMeta(m)
+			}
+		}
+		if round, ok := ctx.Value(inputRelayKey{}).(*InputRound); ok {
+			// The caller relays the input requests to its own client: one
+			// round, sent with the answers to the previous one.
+			if round.State != "" || round.Responses != nil {
+				var err error
+				if req, err = withInputResponses(req, round.Responses, round.State); err != nil {
+					return nil, err
+				}
+			}
 			return next(ctx, method, req)
 		}
 		busy := 0

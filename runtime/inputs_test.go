@@ -278,3 +278,55 @@ func TestInputRequestsElicitAnswerChecked(t *testing.T) {
 		t.Fatalf("a matching answer: %v, %v", res, err)
 	}
 }
+
+// TestInputRelay: under WithInputRelay a server's input requests come back
+// to the caller as they are (its keys, its state) and no handler is asked;
+// the caller's InputRound carries the answers and the state back, and the
+// server completes. WithClientCapabilities puts the given capabilities, not
+// the session's, in the request's _meta (roots in its wire form).
+func TestInputRelay(t *testing.T) {
+	t.Parallel()
+	srv := inputServer(t, "inq")
+	var seenCaps []string
+	mcp.AddTool(srv, &mcp.Tool{Name: "caps"}, func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		c := req.ClientCapabilities()
+		seenCaps = append(seenCaps, fmt.Sprintf("sampling=%v elicitation=%v roots=%v", c.Sampling != nil, c.Elicitation != nil, c.RootsV2 != nil))
+		return textResult("ok"), nil, nil
+	})
+	asked := 0
+	s := open(t, []Server{inProcess(t, "inq", srv)}, &Options{
+		ProtocolVersion: rev20260728[0],
+		Elicit: func(context.Context, string, *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+			asked++
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		},
+	})
+	ctx := context.Background()
+	res, err := s.CallTool(WithInputRelay(ctx, nil), "inq__ask", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.RequestState != "round-2" || len(res.InputRequests) != 3 || res.InputRequests["user"] == nil || asked != 0 {
+		t.Fatalf("relayed round = state %q, requests %v, handler asked %d times; want the server's own, unanswered", res.RequestState, res.InputRequests, asked)
+	}
+	round := &InputRound{State: res.RequestState, Responses: mcp.InputResponseMap{
+		"model": &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "4"}},
+		"user":  &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "ada"}},
+		"roots": &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: "file:///relayed"}}},
+	}}
+	res, err = s.CallTool(WithInputRelay(ctx, round), "inq__ask", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resultText(t, res); got != "4/accept:ada/file:///relayed" {
+		t.Errorf("retry with the caller's answers = %q", got)
+	}
+	for _, caps := range []*mcp.ClientCapabilities{{}, {Elicitation: &mcp.ElicitationCapabilities{}, RootsV2: &mcp.RootCapabilities{}}} {
+		if _, err := s.CallTool(WithClientCapabilities(ctx, caps), "inq__caps", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"sampling=false elicitation=false roots=false", "sampling=false elicitation=true roots=true"}; !slices.Equal(seenCaps, want) {
+		t.Errorf("the server saw capabilities %q, want %q", seenCaps, want)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -63,6 +64,7 @@ type proxyConfig struct {
 	upstreamProto   string        // --upstream-protocol
 	maxMessage      int64         // --max-message-bytes
 	connectWait     time.Duration // --connect-wait
+	stateKeyFile    string        // --request-state-key-file FILE
 }
 
 // defaultConnectWait is how long the proxy waits for the servers before it
@@ -171,7 +173,26 @@ server the proxy started.`,
 	f.DurationVar(&c.connectWait, "connect-wait", defaultConnectWait, "at start, how long to wait for the MCP servers before serving; a server that answers later joins with notifications/tools/list_changed (0: wait for every server, each bounded by its connectionTimeoutMs)")
 	f.Int64Var(&c.maxMessage, "max-message-bytes", proxy.DefaultMaxMessageBytes, "largest message a client may send, in bytes: one HTTP POST body (larger: 413) or one stdin line (larger: a parse error)")
 	f.StringVar(&c.upstreamProto, "upstream-protocol", defaultUpstreamProtocol, `MCP revision offered to the servers: 2025-11-25 lets them send sampling, elicitation, roots and log requests during a call; 2026-07-28 (or "" for the newest the go-sdk speaks) does not, until the runtime answers SEP-2322 input requests`)
+	f.StringVar(&c.stateKeyFile, "request-state-key-file", "", fmt.Sprintf("file holding the key (at least %d bytes; surrounding whitespace trimmed) that seals the requestState handed to MCP 2026-07-28 clients with input requests: replicas that share it resume each other's requests (default: a random key per process)", proxy.MinStateKeyBytes))
 	return cmd
+}
+
+// readStateKey reads --request-state-key-file: nil without one (the proxy
+// then makes a random key), else the file's bytes, trimmed, of which there
+// must be at least proxy.MinStateKeyBytes.
+func readStateKey(file string) ([]byte, error) {
+	if file == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, usage("--request-state-key-file: %v", err)
+	}
+	if key := bytes.TrimSpace(b); len(key) >= proxy.MinStateKeyBytes {
+		warnReadableSecretFile(os.Stderr, "--request-state-key-file", file)
+		return key, nil
+	}
+	return nil, usage("--request-state-key-file %s: the key has %d bytes, it needs at least %d (e.g. openssl rand -base64 48 > %s)", file, len(bytes.TrimSpace(b)), proxy.MinStateKeyBytes, file)
 }
 
 // proxyHTTP is the resolved HTTP side of `mcp proxy`: where to listen,
@@ -287,6 +308,10 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	if err != nil {
 		return err
 	}
+	stateKey, err := readStateKey(c.stateKeyFile)
+	if err != nil {
+		return err
+	}
 	level := slog.LevelInfo
 	if c.verbose {
 		level = slog.LevelDebug
@@ -390,7 +415,7 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	if err := sess.Connect(ctx); err != nil {
 		return failStart(err)
 	}
-	p, err := proxy.New(ctx, sess, &proxy.Options{Name: "openclaw-go-proxy", Version: version, Logger: logger, Relay: relay})
+	p, err := proxy.New(ctx, sess, &proxy.Options{Name: "openclaw-go-proxy", Version: version, Logger: logger, Relay: relay, StateKey: stateKey})
 	if err != nil {
 		return failStart(err)
 	}

@@ -333,22 +333,7 @@ func TestMCPProxyHTTP(t *testing.T) {
 			{"streamable 2026-07-28", "2026-07-28", &mcp.StreamableClientTransport{Endpoint: hp.base + "/mcp", HTTPClient: hc}},
 			{"legacy SSE", "", &mcp.SSEClientTransport{Endpoint: hp.base + "/sse", HTTPClient: hc}},
 		} {
-			client := mcp.NewClient(&mcp.Implementation{Name: "go-http-client", Version: "1"}, nil)
-			cs, err := client.Connect(ctx, tc.tr, &mcp.ClientSessionOptions{ProtocolVersion: tc.version})
-			if err != nil {
-				t.Fatalf("%s: connect: %v\n%s", tc.name, err, hp.stderr.String())
-			}
-			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "everything__echo", Arguments: map[string]any{"message": tc.name}})
-			if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, tc.name) {
-				t.Fatalf("%s: echo = %+v, %v", tc.name, res, err)
-			}
-			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "everything__get-sum", Arguments: map[string]any{"a": 1, "b": 2}})
-			if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "sums are off limits") {
-				t.Fatalf("%s: blocked get-sum = %+v, %v", tc.name, res, err)
-			}
-			if err := cs.Close(); err != nil {
-				t.Errorf("%s: close: %v", tc.name, err)
-			}
+			goSDKProxyClient(t, ctx, tc.name, tc.tr, tc.version)
 		}
 	})
 
@@ -878,6 +863,48 @@ console.log(JSON.stringify({ tools, echo: r.content?.[0]?.text ?? "", blocked: b
 await client.close();
 `
 
+// goSDKProxyClient drives the proxy in front of server-everything with a
+// go-sdk client on tr offering version (the newest when ""): an echo, a
+// call the policy blocks, and a call during which the server elicits,
+// answered by the client (on 2026-07-28 as an input request and the
+// client's retry, on older revisions as a request relayed to it).
+func goSDKProxyClient(t *testing.T, ctx context.Context, name string, tr mcp.Transport, version string) {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "go-proxy-client", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada " + name}}, nil
+		},
+	})
+	cs, err := client.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatalf("%s: connect: %v", name, err)
+	}
+	defer cs.Close()
+	if version != "" && cs.InitializeResult().ProtocolVersion != version {
+		t.Errorf("%s: negotiated %s, want %s", name, cs.InitializeResult().ProtocolVersion, version)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "everything__echo", Arguments: map[string]any{"message": name}})
+	if err != nil || res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, name) {
+		t.Fatalf("%s: echo = %+v, %v", name, res, err)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "everything__get-sum", Arguments: map[string]any{"a": 1, "b": 2}})
+	if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "sums are off limits") {
+		t.Fatalf("%s: blocked get-sum = %+v, %v", name, res, err)
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "everything__trigger-elicitation-request"})
+	var texts []string
+	if err == nil {
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				texts = append(texts, tc.Text)
+			}
+		}
+	}
+	if err != nil || res.IsError || !strings.Contains(strings.Join(texts, "\n"), "Ada "+name) {
+		t.Errorf("%s: elicitation during a call = %q, %v; want the client's answer in the result", name, texts, err)
+	}
+}
+
 // TestMCPProxyStdioNodeAndInspector: the Node SDK client and the inspector
 // CLI spawn `openclaw mcp proxy` over stdio, list, call, and see a policy
 // block as a tool error with the module's reason.
@@ -915,6 +942,14 @@ func TestMCPProxyStdioNodeAndInspector(t *testing.T) {
 		}
 		if !slices.Contains(got.Tools, "everything__echo") || got.Echo != "Echo: from node stdio" || !got.Blocked || !strings.Contains(got.Reason, "sums are off limits") {
 			t.Fatalf("node stdio client saw %+v", got)
+		}
+	})
+
+	t.Run("go-sdk clients", func(t *testing.T) {
+		for _, version := range []string{"2025-11-25", "2026-07-28"} {
+			cmd := exec.CommandContext(ctx, bin, proxyArgs...)
+			cmd.Env = append(os.Environ(), env...)
+			goSDKProxyClient(t, ctx, "stdio "+version, &mcp.CommandTransport{Command: cmd}, version)
 		}
 	})
 
@@ -1330,4 +1365,29 @@ func startStdioProxy(ctx context.Context, t *testing.T, cmd *exec.Cmd, name stri
 		return names
 	}
 	return p
+}
+
+// TestReadStateKey: --request-state-key-file gives the proxy the key its
+// replicas share; a missing or short file is refused, naming the flag.
+func TestReadStateKey(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "key")
+	short := filepath.Join(dir, "short")
+	if err := os.WriteFile(good, []byte(strings.Repeat("k", 40)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(short, []byte("0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if key, err := readStateKey(good); err != nil || string(key) != strings.Repeat("k", 40) {
+		t.Errorf("good key: %q, %v", key, err)
+	}
+	if key, err := readStateKey(""); key != nil || err != nil {
+		t.Errorf("no flag: %q, %v; want nil (a random key)", key, err)
+	}
+	for _, f := range []string{short, filepath.Join(dir, "absent")} {
+		if _, err := readStateKey(f); err == nil || !strings.Contains(err.Error(), "--request-state-key-file") {
+			t.Errorf("%s: %v, want an error naming the flag", f, err)
+		}
+	}
 }

@@ -161,7 +161,11 @@ func runDirect(ctx context.Context, t *testing.T, p serverPeers) serverResults {
 	var logs *serverLog
 	for attempt := 1; ; attempt++ {
 		addr = fmt.Sprintf("127.0.0.1:%d", freeServerPort(t))
-		cmd := exec.CommandContext(ctx, p.everything, "-http", addr, "-stateless=false")
+		flags := p.fixture
+		if flags == nil {
+			flags = []string{"-stateless=false"}
+		}
+		cmd := exec.CommandContext(ctx, p.everything, append([]string{"-http", addr}, flags...)...)
 		var err error
 		if _, logs, err = startServerProcess(t, cmd, accepting(addr)); err == nil {
 			break
@@ -199,6 +203,19 @@ func buildServerProxy(ctx context.Context, t *testing.T) (bin, help string) {
 // in front of everything-server over stdio, and runs the suite against it.
 func runProxied(ctx context.Context, t *testing.T, p serverPeers, bin string, extra ...string) serverResults {
 	t.Helper()
+	base, logs := startProxied(ctx, t, p, bin, extra...)
+	res, out := runServerSuite(ctx, t, p, base+"/mcp")
+	if t.Failed() || testing.Verbose() {
+		t.Logf("suite output (proxy %q):\n%s\nproxy output:\n%s", extra, out, logs.String())
+	}
+	return res
+}
+
+// startProxied starts `openclaw mcp proxy --listen 127.0.0.1:0 --no-auth`
+// (bin, with extra flags) in front of everything-server over stdio, raw
+// names, and returns its base URL and output; it ends with the test.
+func startProxied(ctx context.Context, t *testing.T, p serverPeers, bin string, extra ...string) (string, *serverLog) {
+	t.Helper()
 	dir := t.TempDir()
 	home := filepath.Join(dir, "home")
 	writeServerJSON(t, filepath.Join(home, ".openclaw", "openclaw.json"), map[string]any{
@@ -230,11 +247,7 @@ func runProxied(ctx context.Context, t *testing.T, p serverPeers, bin string, ex
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, out := runServerSuite(ctx, t, p, base+"/mcp")
-	if t.Failed() || testing.Verbose() {
-		t.Logf("suite output (proxy %q):\n%s\nproxy output:\n%s", extra, out, logs.String())
-	}
-	return res
+	return base, logs
 }
 
 func writeServerJSON(t *testing.T, path string, v any) {

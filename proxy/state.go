@@ -1,0 +1,122 @@
+package proxy
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// MinStateKeyBytes is the shortest key Options.StateKey accepts.
+const MinStateKeyBytes = 32
+
+// requestState is what the proxy keeps in the requestState it hands a
+// 2026-07-28 client with input requests (SEP-2322), sealed with an HMAC
+// so that the client cannot forge or alter it, and bound to the request it
+// was issued for so that it cannot be replayed on another.
+type requestState struct {
+	// Method, Name and Args name the request: "tools/call" and the exposed
+	// tool, "prompts/get" and the exposed prompt, "resources/read" and the
+	// URI; Args is the SHA-256 of the arguments' canonical JSON.
+	Method string `json:"m"`
+	Name   string `json:"n"`
+	Args   string `json:"a,omitempty"`
+	// Upstream is the server's own requestState, relayed: any replica
+	// sharing the key resumes the request by sending it back upstream.
+	Upstream string `json:"u,omitempty"`
+	// Round keys a call in rounds (Proxy.rounds), held by this process:
+	// a server's request made during a call (MCP 2025-11-25 upstream).
+	Round string `json:"r,omitempty"`
+	// Expires is when the state stops being accepted, in Unix seconds.
+	Expires int64 `json:"e"`
+}
+
+// stateSealer seals and opens request states with an HMAC-SHA256 key.
+type stateSealer struct{ key []byte }
+
+// newStateSealer returns a sealer for key, or for a random key when key is
+// empty (states then open only in this process).
+func newStateSealer(key []byte) (*stateSealer, error) {
+	if len(key) == 0 {
+		key = make([]byte, MinStateKeyBytes)
+		_, _ = rand.Read(key) // crypto/rand.Read never fails
+	} else if len(key) < MinStateKeyBytes {
+		return nil, fmt.Errorf("proxy: the request-state key has %d bytes; it needs at least %d", len(key), MinStateKeyBytes)
+	}
+	return &stateSealer{key: key}, nil
+}
+
+// argsDigest is the SHA-256 of args' canonical JSON (keys sorted, no
+// spaces), base64url: a retry that re-encodes the same arguments matches.
+func argsDigest(args any) string {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return ""
+	}
+	var v any
+	if json.Unmarshal(raw, &v) == nil {
+		raw, _ = json.Marshal(v)
+	}
+	if string(raw) == "null" || string(raw) == "{}" {
+		return ""
+	}
+	sum := sha256.Sum256(raw)
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+func (s *stateSealer) mac(payload string) []byte {
+	m := hmac.New(sha256.New, s.key)
+	m.Write([]byte(payload))
+	return m.Sum(nil)
+}
+
+// seal returns st as a requestState string: base64url(JSON) "."
+// base64url(HMAC-SHA256), expiring RoundTimeout from now.
+func (s *stateSealer) seal(st requestState) string {
+	st.Expires = time.Now().Add(RoundTimeout).Unix()
+	raw, _ := json.Marshal(st) // strings and an integer always encode
+	payload := base64.RawURLEncoding.EncodeToString(raw)
+	return payload + "." + base64.RawURLEncoding.EncodeToString(s.mac(payload))
+}
+
+// errBadState is the error of a requestState the proxy did not issue for
+// this request, or that expired.
+func errBadState(why string) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "proxy: requestState rejected: " + why}
+}
+
+// open checks a requestState a client sent back with a request (method,
+// name, args) and returns what it holds. The error, a JSON-RPC invalid
+// params error, says whether the state was forged or altered, issued for
+// another request, or expired.
+func (s *stateSealer) open(state, method, name string, args any) (requestState, error) {
+	payload, sig, ok := strings.Cut(state, ".")
+	mac, err := base64.RawURLEncoding.DecodeString(sig)
+	if !ok || err != nil || !hmac.Equal(mac, s.mac(payload)) {
+		return requestState{}, errBadState("not issued by this proxy (or altered)")
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(payload)
+	var st requestState
+	if err == nil {
+		err = json.Unmarshal(raw, &st)
+	}
+	switch {
+	case err != nil:
+		return requestState{}, errBadState("unreadable")
+	case st.Method != method || st.Name != name || st.Args != argsDigest(args):
+		return requestState{}, errBadState(fmt.Sprintf("issued for another request (%s %q with other arguments?)", st.Method, st.Name))
+	case time.Now().Unix() > st.Expires:
+		return requestState{}, errBadState("expired")
+	}
+	return st, nil
+}
+
+// errNoState is the cause of a call in rounds this process does not hold.
+var errNoState = errors.New("proxy: unknown or expired requestState")
