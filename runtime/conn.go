@@ -132,6 +132,10 @@ func (c *conn) connect(ctx context.Context) bool {
 		c.fail(principalOp(err), err)
 		return false
 	}
+	if err := CheckProtocolVersion(c.cfg.Entry.ProtocolVersion); err != nil {
+		c.fail("resolve", fmt.Errorf("mcp.servers.%s.protocolVersion: %w", c.cfg.Name, err))
+		return false
+	}
 	tr := c.cfg.Transport
 	var kind transport.Kind
 	if tr == nil {
@@ -172,10 +176,7 @@ func (c *conn) connect(ctx context.Context) bool {
 	client.AddReceivingMiddleware(order.middleware) // outermost: added last
 	timeout := c.cfg.connectTimeout()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
-	var sopts *mcp.ClientSessionOptions
-	if v := cmp.Or(c.s.opts.ProtocolVersion, DefaultProtocolVersion); v != "" {
-		sopts = &mcp.ClientSessionOptions{ProtocolVersion: v}
-	}
+	sopts := &mcp.ClientSessionOptions{ProtocolVersion: cmp.Or(c.cfg.Entry.ProtocolVersion, c.s.opts.ProtocolVersion, DefaultProtocolVersion)}
 	if _, sdkHTTP := tr.(*mcp.StreamableClientTransport); !sdkHTTP && kind != transport.KindStreamableHTTP {
 		// go-sdk tells its streamable HTTP connection the session's state
 		// through an unexported method a wrapper cannot forward (without it

@@ -50,6 +50,9 @@ type runtimeFlags struct {
 	calls bool
 	// confine asks for confined stdio servers (--confine-stdio).
 	confine confineFlags
+	// protocol is the MCP revision offered to the servers whose entry pins
+	// none (--upstream-protocol); "" is the runtime's default.
+	protocol string
 }
 
 func (f *runtimeFlags) register(cmd *cobra.Command) {
@@ -59,6 +62,7 @@ func (f *runtimeFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.policy.auditLog, "audit-log", "", `decision audit log (JSON Lines); "-" for stderr (default: <state dir>/openclaw-go/policy-audit.jsonl)`)
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log the servers' stderr and the runtime's progress on stderr")
 	f.confine.register(fl)
+	fl.StringVar(&f.protocol, "upstream-protocol", "", `MCP revision offered to the servers whose entry has no "protocolVersion" (default `+runtime.DefaultProtocolVersion+`, falling back to older revisions with servers that do not offer it)`)
 	fl.StringVar(&f.principal, "principal", "", `requester whose OAuth tokens servers with "oauth": {"identity": "per-requester"} use (openclaw mcp login <name> --principal <id>)`)
 }
 
@@ -95,6 +99,9 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve appro
 	}
 	ctx := cmd.Context()
 	stderr := cmd.ErrOrStderr()
+	if err := runtime.CheckProtocolVersion(f.protocol); err != nil {
+		return nil, &exitError{code: 2, err: fmt.Errorf("openclaw mcp: --upstream-protocol %w", err)}
+	}
 	confine, err := f.confine.confinement(f.policy)
 	if err != nil {
 		return nil, regFail(cmd, "openclaw mcp: "+err.Error())
@@ -158,16 +165,17 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve appro
 		fmt.Fprintln(stderr, "openclaw mcp: WARNING: no module enforces before_tool_call: every tool call is allowed")
 	}
 	s, err := runtime.New(servers, &runtime.Options{
-		Enforcer:   eng,
-		Sanitizer:  eng,
-		Approvals:  eng,
-		Approve:    approve.ask,
-		Approver:   approve.name,
-		Audit:      eng.AuditSink(),
-		ToolPolicy: toolPolicy,
-		Caller:     policies.Caller{Name: "openclaw-go-cli", Version: version},
-		Logger:     logger,
-		Transport:  &transport.Options{ConfineStdio: confine},
+		Enforcer:        eng,
+		Sanitizer:       eng,
+		Approvals:       eng,
+		Approve:         approve.ask,
+		Approver:        approve.name,
+		Audit:           eng.AuditSink(),
+		ToolPolicy:      toolPolicy,
+		Caller:          policies.Caller{Name: "openclaw-go-cli", Version: version},
+		Logger:          logger,
+		Transport:       &transport.Options{ConfineStdio: confine},
+		ProtocolVersion: f.protocol,
 		ClientInfo: &mcp.Implementation{
 			Name: "openclaw-go", Version: version,
 		},

@@ -256,13 +256,12 @@ func run(ctx context.Context, scenario, serverURL, rawCtx string) error {
 	}
 	defer eng.Close(context.WithoutCancel(ctx))
 	s, err := runtime.New([]runtime.Server{{Name: "conformance", Entry: entry}}, &runtime.Options{
-		Enforcer:        eng,
-		Sanitizer:       eng,
-		Approvals:       eng,
-		Caller:          policies.Caller{Name: "conformance-client"},
-		Logger:          log,
-		Transport:       topts,
-		ProtocolVersion: "2026-07-28",
+		Enforcer:  eng,
+		Sanitizer: eng,
+		Approvals: eng,
+		Caller:    policies.Caller{Name: "conformance-client"},
+		Logger:    log,
+		Transport: topts,
 		// elicitation-sep1034-client-defaults: accept with the schema's
 		// defaults, as a user who changes nothing would.
 		Elicit: func(_ context.Context, _ string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
