@@ -340,7 +340,10 @@ func (c *conn) relist(ctx context.Context) {
 	if cs == nil {
 		return // the connection ended meanwhile (watch): nothing to list
 	}
-	tools, err := listTools(c.principalCtx(ctx), cs, caps, c.cfg.listTimeout())
+	tools, dropped, err := listTools(c.principalCtx(ctx), cs, caps, c.cfg.listTimeout())
+	for _, why := range dropped {
+		c.s.log.Warn("MCP server lists a tool definition no client can use: it is left out, the others are kept", "server", c.cfg.Name, "tool", why)
+	}
 	if err != nil && ctx.Err() != nil && c.s.life.Err() == nil {
 		// The caller's context ended (a short Connect ctx, a Tools caller
 		// that gave up): not the server's failure. Nothing is recorded, and
@@ -445,50 +448,51 @@ func uniqueTools(tools []*mcp.Tool) ([]*mcp.Tool, []string) {
 }
 
 // listTools follows nextCursor (cursorTrail) with OpenClaw's caps (§11.5),
-// each request bounded by timeout.
-func listTools(ctx context.Context, cs *mcp.ClientSession, caps *mcp.ServerCapabilities, timeout time.Duration) ([]*mcp.Tool, error) {
+// each request bounded by timeout. dropped says which tool definitions
+// were left out as unusable (listToolsPage).
+func listTools(ctx context.Context, cs *mcp.ClientSession, caps *mcp.ServerCapabilities, timeout time.Duration) (tools []*mcp.Tool, dropped []string, err error) {
 	var (
-		tools []*mcp.Tool
 		trail cursorTrail
 		size  int
 	)
 	for pages := 1; ; pages++ {
 		if pages > MaxListPages {
-			return nil, &ListError{Reason: "more than " + strconv.Itoa(MaxListPages) + " pages"}
+			return nil, dropped, &ListError{Reason: "more than " + strconv.Itoa(MaxListPages) + " pages"}
 		}
 		lctx, cancel := context.WithTimeout(ctx, timeout)
-		res, next, more, err := listToolsPage(lctx, cs, trail.at)
+		res, next, more, bad, err := listToolsPage(lctx, cs, trail.at)
 		cancel()
+		dropped = append(dropped, bad...)
 		if err != nil {
 			if pages == 1 && methodNotFound(err) && caps != nil && caps.Tools == nil && (caps.Resources != nil || caps.Prompts != nil) {
-				return nil, nil // a resources- or prompts-only server (§11.5)
+				return nil, nil, nil // a resources- or prompts-only server (§11.5)
 			}
 			// The callers' errors name the step (ServerError.Op
 			// "tools/list"): no prefix here.
 			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-				return nil, fmt.Errorf("no answer within %v: %w", timeout, err)
+				return nil, dropped, fmt.Errorf("no answer within %v: %w", timeout, err)
 			}
-			return nil, err
+			return nil, dropped, err
 		}
 		done, keep, err := trail.follow(next, more)
 		if err != nil {
-			return nil, err
+			return nil, dropped, err
 		}
 		if !keep {
-			return tools, nil
+			return tools, dropped, nil
 		}
 		tools = append(tools, res.Tools...)
 		if len(tools) > MaxListTools {
-			return nil, &ListError{Reason: "more than " + strconv.Itoa(MaxListTools) + " tools"}
+			return nil, dropped, &ListError{Reason: "more than " + strconv.Itoa(MaxListTools) + " tools"}
 		}
 		for _, t := range res.Tools {
 			size += toolSize(t)
 		}
 		if size > MaxListBytes {
-			return nil, &ListError{Reason: "more than " + strconv.Itoa(MaxListBytes) + " bytes of tools"}
+			return nil, dropped, &ListError{Reason: "more than " + strconv.Itoa(MaxListBytes) + " bytes of tools"}
 		}
 		if done {
-			return tools, nil
+			return tools, dropped, nil
 		}
 	}
 }

@@ -231,7 +231,10 @@ func probeOne(ctx context.Context, sv *Server, o *ProbeOptions) (r ProbeResult) 
 	if r.Init != nil {
 		caps = r.Init.Capabilities
 	}
-	tools, err := listTools(ctx, cs, caps, sv.listTimeout())
+	tools, dropped, err := listTools(ctx, cs, caps, sv.listTimeout())
+	for _, why := range dropped {
+		o.Logger.Warn("MCP server lists a tool definition no client can use: it is left out", "server", sv.Name, "tool", why)
+	}
 	if err != nil {
 		return fail("tools/list", err)
 	}
