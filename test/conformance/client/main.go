@@ -6,13 +6,17 @@
 //
 // The suite runs it once per scenario with the scenario's server URL as the
 // last argument and the scenario in MCP_CONFORMANCE_SCENARIO (extra data,
-// such as a pre-registered client, in MCP_CONFORMANCE_CONTEXT as JSON). It
-// connects, lists the tools and, per scenario, calls the tool the suite
-// checks: add_numbers (tools_call), test_client_elicitation_defaults
-// (accepting with defaults), test_reconnection (sse-retry), test-tool (auth/*,
-// after the authorization code flow, run headlessly because the suite's
-// authorization endpoint redirects straight back). Exit status 0 means the
-// client did its part; the suite judges the rest.
+// such as a pre-registered client or the tool calls to make, in
+// MCP_CONFORMANCE_CONTEXT as JSON). It connects offering the runtime's
+// default revision (2026-07-28, falling back to older ones for the 0.1
+// suite's servers), lists the catalog and does what the scenario checks
+// (actions), always through the runtime's catalog and calls: the tool a
+// scenario calls, the multi round-trip tools of SEP-2322, the header
+// scenarios of SEP-2243, the JSON Schema echo, test-tool for auth/* (after
+// the authorization code flow, run headlessly because the suite's
+// authorization endpoint redirects straight back). A scenario it does not
+// know fails. Exit status 0 means the client did its part; the suite judges
+// the rest.
 package main
 
 import (
