@@ -83,3 +83,27 @@ func TestProtocolVersionRefused(t *testing.T) {
 		t.Errorf("catalog = %v, want [good__rev]", got)
 	}
 }
+
+// TestProbeProtocolVersion: a probe offers the newest revision, or the one
+// the entry pins, and refuses a pin that is not a revision by name.
+func TestProbeProtocolVersion(t *testing.T) {
+	t.Parallel()
+	var seen sync.Map
+	latest := versionServer(t, "latest", nil, &seen)
+	pinned := versionServer(t, "pinned", nil, &seen)
+	pinned.Entry.ProtocolVersion = "2025-06-18"
+	odd := versionServer(t, "odd", nil, &seen)
+	odd.Entry.ProtocolVersion = "2025-13-01"
+	res, err := Probe(context.Background(), []Server{latest, pinned, odd}, &ProbeOptions{Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"2026-07-28", "2025-06-18"} {
+		if res[i].Err != nil || res[i].Init == nil || res[i].Init.ProtocolVersion != want {
+			t.Errorf("%s: init %+v, err %v; want protocol %s", res[i].Server, res[i].Init, res[i].Err, want)
+		}
+	}
+	if e := res[2].Err; e == nil || !strings.Contains(e.Error(), `mcp.servers.odd.protocolVersion: "2025-13-01"`) {
+		t.Errorf("odd: %v, want a resolve error naming the key", e)
+	}
+}
