@@ -65,6 +65,11 @@ type ServerEntry struct {
 	SupportsParallelToolCalls bool `json:"supportsParallelToolCalls,omitempty"`
 	// ToolFilter hides tools (docs/protocol-facts.md, Tool filter); nil exposes every tool.
 	ToolFilter *ToolFilter `json:"toolFilter,omitempty"`
+	// ProtocolVersion pins the MCP revision offered to the server, such as
+	// "2025-11-25" (a key of openclaw-go's that OpenClaw keeps and
+	// ignores); "" leaves it to the client (runtime.Options.ProtocolVersion,
+	// --upstream-protocol). The server may still negotiate an older one.
+	ProtocolVersion string `json:"protocolVersion,omitempty"`
 }
 
 // ServerOAuth is the oauth block of an entry (docs/protocol-facts.md, mcp.servers entry schema).
@@ -95,6 +100,7 @@ func EntryOf(o *Object) ServerEntry {
 		URL: str("url"), Transport: str("transport"), Type: str("type"),
 		ConnectionTimeoutMs: ms("connectionTimeoutMs"), RequestTimeoutMs: ms("requestTimeoutMs"),
 		ClientCert: str("clientCert"), ClientKey: str("clientKey"), Auth: str("auth"),
+		ProtocolVersion: str("protocolVersion"),
 	}
 	if a, ok := o.vals["args"].([]any); ok {
 		for _, x := range a {

@@ -503,7 +503,7 @@ func BenchmarkCatalogListFast(b *testing.B) {
 						for {
 							var res *mcp.ListToolsResult
 							if fast {
-								res, _, _, err = listToolsPage(ctx, cs, pageCursor{cursor: cursor, set: cursor != ""})
+								res, _, _, _, err = listToolsPage(ctx, cs, pageCursor{cursor: cursor, set: cursor != ""})
 							} else {
 								res, err = cs.ListTools(ctx, &mcp.ListToolsParams{Cursor: cursor})
 							}

@@ -17,10 +17,22 @@ import (
 )
 
 // cancelLog records the request ids of the notifications/cancelled a
-// server received.
+// server received and, when its transport notes them, of the tools/call
+// requests it read.
 type cancelLog struct {
-	mu  sync.Mutex
-	ids []string
+	mu    sync.Mutex
+	ids   []string
+	calls map[string]bool
+}
+
+// call notes the id of a tools/call request.
+func (l *cancelLog) call(id jsonrpc.ID) {
+	l.mu.Lock()
+	if l.calls == nil {
+		l.calls = map[string]bool{}
+	}
+	l.calls[fmt.Sprint(id.Raw())] = true
+	l.mu.Unlock()
 }
 
 func (l *cancelLog) note(params json.RawMessage) {
@@ -33,10 +45,19 @@ func (l *cancelLog) note(params json.RawMessage) {
 	l.mu.Unlock()
 }
 
+// got returns the ids cancelled: of tools/call requests only when the
+// calls were noted (on 2026-07-28 closing a session also cancels its
+// subscriptions/listen request, which is not a call).
 func (l *cancelLog) got() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]string(nil), l.ids...)
+	var out []string
+	for _, id := range l.ids {
+		if l.calls == nil || l.calls[id] {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // recordingTransport is a server's end that notes the cancellations read.
@@ -60,8 +81,13 @@ type recordingConn struct {
 
 func (c recordingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	m, err := c.Connection.Read(ctx)
-	if req, ok := m.(*jsonrpc.Request); ok && req.Method == "notifications/cancelled" {
-		c.log.note(req.Params)
+	if req, ok := m.(*jsonrpc.Request); ok {
+		switch req.Method {
+		case "notifications/cancelled":
+			c.log.note(req.Params)
+		case "tools/call":
+			c.log.call(req.ID)
+		}
 	}
 	return m, err
 }

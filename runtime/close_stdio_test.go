@@ -31,6 +31,13 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 	return b.buf.Write(p)
 }
 
+// String returns what was written.
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 // stderrLines returns the "server stderr" lines of a JSON log.
 func (b *syncBuffer) stderrLines() []string {
 	b.mu.Lock()

@@ -132,6 +132,10 @@ func (c *conn) connect(ctx context.Context) bool {
 		c.fail(principalOp(err), err)
 		return false
 	}
+	if err := CheckProtocolVersion(c.cfg.Entry.ProtocolVersion); err != nil {
+		c.fail("resolve", fmt.Errorf("mcp.servers.%s.protocolVersion: %w", c.cfg.Name, err))
+		return false
+	}
 	tr := c.cfg.Transport
 	var kind transport.Kind
 	if tr == nil {
@@ -172,10 +176,7 @@ func (c *conn) connect(ctx context.Context) bool {
 	client.AddReceivingMiddleware(order.middleware) // outermost: added last
 	timeout := c.cfg.connectTimeout()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
-	var sopts *mcp.ClientSessionOptions
-	if v := cmp.Or(c.s.opts.ProtocolVersion, DefaultProtocolVersion); v != "" {
-		sopts = &mcp.ClientSessionOptions{ProtocolVersion: v}
-	}
+	sopts := &mcp.ClientSessionOptions{ProtocolVersion: cmp.Or(c.cfg.Entry.ProtocolVersion, c.s.opts.ProtocolVersion, DefaultProtocolVersion)}
 	if _, sdkHTTP := tr.(*mcp.StreamableClientTransport); !sdkHTTP && kind != transport.KindStreamableHTTP {
 		// go-sdk tells its streamable HTTP connection the session's state
 		// through an unexported method a wrapper cannot forward (without it
@@ -339,7 +340,10 @@ func (c *conn) relist(ctx context.Context) {
 	if cs == nil {
 		return // the connection ended meanwhile (watch): nothing to list
 	}
-	tools, err := listTools(c.principalCtx(ctx), cs, caps, c.cfg.listTimeout())
+	tools, dropped, err := listTools(c.principalCtx(ctx), cs, caps, c.cfg.listTimeout())
+	for _, why := range dropped {
+		c.s.log.Warn("MCP server lists a tool definition no client can use: it is left out, the others are kept", "server", c.cfg.Name, "tool", why)
+	}
 	if err != nil && ctx.Err() != nil && c.s.life.Err() == nil {
 		// The caller's context ended (a short Connect ctx, a Tools caller
 		// that gave up): not the server's failure. Nothing is recorded, and
@@ -444,50 +448,51 @@ func uniqueTools(tools []*mcp.Tool) ([]*mcp.Tool, []string) {
 }
 
 // listTools follows nextCursor (cursorTrail) with OpenClaw's caps (docs/protocol-facts.md, Defaults and limits),
-// each request bounded by timeout.
-func listTools(ctx context.Context, cs *mcp.ClientSession, caps *mcp.ServerCapabilities, timeout time.Duration) ([]*mcp.Tool, error) {
+// each request bounded by timeout. dropped says which tool definitions
+// were left out as unusable (listToolsPage).
+func listTools(ctx context.Context, cs *mcp.ClientSession, caps *mcp.ServerCapabilities, timeout time.Duration) (tools []*mcp.Tool, dropped []string, err error) {
 	var (
-		tools []*mcp.Tool
 		trail cursorTrail
 		size  int
 	)
 	for pages := 1; ; pages++ {
 		if pages > MaxListPages {
-			return nil, &ListError{Reason: "more than " + strconv.Itoa(MaxListPages) + " pages"}
+			return nil, dropped, &ListError{Reason: "more than " + strconv.Itoa(MaxListPages) + " pages"}
 		}
 		lctx, cancel := context.WithTimeout(ctx, timeout)
-		res, next, more, err := listToolsPage(lctx, cs, trail.at)
+		res, next, more, bad, err := listToolsPage(lctx, cs, trail.at)
 		cancel()
+		dropped = append(dropped, bad...)
 		if err != nil {
 			if pages == 1 && methodNotFound(err) && caps != nil && caps.Tools == nil && (caps.Resources != nil || caps.Prompts != nil) {
-				return nil, nil // a resources- or prompts-only server (docs/protocol-facts.md, Defaults and limits)
+				return nil, nil, nil // a resources- or prompts-only server (docs/protocol-facts.md, Defaults and limits)
 			}
 			// The callers' errors name the step (ServerError.Op
 			// "tools/list"): no prefix here.
 			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-				return nil, fmt.Errorf("no answer within %v: %w", timeout, err)
+				return nil, dropped, fmt.Errorf("no answer within %v: %w", timeout, err)
 			}
-			return nil, err
+			return nil, dropped, err
 		}
 		done, keep, err := trail.follow(next, more)
 		if err != nil {
-			return nil, err
+			return nil, dropped, err
 		}
 		if !keep {
-			return tools, nil
+			return tools, dropped, nil
 		}
 		tools = append(tools, res.Tools...)
 		if len(tools) > MaxListTools {
-			return nil, &ListError{Reason: "more than " + strconv.Itoa(MaxListTools) + " tools"}
+			return nil, dropped, &ListError{Reason: "more than " + strconv.Itoa(MaxListTools) + " tools"}
 		}
 		for _, t := range res.Tools {
 			size += toolSize(t)
 		}
 		if size > MaxListBytes {
-			return nil, &ListError{Reason: "more than " + strconv.Itoa(MaxListBytes) + " bytes of tools"}
+			return nil, dropped, &ListError{Reason: "more than " + strconv.Itoa(MaxListBytes) + " bytes of tools"}
 		}
 		if done {
-			return tools, nil
+			return tools, dropped, nil
 		}
 	}
 }

@@ -330,3 +330,91 @@ func TestInputRelay(t *testing.T) {
 		t.Errorf("the server saw capabilities %q, want %q", seenCaps, want)
 	}
 }
+
+// TestInputRequestStateIsolated: parallel calls of a 2026-07-28 server that
+// asks for input each echo their own request state, exactly, with their
+// own answers; a call that got no state sends none back, and a call that
+// asked for nothing carries neither answers nor state (SEP-2322).
+func TestInputRequestStateIsolated(t *testing.T) {
+	t.Parallel()
+	const n = 16
+	srv := newServer("par", &mcp.ServerOptions{SupportedProtocolVersions: rev20260728})
+	var mismatch atomic.Value
+	bad := func(format string, args ...any) { mismatch.CompareAndSwap(nil, fmt.Sprintf(format, args...)) }
+	type args struct {
+		N int `json:"n"`
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "ask"}, func(_ context.Context, req *mcp.CallToolRequest, a args) (*mcp.CallToolResult, any, error) {
+		// A state with bytes a client might be tempted to touch.
+		state := fmt.Sprintf(" {\"n\":%d} \u00e9+/= ", a.N)
+		if req.Params.InputResponses == nil {
+			if req.Params.RequestState != "" {
+				bad("call %d: first round carries request state %q", a.N, req.Params.RequestState)
+			}
+			msg := fmt.Sprintf("who is %d?", a.N)
+			if a.N%2 == 1 {
+				state = "" // odd calls get no state
+			}
+			return &mcp.CallToolResult{RequestState: state, InputRequests: mcp.InputRequestMap{
+				"who": &mcp.ElicitParams{Message: msg, RequestedSchema: &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{"n": {Type: "integer"}}}},
+			}}, nil, nil
+		}
+		if a.N%2 == 1 {
+			state = ""
+		}
+		if req.Params.RequestState != state {
+			bad("call %d: request state %q, want %q", a.N, req.Params.RequestState, state)
+		}
+		el, _ := req.Params.InputResponses["who"].(*mcp.ElicitResult)
+		if el == nil || fmt.Sprint(el.Content["n"]) != fmt.Sprint(a.N) {
+			bad("call %d: input responses %#v", a.N, req.Params.InputResponses)
+		}
+		return textResult(fmt.Sprint(a.N)), nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "plain"}, func(_ context.Context, req *mcp.CallToolRequest, a args) (*mcp.CallToolResult, any, error) {
+		if req.Params.InputResponses != nil || req.Params.RequestState != "" {
+			bad("plain call %d carries input responses %v, request state %q", a.N, req.Params.InputResponses, req.Params.RequestState)
+		}
+		return textResult("plain"), nil, nil
+	})
+	sv := inProcess(t, "par", srv)
+	sv.SupportsParallelToolCalls = true
+	// Every first round is answered only once all of them are in, so that
+	// the retries interleave.
+	var arrived sync.WaitGroup
+	arrived.Add(n)
+	s := open(t, []Server{sv}, &Options{
+		ProtocolVersion: rev20260728[0],
+		Elicit: func(_ context.Context, _ string, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+			var k int
+			if _, err := fmt.Sscanf(p.Message, "who is %d?", &k); err != nil {
+				return nil, err
+			}
+			arrived.Done()
+			arrived.Wait()
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"n": k}}, nil
+		},
+	})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			res, err := s.CallTool(context.Background(), "par__ask", []byte(fmt.Sprintf(`{"n":%d}`, i)))
+			if err != nil {
+				t.Errorf("call %d: %v", i, err)
+				return
+			}
+			if got := resultText(t, res); got != fmt.Sprint(i) {
+				t.Errorf("call %d = %q", i, got)
+			}
+		})
+		wg.Go(func() {
+			if _, err := s.CallTool(context.Background(), "par__plain", []byte(fmt.Sprintf(`{"n":%d}`, i))); err != nil {
+				t.Errorf("plain call %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	if m := mismatch.Load(); m != nil {
+		t.Error(m)
+	}
+}

@@ -27,6 +27,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -120,6 +121,15 @@ func (c *fastListConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			cp.Result = rest
 			return &cp, nil
 		}
+		if fixed := page.repair(resp.Result); fixed != nil {
+			cp := *resp
+			cp.Result = fixed
+			if rest, ok := page.take(fixed); ok {
+				cp.Result = rest
+			}
+			page.readCursor(cp.Result)
+			return &cp, nil
+		}
 	}
 	page.readCursor(resp.Result)
 	return msg, nil
@@ -140,9 +150,10 @@ type fastPage struct {
 	transport.ListPage
 	decode bool // a tools/list page: its tools are decoded here (take)
 
-	mu    sync.Mutex
-	taken bool
-	tools []*mcp.Tool
+	mu      sync.Mutex
+	taken   bool
+	tools   []*mcp.Tool
+	dropped []string // the tool definitions left out (usableTools)
 }
 
 // newFastPage returns the page of a list call at cur and ctx carrying it
@@ -150,6 +161,9 @@ type fastPage struct {
 func newFastPage(ctx context.Context, cur pageCursor, decode bool) (*fastPage, context.Context) {
 	p := &fastPage{decode: decode}
 	p.EmptyCursor = cur.set && cur.cursor == ""
+	if decode {
+		p.Repair = p.repair
+	}
 	return p, transport.WithListPage(context.WithValue(ctx, fastPageKey{}, p), &p.ListPage)
 }
 
@@ -197,6 +211,101 @@ func (p *fastPage) take(result json.RawMessage) (rest json.RawMessage, ok bool) 
 	p.taken, p.tools = true, tools
 	p.mu.Unlock()
 	return rest, true
+}
+
+// repair is the page's ListPage.Repair: a tools/list result that does not
+// decode (splitPage, which reads it as go-sdk does) is returned without the
+// tool definitions that fail (usableTools), which are recorded; nil keeps
+// the result as it is.
+func (p *fastPage) repair(result []byte) []byte {
+	if _, _, err := splitPage(result); err == nil {
+		return nil
+	}
+	fixed, dropped := usableTools(result)
+	if fixed == nil {
+		return nil
+	}
+	p.mu.Lock()
+	p.dropped = append(p.dropped, dropped...)
+	p.mu.Unlock()
+	return fixed
+}
+
+// usableTools returns result, a tools/list result, without the members of
+// its tools array that are not a tool definition a client can use (not an
+// object, a member of the wrong type, no name, a schema that is not an
+// object), and why each was left out ("tools[3] \"x\": ..."). It returns
+// nil when none was, or when result has no tools array to mend (go-sdk
+// then reports the error).
+func usableTools(result []byte) (fixed []byte, dropped []string) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(result, &m) != nil {
+		return nil, nil
+	}
+	var raw []json.RawMessage
+	if json.Unmarshal(m["tools"], &raw) != nil {
+		return nil, nil
+	}
+	keep := raw[:0]
+	for i, def := range raw {
+		if err := usableTool(def); err != nil {
+			var named struct{ Name any }
+			_ = json.Unmarshal(def, &named)
+			if s, ok := named.Name.(string); ok && s != "" {
+				dropped = append(dropped, fmt.Sprintf("tools[%d] %q: %v", i, truncate(s, 64), err))
+			} else {
+				dropped = append(dropped, fmt.Sprintf("tools[%d]: %v", i, err))
+			}
+			continue
+		}
+		keep = append(keep, def)
+	}
+	if len(dropped) == 0 {
+		return nil, nil
+	}
+	var err error
+	if m["tools"], err = json.Marshal(keep); err != nil {
+		return nil, nil
+	}
+	if fixed, err = json.Marshal(m); err != nil {
+		return nil, nil
+	}
+	return fixed, dropped
+}
+
+// usableTool says why def cannot be a tool of the catalog, nil when it can
+// (null, which go-sdk drops, can).
+func usableTool(def json.RawMessage) error {
+	if bytes.Equal(bytes.TrimSpace(def), litNull) {
+		return nil
+	}
+	var t mcp.Tool
+	if err := json.Unmarshal(def, &t); err != nil {
+		return err
+	}
+	if t.Name == "" {
+		return errors.New("no name")
+	}
+	for _, f := range [2]struct {
+		key string
+		v   any
+	}{{"inputSchema", t.InputSchema}, {"outputSchema", t.OutputSchema}} {
+		var kind string
+		switch f.v.(type) {
+		case nil, map[string]any:
+			continue
+		case string:
+			kind = "a string"
+		case float64:
+			kind = "a number"
+		case bool:
+			kind = "a boolean"
+		default:
+			kind = "an array"
+		}
+		return fmt.Errorf("%s is %s, want a JSON Schema object", f.key, kind)
+	}
+	return nil
 }
 
 // result returns the decoded tools, and whether the page was taken.
@@ -436,18 +545,23 @@ const maxDepth = 1000
 // listToolsPage is cs.ListTools of the page at cur, except that on a
 // connection made through withFastList the page's tools are decoded by the
 // runtime (fastPage.take) and a present "" cursor is sent and read as
-// such. next is the page's nextCursor, more whether it is present.
-func listToolsPage(ctx context.Context, cs *mcp.ClientSession, cur pageCursor) (res *mcp.ListToolsResult, next string, more bool, err error) {
+// such. next is the page's nextCursor, more whether it is present. A tool
+// definition no client can use is left out of res, and said in dropped,
+// instead of failing the page (fastPage.repair).
+func listToolsPage(ctx context.Context, cs *mcp.ClientSession, cur pageCursor) (res *mcp.ListToolsResult, next string, more bool, dropped []string, err error) {
 	page, pctx := newFastPage(ctx, cur, true)
 	res, err = cs.ListTools(pctx, &mcp.ListToolsParams{Cursor: cur.cursor})
 	if err != nil {
-		return nil, "", false, err
+		return nil, "", false, nil, err
 	}
 	if tools, ok := page.result(); ok {
 		res.Tools = tools
 	}
 	next, more = page.nextCursor(res.NextCursor)
-	return res, next, more, nil
+	page.mu.Lock()
+	dropped = page.dropped
+	page.mu.Unlock()
+	return res, next, more, dropped, nil
 }
 
 // pageCursor is the cursor of a list request: set false asks for the first

@@ -67,7 +67,7 @@ func listAll(t *testing.T, cs *mcp.ClientSession) ([]string, int) {
 	var out []string
 	var cur pageCursor
 	for pages := 1; ; pages++ {
-		res, next, more, err := listToolsPage(context.Background(), cs, cur)
+		res, next, more, _, err := listToolsPage(context.Background(), cs, cur)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,7 +155,7 @@ func canon(t *testing.T, s string) string {
 func TestListFastSchemasStayRaw(t *testing.T) {
 	t.Parallel()
 	cs := connectFast(t, fastListServer(4, 0, false), true, "")
-	res, _, _, err := listToolsPage(context.Background(), cs, pageCursor{})
+	res, _, _, _, err := listToolsPage(context.Background(), cs, pageCursor{})
 	if err != nil {
 		t.Fatal(err)
 	}

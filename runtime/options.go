@@ -3,7 +3,10 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -158,10 +161,14 @@ type Options struct {
 	Elicit        ElicitFunc
 	ListRoots     ListRootsFunc
 	OnLog         LogFunc
-	// ProtocolVersion is the MCP revision offered to every server in the
-	// handshake (the server may negotiate another); "" means
-	// DefaultProtocolVersion. "2026-07-28" offers the newest revision: a
-	// server on it may not send requests or log messages while it serves a
+	// ProtocolVersion is the MCP revision offered to every server whose
+	// entry pins none (config.ServerEntry.ProtocolVersion, the entry's
+	// "protocolVersion"): one of [ProtocolVersions]; "" means
+	// DefaultProtocolVersion. On "2026-07-28" the session asks
+	// server/discover first and falls back to initialize on 2025-11-25 when
+	// the server refuses it (a server that knows neither negotiates down as
+	// usual); an older revision skips server/discover. A server on
+	// 2026-07-28 may not send requests or log messages while it serves a
 	// call; it returns input requests instead (SEP-2322), which the runtime
 	// answers with the same CreateMessage, Elicit and ListRoots handlers and
 	// retries the request with (*InputRequestError when it cannot).
@@ -213,12 +220,22 @@ type Options struct {
 }
 
 // DefaultProtocolVersion is the MCP revision the runtime offers servers
-// when Options.ProtocolVersion is "": 2025-11-25, under which a server may
-// send sampling, elicitation, roots and log messages while it serves a call
-// (the runtime routes them to the embedder's handlers). On 2026-07-28 a
-// server returns input requests instead (SEP-2322, answered by the same
-// handlers), and some servers (the go-sdk conformance fixture among them)
-// then refuse to ask at all; the older revision is also the cheaper
-// handshake (no server/discover round trip). Servers that only know an
-// older revision negotiate down as usual.
-const DefaultProtocolVersion = "2025-11-25"
+// when neither Options.ProtocolVersion nor the server's entry pins one:
+// 2026-07-28, the newest, negotiated with server/discover and falling back
+// to 2025-11-25 and older with a server that does not offer it
+// (docs/RATIONALE.md, "Why does the runtime offer 2026-07-28 by default?").
+const DefaultProtocolVersion = "2026-07-28"
+
+// ProtocolVersions returns the MCP revisions a session can offer a server,
+// newest first (go-sdk's).
+func ProtocolVersions() []string { return mcp.SupportedProtocolVersions() }
+
+// CheckProtocolVersion returns nil when v is "" or one of
+// [ProtocolVersions], and otherwise an error naming v and the revisions
+// known.
+func CheckProtocolVersion(v string) error {
+	if v == "" || slices.Contains(ProtocolVersions(), v) {
+		return nil
+	}
+	return fmt.Errorf("%q is not an MCP revision this client speaks (want one of %s)", v, strings.Join(ProtocolVersions(), ", "))
+}

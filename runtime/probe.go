@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -195,6 +196,9 @@ func probeOne(ctx context.Context, sv *Server, o *ProbeOptions) (r ProbeResult) 
 		slices.Sort(keys)
 		return fail("resolve", &transport.BlockedEnvError{Server: sv.Name, Keys: keys})
 	}
+	if err := CheckProtocolVersion(sv.Entry.ProtocolVersion); err != nil {
+		return fail("resolve", fmt.Errorf("mcp.servers.%s.protocolVersion: %w", sv.Name, err))
+	}
 	tr := sv.Transport
 	if tr == nil {
 		topts := transport.Options{}
@@ -213,7 +217,7 @@ func probeOne(ctx context.Context, sv *Server, o *ProbeOptions) (r ProbeResult) 
 	client := mcp.NewClient(o.ClientInfo, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
 	timeout := sv.connectTimeout()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
-	cs, err := client.Connect(cctx, tr, nil)
+	cs, err := client.Connect(cctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: cmp.Or(sv.Entry.ProtocolVersion, DefaultProtocolVersion)})
 	cancel()
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
@@ -231,7 +235,10 @@ func probeOne(ctx context.Context, sv *Server, o *ProbeOptions) (r ProbeResult) 
 	if r.Init != nil {
 		caps = r.Init.Capabilities
 	}
-	tools, err := listTools(ctx, cs, caps, sv.listTimeout())
+	tools, dropped, err := listTools(ctx, cs, caps, sv.listTimeout())
+	for _, why := range dropped {
+		o.Logger.Warn("MCP server lists a tool definition no client can use: it is left out", "server", sv.Name, "tool", why)
+	}
 	if err != nil {
 		return fail("tools/list", err)
 	}

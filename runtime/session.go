@@ -233,6 +233,9 @@ func New(servers []Server, opts *Options) (*Session, error) {
 	if opts.Sanitizer == nil {
 		return nil, errors.New("runtime: Options.Sanitizer is nil: the catalog must be named by a sanitize_tool_names policy")
 	}
+	if err := CheckProtocolVersion(opts.ProtocolVersion); err != nil {
+		return nil, fmt.Errorf("runtime: Options.ProtocolVersion: %w", err)
+	}
 	s := &Session{
 		opts:        *opts,
 		closeDone:   make(chan struct{}),
@@ -1331,6 +1334,9 @@ type ServerStatus struct {
 	// not one JSON-RPC message, lines over the size cap, cut-off parts
 	// (transport.StdioTransport.SkippedLines). 0 for other transports.
 	SkippedLines int64
+	// ProtocolVersion is the MCP revision negotiated with the server, such
+	// as "2026-07-28"; "" while it is not connected.
+	ProtocolVersion string
 }
 
 // Status returns every declared server's state, in declaration order.
@@ -1346,6 +1352,9 @@ func (s *Session) Status() []ServerStatus {
 		st := ServerStatus{
 			Name: c.cfg.Name, Kind: c.kind, Launch: c.launch, Enabled: !c.cfg.Disabled,
 			Connected: c.cs != nil,
+		}
+		if c.cs != nil && c.cs.InitializeResult() != nil {
+			st.ProtocolVersion = c.cs.InitializeResult().ProtocolVersion
 		}
 		if c.err != nil {
 			st.Err = c.err

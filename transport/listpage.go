@@ -22,6 +22,12 @@ type ListPage struct {
 	// EmptyCursor makes the request carry "cursor":"" (the cursor "" a
 	// server handed out), which go-sdk would leave out.
 	EmptyCursor bool
+	// Repair, when set, may rewrite the page's result before go-sdk
+	// decodes it: it returns the result to decode instead, or nil to keep
+	// the result as it is. Over streamable HTTP the response's message
+	// that carries the result is held back until it is complete (the whole
+	// JSON body, or its event of the stream).
+	Repair func(result []byte) []byte
 
 	mu   sync.Mutex
 	read bool // the result's nextCursor was read from the wire
@@ -126,8 +132,12 @@ func listPageResponse(resp *http.Response, p *ListPage) {
 		return
 	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	switch mt {
-	case "application/json", "text/event-stream":
+	switch {
+	case (mt == "application/json" || mt == "text/event-stream") && p.Repair != nil:
+		resp.Body = &repairBody{ReadCloser: resp.Body, page: p, sse: mt == "text/event-stream"}
+		resp.ContentLength = -1
+		resp.Header.Del("Content-Length")
+	case mt == "application/json" || mt == "text/event-stream":
 		resp.Body = &listPageBody{ReadCloser: resp.Body, page: p, sse: mt == "text/event-stream"}
 	}
 }
@@ -199,4 +209,135 @@ func (b *listPageBody) message(msg []byte) {
 	if next, present, ok := NextCursorOf(m.Result); ok {
 		b.page.SetNextCursor(next, present)
 	}
+}
+
+// repairBody is the response body of a list request whose ListPage has a
+// Repair function: the message carrying the result (the JSON body, or the
+// event of the stream) is held back until it is complete, goes through
+// Repair, and its nextCursor is recorded; everything else passes as it
+// comes.
+type repairBody struct {
+	io.ReadCloser
+	page *ListPage
+	sse  bool
+	in   []byte // read, not yet handed out
+	out  []byte // ready to hand out
+	done bool   // the result was seen: the rest passes through
+	err  error  // the underlying body's error (io.EOF at its end)
+	buf  [4096]byte
+}
+
+func (b *repairBody) Read(p []byte) (int, error) {
+	for len(b.out) == 0 {
+		if b.err != nil {
+			return 0, b.err
+		}
+		n, err := b.ReadCloser.Read(b.buf[:])
+		b.in = append(b.in, b.buf[:n]...)
+		b.err = err
+		b.process(err != nil)
+	}
+	n := copy(p, b.out)
+	b.out = b.out[n:]
+	return n, nil
+}
+
+// process moves what can be handed out from in to out; end says the body
+// ended.
+func (b *repairBody) process(end bool) {
+	switch {
+	case b.done:
+		b.out, b.in = append(b.out, b.in...), b.in[:0]
+	case !b.sse:
+		if end {
+			b.out, b.in = append(b.out, b.repaired(b.in)...), nil
+		}
+	default:
+		b.events(end)
+	}
+}
+
+// events hands out each complete event of the stream, the one carrying
+// the result repaired.
+func (b *repairBody) events(end bool) {
+	for !b.done {
+		n := eventEnd(b.in)
+		if n < 0 {
+			break
+		}
+		b.out = append(b.out, b.event(b.in[:n])...)
+		b.in = b.in[n:]
+	}
+	if b.done || end {
+		b.out, b.in = append(b.out, b.in...), b.in[:0]
+	}
+}
+
+// eventEnd returns the length of the first complete event of an event
+// stream (its blank line included), or -1.
+func eventEnd(in []byte) int {
+	for i := 0; i < len(in); {
+		j := bytes.IndexByte(in[i:], '\n')
+		if j < 0 {
+			return -1
+		}
+		line := bytes.TrimSuffix(in[i:i+j], []byte("\r"))
+		i += j + 1
+		if len(line) == 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// event returns ev, one event of the stream, with its data repaired when
+// it is the result's message.
+func (b *repairBody) event(ev []byte) []byte {
+	var data []byte
+	var other [][]byte
+	for line := range bytes.Lines(ev) {
+		l := bytes.TrimRight(line, "\r\n")
+		if d, ok := bytes.CutPrefix(l, []byte("data:")); ok {
+			if len(data) > 0 {
+				data = append(data, '\n')
+			}
+			data = append(data, bytes.TrimPrefix(d, []byte(" "))...)
+		} else if len(l) > 0 {
+			other = append(other, l)
+		}
+	}
+	if len(data) == 0 {
+		return ev
+	}
+	fixed := b.repaired(data)
+	if !b.done || bytes.Equal(fixed, data) {
+		return ev
+	}
+	out := make([]byte, 0, len(ev)+len(fixed)-len(data))
+	for _, l := range other {
+		out = append(append(out, l...), '\n')
+	}
+	return append(append(append(out, "data: "...), fixed...), "\n\n"...)
+}
+
+// repaired returns msg, a JSON-RPC message, with its result through
+// Repair, and records its nextCursor; a message with no result (a request
+// or notification of the stream) is returned as it is.
+func (b *repairBody) repaired(msg []byte) []byte {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(msg, &m) != nil || len(m["result"]) == 0 {
+		return msg
+	}
+	b.done = true
+	result := []byte(m["result"])
+	if fixed := b.page.Repair(result); fixed != nil {
+		m["result"] = fixed
+		if out, err := json.Marshal(m); err == nil {
+			msg, result = out, fixed
+		}
+	}
+	if next, present, ok := NextCursorOf(result); ok {
+		b.page.SetNextCursor(next, present)
+	}
+	return msg
 }

@@ -53,6 +53,9 @@ type runtimeFlags struct {
 	confine confineFlags
 	// pins choose the tool pins file and mode (--tool-pins, --tool-pins-mode).
 	pins pinFlags
+	// protocol is the MCP revision offered to the servers whose entry pins
+	// none (--upstream-protocol); "" is the runtime's default.
+	protocol string
 }
 
 func (f *runtimeFlags) register(cmd *cobra.Command) {
@@ -63,6 +66,7 @@ func (f *runtimeFlags) register(cmd *cobra.Command) {
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log the servers' stderr and the runtime's progress on stderr")
 	f.confine.register(fl)
 	f.pins.register(fl)
+	fl.StringVar(&f.protocol, "upstream-protocol", "", `MCP revision offered to the servers whose entry has no "protocolVersion" (default `+runtime.DefaultProtocolVersion+`, falling back to older revisions with servers that do not offer it)`)
 	fl.StringVar(&f.principal, "principal", "", `requester whose OAuth tokens servers with "oauth": {"identity": "per-requester"} use (openclaw mcp login <name> --principal <id>)`)
 }
 
@@ -104,6 +108,9 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve appro
 	}
 	ctx := cmd.Context()
 	stderr := cmd.ErrOrStderr()
+	if err := runtime.CheckProtocolVersion(f.protocol); err != nil {
+		return nil, &exitError{code: 2, err: fmt.Errorf("openclaw mcp: --upstream-protocol %w", err)}
+	}
 	confine, err := f.confine.confinement(f.policy)
 	if err != nil {
 		return nil, regFail(cmd, "openclaw mcp: "+err.Error())
@@ -189,6 +196,7 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve appro
 		Caller:          policies.Caller{Name: "openclaw-go-cli", Version: version},
 		Logger:          logger,
 		Transport:       &transport.Options{ConfineStdio: confine},
+		ProtocolVersion: f.protocol,
 		ClientInfo: &mcp.Implementation{
 			Name: "openclaw-go", Version: version,
 		},

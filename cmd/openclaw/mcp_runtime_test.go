@@ -196,6 +196,27 @@ func TestMCPToolsAndCall(t *testing.T) {
 			noErr:   []string{"broken"},
 		},
 		{
+			name:    "--upstream-protocol pins the revision offered",
+			servers: map[string]any{"tiny": tiny},
+			args:    []string{"mcp", "tools", "--upstream-protocol", "2025-06-18"},
+			stdout:  []string{"tiny__echo"},
+		},
+		{
+			name:    "--upstream-protocol refuses what is not a revision",
+			servers: map[string]any{"tiny": tiny},
+			args:    []string{"mcp", "call", "tiny__echo", "--upstream-protocol", "2025-13-01"},
+			code:    2,
+			stderr:  []string{`--upstream-protocol "2025-13-01" is not an MCP revision`, "2026-07-28"},
+		},
+		{
+			name:    "an entry's protocolVersion that is not a revision is that server's diagnostic",
+			servers: map[string]any{"tiny": tiny, "odd": map[string]any{"command": cli.tiny, "protocolVersion": "latest"}},
+			args:    []string{"mcp", "tools"},
+			stdout:  []string{"tiny__echo"},
+			stderr:  []string{`server "odd" failed`, `mcp.servers.odd.protocolVersion: "latest" is not an MCP revision`},
+			noOut:   []string{"odd__"},
+		},
+		{
 			name:    "--server with an unknown name",
 			servers: map[string]any{"tiny": tiny},
 			args:    []string{"mcp", "tools", "--server", "nope"},

@@ -34,12 +34,11 @@ const (
 // call through the policies:
 //
 //   - the go-sdk fixture everything-server speaks both revisions: offered
-//     2026-07-28 (go-sdk's newest, via server/discover) it runs on
-//     2026-07-28; offered 2025-11-25 (initialize; also the runtime's
-//     default) it runs on 2025-11-25;
+//     2026-07-28 (via server/discover; also the runtime's default) it runs
+//     on 2026-07-28; offered 2025-11-25 (initialize) it runs on 2025-11-25;
 //   - server-everything (Node SDK) knows 2025-11-25 at most: offered
-//     2026-07-28, its server/discover fails and the client falls back to
-//     initialize with 2025-11-25.
+//     2026-07-28, by default too, its server/discover fails and the client
+//     falls back to initialize with 2025-11-25.
 func TestServerProtocolRevisions(t *testing.T) {
 	goFixture := testkit.Peer(t, testkit.GoEverythingServer)
 	nodeScript := testkit.Peer(t, testkit.ServerEverything)
@@ -57,10 +56,11 @@ func TestServerProtocolRevisions(t *testing.T) {
 		tool, args string
 		text       string // in the call's text content
 	}{
-		{"go fixture, default", goEntry, "", []string{serverRev20251125}, serverRev20251125, goTool, goArgs, goText},
+		{"go fixture, default", goEntry, "", []string{serverRev20260728}, serverRev20260728, goTool, goArgs, goText},
 		{"go fixture, 2026-07-28", goEntry, serverRev20260728, []string{serverRev20260728}, serverRev20260728, goTool, goArgs, goText},
 		{"go fixture, 2025-11-25", goEntry, serverRev20251125, []string{serverRev20251125}, serverRev20251125, goTool, goArgs, goText},
 		{"server-everything, 2026-07-28", nodeEntry, serverRev20260728, []string{serverRev20260728, serverRev20251125}, serverRev20251125, nodeTool, nodeArgs, nodeText},
+		{"server-everything, default", nodeEntry, "", []string{serverRev20260728, serverRev20251125}, serverRev20251125, nodeTool, nodeArgs, nodeText},
 		{"server-everything, 2025-11-25", nodeEntry, serverRev20251125, []string{serverRev20251125}, serverRev20251125, nodeTool, nodeArgs, nodeText},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,13 +6,17 @@
 //
 // The suite runs it once per scenario with the scenario's server URL as the
 // last argument and the scenario in MCP_CONFORMANCE_SCENARIO (extra data,
-// such as a pre-registered client, in MCP_CONFORMANCE_CONTEXT as JSON). It
-// connects, lists the tools and, per scenario, calls the tool the suite
-// checks: add_numbers (tools_call), test_client_elicitation_defaults
-// (accepting with defaults), test_reconnection (sse-retry), test-tool (auth/*,
-// after the authorization code flow, run headlessly because the suite's
-// authorization endpoint redirects straight back). Exit status 0 means the
-// client did its part; the suite judges the rest.
+// such as a pre-registered client or the tool calls to make, in
+// MCP_CONFORMANCE_CONTEXT as JSON). It connects offering the runtime's
+// default revision (2026-07-28, falling back to older ones for the 0.1
+// suite's servers), lists the catalog and does what the scenario checks
+// (actions), always through the runtime's catalog and calls: the tool a
+// scenario calls, the multi round-trip tools of SEP-2322, the header
+// scenarios of SEP-2243, the JSON Schema echo, test-tool for auth/* (after
+// the authorization code flow, run headlessly because the suite's
+// authorization endpoint redirects straight back). A scenario it does not
+// know fails. Exit status 0 means the client did its part; the suite judges
+// the rest.
 package main
 
 import (
@@ -63,27 +67,161 @@ func main() {
 	}
 }
 
-// scenarioTool is the tool each scenario has the client call ("" = none).
-func scenarioTool(scenario string) string {
-	switch {
-	case scenario == "tools_call":
-		return "add_numbers"
-	case scenario == "elicitation-sep1034-client-defaults":
-		return "test_client_elicitation_defaults"
-	case scenario == "sse-retry":
-		return "test_reconnection"
-	case strings.HasPrefix(scenario, "auth/"):
-		return "test-tool"
+// scenarioCtx is the part of MCP_CONFORMANCE_CONTEXT the client reads: a
+// pre-registered OAuth client (auth/pre-registration) and the tool calls
+// to make (http-custom-headers).
+type scenarioCtx struct {
+	ClientID     string `json:"client_id"`
+	ClientSecret string `json:"client_secret"`
+	ToolCalls    []struct {
+		Name      string         `json:"name"`
+		Arguments map[string]any `json:"arguments"`
+	} `json:"toolCalls"`
+}
+
+// action is what the client does in a scenario once it is connected and
+// has listed the catalog.
+type action func(ctx context.Context, s *runtime.Session, tools []runtime.Tool, sctx *scenarioCtx) error
+
+// actions are the scenarios whose checks need more than connecting and
+// listing the tools (initialize, request-metadata, json-schema-ref-no-deref
+// need no more). A scenario that is neither here nor an auth/ one is
+// refused, so that a new scenario of the suite shows up as a failure.
+var actions = map[string]action{
+	"tools_call":                          callTool("add_numbers", map[string]any{"a": 5, "b": 3}),
+	"elicitation-sep1034-client-defaults": callTool("test_client_elicitation_defaults", nil),
+	"sse-retry":                           callTool("test_reconnection", nil),
+	"initialize":                          nothing,
+	"request-metadata":                    nothing,
+	"json-schema-ref-no-deref":            nothing,
+	// SEP-2322: each tool starts (or skips) a multi round-trip flow that
+	// the runtime's input request loop completes; test_mrtr_unrelated
+	// checks that no request state leaked into another call.
+	"sep-2322-client-request-state": callEach("test_mrtr_echo_state", "test_mrtr_no_state", "test_mrtr_unrelated", "test_mrtr_no_result_type"),
+	// SEP-2243: Mcp-Method / Mcp-Name on a tool call, a resource read and
+	// a prompt get.
+	"http-standard-headers": standardHeaders,
+	// SEP-2243: the Mcp-Param-* headers of the calls the suite lists.
+	"http-custom-headers": func(ctx context.Context, s *runtime.Session, tools []runtime.Tool, sctx *scenarioCtx) error {
+		for _, c := range sctx.ToolCalls {
+			if err := callTool(c.Name, c.Arguments)(ctx, s, tools, sctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	},
+	// SEP-2243: a tool whose x-mcp-header annotations are invalid is left
+	// out; every other one is listed and called.
+	"http-invalid-tool-headers": func(ctx context.Context, s *runtime.Session, tools []runtime.Tool, _ *scenarioCtx) error {
+		for _, t := range tools {
+			if t.Utility != "" {
+				continue
+			}
+			if _, err := s.CallTool(ctx, t.Name, []byte(`{"region":"us-west1"}`)); err != nil {
+				return fmt.Errorf("calling %s: %w", t.Upstream.Name, err)
+			}
+		}
+		return nil
+	},
+	// SEP-1613 / SEP-2106: the focal tool's inputSchema, as the catalog
+	// holds it, goes back to the suite through json_schema_echo.
+	"json-schema-2020-12-preservation": func(ctx context.Context, s *runtime.Session, tools []runtime.Tool, sctx *scenarioCtx) error {
+		t := find(tools, "json_schema_2020_12_tool")
+		if t == nil {
+			return fmt.Errorf("tool json_schema_2020_12_tool not listed (%d tools)", len(tools))
+		}
+		return callTool("json_schema_echo", map[string]any{"schema": t.Upstream.InputSchema})(ctx, s, tools, sctx)
+	},
+}
+
+func nothing(context.Context, *runtime.Session, []runtime.Tool, *scenarioCtx) error { return nil }
+
+// find returns the catalog entry of the server's tool raw, or nil.
+func find(tools []runtime.Tool, raw string) *runtime.Tool {
+	for i, t := range tools {
+		if t.Upstream != nil && t.Utility == "" && t.Upstream.Name == raw {
+			return &tools[i]
+		}
 	}
-	return ""
+	return nil
+}
+
+// callTool calls the server's tool raw through the catalog with args (nil:
+// none); a tool error fails the scenario.
+func callTool(raw string, args map[string]any) action {
+	return func(ctx context.Context, s *runtime.Session, tools []runtime.Tool, _ *scenarioCtx) error {
+		t := find(tools, raw)
+		if t == nil {
+			return fmt.Errorf("tool %q not listed (%d tools)", raw, len(tools))
+		}
+		if args == nil {
+			args = map[string]any{}
+		}
+		b, err := json.Marshal(args)
+		if err != nil {
+			return err
+		}
+		res, err := s.CallTool(ctx, t.Name, b)
+		if err != nil {
+			return fmt.Errorf("calling %s: %w", raw, err)
+		}
+		if res.IsError {
+			return fmt.Errorf("%s returned a tool error", raw)
+		}
+		return nil
+	}
+}
+
+// callEach calls each of the tools in turn.
+func callEach(raw ...string) action {
+	return func(ctx context.Context, s *runtime.Session, tools []runtime.Tool, sctx *scenarioCtx) error {
+		for _, r := range raw {
+			if err := callTool(r, nil)(ctx, s, tools, sctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// standardHeaders calls the first tool, reads the first resource and gets
+// the first prompt the server lists, whichever it has.
+func standardHeaders(ctx context.Context, s *runtime.Session, tools []runtime.Tool, _ *scenarioCtx) error {
+	for _, t := range tools {
+		if t.Utility == "" {
+			if _, err := s.CallTool(ctx, t.Name, []byte(`{}`)); err != nil {
+				return fmt.Errorf("calling %s: %w", t.Upstream.Name, err)
+			}
+			break
+		}
+	}
+	if res, err := s.Resources(ctx); err != nil {
+		return err
+	} else if len(res) > 0 {
+		if _, err := s.ReadResource(ctx, res[0].Upstream.URI); err != nil {
+			return err
+		}
+	}
+	if ps, err := s.Prompts(ctx); err != nil {
+		return err
+	} else if len(ps) > 0 {
+		if _, err := s.GetPrompt(ctx, ps[0].Name, map[string]string{}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func run(ctx context.Context, scenario, serverURL, rawCtx string) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	var sctx struct {
-		ClientID     string `json:"client_id"`
-		ClientSecret string `json:"client_secret"`
+	act, ok := actions[scenario]
+	if strings.HasPrefix(scenario, "auth/") {
+		act, ok = callTool("test-tool", nil), true
 	}
+	if !ok {
+		return fmt.Errorf("unknown scenario %q: this client does not know what the suite checks there", scenario)
+	}
+	var sctx scenarioCtx
 	if rawCtx != "" {
 		if err := json.Unmarshal([]byte(rawCtx), &sctx); err != nil {
 			return fmt.Errorf("MCP_CONFORMANCE_CONTEXT: %w", err)
@@ -148,23 +286,7 @@ func run(ctx context.Context, scenario, serverURL, rawCtx string) error {
 	if err != nil {
 		return err
 	}
-	want := scenarioTool(scenario)
-	if want == "" {
-		return nil
-	}
-	for _, t := range tools {
-		if t.Upstream != nil && t.RawName() == want {
-			res, err := s.CallTool(ctx, t.Name, []byte(argsFor(want)))
-			if err != nil {
-				return fmt.Errorf("calling %s: %w", want, err)
-			}
-			if res.IsError {
-				return fmt.Errorf("%s returned a tool error", want)
-			}
-			return nil
-		}
-	}
-	return fmt.Errorf("tool %q not listed (%d tools)", want, len(tools))
+	return act(ctx, s, tools, &sctx)
 }
 
 // schemaDefaults returns the default value of each top-level property of
@@ -190,13 +312,6 @@ func schemaDefaults(schema any) map[string]any {
 		}
 	}
 	return out
-}
-
-func argsFor(tool string) string {
-	if tool == "add_numbers" {
-		return `{"a":5,"b":3}`
-	}
-	return `{}`
 }
 
 // followRedirect gets the authorization code the way a browser would, for
