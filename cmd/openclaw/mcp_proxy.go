@@ -73,11 +73,12 @@ const defaultConnectWait = 3 * time.Second
 
 // defaultUpstreamProtocol is the MCP revision the proxy offers the servers
 // it fronts. On 2026-07-28 a server may not send requests (sampling,
-// elicitation, roots) or log messages during a call, and the runtime does
-// not yet answer the input requests (SEP-2322) that replace them; on
-// 2025-11-25 everything passes through (the conformance server suite: 40/40
-// through the proxy, 27/40 on 2026-07-28). Clients reach the proxy on
-// either revision.
+// elicitation, roots) or log messages during a call and returns input
+// requests (SEP-2322) instead, which the proxy relays; servers written for
+// the older revision (the go-sdk conformance fixture among them) then fail
+// such a call rather than ask. On 2025-11-25 everything passes through.
+// Clients reach the proxy on either revision (docs/RATIONALE.md, "Why does
+// the runtime offer 2026-07-28 by default?").
 const defaultUpstreamProtocol = "2025-11-25"
 
 // knownUpstreamProtocols are the MCP revisions --upstream-protocol takes
@@ -172,7 +173,7 @@ server the proxy started.`,
 	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", proxy.DefaultShutdownTimeout, "on SIGINT/SIGTERM, how long calls in flight may take to finish")
 	f.DurationVar(&c.connectWait, "connect-wait", defaultConnectWait, "at start, how long to wait for the MCP servers before serving; a server that answers later joins with notifications/tools/list_changed (0: wait for every server, each bounded by its connectionTimeoutMs)")
 	f.Int64Var(&c.maxMessage, "max-message-bytes", proxy.DefaultMaxMessageBytes, "largest message a client may send, in bytes: one HTTP POST body (larger: 413) or one stdin line (larger: a parse error)")
-	f.StringVar(&c.upstreamProto, "upstream-protocol", defaultUpstreamProtocol, `MCP revision offered to the servers: 2025-11-25 lets them send sampling, elicitation, roots and log requests during a call; 2026-07-28 (or "" for the newest the go-sdk speaks) does not, until the runtime answers SEP-2322 input requests`)
+	f.StringVar(&c.upstreamProto, "upstream-protocol", defaultUpstreamProtocol, `MCP revision offered to the servers: 2025-11-25 lets them send sampling, elicitation, roots and log requests during a call; on 2026-07-28 (or "", the newest the go-sdk speaks) they return input requests instead, which the proxy relays to its clients`)
 	f.StringVar(&c.stateKeyFile, "request-state-key-file", "", fmt.Sprintf("file holding the key (at least %d bytes; surrounding whitespace trimmed) that seals the requestState handed to MCP 2026-07-28 clients with input requests: replicas that share it resume each other's requests (default: a random key per process)", proxy.MinStateKeyBytes))
 	return cmd
 }
