@@ -188,7 +188,7 @@ func (c *conn) connect(ctx context.Context) bool {
 			if embedded {
 				rt = transport.ListPages(rt)
 			}
-			return newCancelTripper(rt)
+			return withOrderedStreams(newCancelTripper(rt), order)
 		})
 	} else {
 		tr = withCancelNotices(withOrderedNotifications(withFastList(tr), order))
