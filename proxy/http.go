@@ -139,10 +139,10 @@ type HTTPHandler struct {
 	draining bool
 	wake     chan struct{}    // closed and replaced when a count above drops to 0
 	opening  int              // initialize requests admitted, not yet answered
-	calls    map[callKey]bool // requests in flight on /mcp sessions; true once cancelled
+	calls    map[callKey]bool // requests in flight on /mcp and /sse sessions; true once cancelled
 }
 
-// callKey names a request on a streamable HTTP session.
+// callKey names a request on a streamable HTTP or legacy SSE session.
 type callKey struct {
 	session string
 	id      jsonrpc.ID
@@ -282,7 +282,9 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				writeTooManySessions(w, jsonrpc.ID{}, h.limits.MaxSessions)
 				return
 			}
-			w = &sseWriter{ResponseWriter: w, h: h}
+			sw := &sseWriter{ResponseWriter: w, h: h}
+			defer sw.forget()
+			w = sw
 		}
 	} else {
 		h.mu.Lock()
@@ -300,17 +302,62 @@ func isListen(r *http.Request) bool {
 	return r.Method == http.MethodPost && r.Header.Get("Mcp-Method") == "subscriptions/listen"
 }
 
-// sseWriter notes when a legacy SSE stream was last written to.
+// sseWriter is the GET stream of a legacy SSE session: it notes when a
+// legacy SSE stream was last written to, learns its session id from the
+// endpoint event, and leaves out the answer to a request the client
+// cancelled (watchCancelSSE). go-sdk writes one event per Write.
 type sseWriter struct {
 	http.ResponseWriter
-	h *HTTPHandler
+	h   *HTTPHandler
+	sid string // sseCallSession + the session id, once the endpoint event passed
 }
 
 func (s *sseWriter) Write(b []byte) (int, error) {
+	if s.sid == "" {
+		s.sid = sseCallSession + endpointSession(b)
+	}
+	id, isAnswer := answered(b)
 	s.h.mu.Lock()
 	s.h.lastSSE = time.Now()
+	cancelled := false
+	if isAnswer {
+		key := callKey{s.sid, id}
+		cancelled = s.h.calls[key]
+		delete(s.h.calls, key)
+	}
 	s.h.mu.Unlock()
+	if cancelled {
+		return len(b), nil
+	}
 	return s.ResponseWriter.Write(b)
+}
+
+// forget drops the requests of the session still in flight: the stream
+// ended, no answer will pass.
+func (s *sseWriter) forget() {
+	if s.sid == "" {
+		return
+	}
+	s.h.mu.Lock()
+	defer s.h.mu.Unlock()
+	for k := range s.h.calls {
+		if k.session == s.sid {
+			delete(s.h.calls, k)
+		}
+	}
+}
+
+// endpointSession reads the session id from the endpoint event of a legacy
+// SSE stream ("data: /sse?sessionid=…"); "" when b is not one.
+func endpointSession(b []byte) string {
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if data, ok := strings.CutPrefix(strings.TrimSpace(line), "data:"); ok {
+			if u, err := url.Parse(strings.TrimSpace(data)); err == nil {
+				return u.Query().Get("sessionid")
+			}
+		}
+	}
+	return ""
 }
 
 // Unwrap lets http.ResponseController reach the Flusher.
