@@ -24,6 +24,7 @@ import (
 func (c *registryCLI) start(t *testing.T, ctx context.Context, args ...string) (*exec.Cmd, *bytes.Buffer, *lockedBuffer) {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, c.bin, args...)
+	cmd.WaitDelay = 10 * time.Second // a killed binary's children may hold its output open
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "OPENCLAW_") && !strings.HasPrefix(kv, "HOME=") {
 			cmd.Env = append(cmd.Env, kv)
