@@ -85,6 +85,13 @@ type HTTPOptions struct {
 	// legacy SSE); an initialize or GET /sse over it is answered 503.
 	// 0 or less means [DefaultMaxSessions].
 	MaxSessions int
+	// SessionIdleTimeout closes a streamable HTTP session (before MCP
+	// 2026-07-28) that has had no request in flight, and no GET stream
+	// open, for that long, releasing what the proxy holds for it (its log
+	// level and resource subscriptions upstream); its client gets 404 on
+	// its next request and starts a new session, as MCP has it. 0 means
+	// [DefaultSessionIdleTimeout]; less than 0 keeps idle sessions.
+	SessionIdleTimeout time.Duration
 	// MetricsOnly serves /healthz and /metrics alone (stdio mode's
 	// --metrics-listen); /mcp and /sse answer 404.
 	MetricsOnly bool
@@ -140,6 +147,7 @@ type HTTPHandler struct {
 	wake     chan struct{}    // closed and replaced when a count above drops to 0
 	opening  int              // initialize requests admitted, not yet answered
 	calls    map[callKey]bool // requests in flight on /mcp and /sse sessions; true once cancelled
+	idle     *idleSessions    // nil without a SessionIdleTimeout
 }
 
 // callKey names a request on a streamable HTTP or legacy SSE session.
@@ -193,6 +201,10 @@ func NewHTTPHandler(p *Proxy, opts *HTTPOptions) (*HTTPHandler, error) {
 	}
 	if h.opts.ShutdownTimeout <= 0 {
 		h.opts.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if idle := orDefault(h.opts.SessionIdleTimeout, DefaultSessionIdleTimeout); h.opts.SessionIdleTimeout >= 0 && !h.opts.MetricsOnly {
+		h.limits.SessionIdleTimeout = idle
+		h.idle = newIdleSessions(idle, func(sid string) bool { return h.session(sid) != nil }, h.reapSession)
 	}
 	h.maxBody = h.opts.MaxMessageBytes
 	if h.maxBody <= 0 {
@@ -261,6 +273,22 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.mux.ServeHTTP(w, r)
 		return
 	}
+	if r.URL.Path == PathMCP && h.idle != nil && r.Header.Get("Mcp-Protocol-Version") < sessionlessRevision {
+		switch sid := r.Header.Get("Mcp-Session-Id"); {
+		case sid != "" && r.Method == http.MethodDelete:
+			defer h.p.releaseEnded(context.WithoutCancel(r.Context()))
+		case sid != "":
+			if h.idle.begin(sid) {
+				defer h.idle.end(sid)
+			}
+		case r.Method == http.MethodPost:
+			defer func() {
+				if sid := w.Header().Get("Mcp-Session-Id"); sid != "" {
+					h.idle.opened(sid)
+				}
+			}()
+		}
+	}
 	// Graceful shutdown waits for the ordinary requests (a streamable POST
 	// carries its answer), then ends the streams that last as long as the
 	// session: GETs and subscriptions/listen POSTs.
@@ -283,6 +311,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			sw := &sseWriter{ResponseWriter: w, h: h}
+			defer h.p.releaseEnded(context.WithoutCancel(r.Context())) // after the session ends with the stream
 			defer sw.forget()
 			w = sw
 		}
@@ -462,6 +491,28 @@ func (h *HTTPHandler) hostAllowed(r *http.Request) bool {
 		}
 	}
 	return wildcard && len(h.hosts) == 0
+}
+
+// session returns the open streamable HTTP session sid, or nil.
+func (h *HTTPHandler) session(sid string) *mcp.ServerSession {
+	for ss := range h.p.Server().Sessions() {
+		if ss.ID() == sid {
+			return ss
+		}
+	}
+	return nil
+}
+
+// reapSession closes session sid, idle for SessionIdleTimeout, and
+// releases what the proxy holds for it.
+func (h *HTTPHandler) reapSession(sid string) {
+	ss := h.session(sid)
+	if ss == nil {
+		return // ended meanwhile
+	}
+	h.logger.Debug("openclaw mcp proxy: closing an idle session", "idle", h.limits.SessionIdleTimeout)
+	_ = ss.Close()
+	h.p.releaseEnded(context.Background())
 }
 
 // admitSession reports whether one more MCP session may open, below
