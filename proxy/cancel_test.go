@@ -118,3 +118,61 @@ func TestCancelledRequestGetsNoAnswerStdio(t *testing.T) {
 	}
 	t.Fatal("stdout ended before the ping was answered")
 }
+
+// TestCancelledRequestGetsNoAnswerSSE: the same on the legacy SSE
+// endpoint, whose answers share the session's GET stream.
+func TestCancelledRequestGetsNoAnswerSSE(t *testing.T) {
+	t.Parallel()
+	f := newHTTPFixture(t, HTTPOptions{NoAuth: true})
+	var once sync.Once
+	returned := make(chan struct{})
+	f.p.Server().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if method == "tools/call" {
+				once.Do(func() { close(returned) }) // go-sdk writes the answer next
+			}
+			return res, err
+		}
+	})
+	req, _ := http.NewRequest("GET", f.url+PathSSE, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = res.Body.Close() })
+	data := make(chan string, 64)
+	go func() {
+		defer close(data)
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				data <- d
+			}
+		}
+	}()
+	endpoint := <-data
+	send := func(body string) {
+		code, _, got := do(t, "POST", f.url+endpoint, map[string]string{"Content-Type": "application/json"}, body)
+		if code != http.StatusAccepted {
+			t.Fatalf("POST %s: %d %s", body, code, got)
+		}
+	}
+	send(initBody)
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(slowCallBody)
+	<-f.slowStarted
+	send(cancel5Body)
+	<-returned
+	send(`{"jsonrpc":"2.0","id":77,"method":"ping"}`)
+	for d := range data {
+		if strings.Contains(d, `"id":5`) {
+			t.Fatalf("the cancelled request was answered: %s", d)
+		}
+		if strings.Contains(d, `"id":77`) {
+			return
+		}
+	}
+	t.Fatal("the stream ended before the ping was answered")
+}

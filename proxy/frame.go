@@ -99,6 +99,9 @@ func (h *HTTPHandler) checkFrames(sse bool, next http.Handler) http.Handler {
 			}
 			defer h.sessionOpened()
 		}
+		if sid := r.URL.Query().Get("sessionid"); sse && sid != "" {
+			h.watchCancelSSE(sid, msgs)
+		}
 		if sid := r.Header.Get("Mcp-Session-Id"); !sse && sid != "" {
 			var done func()
 			w, done = h.watchCancel(w, sid, msgs)
@@ -174,15 +177,7 @@ func needsSession(msgs []jsonrpc.Message) (jsonrpc.ID, string, bool) {
 func (h *HTTPHandler) watchCancel(w http.ResponseWriter, sid string, msgs []jsonrpc.Message) (http.ResponseWriter, func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for _, m := range msgs {
-		if req, ok := m.(*jsonrpc.Request); ok {
-			if id, ok := transport.CancelledID(req); ok {
-				if _, inFlight := h.calls[callKey{sid, id}]; inFlight {
-					h.calls[callKey{sid, id}] = true
-				}
-			}
-		}
-	}
+	h.noteCancelsLocked(sid, msgs)
 	req, ok := msgs[0].(*jsonrpc.Request)
 	if len(msgs) != 1 || !ok || !req.IsCall() {
 		return w, func() {}
@@ -193,6 +188,41 @@ func (h *HTTPHandler) watchCancel(w http.ResponseWriter, sid string, msgs []json
 		h.mu.Lock()
 		delete(h.calls, key)
 		h.mu.Unlock()
+	}
+}
+
+// noteCancelsLocked marks the requests in flight on session sid that msgs
+// cancel. h.mu is held.
+func (h *HTTPHandler) noteCancelsLocked(sid string, msgs []jsonrpc.Message) {
+	for _, m := range msgs {
+		if req, ok := m.(*jsonrpc.Request); ok {
+			if id, ok := transport.CancelledID(req); ok {
+				if _, inFlight := h.calls[callKey{sid, id}]; inFlight {
+					h.calls[callKey{sid, id}] = true
+				}
+			}
+		}
+	}
+}
+
+// sseCallSession is the key prefix of the requests of a legacy SSE
+// session in HTTPHandler.calls (go-sdk's SSE and streamable session ids
+// are drawn alike).
+const sseCallSession = "sse:"
+
+// watchCancelSSE notes the message of a POST to legacy SSE session sid:
+// a request is in flight until its answer passes on the session's GET
+// stream (sseWriter), which leaves the answer out once the client
+// cancelled the request; a cancellation marks the request it names.
+func (h *HTTPHandler) watchCancelSSE(sid string, msgs []jsonrpc.Message) {
+	sid = sseCallSession + sid
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.noteCancelsLocked(sid, msgs)
+	for _, m := range msgs {
+		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
+			h.calls[callKey{sid, req.ID}] = false
+		}
 	}
 }
 
@@ -220,6 +250,13 @@ func (c *cancelAwareWriter) Unwrap() http.ResponseWriter { return c.ResponseWrit
 // answers reports whether the SSE event (or JSON body) b is the response
 // to request id.
 func answers(b []byte, id jsonrpc.ID) bool {
+	got, ok := answered(b)
+	return ok && got == id
+}
+
+// answered returns the id of the response that the SSE event (or JSON
+// body) b carries, if it carries one.
+func answered(b []byte) (jsonrpc.ID, bool) {
 	for line := range bytes.SplitSeq(b, []byte("\n")) {
 		data := bytes.TrimSpace(bytes.TrimPrefix(line, []byte("data:")))
 		if len(data) == 0 || data[0] != '{' {
@@ -232,11 +269,11 @@ func answers(b []byte, id jsonrpc.ID) bool {
 		if json.Unmarshal(data, &m) != nil || m.Method != "" {
 			continue
 		}
-		if got, err := jsonrpc.MakeID(m.ID); err == nil && got == id {
-			return true
+		if got, err := jsonrpc.MakeID(m.ID); err == nil && got.IsValid() {
+			return got, true
 		}
 	}
-	return false
+	return jsonrpc.ID{}, false
 }
 
 // firstRequestID is the id of the first request in msgs (null if none).

@@ -97,6 +97,13 @@ type HTTPOptions struct {
 	// legacy SSE); an initialize or GET /sse over it is answered 503.
 	// 0 or less means [DefaultMaxSessions].
 	MaxSessions int
+	// SessionIdleTimeout closes a streamable HTTP session (before MCP
+	// 2026-07-28) that has had no request in flight, and no GET stream
+	// open, for that long, releasing what the proxy holds for it (its log
+	// level and resource subscriptions upstream); its client gets 404 on
+	// its next request and starts a new session, as MCP has it. 0 means
+	// [DefaultSessionIdleTimeout]; less than 0 keeps idle sessions.
+	SessionIdleTimeout time.Duration
 	// MetricsOnly serves /healthz and /metrics alone (stdio mode's
 	// --metrics-listen); /mcp and /sse answer 404.
 	MetricsOnly bool
@@ -151,10 +158,11 @@ type HTTPHandler struct {
 	draining bool
 	wake     chan struct{}    // closed and replaced when a count above drops to 0
 	opening  int              // initialize requests admitted, not yet answered
-	calls    map[callKey]bool // requests in flight on /mcp sessions; true once cancelled
+	calls    map[callKey]bool // requests in flight on /mcp and /sse sessions; true once cancelled
+	idle     *idleSessions    // nil without a SessionIdleTimeout
 }
 
-// callKey names a request on a streamable HTTP session.
+// callKey names a request on a streamable HTTP or legacy SSE session.
 type callKey struct {
 	session string
 	id      jsonrpc.ID
@@ -209,6 +217,10 @@ func NewHTTPHandler(p *Proxy, opts *HTTPOptions) (*HTTPHandler, error) {
 	}
 	if h.opts.ShutdownTimeout <= 0 {
 		h.opts.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if idle := orDefault(h.opts.SessionIdleTimeout, DefaultSessionIdleTimeout); h.opts.SessionIdleTimeout >= 0 && !h.opts.MetricsOnly {
+		h.limits.SessionIdleTimeout = idle
+		h.idle = newIdleSessions(idle, func(sid string) bool { return h.session(sid) != nil }, h.reapSession)
 	}
 	h.maxBody = h.opts.MaxMessageBytes
 	if h.maxBody <= 0 {
@@ -290,6 +302,22 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.mux.ServeHTTP(w, r)
 		return
 	}
+	if r.URL.Path == PathMCP && h.idle != nil && r.Header.Get("Mcp-Protocol-Version") < sessionlessRevision {
+		switch sid := r.Header.Get("Mcp-Session-Id"); {
+		case sid != "" && r.Method == http.MethodDelete:
+			defer h.p.releaseEnded(context.WithoutCancel(r.Context()))
+		case sid != "":
+			if h.idle.begin(sid) {
+				defer h.idle.end(sid)
+			}
+		case r.Method == http.MethodPost:
+			defer func() {
+				if sid := w.Header().Get("Mcp-Session-Id"); sid != "" {
+					h.idle.opened(sid)
+				}
+			}()
+		}
+	}
 	// Graceful shutdown waits for the ordinary requests (a streamable POST
 	// carries its answer), then ends the streams that last as long as the
 	// session: GETs and subscriptions/listen POSTs.
@@ -311,7 +339,10 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				writeTooManySessions(w, jsonrpc.ID{}, h.limits.MaxSessions)
 				return
 			}
-			w = &sseWriter{ResponseWriter: w, h: h}
+			sw := &sseWriter{ResponseWriter: w, h: h}
+			defer h.p.releaseEnded(context.WithoutCancel(r.Context())) // after the session ends with the stream
+			defer sw.forget()
+			w = sw
 		}
 	} else {
 		h.mu.Lock()
@@ -329,17 +360,62 @@ func isListen(r *http.Request) bool {
 	return r.Method == http.MethodPost && r.Header.Get("Mcp-Method") == "subscriptions/listen"
 }
 
-// sseWriter notes when a legacy SSE stream was last written to.
+// sseWriter is the GET stream of a legacy SSE session: it notes when a
+// legacy SSE stream was last written to, learns its session id from the
+// endpoint event, and leaves out the answer to a request the client
+// cancelled (watchCancelSSE). go-sdk writes one event per Write.
 type sseWriter struct {
 	http.ResponseWriter
-	h *HTTPHandler
+	h   *HTTPHandler
+	sid string // sseCallSession + the session id, once the endpoint event passed
 }
 
 func (s *sseWriter) Write(b []byte) (int, error) {
+	if s.sid == "" {
+		s.sid = sseCallSession + endpointSession(b)
+	}
+	id, isAnswer := answered(b)
 	s.h.mu.Lock()
 	s.h.lastSSE = time.Now()
+	cancelled := false
+	if isAnswer {
+		key := callKey{s.sid, id}
+		cancelled = s.h.calls[key]
+		delete(s.h.calls, key)
+	}
 	s.h.mu.Unlock()
+	if cancelled {
+		return len(b), nil
+	}
 	return s.ResponseWriter.Write(b)
+}
+
+// forget drops the requests of the session still in flight: the stream
+// ended, no answer will pass.
+func (s *sseWriter) forget() {
+	if s.sid == "" {
+		return
+	}
+	s.h.mu.Lock()
+	defer s.h.mu.Unlock()
+	for k := range s.h.calls {
+		if k.session == s.sid {
+			delete(s.h.calls, k)
+		}
+	}
+}
+
+// endpointSession reads the session id from the endpoint event of a legacy
+// SSE stream ("data: /sse?sessionid=…"); "" when b is not one.
+func endpointSession(b []byte) string {
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if data, ok := strings.CutPrefix(strings.TrimSpace(line), "data:"); ok {
+			if u, err := url.Parse(strings.TrimSpace(data)); err == nil {
+				return u.Query().Get("sessionid")
+			}
+		}
+	}
+	return ""
 }
 
 // Unwrap lets http.ResponseController reach the Flusher.
@@ -420,6 +496,28 @@ func (h *HTTPHandler) hostAllowed(r *http.Request) bool {
 		}
 	}
 	return wildcard && len(h.hosts) == 0
+}
+
+// session returns the open streamable HTTP session sid, or nil.
+func (h *HTTPHandler) session(sid string) *mcp.ServerSession {
+	for ss := range h.p.Server().Sessions() {
+		if ss.ID() == sid {
+			return ss
+		}
+	}
+	return nil
+}
+
+// reapSession closes session sid, idle for SessionIdleTimeout, and
+// releases what the proxy holds for it.
+func (h *HTTPHandler) reapSession(sid string) {
+	ss := h.session(sid)
+	if ss == nil {
+		return // ended meanwhile
+	}
+	h.logger.Debug("openclaw mcp proxy: closing an idle session", "idle", h.limits.SessionIdleTimeout)
+	_ = ss.Close()
+	h.p.releaseEnded(context.Background())
 }
 
 // admitSession reports whether one more MCP session may open, below

@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/policies/policiestest"
 	"github.com/openclaw-go/openclaw/runtime"
@@ -29,28 +30,34 @@ const chattyN = 1000
 // sends chattyN progress steps (when asked), interleaved, then answers.
 func chattyUpstream(t *testing.T) runtime.Server {
 	t.Helper()
+	return runtime.Server{Name: "up", Transport: testkit.InMemory(t, chattyServer(chattyN))}
+}
+
+// chattyServer is the server of chattyUpstream with n log lines and
+// progress steps.
+func chattyServer(n int) *mcp.Server {
 	up := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, &mcp.ServerOptions{SupportedProtocolVersions: legacy})
 	up.AddTool(&mcp.Tool{Name: "chatty", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		tok := req.Params.GetProgressToken()
-		for i := 1; i <= chattyN; i++ {
+		for i := 1; i <= n; i++ {
 			if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: i}); err != nil {
 				return nil, err
 			}
 			if tok != nil {
-				if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: chattyN}); err != nil {
+				if err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: float64(n)}); err != nil {
 					return nil, err
 				}
 			}
 		}
 		return text("done"), nil
 	})
-	return runtime.Server{Name: "up", Transport: testkit.InMemory(t, up)}
+	return up
 }
 
 // checkOrder reads the JSON-RPC messages of msgs (in the order the client
 // received them) up to the answer of call id 9, and fails unless every log
-// line and progress step came before it, in order.
-func checkOrder(t *testing.T, next func() (string, bool)) {
+// line (n) and progress step (steps) came before it, in order.
+func checkOrder(t *testing.T, n, wantSteps int, next func() (string, bool)) {
 	t.Helper()
 	logs, steps := 0, 0
 	for {
@@ -81,8 +88,8 @@ func checkOrder(t *testing.T, next func() (string, bool)) {
 				t.Fatalf("progress step %d is %v: out of order", steps, m.Params.Progress)
 			}
 		case string(m.ID) == "9":
-			if logs != chattyN || steps != chattyN {
-				t.Fatalf("the answer came after %d of %d log lines and %d of %d progress steps", logs, chattyN, steps, chattyN)
+			if logs != n || steps != wantSteps {
+				t.Fatalf("the answer came after %d of %d log lines and %d of %d progress steps", logs, n, steps, wantSteps)
 			}
 			return
 		}
@@ -92,6 +99,8 @@ func checkOrder(t *testing.T, next func() (string, bool)) {
 const (
 	setLevelBody = `{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"debug"}}`
 	chattyBody   = `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"up__chatty","arguments":{},"_meta":{"progressToken":"p1"}}}`
+	// chattyLogsBody calls chatty without a progress token: log lines only.
+	chattyLogsBody = `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"up__chatty","arguments":{}}}`
 )
 
 // TestNotificationsBeforeTheAnswerHTTP: a tool's log lines and progress
@@ -99,7 +108,40 @@ const (
 func TestNotificationsBeforeTheAnswerHTTP(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, []runtime.Server{chattyUpstream(t)}, &policiestest.BeforeToolCallHook{Module: "allow"}, "")
-	h, err := NewHTTPHandler(s.p, &HTTPOptions{NoAuth: true, Logger: discard()})
+	checkOrderHTTP(t, s.p, chattyBody, chattyN, 3)
+}
+
+// TestNotificationsBeforeTheAnswerHTTPUpstream: the same through an
+// upstream server over streamable HTTP (go-sdk's server, over a real HTTP
+// listener), whether its transport is Resolve's or go-sdk's own
+// (an embedder's): 10,000 log lines, none dropped.
+func TestNotificationsBeforeTheAnswerHTTPUpstream(t *testing.T) {
+	t.Parallel()
+	const n = 10000
+	up := chattyServer(n)
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up }, nil))
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct {
+		name string
+		sv   runtime.Server
+	}{
+		{"resolved", runtime.Server{Name: "up", Entry: config.ServerEntry{URL: srv.URL, Transport: "streamable-http"}}},
+		{"go-sdk transport", runtime.Server{Name: "up", Transport: &mcp.StreamableClientTransport{Endpoint: srv.URL}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStack(t, []runtime.Server{tc.sv}, &policiestest.BeforeToolCallHook{Module: "allow"}, "2025-11-25")
+			checkOrderHTTP(t, s.p, chattyLogsBody, n, 1)
+		})
+	}
+}
+
+// checkOrderHTTP calls the chatty tool (n log lines, and as many progress
+// steps when body asks for them) calls times on a session of p's /mcp and
+// checks the order of each POST stream (checkOrder), then that p dropped
+// none.
+func checkOrderHTTP(t *testing.T, p *Proxy, body string, n, calls int) {
+	t.Helper()
+	h, err := NewHTTPHandler(p, &HTTPOptions{NoAuth: true, Logger: discard()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,11 +170,15 @@ func TestNotificationsBeforeTheAnswerHTTP(t *testing.T) {
 		_, _ = io.Copy(io.Discard, res.Body)
 		res.Body.Close()
 	}
-	for range 3 {
-		res = post(sid, chattyBody)
+	for range calls {
+		res = post(sid, body)
+		steps := 0
+		if strings.Contains(body, "progressToken") {
+			steps = n
+		}
 		sc := bufio.NewScanner(res.Body)
 		sc.Buffer(nil, 1<<20)
-		checkOrder(t, func() (string, bool) {
+		checkOrder(t, n, steps, func() (string, bool) {
 			for sc.Scan() {
 				if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
 					return data, true
@@ -142,7 +188,7 @@ func TestNotificationsBeforeTheAnswerHTTP(t *testing.T) {
 		})
 		res.Body.Close()
 	}
-	if logs, progress := s.p.NotificationsDropped(); logs != 0 || progress != 0 {
+	if logs, progress := p.NotificationsDropped(); logs != 0 || progress != 0 {
 		t.Fatalf("dropped %d log lines and %d progress steps", logs, progress)
 	}
 }
@@ -193,6 +239,6 @@ func TestNotificationsBeforeTheAnswerStdio(t *testing.T) {
 		if _, err := io.WriteString(inW, chattyBody+"\n"); err != nil {
 			t.Fatal(err)
 		}
-		checkOrder(t, next)
+		checkOrder(t, chattyN, chattyN, next)
 	}
 }

@@ -739,14 +739,30 @@ var logLevels = []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error"
 func (p *Proxy) setLevel(ctx context.Context, ss *mcp.ServerSession, level mcp.LoggingLevel) {
 	p.passMu.Lock()
 	p.levels[ss] = level
+	p.passMu.Unlock()
+	p.applyLevels(ctx, p.liveSessions(), true)
+}
+
+// liveSessions returns the open downstream sessions.
+func (p *Proxy) liveSessions() map[*mcp.ServerSession]bool {
 	live := map[*mcp.ServerSession]bool{}
 	for s := range p.server.Sessions() {
 		live[s] = true
 	}
-	min := -1
+	return live
+}
+
+// applyLevels forgets the levels of the sessions not in live and sets the
+// upstream servers to the most verbose level left: always, or (always
+// false) only when a level was forgotten. With no level left the upstream
+// servers keep theirs.
+func (p *Proxy) applyLevels(ctx context.Context, live map[*mcp.ServerSession]bool, always bool) {
+	p.passMu.Lock()
+	min, forgot := -1, false
 	for s, l := range p.levels {
 		if !live[s] {
 			delete(p.levels, s)
+			forgot = true
 			continue
 		}
 		if i := slices.Index(logLevels, l); i >= 0 && (min < 0 || i < min) {
@@ -754,11 +770,37 @@ func (p *Proxy) setLevel(ctx context.Context, ss *mcp.ServerSession, level mcp.L
 		}
 	}
 	p.passMu.Unlock()
-	if min < 0 {
+	if min < 0 || !always && !forgot {
 		return
 	}
 	if err := p.sess.SetLoggingLevel(ctx, logLevels[min]); err != nil {
 		p.logger.Warn("proxy: an MCP server refused logging/setLevel", "err", err)
+	}
+}
+
+// releaseEnded releases what the proxy holds upstream for downstream
+// sessions that ended (closed, deleted, reaped idle, or a legacy SSE
+// stream gone): their resource subscriptions, unsubscribed upstream when
+// no session is left on a URI, and their log levels, the upstream level
+// following the sessions left.
+func (p *Proxy) releaseEnded(ctx context.Context) {
+	live := p.liveSessions()
+	p.applyLevels(ctx, live, false)
+	p.subMu.Lock()
+	defer p.subMu.Unlock()
+	for uri, subs := range p.subs {
+		for ss := range subs {
+			if !live[ss] {
+				delete(subs, ss)
+			}
+		}
+		if len(subs) > 0 {
+			continue
+		}
+		delete(p.subs, uri)
+		if err := p.sess.Unsubscribe(ctx, uri); err != nil {
+			p.logger.Warn("proxy: unsubscribing upstream after the last subscriber left", "uri", uri, "err", err)
+		}
 	}
 }
 

@@ -23,10 +23,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// withHTTPCancelNotices returns a copy of a *mcp.StreamableClientTransport
-// whose HTTP client goes through a cancelTripper; any other transport is
-// returned as is.
-func withHTTPCancelNotices(tr mcp.Transport) mcp.Transport {
+// withStreamableHTTP returns a copy of a *mcp.StreamableClientTransport
+// whose HTTP client's transport is wrap(its transport) (nil is
+// http.DefaultTransport); any other transport is returned as is. It is how
+// the runtime reaches the messages of go-sdk's streamable HTTP connection,
+// which cannot be wrapped (conn.connect).
+func withStreamableHTTP(tr mcp.Transport, wrap func(http.RoundTripper) http.RoundTripper) mcp.Transport {
 	st, ok := tr.(*mcp.StreamableClientTransport)
 	if !ok || st == nil {
 		return tr
@@ -39,10 +41,16 @@ func withHTTPCancelNotices(tr mcp.Transport) mcp.Transport {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	hc.Transport = &cancelTripper{base: base, calls: map[string]*httpCall{}, noticed: map[string]bool{}}
+	hc.Transport = wrap(base)
 	cp := *st
 	cp.HTTPClient = &hc
 	return &cp
+}
+
+// newCancelTripper returns base sending the notifications/cancelled of
+// the calls POSTed through it (cancelTripper).
+func newCancelTripper(base http.RoundTripper) http.RoundTripper {
+	return &cancelTripper{base: base, calls: map[string]*httpCall{}, noticed: map[string]bool{}}
 }
 
 // httpCall is a call POSTed and not yet answered.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -177,16 +178,22 @@ func (c *conn) connect(ctx context.Context) bool {
 	timeout := c.cfg.connectTimeout()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	sopts := &mcp.ClientSessionOptions{ProtocolVersion: cmp.Or(c.cfg.Entry.ProtocolVersion, c.s.opts.ProtocolVersion, DefaultProtocolVersion)}
-	if _, sdkHTTP := tr.(*mcp.StreamableClientTransport); !sdkHTTP && kind != transport.KindStreamableHTTP {
+	if _, sdkHTTP := tr.(*mcp.StreamableClientTransport); sdkHTTP {
 		// go-sdk tells its streamable HTTP connection the session's state
 		// through an unexported method a wrapper cannot forward (without it
-		// the server's requests during a call go unanswered): the listing
-		// fast path, the ordering of notifications before the answers they
-		// precede (ordered.go) and the prompt cancellation notices
-		// (cancel.go) are for the other transports.
+		// the server's requests during a call go unanswered): its HTTP
+		// requests are wrapped instead, to the same ends. An embedder's
+		// client gets the list-page reader that Resolve's has.
+		embedded := kind != transport.KindStreamableHTTP
+		tr = withStreamableHTTP(tr, func(rt http.RoundTripper) http.RoundTripper {
+			if embedded {
+				rt = transport.ListPages(rt)
+			}
+			return withOrderedStreams(newCancelTripper(rt), order)
+		})
+	} else {
 		tr = withCancelNotices(withOrderedNotifications(withFastList(tr), order))
 	}
-	tr = withHTTPCancelNotices(tr)
 	cs, err := client.Connect(cctx, tr, sopts)
 	cancel()
 	if err != nil {

@@ -122,6 +122,52 @@ func TestConnectWaitServesTheReadyServers(t *testing.T) {
 	})
 }
 
+// A call of a name the catalog lacks while servers start looks again each
+// time one of them settles: the tool of a server that answers goes ahead
+// while another server still has not answered initialize.
+func TestConnectWaitCallGoesAheadWhenItsServerSettles(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var servers []Server
+		gates := map[string]chan struct{}{}
+		for _, name := range []string{"late", "stuck"} {
+			srv := newServer(name, nil)
+			echoTool(srv, "ping")
+			sv := inProcess(t, name, srv)
+			gates[name] = make(chan struct{})
+			sv.Transport = &slowStart{inner: sv.Transport, open: gates[name]}
+			servers = append(servers, sv)
+		}
+		s, err := New(servers, &Options{Enforcer: &policiestest.Enforcer{}, Sanitizer: &policiestest.Sanitizer{}, Logger: quietLogger(), ConnectWait: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close(context.Background())
+		defer close(gates["stuck"]) // before Close: the stuck server answers at last
+		if err := s.Connect(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := s.CallTool(context.Background(), "late__ping", nil)
+			done <- err
+		}()
+		synctest.Wait()
+		if len(done) != 0 {
+			t.Fatal("the call returned before its server answered")
+		}
+		close(gates["late"])
+		synctest.Wait()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("call of the late server's tool: %v", err)
+			}
+		default:
+			t.Fatal("the call still waits for the stuck server after its own server answered")
+		}
+	})
+}
+
 // Without ConnectWait, Connect waits for every server (the catalog is
 // complete when it returns).
 func TestConnectWaitsForEveryServerByDefault(t *testing.T) {

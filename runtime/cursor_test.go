@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openclaw-go/openclaw/config"
 )
@@ -112,15 +113,18 @@ func TestEmptyNextCursorIsACursor(t *testing.T) {
 			"": {names("", 0, 3), `null`},
 		}, names("", 0, 3), []string{""}},
 	} {
-		for _, over := range []string{"in-memory", "streamable HTTP (JSON)", "streamable HTTP (SSE)"} {
+		for _, over := range []string{"in-memory", "streamable HTTP (JSON)", "streamable HTTP (SSE)", "go-sdk's streamable transport (JSON)", "go-sdk's streamable transport (SSE)"} {
 			t.Run(tc.name+" over "+over, func(t *testing.T) {
 				t.Parallel()
 				peer := &cursorPeer{}
 				var sv Server
-				if over == "in-memory" {
+				switch sse := strings.HasSuffix(over, "(SSE)"); {
+				case over == "in-memory":
 					sv = peer.server(t, "p", tc.pages)
-				} else {
-					sv = Server{Name: "p", Entry: config.ServerEntry{URL: peer.httpServer(t, tc.pages, strings.HasSuffix(over, "(SSE)")) + "/mcp",
+				case strings.HasPrefix(over, "go-sdk's"): // an embedder's transport
+					sv = Server{Name: "p", Transport: &mcp.StreamableClientTransport{Endpoint: peer.httpServer(t, tc.pages, sse) + "/mcp"}}
+				default:
+					sv = Server{Name: "p", Entry: config.ServerEntry{URL: peer.httpServer(t, tc.pages, sse) + "/mcp",
 						Transport: "streamable-http", RequestTimeoutMs: 30000}}
 				}
 				s := open(t, []Server{sv}, &Options{})

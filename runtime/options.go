@@ -194,9 +194,10 @@ type Options struct {
 	// connectionTimeoutMs (not by Connect's ctx), and join the catalog
 	// when they answer (EventConnected; the proxy's Relay then sends
 	// notifications/tools/list_changed). A CallTool of a name the catalog
-	// does not have meanwhile waits for them first (Session.WaitConnected),
-	// since one of them may own it. 0 (the default) makes Connect wait for
-	// every server.
+	// does not have meanwhile waits for them, since one of them may own it:
+	// it looks again each time one of them connects and lists, or fails,
+	// and answers ErrUnknownTool once none is left starting. 0 (the
+	// default) makes Connect wait for every server.
 	ConnectWait time.Duration
 	// ToolPolicy is OpenClaw's tool policy from openclaw.json
 	// (config.Document.ToolPolicy): tools.profile, tools.allow/alsoAllow/

@@ -164,6 +164,7 @@ type Session struct {
 
 	mu        sync.Mutex
 	startup   chan struct{} // closed when the connections Connect left in the background settle; nil without
+	settled   chan struct{} // closed (and dropped) when one of the servers connectAll connects settles; nil until asked for
 	connected bool
 	closed    bool
 	idle      bool // reaped: reconnected on next use
@@ -443,9 +444,33 @@ func (s *Session) connectAll(ctx context.Context, conns []*conn) {
 			if ok {
 				c.relist(ctx) // no barrier: each server lists as soon as it is up
 			}
+			s.serverSettled()
 		})
 	}
 	wg.Wait()
+}
+
+// settledSignal returns a channel closed when the next server that
+// connectAll connects has connected and listed, or failed.
+func (s *Session) settledSignal() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.settled == nil {
+		s.settled = make(chan struct{})
+	}
+	return s.settled
+}
+
+// serverSettled marks the catalog stale and wakes the callers of
+// settledSignal: a server connected and listed, or failed.
+func (s *Session) serverSettled() {
+	s.dirty.Store(true)
+	s.mu.Lock()
+	if s.settled != nil {
+		close(s.settled)
+		s.settled = nil
+	}
+	s.mu.Unlock()
 }
 
 // reapLoop disconnects the servers after ttl without use (OpenClaw's
@@ -999,8 +1024,11 @@ func (s *Session) callTool(ctx context.Context, name string, args []byte) (*mcp.
 	// and the call: the catalog is then stale, and the next one holds the
 	// new connection (or no such tool). Two tries suffice unless reloads
 	// follow each other faster than a catalog build.
-	waited := false
 	for try := 0; ; try++ {
+		var settled <-chan struct{}
+		if s.connecting() {
+			settled = s.settledSignal() // before the catalog read: no settling is missed
+		}
 		cat, err := s.catalog(ctx)
 		if err != nil {
 			return nil, err
@@ -1018,13 +1046,25 @@ func (s *Session) callTool(ctx context.Context, name string, args []byte) (*mcp.
 			if ue := cat.unavailable(name); ue != nil {
 				return nil, ue
 			}
-			if !waited && s.connecting() {
+			if settled != nil {
 				// A server still starting (Options.ConnectWait) may own
-				// the name: the call waits for the servers to settle.
-				waited = true
-				if err := s.WaitConnected(ctx); err != nil {
-					return nil, err
+				// the name: the call waits for the next one to settle, and
+				// looks again, until none is left starting.
+				s.mu.Lock()
+				startup := s.startup
+				s.mu.Unlock()
+				select {
+				case <-settled:
+				case <-startup:
+					if err := s.WaitConnected(ctx); err != nil { // the last catalog build published
+						return nil, err
+					}
+				case <-s.life.Done():
+					return nil, ErrClosed
+				case <-ctx.Done():
+					return nil, ctx.Err()
 				}
+				try--
 				continue
 			}
 			return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)

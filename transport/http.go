@@ -54,7 +54,7 @@ func newHTTPClient(name string, e config.ServerEntry, headers map[string]string,
 		log:     log,
 		aliases: map[string]string{},
 	}
-	return &http.Client{Transport: rt}, nil
+	return &http.Client{Transport: ListPages(rt)}, nil
 }
 
 // newBaseTransport is the HTTP transport of one server: timeouts, TLS
@@ -120,16 +120,6 @@ func (t *headerRoundTripper) RoundTrip(req *http.Request) (*http.Response, error
 	req = req.Clone(req.Context())
 	for k, v := range t.headers {
 		req.Header.Set(k, v)
-	}
-	if page := listPageFrom(req.Context()); page != nil && req.Method == http.MethodPost {
-		// A list request paged by the client (ListPage): "cursor":"" goes
-		// out, and the result's nextCursor is read as it comes in.
-		if err := listPageRequest(req, page); err != nil {
-			return nil, err
-		}
-		resp, err := t.roundTrip(req)
-		listPageResponse(resp, page)
-		return resp, err
 	}
 	return t.roundTrip(req)
 }

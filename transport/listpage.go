@@ -15,8 +15,8 @@ import (
 // typed params omit an empty cursor, and its typed results cannot tell an
 // absent nextCursor from "". The client's own connection wrapper writes
 // the request and reads the result through a ListPage; over streamable
-// HTTP, where go-sdk's connection cannot be wrapped, the HTTP client that
-// Resolve builds does it for the request whose context carries one
+// HTTP, where go-sdk's connection cannot be wrapped, the HTTP transport
+// of ListPages does it for the request whose context carries one
 // (WithListPage). Its methods are safe for concurrent use.
 type ListPage struct {
 	// EmptyCursor makes the request carry "cursor":"" (the cursor "" a
@@ -96,6 +96,37 @@ func NextCursorOf(result []byte) (next string, present, ok bool) {
 		return "", false, true
 	}
 	return *m.NextCursor, true, true
+}
+
+// ListPages wraps base, the HTTP transport of a streamable HTTP MCP client,
+// so that a list request whose context carries a ListPage (WithListPage)
+// goes out with "cursor":"" when the page asks for it, and the nextCursor
+// of its result is recorded in the page as the response body is read. The
+// HTTP client Resolve builds has it; a client of go-sdk's
+// StreamableClientTransport built elsewhere gets it this way. nil base is
+// http.DefaultTransport.
+func ListPages(base http.RoundTripper) http.RoundTripper {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return listPageTripper{base: base}
+}
+
+type listPageTripper struct{ base http.RoundTripper }
+
+// RoundTrip implements http.RoundTripper.
+func (t listPageTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	page := listPageFrom(req.Context())
+	if page == nil || req.Method != http.MethodPost {
+		return t.base.RoundTrip(req)
+	}
+	req = req.Clone(req.Context())
+	if err := listPageRequest(req, page); err != nil {
+		return nil, err
+	}
+	resp, err := t.base.RoundTrip(req)
+	listPageResponse(resp, page)
+	return resp, err
 }
 
 // listPageRequest prepares req, a POST of a list request under a

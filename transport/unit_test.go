@@ -159,7 +159,7 @@ func TestResolve(t *testing.T) {
 					t.Errorf("transport %T %s", tr, tr.Endpoint)
 				}
 				if tc.e.Headers != nil {
-					rt := tr.HTTPClient.Transport.(*headerRoundTripper)
+					rt := tr.HTTPClient.Transport.(listPageTripper).base.(*headerRoundTripper)
 					if rt.headers["Authorization"] != "Bearer tok-123456" || rt.headers["X-N"] != "7" {
 						t.Errorf("headers %v", rt.headers)
 					}
@@ -181,7 +181,7 @@ func TestResolveTimeoutsAndOAuthHeader(t *testing.T) {
 	if r.ConnectTimeout != 1500*time.Millisecond || r.RequestTimeout != 2500*time.Millisecond {
 		t.Errorf("timeouts %v %v", r.ConnectTimeout, r.RequestTimeout)
 	}
-	rt := r.Transport.(*mcp.StreamableClientTransport).HTTPClient.Transport.(*headerRoundTripper)
+	rt := r.Transport.(*mcp.StreamableClientTransport).HTTPClient.Transport.(listPageTripper).base.(*headerRoundTripper)
 	if !reflect.DeepEqual(rt.headers, map[string]string{"X-Ok": "true"}) {
 		t.Errorf("headers %v", rt.headers)
 	}

@@ -48,10 +48,12 @@ func registerCompletions(root *cobra.Command) {
 			return completeServers(toComplete, nil, "__"), cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 		}
 	}
-	if c := findCommand(root, "mcp tools"); c != nil {
-		c.RegisterFlagCompletionFunc("server", func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-			return completeServers(toComplete, nil, ""), cobra.ShellCompDirectiveNoFileComp
-		})
+	for _, path := range []string{"mcp tools", "mcp call"} {
+		if c := findCommand(root, path); c != nil {
+			c.RegisterFlagCompletionFunc("server", func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+				return completeServers(toComplete, nil, ""), cobra.ShellCompDirectiveNoFileComp
+			})
+		}
 	}
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {

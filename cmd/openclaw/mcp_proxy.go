@@ -60,6 +60,7 @@ type proxyConfig struct {
 	bodyTimeout     time.Duration // --body-timeout
 	maxConns        int           // --max-connections
 	maxSessions     int           // --max-sessions
+	sessionIdle     time.Duration // --session-idle-timeout
 	shutdownTimeout time.Duration // --shutdown-timeout
 	upstreamProto   string        // --upstream-protocol
 	maxMessage      int64         // --max-message-bytes
@@ -85,6 +86,15 @@ const defaultUpstreamProtocol = "2025-11-25"
 // (besides "", the newest the go-sdk speaks), oldest first.
 var knownUpstreamProtocols = []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"}
 
+// sessionIdleOption is HTTPOptions.SessionIdleTimeout for the flag value
+// d, where 0 keeps idle sessions.
+func sessionIdleOption(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
 // checkProxyFlags refuses flag values that cannot work: an MCP revision
 // the proxy does not know, a shutdown timeout that is not positive.
 func checkProxyFlags(c *proxyConfig) error {
@@ -93,6 +103,9 @@ func checkProxyFlags(c *proxyConfig) error {
 	}
 	if c.shutdownTimeout <= 0 {
 		return usage("--shutdown-timeout %v: want a positive duration, e.g. 10s", c.shutdownTimeout)
+	}
+	if c.sessionIdle < 0 {
+		return usage("--session-idle-timeout %v: want a duration of 0 (keep idle sessions) or more, e.g. 10m", c.sessionIdle)
 	}
 	if c.connectWait < 0 {
 		return usage("--connect-wait %v: want a duration of 0 (wait for every server) or more, e.g. 3s", c.connectWait)
@@ -137,8 +150,8 @@ inputs, "identity") and the audit log, and owns the MCP sessions it opens. A req
 from a browser page of another site (an Origin that is not loopback, the listen host or an
 --allow-origin) is refused, and so is one whose Host is not loopback, the listen host, the
 address reached or an --allowed-host, on every path (DNS rebinding). Slow or idle clients are
-cut off (--read-header-timeout, --body-timeout) and connections and MCP sessions are capped
-(--max-connections, --max-sessions). SIGINT/SIGTERM stop accepting (over stdio, new requests are refused),
+cut off (--read-header-timeout, --body-timeout), connections and MCP sessions are capped
+(--max-connections, --max-sessions), and a session idle for --session-idle-timeout is closed. SIGINT/SIGTERM stop accepting (over stdio, new requests are refused),
 let calls in flight finish and write their answers (up to --shutdown-timeout), then stop every
 server the proxy started.`,
 		Args: cobra.NoArgs,
@@ -170,6 +183,7 @@ server the proxy started.`,
 	f.DurationVar(&c.bodyTimeout, "body-timeout", proxy.DefaultBodyTimeout, "how long a client may take to send a POST body, after its headers (later: 408)")
 	f.IntVar(&c.maxConns, "max-connections", proxy.DefaultMaxConnections, "connections open at once; one more is answered 503 and closed")
 	f.IntVar(&c.maxSessions, "max-sessions", proxy.DefaultMaxSessions, "MCP sessions open at once; an initialize over it is answered 503")
+	f.DurationVar(&c.sessionIdle, "session-idle-timeout", proxy.DefaultSessionIdleTimeout, "close a streamable HTTP session with no request in flight and no GET stream open for this long; its client gets 404 and starts a new one (0: keep idle sessions)")
 	f.DurationVar(&c.shutdownTimeout, "shutdown-timeout", proxy.DefaultShutdownTimeout, "on SIGINT/SIGTERM, how long calls in flight may take to finish")
 	f.DurationVar(&c.connectWait, "connect-wait", defaultConnectWait, "at start, how long to wait for the MCP servers before serving; a server that answers later joins with notifications/tools/list_changed (0: wait for every server, each bounded by its connectionTimeoutMs)")
 	f.Int64Var(&c.maxMessage, "max-message-bytes", proxy.DefaultMaxMessageBytes, "largest message a client may send, in bytes: one HTTP POST body (larger: 413) or one stdin line (larger: a parse error)")
@@ -449,25 +463,26 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 			logger.Info("openclaw mcp proxy: OAuth resource server", "issuer", c.authIssuer, "audience", c.authAudience, "metadata", oauth.MetadataURL())
 		}
 		h, err = proxy.NewHTTPHandler(p, &proxy.HTTPOptions{
-			Token:             ph.token,
-			Tokens:            ph.tokens,
-			OAuth:             oauth,
-			Scopes:            c.authScopes,
-			CallScopes:        c.authCallScopes,
-			NoAuth:            ph.token == "" && len(ph.tokens) == 0 && oauth == nil,
-			ListenHost:        ph.host,
-			AllowOrigins:      c.allowOrigins,
-			AllowedHosts:      c.allowedHosts,
-			ReadHeaderTimeout: c.headerTimeout,
-			BodyTimeout:       c.bodyTimeout,
-			MaxConnections:    c.maxConns,
-			MaxSessions:       c.maxSessions,
-			MetricsOnly:       ph.metricsOnly,
-			Metrics:           metrics,
-			Servers:           sess.Status,
-			ShutdownTimeout:   c.shutdownTimeout,
-			MaxMessageBytes:   c.maxMessage,
-			Logger:            logger,
+			Token:              ph.token,
+			Tokens:             ph.tokens,
+			OAuth:              oauth,
+			Scopes:             c.authScopes,
+			CallScopes:         c.authCallScopes,
+			NoAuth:             ph.token == "" && len(ph.tokens) == 0 && oauth == nil,
+			ListenHost:         ph.host,
+			AllowOrigins:       c.allowOrigins,
+			AllowedHosts:       c.allowedHosts,
+			ReadHeaderTimeout:  c.headerTimeout,
+			BodyTimeout:        c.bodyTimeout,
+			MaxConnections:     c.maxConns,
+			MaxSessions:        c.maxSessions,
+			SessionIdleTimeout: sessionIdleOption(c.sessionIdle),
+			MetricsOnly:        ph.metricsOnly,
+			Metrics:            metrics,
+			Servers:            sess.Status,
+			ShutdownTimeout:    c.shutdownTimeout,
+			MaxMessageBytes:    c.maxMessage,
+			Logger:             logger,
 		})
 		if err != nil {
 			return usage("%v", err)

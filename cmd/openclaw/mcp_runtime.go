@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
@@ -56,6 +57,10 @@ type runtimeFlags struct {
 	// protocol is the MCP revision offered to the servers whose entry pins
 	// none (--upstream-protocol); "" is the runtime's default.
 	protocol string
+	// connectWait bounds the wait for the servers before the command goes
+	// on with the ready ones (runtime.Options.ConnectWait; --connect-wait
+	// on `mcp call`); 0 waits for every server.
+	connectWait time.Duration
 }
 
 func (f *runtimeFlags) register(cmd *cobra.Command) {
@@ -183,6 +188,12 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve appro
 		// said, never silent.
 		fmt.Fprintln(stderr, "openclaw mcp: WARNING: no module enforces before_tool_call: every tool call is allowed")
 	}
+	connectWait := f.connectWait
+	if only == "" && len(config.AmbiguousServerNames(doc.Servers().Keys())) > 0 {
+		// A name like a__b__c may belong to server a or to server a__b:
+		// which one takes it is known once both have listed.
+		connectWait = 0
+	}
 	s, err := runtime.New(servers, &runtime.Options{
 		Enforcer:        eng,
 		Sanitizer:       eng,
@@ -197,6 +208,7 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve appro
 		Logger:          logger,
 		Transport:       &transport.Options{ConfineStdio: confine},
 		ProtocolVersion: f.protocol,
+		ConnectWait:     connectWait,
 		ClientInfo: &mcp.Implementation{
 			Name: "openclaw-go", Version: version,
 		},
@@ -351,6 +363,7 @@ func newMCPCallCmd() *cobra.Command {
 		f      = runtimeFlags{calls: true}
 		asJSON bool
 		args   string
+		server string
 	)
 	cmd := &cobra.Command{
 		Use:   "call EXPOSED_NAME",
@@ -362,7 +375,11 @@ otherwise. The result's text content is printed on stdout (on stderr, with exit 
 reports an error). With --json, stdout is the result's structuredContent as indented JSON when the
 result has one. With --principal ID, servers with "oauth": {"identity": "per-requester"} list and
 call with the tokens of principal ID (openclaw mcp login <name> --principal ID); without it a call
-to such a server is refused.`,
+to such a server is refused. With --server NAME only that server is started (the others still take
+part in naming, as on "openclaw mcp tools --server"); without it the servers start in parallel and
+the call goes ahead with those ready within --connect-wait, waiting for the others only when none
+of the ready ones has the tool (or when server names make exposed names ambiguous, see
+"openclaw mcp status").`,
 		Args: func(cmd *cobra.Command, pos []string) error {
 			if len(pos) == 2 {
 				// The arguments given as a second word, as other MCP CLIs
@@ -380,7 +397,10 @@ to such a server is refused.`,
 			if isTerminal(os.Stdin) {
 				approve = approver{"terminal", terminalApproval(os.Stdin, cmd.ErrOrStderr())}
 			}
-			rs, err := openRuntime(cmd, &f, "", approve)
+			if f.connectWait < 0 {
+				return regFail(cmd, fmt.Sprintf("openclaw mcp call: --connect-wait %v: want a duration of 0 (wait for every server) or more, e.g. 3s", f.connectWait))
+			}
+			rs, err := openRuntime(cmd, &f, server, approve)
 			if err != nil {
 				return err
 			}
@@ -391,6 +411,8 @@ to such a server is refused.`,
 	f.register(cmd)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result's structuredContent as indented JSON")
 	cmd.Flags().StringVar(&args, "args", "", "the tool's arguments: a JSON object, or @FILE to read it from FILE (default {})")
+	cmd.Flags().StringVar(&server, "server", "", "start only the MCP server NAME, the tool's")
+	cmd.Flags().DurationVar(&f.connectWait, "connect-wait", defaultConnectWait, "how long to wait for the MCP servers before calling with the ready ones (0: wait for every server, each bounded by its connectionTimeoutMs)")
 	return cmd
 }
 
