@@ -227,25 +227,38 @@ func frameID(line string) (string, bool) {
 	return fmt.Sprintf("%T:%v", m.ID, m.ID), true
 }
 
-// runGolden sends reqs to c and returns the responses by id.
-func runGolden(t *testing.T, c *lineClient, reqs []string) map[string]string {
+// runGolden sends reqs to c and returns the responses by id. After an
+// initialize it sends nothing more until the answer arrived and, when
+// answered is not nil, until it is closed (the bridge's
+// InitializeAnswered: the local path takes a session once the answer's
+// write returned, which may be after the client read it).
+func runGolden(t *testing.T, c *lineClient, reqs []string, answered <-chan struct{}) map[string]string {
 	t.Helper()
 	got := map[string]string{}
 	want := 0
+	read := func(n int) {
+		for len(got) < n {
+			l := c.recv(t)
+			id, ok := frameID(l)
+			if !ok {
+				continue // a notification
+			}
+			got[id] = l
+		}
+	}
 	for _, r := range reqs {
 		c.send(t, r)
 		if strings.Contains(r, `"id":`) {
 			want++
 		}
-	}
-	for len(got) < want {
-		l := c.recv(t)
-		id, ok := frameID(l)
-		if !ok {
-			continue // a notification
+		if strings.Contains(r, `"method":"initialize"`) {
+			read(want)
+			if answered != nil {
+				<-answered
+			}
 		}
-		got[id] = l
 	}
+	read(want)
 	return got
 }
 
@@ -275,8 +288,9 @@ func TestLocalPathAnswersAsGoSDK(t *testing.T) {
 			t.Run(rev+"/"+name, func(t *testing.T) {
 				reqs := goldenRequests(rev)
 				sdkPolicy, localPolicy := newPolicy(), newPolicy()
-				want := runGolden(t, serveMem(t, goldenBridge(t, sdkPolicy)), reqs)
-				got := runGolden(t, servePipes(t, goldenBridge(t, localPolicy)), reqs)
+				want := runGolden(t, serveMem(t, goldenBridge(t, sdkPolicy)), reqs, nil)
+				local := goldenBridge(t, localPolicy)
+				got := runGolden(t, servePipes(t, local), reqs, local.InitializeAnswered())
 				for _, r := range reqs {
 					id, ok := frameID(r)
 					if !ok {
@@ -332,14 +346,14 @@ func TestLocalPathIsTheOnlyPath(t *testing.T) {
 		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"conversations_list","arguments":{}}}`,
 		`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"events_poll","arguments":{},"_meta":{` + perRequestMeta + `}}}`,
 	}
-	got := runGolden(t, c, reqs)
+	got := runGolden(t, c, reqs, b.InitializeAnswered())
 	for id := 1; id <= 6; id++ {
 		if !strings.Contains(got[fmt.Sprintf("float64:%d", id)], `"result":`) {
 			t.Errorf("request %d: %s", id, got[fmt.Sprintf("float64:%d", id)])
 		}
 	}
 	pol.Outcome = policies.Outcome{Decision: policies.RequireApproval, Reason: "ask"}
-	got = runGolden(t, c, []string{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"events_poll","arguments":{}}}`})
+	got = runGolden(t, c, []string{`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"events_poll","arguments":{}}}`}, nil)
 	if !strings.Contains(got["float64:7"], "no approval route is configured") {
 		t.Errorf("require_approval handed on: %s", got["float64:7"])
 	}
