@@ -111,6 +111,8 @@ func appendAuditRecord(buf []byte, r *AuditRecord) []byte {
 	str("surface", string(r.Surface))
 	str("session_key", r.SessionKey)
 	str("caller", r.Caller)
+	str("subject", r.Subject)
+	str("issuer", r.Issuer)
 	str("tool", r.Tool)
 	str("server", r.Server)
 	o.Str("module", r.Module)

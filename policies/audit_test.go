@@ -22,10 +22,24 @@ var auditSamples = []AuditRecord{
 		Decision: "block", Reason: "tab\there \x01", Error: "boom", DurationUs: -1},
 }
 
+// everyFieldSet is a record with every string field non-empty, found by
+// reflection, so that a field added to AuditRecord and not to its encoder
+// fails TestAuditLogRecordDecodesAsEncodingJSON.
+func everyFieldSet() AuditRecord {
+	r := AuditRecord{Time: time.Date(2026, 12, 2, 0, 0, 0, 1, time.UTC), DurationUs: 7}
+	v := reflect.ValueOf(&r).Elem()
+	for i := range v.NumField() {
+		if f := v.Field(i); f.Kind() == reflect.String {
+			f.SetString("v-" + v.Type().Field(i).Name)
+		}
+	}
+	return r
+}
+
 // Every record the log writes is one JSON line that decodes to what
 // encoding/json makes of the record.
 func TestAuditLogRecordDecodesAsEncodingJSON(t *testing.T) {
-	for _, r := range auditSamples {
+	for _, r := range append(auditSamples, everyFieldSet()) {
 		var buf bytes.Buffer
 		NewAuditLog(&buf).Record(r)
 		line := buf.String()
