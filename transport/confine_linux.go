@@ -113,11 +113,7 @@ func runConfined(spec string, argv []string) int {
 		return fail("working folder: %v", err)
 	}
 	grants := confineGrants(protect, argv, cwd, os.Getenv("HOME"), os.Getenv("TMPDIR"))
-	rules := make([]landlock.Rule, 0, len(grants))
-	for _, g := range grants {
-		rules = append(rules, landlock.PathAccess(g.rights(), g.path))
-	}
-	fd, flags, err := landlockConfig.NewRulesetFD(rules...)
+	fd, flags, err := landlockConfig.NewRulesetFD(grantRules(grants)...)
 	if err != nil {
 		return fail("building the Landlock ruleset: %v", err)
 	}
@@ -134,6 +130,18 @@ func runConfined(spec string, argv []string) int {
 	unix.Close(fd)
 	err = syscall.Exec(argv[0], argv, os.Environ())
 	return fail("starting %s: %v", argv[0], err)
+}
+
+// grantRules returns the Landlock rules of grants. A granted path that no
+// longer exists when the ruleset is built (a sibling folder in /tmp that
+// another process removed after confineGrants listed it) is left out: it
+// can only take access away, never reach a protected path.
+func grantRules(grants []grant) []landlock.Rule {
+	rules := make([]landlock.Rule, 0, len(grants))
+	for _, g := range grants {
+		rules = append(rules, landlock.PathAccess(g.rights(), g.path).IgnoreIfMissing())
+	}
+	return rules
 }
 
 // grant is one Landlock rule: path (resolved, no symbolic link) and what

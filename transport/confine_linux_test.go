@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -87,6 +89,36 @@ func probeFiles(t *testing.T, s secretsLayout, c *Confinement) map[string]string
 // A confined server reads and writes none of the protected paths (the
 // OpenClaw folder, a token file, the policy file's folder), and still
 // reads and writes its HOME; the same server unconfined reaches them all.
+// TestConfineGrantsOfAVanishedPath: a folder beside a protected path that
+// is removed between the listing of the grants and the building of the
+// ruleset (other processes' folders in /tmp come and go) does not stop the
+// server from starting confined.
+func TestConfineGrantsOfAVanishedPath(t *testing.T) {
+	if err := ConfinementAvailable(); err != nil {
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	protected := filepath.Join(dir, "secret")
+	gone := filepath.Join(dir, "gone")
+	for _, d := range []string{protected, gone} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grants := confineGrants([]string{protected}, []string{"/bin/true"}, dir, dir, "")
+	if !slices.ContainsFunc(grants, func(g grant) bool { return g.path == gone }) {
+		t.Fatalf("no grant of %s beside the protected folder: %+v", gone, grants)
+	}
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	fd, _, err := landlockConfig.NewRulesetFD(grantRules(grants)...)
+	if err != nil {
+		t.Fatalf("ruleset with a vanished grant: %v", err)
+	}
+	_ = syscall.Close(fd)
+}
+
 func TestConfinedServerCannotReachProtectedFiles(t *testing.T) {
 	if err := ConfinementAvailable(); err != nil {
 		t.Skip(err)
