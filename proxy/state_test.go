@@ -249,6 +249,41 @@ func TestApprovalNeedsElicitation(t *testing.T) {
 	}
 }
 
+// TestUtilityToolInputRequests: a 2026-07-28 client calling the utility
+// tool __prompts_get, whose prompt asks for input, gets the question as the
+// proxy's own input request of that tool call, and its retry gets the
+// rendered prompt; never the prompt's input-required result as a tool's.
+func TestUtilityToolInputRequests(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := stack2026(t, nil)[0]
+	withUtil, err := New(ctx, s.sess, &Options{UtilityTools: true, Logger: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = withUtil.Close() })
+	cs := inputClient(t, &stack{sess: s.sess, p: withUtil}, &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}})
+	args := map[string]any{"name": "greet"}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__prompts_get", Arguments: args})
+	if err != nil || len(res.InputRequests) != 1 || res.RequestState == "" {
+		t.Fatalf("up__prompts_get = %+v, %v; want one input request and a requestState", res, err)
+	}
+	answers := mcp.InputResponseMap{}
+	for id, ask := range res.InputRequests {
+		if e, ok := ask.(*mcp.ElicitParams); !ok || e.Message != "your name?" {
+			t.Fatalf("input request %+v, want the prompt's question", ask)
+		}
+		answers[id] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__prompts_get", Arguments: args, InputResponses: answers, RequestState: res.RequestState})
+	if err != nil || res.IsError || res.InputRequests != nil || len(res.Content) != 2 {
+		t.Fatalf("retry = %+v, %v; want the rendered prompt", res, err)
+	}
+	if got := res.Content[1].(*mcp.TextContent).Text; got != "hello Ada" {
+		t.Errorf("rendered prompt %q, want hello Ada", got)
+	}
+}
+
 // TestReadResourceResultType: a read the proxy answers itself carries
 // resultType on 2026-07-28, as MCP requires of every result.
 func TestReadResourceResultType(t *testing.T) {
