@@ -339,7 +339,9 @@ func requestable(ss *mcp.ServerSession) error {
 // elicitation (form mode, one boolean "approve"), when it declared the
 // elicitation capability. A client that cannot be asked refuses: the call
 // got here because decide_approval answered "ask" (or no decider is
-// configured), and nobody else can answer.
+// configured), and nobody else can answer. To a 2026-07-28 client the
+// refusal is a MissingRequiredClientCapabilityError (-32021) naming
+// elicitation, which the proxy answers as a protocol error.
 func (r *Relay) approve(ctx context.Context, req *runtime.ApprovalRequest) (bool, error) {
 	ctx, cancel := r.bound(ctx)
 	defer cancel()
@@ -349,6 +351,12 @@ func (r *Relay) approve(ctx context.Context, req *runtime.ApprovalRequest) (bool
 	}
 	ip := ss.InitializeParams()
 	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil {
+		if multiRoundTrip(ss) {
+			// MCP 2026-07-28: a request needing a capability the client
+			// did not declare is refused with -32021.
+			return false, missingCapabilities(fmt.Sprintf("the approval of tool %q", req.Tool.Name),
+				&mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}})
+		}
 		return false, errors.New("the MCP client cannot be asked (no elicitation capability) and decide_approval did not allow the call")
 	}
 	elicit := ss.Elicit
@@ -1066,12 +1074,13 @@ func (p *Proxy) checkInputCapabilities(ss *mcp.ServerSession, asks mcp.InputRequ
 	if !lacks {
 		return nil
 	}
-	return missingCapabilities(missing)
+	return missingCapabilities("the MCP server", missing)
 }
 
 // missingCapabilities is the MissingRequiredClientCapabilityError (-32021)
-// naming what the client lacks; go-sdk answers it with HTTP 400.
-func missingCapabilities(missing *mcp.ClientCapabilities) error {
+// naming what the client lacks and who needs it (what: "the MCP server");
+// go-sdk answers it with HTTP 400.
+func missingCapabilities(what string, missing *mcp.ClientCapabilities) error {
 	wire := map[string]any{}
 	for k, v := range map[string]bool{"elicitation": missing.Elicitation != nil, "sampling": missing.Sampling != nil, "roots": missing.RootsV2 != nil} {
 		if v {
@@ -1081,5 +1090,5 @@ func missingCapabilities(missing *mcp.ClientCapabilities) error {
 	data, _ := json.Marshal(map[string]any{"requiredCapabilities": wire})
 	names := slices.Sorted(maps.Keys(wire))
 	return &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Data: data,
-		Message: fmt.Sprintf("proxy: the MCP server needs the client capabilities %v, which this client did not declare", names)}
+		Message: fmt.Sprintf("proxy: %s needs the client capabilities %v, which this client did not declare", what, names)}
 }

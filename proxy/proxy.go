@@ -46,6 +46,7 @@ package proxy
 //lint:file-ignore SA1019 logging and roots are deprecated by SEP-2577 but still served during its deprecation window: the proxy announces and relays them on purpose
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -279,9 +280,11 @@ func (p *Proxy) syncBeforeList(next mcp.MethodHandler) mcp.MethodHandler {
 // Sync compares the runtime's catalog with the served tools and adds,
 // replaces and removes tools so they match; connected clients receive
 // notifications/tools/list_changed when anything changed. A tool whose
-// input schema is not a JSON object schema is served with its schema
-// patched to {"type":"object"} (logged); one whose schema cannot be read is
-// skipped (logged). The error is the runtime's (session closed, catalog
+// input schema's root has no "type" is served with "type":"object" added
+// (go-sdk serves only object-typed input schemas; the other keywords are
+// kept); one whose schema is not an object schema is served with its
+// schema patched to {"type":"object"} (logged); one whose schema cannot be
+// read is skipped (logged). The error is the runtime's (session closed, catalog
 // unnamed).
 func (p *Proxy) Sync(ctx context.Context) error {
 	_, err := p.syncTools(ctx)
@@ -372,8 +375,8 @@ func (p *Proxy) syncTools(ctx context.Context) (changed bool, err error) {
 }
 
 // definition is the tool served for catalog entry t: the upstream
-// definition under the exposed name, with a raw input schema that is a JSON
-// object schema (go-sdk refuses any other).
+// definition under the exposed name, with its raw input schema typed
+// "object" at the root (objectSchema; go-sdk refuses any other).
 func (p *Proxy) definition(t runtime.Tool) (*mcp.Tool, error) {
 	if t.Upstream == nil {
 		return nil, errors.New("no upstream definition")
@@ -388,15 +391,12 @@ func (p *Proxy) definition(t runtime.Tool) (*mcp.Tool, error) {
 		}
 		schema = raw
 	}
-	var probe struct {
-		Type any `json:"type"`
-	}
-	if len(schema) == 0 || string(schema) == "null" || json.Unmarshal(schema, &probe) != nil || probe.Type != "object" {
+	served, replaced := objectSchema(schema)
+	if replaced {
 		p.logger.Warn("proxy: input schema is not an object schema; served as {\"type\":\"object\"}",
 			"tool", t.Name, "server", t.Server, "schema", string(schema))
-		schema = json.RawMessage(`{"type":"object"}`)
 	}
-	def.InputSchema = schema
+	def.InputSchema = served
 	if def.OutputSchema != nil {
 		raw, err := json.Marshal(def.OutputSchema)
 		if err != nil {
@@ -405,6 +405,34 @@ func (p *Proxy) definition(t runtime.Tool) (*mcp.Tool, error) {
 		def.OutputSchema = json.RawMessage(raw)
 	}
 	return &def, nil
+}
+
+// objectSchema is the input schema the proxy serves for the upstream's
+// schema: go-sdk's Server.AddTool takes only a schema whose root has
+// "type":"object". A JSON object with no "type" member (a root $ref,
+// allOf, ...) gets that one member added in front, its own bytes kept; an
+// object typed "object" is served as it is; anything else (no schema,
+// null, another type, not an object) is replaced by {"type":"object"}, and
+// replaced says so.
+func objectSchema(schema json.RawMessage) (served json.RawMessage, replaced bool) {
+	bare := json.RawMessage(`{"type":"object"}`)
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(schema, &probe) != nil || probe == nil {
+		return bare, true
+	}
+	typ, ok := probe["type"]
+	if !ok {
+		if len(probe) == 0 {
+			return bare, false
+		}
+		rest := bytes.TrimSpace(schema)[1:] // the members after '{'
+		return json.RawMessage(append([]byte(`{"type":"object",`), rest...)), false
+	}
+	var s string
+	if json.Unmarshal(typ, &s) != nil || s != "object" {
+		return bare, true
+	}
+	return schema, false
 }
 
 // handler routes a tools/call of the exposed name to the runtime session,

@@ -21,8 +21,8 @@ import (
 
 // upstream2026 is an in-process server on MCP 2026-07-28 whose tool
 // "confirm" and prompt "greet" ask for the user's name with an input
-// request keyed "user_name" and their own requestState, and whose tool
-// "needs_sampling" refuses a client without sampling (-32021).
+// request keyed "user_name" and their own requestState, whose tool "danger"
+// needs approval (asker), and whose tool "needs_sampling" refuses a client without sampling (-32021).
 func upstream2026(t *testing.T) runtime.Server {
 	t.Helper()
 	up := mcp.NewServer(&mcp.Implementation{Name: "up26", Version: "1"}, nil)
@@ -46,6 +46,9 @@ func upstream2026(t *testing.T) runtime.Server {
 			return text("hello " + name + " " + string(req.Params.Arguments)), nil
 		}
 		return &mcp.CallToolResult{InputRequests: ask, RequestState: "up-state-1"}, nil
+	})
+	up.AddTool(&mcp.Tool{Name: "danger", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return text("deleted"), nil
 	})
 	up.AddTool(&mcp.Tool{Name: "needs_sampling", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if c := req.ClientCapabilities(); c == nil || c.Sampling == nil {
@@ -215,6 +218,69 @@ func TestMissingClientCapability(t *testing.T) {
 	res, err := full.CallTool(ctx, &mcp.CallToolParams{Name: "up__needs_sampling"})
 	if err != nil || resultText(res) != "sampling declared" {
 		t.Errorf("needs_sampling with sampling: %v, %v", res, err)
+	}
+}
+
+// TestApprovalNeedsElicitation: a require_approval that only the client can
+// answer (the Relay asks it through elicitation) is refused to a
+// 2026-07-28 client that did not declare elicitation with -32021 naming
+// elicitation, as MCP refuses a request needing a capability the client
+// lacks; a client that declared it is asked, with an input request.
+func TestApprovalNeedsElicitation(t *testing.T) {
+	t.Parallel()
+	s := stack2026(t, nil)[0]
+	ctx := context.Background()
+	bare := inputClient(t, s, &mcp.ClientCapabilities{})
+	res, err := bare.CallTool(ctx, &mcp.CallToolParams{Name: "up__danger"})
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Code != mcp.CodeMissingRequiredClientCapabilities || string(je.Data) != `{"requiredCapabilities":{"elicitation":{}}}` ||
+		!strings.Contains(je.Message, `approval of tool "up__danger"`) {
+		t.Fatalf("up__danger without elicitation: %v, %v; want -32021 naming elicitation and the approval", resultText(res), err)
+	}
+	asked := inputClient(t, s, &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}})
+	res, err = asked.CallTool(ctx, &mcp.CallToolParams{Name: "up__danger"})
+	if err != nil || len(res.InputRequests) != 1 {
+		t.Fatalf("up__danger with elicitation: %+v, %v; want one input request", res, err)
+	}
+	for _, ask := range res.InputRequests {
+		if e, ok := ask.(*mcp.ElicitParams); !ok || !strings.HasPrefix(e.Message, "Approve") {
+			t.Errorf("input request %+v, want the approval form", ask)
+		}
+	}
+}
+
+// TestUtilityToolInputRequests: a 2026-07-28 client calling the utility
+// tool __prompts_get, whose prompt asks for input, gets the question as the
+// proxy's own input request of that tool call, and its retry gets the
+// rendered prompt; never the prompt's input-required result as a tool's.
+func TestUtilityToolInputRequests(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := stack2026(t, nil)[0]
+	withUtil, err := New(ctx, s.sess, &Options{UtilityTools: true, Logger: discard()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = withUtil.Close() })
+	cs := inputClient(t, &stack{sess: s.sess, p: withUtil}, &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}})
+	args := map[string]any{"name": "greet"}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__prompts_get", Arguments: args})
+	if err != nil || len(res.InputRequests) != 1 || res.RequestState == "" {
+		t.Fatalf("up__prompts_get = %+v, %v; want one input request and a requestState", res, err)
+	}
+	answers := mcp.InputResponseMap{}
+	for id, ask := range res.InputRequests {
+		if e, ok := ask.(*mcp.ElicitParams); !ok || e.Message != "your name?" {
+			t.Fatalf("input request %+v, want the prompt's question", ask)
+		}
+		answers[id] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}
+	}
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__prompts_get", Arguments: args, InputResponses: answers, RequestState: res.RequestState})
+	if err != nil || res.IsError || res.InputRequests != nil || len(res.Content) != 2 {
+		t.Fatalf("retry = %+v, %v; want the rendered prompt", res, err)
+	}
+	if got := res.Content[1].(*mcp.TextContent).Text; got != "hello Ada" {
+		t.Errorf("rendered prompt %q, want hello Ada", got)
 	}
 }
 

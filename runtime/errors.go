@@ -35,7 +35,15 @@ type PolicyError struct {
 	Module string
 	// Reason is the module's reason, or why the approval failed.
 	Reason string
+	// Err is the error Options.AskHuman returned, when it failed rather
+	// than refused (nil otherwise); Unwrap returns it, so a surface can
+	// answer what the approver's error says (the proxy: a client that
+	// lacks the elicitation capability, -32021).
+	Err error
 }
+
+// Unwrap returns [PolicyError.Err].
+func (e *PolicyError) Unwrap() error { return e.Err }
 
 // Error reads `runtime: tool "web__fetch": ` followed by [PolicyError.Message].
 func (e *PolicyError) Error() string {

@@ -85,12 +85,24 @@ type inputRelayKey struct{}
 // answering it through Options.Elicit, CreateMessage and ListRoots. round,
 // when not nil, is sent with the request: the answers to the previous
 // round and the server's state. A server's request sent during the call
-// (MCP 2025-11-25 and older) still goes to the Options handlers.
+// (MCP 2025-11-25 and older) still goes to the Options handlers, and so do
+// the input requests of the prompts/get or resources/read behind a utility
+// tool (Tool.Utility): its caller called a tool, whose result cannot carry
+// them.
 func WithInputRelay(ctx context.Context, round *InputRound) context.Context {
 	if round == nil {
 		round = &InputRound{}
 	}
 	return context.WithValue(ctx, inputRelayKey{}, round)
+}
+
+// withoutInputRelay returns ctx with WithInputRelay's relay removed: the
+// Options handlers answer the server's input requests.
+func withoutInputRelay(ctx context.Context) context.Context {
+	if ctx.Value(inputRelayKey{}) == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, inputRelayKey{}, (*InputRound)(nil))
 }
 
 type clientCapsKey struct{}
@@ -145,7 +157,7 @@ func (c *conn) inputMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 				p.SetMeta(m)
 			}
 		}
-		if round, ok := ctx.Value(inputRelayKey{}).(*InputRound); ok {
+		if round, _ := ctx.Value(inputRelayKey{}).(*InputRound); round != nil {
 			// The caller relays the input requests to its own client: one
 			// round, sent with the answers to the previous one.
 			if round.State != "" || round.Responses != nil {

@@ -331,6 +331,53 @@ func TestInputRelay(t *testing.T) {
 	}
 }
 
+// TestInputRelayUtilityTools: the utility tools __prompts_get and
+// __resources_read called under WithInputRelay answer their server's input
+// requests through the Options handlers and return the prompt or resource:
+// the caller asked for a tool, and a tool result has no place for the
+// input requests of the prompts/get or resources/read behind it.
+func TestInputRelayUtilityTools(t *testing.T) {
+	t.Parallel()
+	var asked atomic.Int32
+	s := open(t, []Server{inProcess(t, "inq", inputServer(t, "inq"))}, &Options{
+		ProtocolVersion: rev20260728[0],
+		CreateMessage: func(context.Context, string, *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+			asked.Add(1)
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "test", Content: &mcp.TextContent{Text: "4"}}, nil
+		},
+		Elicit: func(context.Context, string, *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+			asked.Add(1)
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "ada"}}, nil
+		},
+		ListRoots: func(context.Context, string) (*mcp.ListRootsResult, error) {
+			asked.Add(1)
+			return &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: "file:///work"}}}, nil
+		},
+	})
+	const want = "4/accept:ada/file:///work"
+	for _, tc := range []struct{ tool, args string }{
+		{"inq__prompts_get", `{"name":"greet"}`}, {"inq__resources_read", `{"uri":"test://input"}`},
+	} {
+		before := asked.Load()
+		res, err := s.CallTool(WithInputRelay(context.Background(), nil), tc.tool, []byte(tc.args))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.tool, err)
+		}
+		var text []string
+		for _, c := range res.Content {
+			if tx, ok := c.(*mcp.TextContent); ok {
+				text = append(text, tx.Text)
+			}
+		}
+		if res.IsError || res.InputRequests != nil || !strings.Contains(strings.Join(text, "\n"), want) {
+			t.Errorf("%s under WithInputRelay = %q (isError %v, input requests %v); want the server's answer %q", tc.tool, text, res.IsError, res.InputRequests, want)
+		}
+		if n := asked.Load() - before; n != 3 {
+			t.Errorf("%s: the handlers were asked %d times, want 3", tc.tool, n)
+		}
+	}
+}
+
 // TestInputRequestStateIsolated: parallel calls of a 2026-07-28 server that
 // asks for input each echo their own request state, exactly, with their
 // own answers; a call that got no state sends none back, and a call that

@@ -1176,8 +1176,9 @@ func jsonKind(b byte) string {
 // approve settles a require_approval decision: decide_approval first, then
 // the embedder's callback for "ask".
 func (s *Session) approve(ctx context.Context, t *Tool, d policies.Outcome, args []byte) error {
+	var askErr error // AskHuman's error, kept as the refusal's cause
 	refuse := func(module, reason string) error {
-		return &PolicyError{Tool: t.Name, Server: t.Server, Decision: policies.RequireApproval, Module: module, Reason: reason}
+		return &PolicyError{Tool: t.Name, Server: t.Server, Decision: policies.RequireApproval, Module: module, Reason: reason, Err: askErr}
 	}
 	timeout := time.Duration(d.TimeoutMs) * time.Millisecond
 	if s.opts.ApprovalDecider != nil {
@@ -1227,7 +1228,7 @@ func (s *Session) approve(ctx context.Context, t *Tool, d policies.Outcome, args
 	case actx.Err() != nil && (err != nil || !ok):
 		reason = fmt.Sprintf("not answered within %v", timeout)
 	case err != nil:
-		reason = err.Error()
+		reason, askErr = err.Error(), err
 	case !ok:
 		reason = "refused"
 	default:

@@ -72,7 +72,8 @@ func utilityOps(caps *mcp.ServerCapabilities) []string {
 // tool call: paused servers refuse, calls take turns unless the server
 // supports parallel calls, the request timeout bounds each request, and a
 // transport failure or timeout counts toward the pause (a refused input
-// request does not: clientRefused). Bad arguments and
+// request does not: clientRefused), and a server's input requests are
+// answered by the Options handlers, under WithInputRelay too. Bad arguments and
 // the server's JSON-RPC errors (an unknown URI or prompt) are tool errors
 // (isError), as a tool's own errors are.
 func (c *conn) utility(ctx context.Context, t *Tool, args []byte) (*mcp.CallToolResult, error) {
@@ -80,6 +81,10 @@ func (c *conn) utility(ctx context.Context, t *Tool, args []byte) (*mcp.CallTool
 	if bad != "" {
 		return toolError(bad), nil
 	}
+	// The caller called a tool: the input requests of the prompts/get or
+	// resources/read behind it go to the Options handlers, never back as
+	// an input-required result (WithInputRelay).
+	ctx = withoutInputRelay(ctx)
 	res, err := c.request(ctx, t, t.Utility, func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CallToolResult, error) {
 		return c.runUtility(ctx, cs, t.Utility, in)
 	})
