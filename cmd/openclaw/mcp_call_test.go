@@ -17,11 +17,13 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/internal/e2e"
 )
 
 // start starts the binary with c's home and work folder and args, ended
 // when ctx ends; its stdout and stderr go to the returned buffers.
-func (c *registryCLI) start(t *testing.T, ctx context.Context, args ...string) (*exec.Cmd, *bytes.Buffer, *lockedBuffer) {
+func (c *registryCLI) start(t *testing.T, ctx context.Context, args ...string) (*exec.Cmd, *bytes.Buffer, *e2e.LockedBuffer) {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, c.bin, args...)
 	cmd.WaitDelay = 10 * time.Second // a killed binary's children may hold its output open
@@ -32,7 +34,7 @@ func (c *registryCLI) start(t *testing.T, ctx context.Context, args ...string) (
 	}
 	cmd.Env = append(cmd.Env, "HOME="+c.home, "OPENCLAW_HOME="+c.home)
 	cmd.Dir = c.work
-	stdout, stderr := &bytes.Buffer{}, &lockedBuffer{}
+	stdout, stderr := &bytes.Buffer{}, &e2e.LockedBuffer{}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openclaw-go/openclaw/internal/e2e"
 	"github.com/openclaw-go/openclaw/internal/testkit"
 )
 
@@ -74,7 +75,7 @@ func TestMCPProxyNamesStayOnReload(t *testing.T) {
 	defer cancel()
 	cmd := exec.Command(bin, "mcp", "proxy")
 	cmd.Env = env
-	stderr := &lockedBuffer{}
+	stderr := &e2e.LockedBuffer{}
 	cmd.Stderr = stderr
 	pc := startStdioProxy(ctx, t, cmd, "names-test")
 	cs, changed, tools := pc.cs, pc.changed, pc.tools

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/internal/e2e"
 )
 
 // driftServerSource is a Go stdio MCP server that pulls the rug: its
@@ -120,7 +121,7 @@ func TestMCPToolPinsRugPull(t *testing.T) {
 	}
 	proxy := exec.Command(cli.bin, "mcp", "proxy", "--connect-wait", "0", "--audit-log", auditPath)
 	proxy.Env, proxy.Dir = env, r.work
-	stderr := &lockedBuffer{}
+	stderr := &e2e.LockedBuffer{}
 	proxy.Stderr = stderr
 	pc := startStdioProxy(ctx, t, proxy, "pins-test")
 	if names := pc.tools(); !slices.Equal(names, []string{"docs__mutate", "docs__search"}) {

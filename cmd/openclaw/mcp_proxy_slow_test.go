@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openclaw-go/openclaw/internal/e2e"
 	"github.com/openclaw-go/openclaw/internal/testkit"
 )
 
@@ -37,7 +38,7 @@ func TestMCPProxySlowServerJoinsLater(t *testing.T) {
 	defer cancel()
 	cmd := exec.Command(bin, "mcp", "proxy", "--connect-wait", "200ms", "--audit-log", filepath.Join(dir, "audit.jsonl"))
 	cmd.Env = append(os.Environ(), "OPENCLAW_HOME="+home, "OPENCLAW_STATE_DIR="+filepath.Join(dir, "state"))
-	stderr := &lockedBuffer{}
+	stderr := &e2e.LockedBuffer{}
 	cmd.Stderr = stderr
 	pc := startStdioProxy(ctx, t, cmd, "slow-test")
 	cs, changed, tools := pc.cs, pc.changed, pc.tools

@@ -23,6 +23,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openclaw-go/openclaw/internal/e2e"
 	"github.com/openclaw-go/openclaw/internal/procfs"
 	"github.com/openclaw-go/openclaw/internal/testkit"
 )
@@ -177,26 +178,8 @@ type httpProxy struct {
 	cmd    *exec.Cmd
 	base   string // http://127.0.0.1:PORT
 	token  string
-	stderr *lockedBuffer
+	stderr *e2e.LockedBuffer
 	exited chan error
-}
-
-// lockedBuffer is a strings.Builder safe for a writer and readers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 var (
@@ -218,7 +201,7 @@ func startHTTPProxy(t *testing.T, ctx context.Context, env []string, args ...str
 	cmd := exec.Command(bin, all...)
 	cmd.Env = append(os.Environ(), "OPENCLAW_HOME="+home, "OPENCLAW_STATE_DIR="+filepath.Join(dir, "state"))
 	cmd.Env = append(cmd.Env, env...)
-	hp := &httpProxy{cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
+	hp := &httpProxy{cmd: cmd, stderr: &e2e.LockedBuffer{}, exited: make(chan error, 1)}
 	pr, pw := io.Pipe()
 	cmd.Stderr = io.MultiWriter(hp.stderr, pw)
 	if err := cmd.Start(); err != nil {
@@ -659,7 +642,7 @@ func TestMCPProxyStdioMetricsListen(t *testing.T) {
 	cmd := exec.Command(bin, "mcp", "proxy", "--metrics-listen", "127.0.0.1:0", "--no-auth", "--connect-wait", "0",
 		"--policy-config", policy, "--audit-log", filepath.Join(dir, "audit.jsonl"))
 	cmd.Env = append(os.Environ(), "OPENCLAW_HOME="+home, "OPENCLAW_STATE_DIR="+filepath.Join(dir, "state"))
-	stderr := &lockedBuffer{}
+	stderr := &e2e.LockedBuffer{}
 	cmd.Stderr = stderr
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stdio-metrics", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
@@ -739,7 +722,7 @@ func TestMCPProxyReload(t *testing.T) {
 	defer cancel()
 	cmd := exec.Command(bin, "mcp", "proxy", "--connect-wait", "0", "--audit-log", filepath.Join(dir, "audit.jsonl"))
 	cmd.Env = env
-	stderr := &lockedBuffer{}
+	stderr := &e2e.LockedBuffer{}
 	cmd.Stderr = stderr
 	pc := startStdioProxy(ctx, t, cmd, "reload-test")
 	cs, changed, tools := pc.cs, pc.changed, pc.tools
@@ -1102,7 +1085,7 @@ func TestMCPProxyStdioDrain(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var stderr lockedBuffer
+		var stderr e2e.LockedBuffer
 		cmd.Stderr = &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -1149,7 +1132,7 @@ func TestMCPProxyStdioDrain(t *testing.T) {
 		cmd.Env = env
 		echo := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"everything__echo","arguments":{"message":"piped"}}}`
 		cmd.Stdin = strings.NewReader(initialize + "\n" + initialized + "\n" + echo + "\n")
-		var stderr lockedBuffer
+		var stderr e2e.LockedBuffer
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
 		if err != nil {
@@ -1201,7 +1184,7 @@ func TestMCPProxyStdioFrames(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "mcp", "proxy", "--max-message-bytes", "4096")
 	cmd.Env = append(os.Environ(), "OPENCLAW_HOME="+home, "OPENCLAW_STATE_DIR="+filepath.Join(dir, "state"))
-	var stderr lockedBuffer
+	var stderr e2e.LockedBuffer
 	cmd.Stderr = &stderr
 	cmd.Stdin = strings.NewReader(strings.Join([]string{
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"frames","version":"1"}}}`,
@@ -1271,7 +1254,7 @@ func TestMCPStatusShowsSkippedLines(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "mcp", "proxy")
 	cmd.Env = env
-	var stderr lockedBuffer
+	var stderr e2e.LockedBuffer
 	cmd.Stderr = &stderr
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "status-test", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
@@ -1345,7 +1328,7 @@ func startStdioProxy(ctx context.Context, t *testing.T, cmd *exec.Cmd, name stri
 	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		msg := ""
-		if b, ok := cmd.Stderr.(*lockedBuffer); ok {
+		if b, ok := cmd.Stderr.(*e2e.LockedBuffer); ok {
 			msg = b.String()
 		}
 		t.Fatalf("connect: %v\nstderr:\n%s", err, msg)

@@ -20,6 +20,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/openclaw-go/openclaw/gateway/gatewaytest"
+	"github.com/openclaw-go/openclaw/internal/e2e"
 )
 
 // silentGateway is a Gateway that completes the handshake and confirms
@@ -73,7 +74,7 @@ type serveChild struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	lines  chan map[string]any // stdout, one decoded line each; closed at EOF
-	stderr *lockedBuffer
+	stderr *e2e.LockedBuffer
 	state  string // its OPENCLAW_STATE_DIR
 }
 
@@ -87,7 +88,7 @@ func startServeChild(t *testing.T, ctx context.Context, args ...string) *serveCh
 	cmd := exec.CommandContext(ctx, bin, append([]string{"mcp", "serve"}, args...)...)
 	cmd.Env = append(os.Environ(), "HOME="+dir, "OPENCLAW_HOME="+dir, "OPENCLAW_STATE_DIR="+filepath.Join(dir, "state"),
 		"OPENCLAW_CONFIG_PATH="+filepath.Join(dir, "openclaw.json"))
-	c := &serveChild{cmd: cmd, lines: make(chan map[string]any, 64), stderr: &lockedBuffer{}, state: filepath.Join(dir, "state")}
+	c := &serveChild{cmd: cmd, lines: make(chan map[string]any, 64), stderr: &e2e.LockedBuffer{}, state: filepath.Join(dir, "state")}
 	cmd.Stderr = c.stderr
 	if c.stdin, err = cmd.StdinPipe(); err != nil {
 		t.Fatal(err)

@@ -68,7 +68,7 @@ type Serve struct {
 	Raw *Recorder
 
 	cmd      *exec.Cmd
-	stderr   *lockedBuffer
+	stderr   *LockedBuffer
 	stdin    *onceCloser
 	done     chan struct{} // closed when cmd.Wait returned
 	waitErr  error         // set before done is closed
@@ -130,7 +130,7 @@ func spawn(opts ServeOptions) (*Serve, *os.File, error) {
 	cmd := exec.Command(opts.Command[0], opts.Command[1:]...)
 	cmd.Env = append(os.Environ(), opts.Env...)
 	cmd.Stdin, cmd.Stdout = inR, outW
-	stderr := &lockedBuffer{}
+	stderr := &LockedBuffer{}
 	cmd.Stderr = stderr
 	if opts.Stderr != nil {
 		cmd.Stderr = io.MultiWriter(stderr, opts.Stderr)
@@ -299,18 +299,22 @@ func (s *Serve) descendants() []Proc {
 	return out
 }
 
-type lockedBuffer struct {
+// LockedBuffer is a strings.Builder safe for one writer and concurrent
+// readers: a child process's stderr, a logger's output.
+type LockedBuffer struct {
 	mu sync.Mutex
 	b  strings.Builder
 }
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
+// Write appends p; it never fails.
+func (l *LockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
 }
 
-func (l *lockedBuffer) String() string {
+// String returns what was written so far.
+func (l *LockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()

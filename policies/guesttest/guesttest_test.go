@@ -1,7 +1,6 @@
 package guesttest_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,10 +11,10 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/openclaw-go/openclaw/internal/e2e"
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/guesttest"
 	"github.com/openclaw-go/openclaw/policies/wasmpolicy"
@@ -84,24 +83,6 @@ func TestExports(t *testing.T) {
 			}
 		})
 	}
-}
-
-// lockedBuffer collects log output written from the pool's goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func toolCall(tool, args string) *policies.ToolCall {
@@ -297,7 +278,7 @@ func TestBadInput(t *testing.T) {
 	for _, ex := range guesttest.Examples {
 		t.Run(ex.Lang, func(t *testing.T) {
 			t.Parallel()
-			var logs lockedBuffer
+			var logs e2e.LockedBuffer
 			o := hostOptions()
 			o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 			m, err := wasmpolicy.Load(context.Background(), ex.Lang, read(t, ex), nil, &wasmpolicy.Options{Host: o})
