@@ -4,15 +4,14 @@ package transport
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"runtime"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/internal/procfs"
 )
 
 // BenchmarkStdioEcho compares a tools/call round trip through StdioTransport
@@ -92,15 +91,9 @@ func BenchmarkIdleStdioConnection(b *testing.B) {
 }
 
 func rssKB(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
+	kib, _, ok := procfs.Status(pid)
+	if !ok {
 		return -1
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
-			return n
-		}
-	}
-	return -1
+	return int(kib)
 }

@@ -3,8 +3,6 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 
 	"github.com/openclaw-go/openclaw/internal/procfs"
 )
@@ -29,7 +27,7 @@ func TreeRSS(pid int) ([]Proc, int64, error) {
 	var procs []Proc
 	var total int64
 	for _, p := range append([]int{pid}, procfs.Descendants(pid)...) {
-		rss, name := status(p)
+		rss, name, _ := procfs.Status(p)
 		procs = append(procs, Proc{Pid: p, Name: name, RSSKiB: rss})
 		total += rss
 	}
@@ -39,36 +37,7 @@ func TreeRSS(pid int) ([]Proc, int64, error) {
 // RSSKiB returns the summed VmRSS of the child's process tree (see [TreeRSS]).
 func (s *Serve) RSSKiB() ([]Proc, int64, error) { return TreeRSS(s.Pid()) }
 
-// status reads VmRSS (KiB) and Name from /proc/pid/status.
-func status(pid int) (rssKiB int64, name string) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, ""
-	}
-	return parseStatus(string(b))
-}
-
-func parseStatus(s string) (rssKiB int64, name string) {
-	for _, line := range strings.Split(s, "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		v = strings.TrimSpace(v)
-		switch k {
-		case "Name":
-			name = v
-		case "VmRSS":
-			f := strings.Fields(v) // "12345 kB"
-			if len(f) > 0 {
-				rssKiB, _ = strconv.ParseInt(f[0], 10, 64)
-			}
-		}
-	}
-	return rssKiB, name
-}
-
 func procName(pid int) string {
-	_, n := status(pid)
+	_, n, _ := procfs.Status(pid)
 	return n
 }

@@ -55,22 +55,3 @@ func TestTreeRSSMissing(t *testing.T) {
 		t.Error("TreeRSS of a missing pid succeeded")
 	}
 }
-
-func TestParseStatus(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		in   string
-		rss  int64
-		name string
-	}{
-		{"Name:\topenclaw-mcp\nUmask:\t0022\nVmRSS:\t  372224 kB\nThreads: 11\n", 372224, "openclaw-mcp"},
-		{"Name:\tkworker/0:1\nState:\tI (idle)\n", 0, "kworker/0:1"},
-		{"", 0, ""},
-	}
-	for _, tc := range tests {
-		rss, name := parseStatus(tc.in)
-		if rss != tc.rss || name != tc.name {
-			t.Errorf("parseStatus(%q) = %d, %q; want %d, %q", tc.in, rss, name, tc.rss, tc.name)
-		}
-	}
-}

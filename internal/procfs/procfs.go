@@ -101,3 +101,41 @@ func stat(pid int) ([]string, bool) {
 	}
 	return strings.Fields(s[i+1:]), true
 }
+
+// Status returns the resident set size (VmRSS, in KiB of 1024 bytes) and
+// the command name (Name) of /proc/<pid>/status; pid 0 reads the calling
+// process (/proc/self). ok is false when the file cannot be read; a
+// field the file lacks (a kernel thread has no VmRSS) is 0 or "".
+func Status(pid int) (rssKiB int64, name string, ok bool) {
+	p := "/proc/self/status"
+	if pid != 0 {
+		p = "/proc/" + strconv.Itoa(pid) + "/status"
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return 0, "", false
+	}
+	rssKiB, name = ParseStatus(string(b))
+	return rssKiB, name, true
+}
+
+// ParseStatus reads VmRSS (KiB) and Name from the text of a
+// /proc/<pid>/status file.
+func ParseStatus(s string) (rssKiB int64, name string) {
+	for _, line := range strings.Split(s, "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		switch k {
+		case "Name":
+			name = v
+		case "VmRSS":
+			if f := strings.Fields(v); len(f) > 0 { // "12345 kB"
+				rssKiB, _ = strconv.ParseInt(f[0], 10, 64)
+			}
+		}
+	}
+	return rssKiB, name
+}

@@ -103,3 +103,35 @@ func TestAliveZombie(t *testing.T) {
 		t.Errorf("Alive(%d) = true for a zombie", pid)
 	}
 }
+
+// ParseStatus reads VmRSS and Name, and leaves out what the file lacks.
+func TestParseStatus(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   string
+		rss  int64
+		name string
+	}{
+		{"Name:\topenclaw-mcp\nUmask:\t0022\nVmRSS:\t  372224 kB\nThreads: 11\n", 372224, "openclaw-mcp"},
+		{"Name:\tkworker/0:1\nState:\tI (idle)\n", 0, "kworker/0:1"},
+		{"", 0, ""},
+	}
+	for _, tc := range tests {
+		rss, name := ParseStatus(tc.in)
+		if rss != tc.rss || name != tc.name {
+			t.Errorf("ParseStatus(%q) = %d, %q; want %d, %q", tc.in, rss, name, tc.rss, tc.name)
+		}
+	}
+}
+
+// Status reads this process's own file for pid 0 and fails for a process
+// that does not exist.
+func TestStatus(t *testing.T) {
+	t.Parallel()
+	if rss, name, ok := Status(0); !ok || rss <= 0 || name == "" {
+		t.Errorf("Status(0) = %d, %q, %v; want this process's", rss, name, ok)
+	}
+	if _, _, ok := Status(1 << 30); ok {
+		t.Error("Status of a PID that does not exist: ok")
+	}
+}

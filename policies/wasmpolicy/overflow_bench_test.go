@@ -1,35 +1,24 @@
 package wasmpolicy
 
 import (
-	"bufio"
 	"context"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/openclaw-go/openclaw/internal/procfs"
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/wasmhost"
 )
 
 // rssMiB returns the process's resident set size, in MiB (Linux).
 func rssMiB(b *testing.B) float64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
+	kib, _, ok := procfs.Status(0)
+	if !ok {
 		b.Skip("no /proc/self/status")
 	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if v, ok := strings.CutPrefix(s.Text(), "VmRSS:"); ok {
-			kb, _ := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
-			return float64(kb) / 1024
-		}
-	}
-	b.Fatal("no VmRSS")
-	return 0
+	return float64(kib) / 1024
 }
 
 // BenchmarkStackOverflowRSS measures the host's memory around 8
