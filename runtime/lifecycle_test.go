@@ -182,17 +182,8 @@ func (g *gatedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	ct, st := mcp.NewInMemoryTransports()
-	sctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = g.srv.Run(sctx, st)
-	}()
-	g.t.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	ct, stop := testkit.ServeInMemory(g.srv)
+	g.t.Cleanup(stop)
 	return ct.Connect(ctx)
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/policiestest"
 	"github.com/openclaw-go/openclaw/transport"
@@ -743,12 +744,9 @@ type redialer struct {
 
 func (r *redialer) Connect(ctx context.Context) (mcp.Connection, error) {
 	r.dials.Add(1)
-	ct, st := mcp.NewInMemoryTransports()
-	sctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = r.srv.Run(sctx, st) }()
+	ct, stop := testkit.ServeInMemory(r.srv)
 	r.mu.Lock()
-	r.stops = append(r.stops, func() { cancel(); <-done })
+	r.stops = append(r.stops, stop)
 	r.mu.Unlock()
 	return ct.Connect(ctx)
 }

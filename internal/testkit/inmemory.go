@@ -13,15 +13,16 @@ import (
 // server's session ends, and InMemory waits for it, when t's cleanup runs.
 func InMemory(t testing.TB, srv *mcp.Server) mcp.Transport {
 	t.Helper()
-	ct, stop := serveInMemory(srv)
+	ct, stop := ServeInMemory(srv)
 	t.Cleanup(stop)
 	return ct
 }
 
-// serveInMemory runs srv on the server end of a new in-memory pair and
+// ServeInMemory runs srv on the server end of a new in-memory pair and
 // returns the client end and a stop that ends the session and waits for
-// srv.Run to return.
-func serveInMemory(srv *mcp.Server) (mcp.Transport, func()) {
+// srv.Run to return: InMemory for a caller that connects more than once
+// (a transport that dials a new session each time) or stops it itself.
+func ServeInMemory(srv *mcp.Server) (mcp.Transport, func()) {
 	ct, st := mcp.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

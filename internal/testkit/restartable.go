@@ -42,7 +42,7 @@ func (r *Restartable) Connect(ctx context.Context) (mcp.Connection, error) {
 	if r.Refuse {
 		return nil, errors.New("connection refused (test)")
 	}
-	ct, stop := serveInMemory(r.Server)
+	ct, stop := ServeInMemory(r.Server)
 	r.stop = stop
 	r.T.Cleanup(stop)
 	return ct.Connect(ctx)
