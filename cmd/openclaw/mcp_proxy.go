@@ -153,7 +153,9 @@ address reached or an --allowed-host, on every path (DNS rebinding). Slow or idl
 cut off (--read-header-timeout, --body-timeout), connections and MCP sessions are capped
 (--max-connections, --max-sessions), and a session idle for --session-idle-timeout is closed. SIGINT/SIGTERM stop accepting (over stdio, new requests are refused),
 let calls in flight finish and write their answers (up to --shutdown-timeout), then stop every
-server the proxy started.`,
+server the proxy started. Over HTTP, /readyz answers 503 from the signal on and a new session
+(initialize) is refused with 503 and Retry-After, so that a load balancer sends it to another
+replica, while the sessions already open are served until no request is in flight.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runProxy(cmd.Context(), &c, os.Stdin, os.Stdout, cmd.ErrOrStderr())
@@ -482,6 +484,7 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 			Servers:            sess.Status,
 			ShutdownTimeout:    c.shutdownTimeout,
 			MaxMessageBytes:    c.maxMessage,
+			Ready:              []proxy.ReadyCheck{{Name: "policies", Check: pol.loaded}},
 			Logger:             logger,
 		})
 		if err != nil {

@@ -114,3 +114,13 @@ func (lp *livePolicies) Close(ctx context.Context) error {
 	errs = append(errs, lp.Engine.Close(ctx))
 	return errors.Join(errs...)
 }
+
+// loaded is the "policies" readiness check of `mcp proxy`: the engine
+// loaded and verified its modules (engine.Load refuses a set it cannot
+// verify) and has at least one active.
+func (lp *livePolicies) loaded() error {
+	if lp.Engine == nil || len(lp.Modules()) == 0 {
+		return errors.New("no policy module is loaded")
+	}
+	return nil
+}
