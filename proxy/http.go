@@ -108,7 +108,7 @@ type HTTPOptions struct {
 	// its next request and starts a new session, as MCP has it. 0 means
 	// [DefaultSessionIdleTimeout]; less than 0 keeps idle sessions.
 	SessionIdleTimeout time.Duration
-	// MetricsOnly serves /healthz and /metrics alone (stdio mode's
+	// MetricsOnly serves /healthz, /readyz and /metrics alone (stdio mode's
 	// --metrics-listen); /mcp and /sse answer 404.
 	MetricsOnly bool
 	// Metrics, when set, is served on /metrics; nil answers 404 there.
@@ -133,7 +133,7 @@ type HTTPOptions struct {
 
 // HTTPHandler serves a [Proxy] over HTTP: streamable HTTP on /mcp (sessions
 // up to MCP 2025-11-25, stateless for 2026-07-28) and legacy SSE on /sse,
-// all serving the proxy's one *mcp.Server, plus /healthz and /metrics.
+// all serving the proxy's one *mcp.Server, plus /healthz, /readyz and /metrics.
 // Every request, on every path, passes a Host check and an Origin check
 // first (403 otherwise, against DNS rebinding): the Host must be loopback,
 // the listen host, the IP the connection reached or one of AllowedHosts (a
