@@ -366,7 +366,7 @@ func TestJWKSRotationBounded(t *testing.T) {
 	k2, _ := rsa.GenerateKey(rand.Reader, 2048)
 	var mu sync.Mutex
 	published := []jose.JSONWebKey{{Key: &k1.PublicKey, KeyID: "k1", Algorithm: "RS256", Use: "sig"}}
-	fetches := 0
+	fetches, down := 0, false
 	var issuer string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -377,6 +377,10 @@ func TestJWKSRotationBounded(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		fetches++
+		if down {
+			http.Error(w, "down", http.StatusInternalServerError)
+			return
+		}
 		_ = json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: published})
 	}))
 	t.Cleanup(srv.Close)
@@ -445,5 +449,30 @@ func TestJWKSRotationBounded(t *testing.T) {
 	}
 	if _, err := v.Verify(t.Context(), old); err == nil {
 		t.Error("a token of the withdrawn key k1 is still accepted")
+	}
+
+	// The fetches are counted, and so is a failing one; /metrics shows both.
+	mu.Lock()
+	down = true
+	mu.Unlock()
+	clock.Lock()
+	now = now.Add(61 * time.Second)
+	clock.Unlock()
+	if _, err := v.Verify(t.Context(), sign(k2, "k4")); err == nil || !strings.Contains(err.Error(), "500") {
+		t.Errorf("a token while the JWKS fails: %v, want the fetch's error", err)
+	}
+	if ok, failed := v.JWKSFetches(); ok != 3 || failed != 1 {
+		t.Errorf("JWKSFetches = %d ok, %d failed; want 3, 1", ok, failed)
+	}
+	m := NewMetrics()
+	if err := m.observeJWKS(v); err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, PathMetrics, nil))
+	for _, want := range []string{`openclaw_oauth_jwks_fetches_total{result="ok"} 3`, `openclaw_oauth_jwks_fetches_total{result="error"} 1`} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("metrics lack %s", want)
+		}
 	}
 }

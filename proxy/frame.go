@@ -91,6 +91,9 @@ func (h *HTTPHandler) checkFrames(sse bool, next http.Handler) http.Handler {
 				return
 			}
 		}
+		if !sse && (version >= sessionlessRevision || r.Header.Get("Mcp-Session-Id") == "") && h.refuseDraining(w, firstRequestID(msgs)) {
+			return // a new session, or a sessionless request: another replica takes it
+		}
 		if !sse && version < sessionlessRevision && r.Header.Get("Mcp-Session-Id") == "" {
 			// An initialize (needsSession passed it): a new session.
 			if !h.admitSession(true) {

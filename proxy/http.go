@@ -42,6 +42,10 @@ const (
 	// PathHealth answers 200 with a small JSON body while serving, 503
 	// while draining; it needs no token.
 	PathHealth = "/healthz"
+	// PathReady answers 200 when the proxy takes traffic (every
+	// [ReadyCheck] passes and it is not draining), 503 with a JSON body
+	// naming what is not ready otherwise; it needs no token.
+	PathReady = "/readyz"
 	// PathMetrics serves the Prometheus metrics, behind the token.
 	PathMetrics = "/metrics"
 )
@@ -104,7 +108,7 @@ type HTTPOptions struct {
 	// its next request and starts a new session, as MCP has it. 0 means
 	// [DefaultSessionIdleTimeout]; less than 0 keeps idle sessions.
 	SessionIdleTimeout time.Duration
-	// MetricsOnly serves /healthz and /metrics alone (stdio mode's
+	// MetricsOnly serves /healthz, /readyz and /metrics alone (stdio mode's
 	// --metrics-listen); /mcp and /sse answer 404.
 	MetricsOnly bool
 	// Metrics, when set, is served on /metrics; nil answers 404 there.
@@ -120,13 +124,16 @@ type HTTPOptions struct {
 	// ShutdownTimeout bounds the wait for calls in flight in Serve; zero
 	// means DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
+	// Ready are the conditions /readyz checks, besides the ones the
+	// handler knows itself (OAuth's JWKS, draining).
+	Ready []ReadyCheck
 	// Logger receives the transport diagnostics; nil means slog.Default().
 	Logger *slog.Logger
 }
 
 // HTTPHandler serves a [Proxy] over HTTP: streamable HTTP on /mcp (sessions
 // up to MCP 2025-11-25, stateless for 2026-07-28) and legacy SSE on /sse,
-// all serving the proxy's one *mcp.Server, plus /healthz and /metrics.
+// all serving the proxy's one *mcp.Server, plus /healthz, /readyz and /metrics.
 // Every request, on every path, passes a Host check and an Origin check
 // first (403 otherwise, against DNS rebinding): the Host must be loopback,
 // the listen host, the IP the connection reached or one of AllowedHosts (a
@@ -155,11 +162,12 @@ type HTTPHandler struct {
 	requests int                         // HTTP requests that are not streams
 	streams  map[*int]context.CancelFunc // long-lived streams, ended last
 	lastSSE  time.Time                   // the latest write on a legacy SSE stream
-	draining bool
-	wake     chan struct{}    // closed and replaced when a count above drops to 0
-	opening  int              // initialize requests admitted, not yet answered
-	calls    map[callKey]bool // requests in flight on /mcp and /sse sessions; true once cancelled
-	idle     *idleSessions    // nil without a SessionIdleTimeout
+	draining bool                        // Serve's context ended: not ready, no new sessions
+	closing  bool                        // the drain is over: every new request is refused
+	wake     chan struct{}               // closed and replaced when a count above drops to 0
+	opening  int                         // initialize requests admitted, not yet answered
+	calls    map[callKey]bool            // requests in flight on /mcp and /sse sessions; true once cancelled
+	idle     *idleSessions               // nil without a SessionIdleTimeout
 }
 
 // callKey names a request on a streamable HTTP or legacy SSE session.
@@ -233,6 +241,10 @@ func NewHTTPHandler(p *Proxy, opts *HTTPOptions) (*HTTPHandler, error) {
 
 	h.mux = http.NewServeMux()
 	h.mux.HandleFunc(PathHealth, h.serveHealth)
+	h.mux.HandleFunc(PathReady, h.serveReady)
+	if v := h.opts.OAuth; v != nil {
+		h.opts.Ready = append(slices.Clone(h.opts.Ready), ReadyCheck{Name: "oauth", Check: v.jwksLoaded})
+	}
 	if v := h.opts.OAuth; v != nil && !h.opts.MetricsOnly {
 		prm := protectedResource(v, append(slices.Clone(h.opts.Scopes), h.opts.CallScopes...))
 		h.mux.Handle(PathProtectedResource, prm)
@@ -240,8 +252,16 @@ func NewHTTPHandler(p *Proxy, opts *HTTPOptions) (*HTTPHandler, error) {
 			h.mux.Handle(meta.Path, prm)
 		}
 	}
-	if h.opts.Metrics != nil {
-		h.mux.Handle(PathMetrics, h.authorized(h.opts.Metrics.Handler()))
+	if m := h.opts.Metrics; m != nil {
+		if err := m.observeReadiness(h.readiness); err != nil {
+			return nil, err
+		}
+		if h.opts.OAuth != nil {
+			if err := m.observeJWKS(h.opts.OAuth); err != nil {
+				return nil, err
+			}
+		}
+		h.mux.Handle(PathMetrics, h.authorized(m.Handler()))
 	}
 	if !h.opts.MetricsOnly {
 		getServer := func(*http.Request) *mcp.Server { return p.Server() }
@@ -335,6 +355,9 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}()
 		r = r.WithContext(ctx)
 		if r.URL.Path == PathSSE {
+			if r.Method == http.MethodGet && h.refuseDraining(w, jsonrpc.ID{}) {
+				return
+			}
 			if r.Method == http.MethodGet && !h.admitSession(false) {
 				writeTooManySessions(w, jsonrpc.ID{}, h.limits.MaxSessions)
 				return
@@ -653,14 +676,14 @@ func (h *HTTPHandler) serveHealth(w http.ResponseWriter, r *http.Request) {
 
 // track counts the requests being handled (every method but
 // subscriptions/listen, which lasts as long as its stream) and refuses new
-// requests while draining; notifications always pass.
+// requests once the drain is over; notifications always pass.
 func (h *HTTPHandler) track(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method == "subscriptions/listen" || strings.HasPrefix(method, "notifications/") {
 			return next(ctx, method, req)
 		}
 		h.mu.Lock()
-		if h.draining {
+		if h.closing {
 			h.mu.Unlock()
 			return nil, errShuttingDown
 		}
@@ -671,11 +694,16 @@ func (h *HTTPHandler) track(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// Serve serves h on ln until ctx is done, then shuts down gracefully: it
-// stops accepting connections, refuses new requests, waits up to
-// ShutdownTimeout for the requests in flight (tool calls above all) to be
-// answered, closes the MCP sessions (ending their event streams) and the
-// server; past the timeout the connections are cut. It returns nil
+// Serve serves h on ln until ctx is done, then drains and shuts down
+// gracefully. Draining, it keeps accepting connections: /readyz and
+// /healthz answer 503, a new session (initialize, GET /sse) or a
+// sessionless request is answered 503 with Retry-After, and the requests
+// of the sessions already open are served, until no request is in flight
+// or ShutdownTimeout has passed. Then it stops accepting connections,
+// refuses every new request, waits (within the same ShutdownTimeout) for
+// the answers to be written, closes the MCP sessions (ending their event
+// streams) and the server; past the timeout the connections are cut. It
+// returns nil
 // after a shutdown that ctx started, or the error that stopped serving.
 // ln is closed on return. Closing the runtime is the caller's, after Serve
 // returns.
@@ -705,14 +733,19 @@ func (h *HTTPHandler) serve(ctx context.Context, ln net.Listener, front http.Han
 
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.opts.ShutdownTimeout)
 	defer cancel()
+	h.mu.Lock()
+	h.draining = true // not ready; new sessions are refused from here on
+	h.mu.Unlock()
+	h.logger.Info("openclaw mcp proxy: draining: not ready, new sessions refused; requests in flight may finish", "timeout", h.opts.ShutdownTimeout)
+	n := h.waitZero(sctx, &h.inFlight)
+	h.mu.Lock()
+	h.closing = true // every new request is refused from here on
+	h.mu.Unlock()
 	// Shutdown closes the listener at once, then waits for the active
-	// requests, which include the tool calls in flight.
+	// requests.
 	shut := make(chan error, 1)
 	go func() { shut <- srv.Shutdown(sctx) }()
-	h.mu.Lock()
-	h.draining = true // new requests are refused from here on
-	h.mu.Unlock()
-	if n := h.waitZero(sctx, &h.inFlight); n > 0 {
+	if n > 0 {
 		h.logger.Warn("openclaw mcp proxy: shutdown timeout: requests still running are cut off", "requests", n, "timeout", h.opts.ShutdownTimeout)
 	} else if !h.opts.MetricsOnly {
 		h.endStreams(sctx)

@@ -465,8 +465,11 @@ func TestMetricsCountCallsAndBlocks(t *testing.T) {
 	}
 }
 
-// TestGracefulShutdown: a slow call in flight when shutdown starts still
-// gets its result; new calls are refused; Serve returns nil.
+// TestGracefulShutdown: once Serve's context ends with a call in flight, the proxy
+// still answers: /readyz 503 naming draining, a new session (initialize,
+// GET /sse) and a sessionless request 503 with Retry-After and
+// CodeDraining, while a session already open is served; the call in
+// flight completes and Serve returns nil.
 func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -476,8 +479,9 @@ func TestGracefulShutdown(t *testing.T) {
 	}{{"streamable 2025-11-25", "2025-11-25", false}, {"streamable 2026-07-28", "2026-07-28", false}, {"legacy SSE", "2024-11-05", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			const token = "g"
+			const token = "d"
 			f := newHTTPFixture(t, HTTPOptions{Token: token})
+			auth := map[string]string{"Authorization": "Bearer " + token}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			hc := &http.Client{Transport: bearer{token: token, base: http.DefaultTransport}}
@@ -486,55 +490,86 @@ func TestGracefulShutdown(t *testing.T) {
 				tr = &mcp.SSEClientTransport{Endpoint: f.url + PathSSE, HTTPClient: hc}
 			}
 			cs := f.connect(t, ctx, tr, tc.version)
-			type result struct {
-				text string
-				err  error
+			if code, _, body := getWith(t, f.url+PathReady, nil); code != http.StatusOK {
+				t.Fatalf("/readyz before the drain = %d %s", code, body)
 			}
-			done := make(chan result, 1)
+			done := make(chan error, 1)
 			go func() {
 				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "up__slow"})
-				if err != nil {
-					done <- result{err: err}
-					return
+				if err == nil && res.Content[0].(*mcp.TextContent).Text != "slow done" {
+					err = errors.New("unexpected result")
 				}
-				done <- result{text: res.Content[0].(*mcp.TextContent).Text}
+				done <- err
 			}()
 			<-f.slowStarted
-			f.cancel() // shutdown begins with the call in flight
-			// Serve is draining once /healthz says so (or the listener is gone).
+			f.cancel() // the drain begins with the call in flight
+			var code int
+			var body string
 			for {
-				code, _, _ := tryGet(f.url + PathHealth)
-				if code == http.StatusServiceUnavailable || code == 0 {
+				code, _, body = getWith(t, f.url+PathReady, nil)
+				if code == 0 {
+					t.Fatalf("/readyz at the drain: %s, want an answer while calls are in flight", body)
+				}
+				if code != http.StatusOK {
 					break
 				}
 				time.Sleep(5 * time.Millisecond) // polling, not a pass/fail timing
 			}
-			select {
-			case <-f.serveDone:
-				t.Fatalf("Serve returned %v with a call in flight", f.serveErr)
-			default:
+			if r := readyBody(t, body); code != http.StatusServiceUnavailable || r.NotReady["draining"] == "" {
+				t.Fatalf("/readyz while draining = %d %s, want 503 naming draining", code, body)
 			}
+			if _, _, m := getWith(t, f.url+PathMetrics, auth); !strings.Contains(m, "openclaw_proxy_draining 1") || !strings.Contains(m, "openclaw_proxy_ready 0") {
+				t.Errorf("metrics while draining lack openclaw_proxy_draining 1 / openclaw_proxy_ready 0:\n%s", m)
+			}
+
+			// A new session, and a sessionless request, go elsewhere.
+			for _, req := range []struct{ what, version, body string }{
+				{"initialize", "", `{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"late","version":"1"}}}`},
+				{"a 2026-07-28 request", "2026-07-28", `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{}}`},
+			} {
+				r, _ := http.NewRequest(http.MethodPost, f.url+PathMCP, strings.NewReader(req.body))
+				r.Header.Set("Authorization", "Bearer "+token)
+				r.Header.Set("Content-Type", "application/json")
+				r.Header.Set("Accept", "application/json, text/event-stream")
+				if req.version != "" {
+					r.Header.Set("Mcp-Protocol-Version", req.version)
+					r.Header.Set("Mcp-Method", "tools/list")
+				}
+				res, err := http.DefaultClient.Do(r)
+				if err != nil {
+					t.Fatalf("%s while draining: %v", req.what, err)
+				}
+				b, _ := io.ReadAll(res.Body)
+				res.Body.Close()
+				var msg struct {
+					ID    int `json:"id"`
+					Error struct{ Code int64 }
+				}
+				_ = json.Unmarshal(b, &msg)
+				if res.StatusCode != http.StatusServiceUnavailable || res.Header.Get("Retry-After") == "" || msg.Error.Code != CodeDraining || msg.ID != 7 {
+					t.Errorf("%s while draining = %d Retry-After %q %s, want 503 with Retry-After and code %d", req.what, res.StatusCode, res.Header.Get("Retry-After"), b, CodeDraining)
+				}
+			}
+			if code, h, body := getWith(t, f.url+PathSSE, auth); code != http.StatusServiceUnavailable || h.Get("Retry-After") == "" {
+				t.Errorf("GET /sse while draining = %d %s, want 503 with Retry-After", code, body)
+			}
+
+			// A session open here is served (its state is here); a
+			// 2026-07-28 client has none, and goes elsewhere.
+			_, err := cs.ListTools(ctx, nil)
+			if sessionless := tc.version >= sessionlessRevision; sessionless != (err != nil) {
+				t.Errorf("tools/list of the open %s session while draining: %v", tc.version, err)
+			}
+
 			close(f.release)
-			r := <-done
-			if r.err != nil || r.text != "slow done" {
-				t.Fatalf("in-flight call = %q, %v; want its result", r.text, r.err)
+			if err := <-done; err != nil {
+				t.Fatalf("call in flight at the drain: %v, want its result", err)
 			}
 			if <-f.serveDone; f.serveErr != nil {
-				t.Fatalf("Serve = %v, want nil after a graceful shutdown", f.serveErr)
+				t.Fatalf("Serve = %v, want nil after the drain", f.serveErr)
 			}
 		})
 	}
-}
-
-// tryGet is a GET that reports a refused connection as status 0.
-func tryGet(url string) (int, string, error) {
-	res, err := http.Get(url)
-	if err != nil {
-		return 0, "", err
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(b), nil
 }
 
 func TestShutdownTimeoutCutsOff(t *testing.T) {

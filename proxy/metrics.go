@@ -60,6 +60,11 @@ const UnroutedTool = "(unrouted)"
 //	                                               one JSON-RPC message, by [Metrics.ObserveServers]
 //	proxy_notifications_dropped_total{kind}        counter; upstream notifications (message, progress) a
 //	                                               client could not be given, by [Metrics.Instrument]
+//	proxy_ready                                    gauge; 1 while /readyz answers 200, else 0, by
+//	                                               [NewHTTPHandler]
+//	proxy_draining                                 gauge; 1 once the drain on SIGTERM/SIGINT has begun
+//	oauth_jwks_fetches_total{result}               counter; fetches of the --auth-issuer's JWKS, result ok
+//	                                               or error, by [NewHTTPHandler] with HTTPOptions.OAuth
 type Metrics struct {
 	reg       *prometheus.Registry
 	calls     *prometheus.CounterVec
@@ -124,6 +129,58 @@ func (c serverCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(skippedLinesDesc, prometheus.CounterValue, float64(st.SkippedLines), st.Name)
 		}
 	}
+}
+
+var (
+	readyDesc = prometheus.NewDesc("openclaw_proxy_ready",
+		"1 while the proxy takes traffic (/readyz answers 200), else 0.", nil, nil)
+	drainingDesc = prometheus.NewDesc("openclaw_proxy_draining",
+		"1 once the proxy drains (SIGTERM or SIGINT): not ready, new sessions refused, requests in flight finishing.", nil, nil)
+	jwksDesc = prometheus.NewDesc("openclaw_oauth_jwks_fetches_total",
+		"Fetches of the OAuth issuer's JWKS (at start, on an unknown key id, after an hour), by result (ok, error).",
+		[]string{"result"}, nil)
+)
+
+// observeReadiness adds openclaw_proxy_ready and openclaw_proxy_draining,
+// read from readiness at every scrape.
+func (m *Metrics) observeReadiness(readiness func() (map[string]string, bool)) error {
+	return m.reg.Register(collectorFunc{descs: []*prometheus.Desc{readyDesc, drainingDesc}, collect: func(ch chan<- prometheus.Metric) {
+		notReady, draining := readiness()
+		ch <- prometheus.MustNewConstMetric(readyDesc, prometheus.GaugeValue, boolValue(notReady == nil))
+		ch <- prometheus.MustNewConstMetric(drainingDesc, prometheus.GaugeValue, boolValue(draining))
+	}})
+}
+
+// observeJWKS adds openclaw_oauth_jwks_fetches_total, read from v at every
+// scrape.
+func (m *Metrics) observeJWKS(v *OAuthVerifier) error {
+	return m.reg.Register(collectorFunc{descs: []*prometheus.Desc{jwksDesc}, collect: func(ch chan<- prometheus.Metric) {
+		ok, failed := v.JWKSFetches()
+		ch <- prometheus.MustNewConstMetric(jwksDesc, prometheus.CounterValue, float64(ok), "ok")
+		ch <- prometheus.MustNewConstMetric(jwksDesc, prometheus.CounterValue, float64(failed), "error")
+	}})
+}
+
+// collectorFunc is a collector whose series are read at scrape time.
+type collectorFunc struct {
+	descs   []*prometheus.Desc
+	collect func(chan<- prometheus.Metric)
+}
+
+func (c collectorFunc) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+func (c collectorFunc) Collect(ch chan<- prometheus.Metric) { c.collect(ch) }
+
+// boolValue is 1 for true, 0 for false.
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Registry returns the registry the metrics are in, to add collectors of

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -142,6 +143,23 @@ func NewOAuthVerifier(ctx context.Context, opts *OAuthOptions) (*OAuthVerifier, 
 		return nil, fmt.Errorf("proxy: OAuth issuer %s: %w", o.Issuer, err)
 	}
 	return &OAuthVerifier{opts: o, keys: ks, metadata: meta, verified: map[[sha256.Size]byte]verifiedToken{}}, nil
+}
+
+// JWKSFetches returns how many fetches of the issuer's JWKS (at start, on
+// an unknown key id, after its maximum age) succeeded, and how many failed.
+func (v *OAuthVerifier) JWKSFetches() (ok, failed uint64) {
+	return v.keys.fetchOK.Load(), v.keys.fetchFailed.Load()
+}
+
+// jwksLoaded is the "oauth" [ReadyCheck]: the issuer's discovery document
+// was read and its JWKS fetched at least once.
+func (v *OAuthVerifier) jwksLoaded() error {
+	v.keys.mu.Lock()
+	defer v.keys.mu.Unlock()
+	if !v.keys.loaded {
+		return fmt.Errorf("the JWKS of issuer %s has not been fetched", v.opts.Issuer)
+	}
+	return nil
 }
 
 // MetadataURL returns the URL of the protected resource metadata, named in
@@ -295,6 +313,9 @@ type keySet struct {
 	mu      sync.Mutex
 	keys    []jose.JSONWebKey
 	fetched time.Time
+	loaded  bool // a fetch has succeeded
+
+	fetchOK, fetchFailed atomic.Uint64 // JWKS fetches that succeeded, and those that failed
 }
 
 // has reports whether the cached set holds a key of id kid.
@@ -362,7 +383,14 @@ func verifyWith(jws *jose.JSONWebSignature, keys []jose.JSONWebKey, h jose.Heade
 
 // fetch reads the JWKS (one fetch at a time) and caches it.
 func (k *keySet) fetch(ctx context.Context) ([]jose.JSONWebKey, error) {
-	ch := k.group.DoChan("jwks", func() (any, error) {
+	ch := k.group.DoChan("jwks", func() (keys any, err error) {
+		defer func() {
+			if err != nil {
+				k.fetchFailed.Add(1)
+			} else {
+				k.fetchOK.Add(1)
+			}
+		}()
 		req, err := http.NewRequestWithContext(context.WithoutCancel(ctx), http.MethodGet, k.url, nil)
 		if err != nil {
 			return nil, err
@@ -384,7 +412,7 @@ func (k *keySet) fetch(ctx context.Context) ([]jose.JSONWebKey, error) {
 			return nil, fmt.Errorf("the JWKS %s does not decode: %w", k.url, err)
 		}
 		k.mu.Lock()
-		k.keys, k.fetched = set.Keys, k.now()
+		k.keys, k.fetched, k.loaded = set.Keys, k.now(), true
 		k.mu.Unlock()
 		return set.Keys, nil
 	})

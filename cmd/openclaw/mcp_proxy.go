@@ -66,6 +66,7 @@ type proxyConfig struct {
 	maxMessage      int64         // --max-message-bytes
 	connectWait     time.Duration // --connect-wait
 	stateKeyFile    string        // --request-state-key-file FILE
+	logFormat       string        // --log-format text|json
 }
 
 // defaultConnectWait is how long the proxy waits for the servers before it
@@ -106,6 +107,9 @@ func checkProxyFlags(c *proxyConfig) error {
 	}
 	if c.sessionIdle < 0 {
 		return usage("--session-idle-timeout %v: want a duration of 0 (keep idle sessions) or more, e.g. 10m", c.sessionIdle)
+	}
+	if c.logFormat != "" && c.logFormat != "text" && c.logFormat != "json" {
+		return usage("--log-format %q: want text or json", c.logFormat)
 	}
 	if c.connectWait < 0 {
 		return usage("--connect-wait %v: want a duration of 0 (wait for every server) or more, e.g. 3s", c.connectWait)
@@ -153,7 +157,10 @@ address reached or an --allowed-host, on every path (DNS rebinding). Slow or idl
 cut off (--read-header-timeout, --body-timeout), connections and MCP sessions are capped
 (--max-connections, --max-sessions), and a session idle for --session-idle-timeout is closed. SIGINT/SIGTERM stop accepting (over stdio, new requests are refused),
 let calls in flight finish and write their answers (up to --shutdown-timeout), then stop every
-server the proxy started.`,
+server the proxy started. Over HTTP, /readyz answers 503 from the signal on and a new session
+(initialize) is refused with 503 and Retry-After, so that a load balancer sends it to another
+replica, while the sessions already open are served until no request is in flight.
+--log-format json writes the log as JSON lines.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runProxy(cmd.Context(), &c, os.Stdin, os.Stdout, cmd.ErrOrStderr())
@@ -161,6 +168,7 @@ server the proxy started.`,
 	}
 	f := cmd.Flags()
 	f.BoolVarP(&c.verbose, "verbose", "v", false, "log more on stderr")
+	f.StringVar(&c.logFormat, "log-format", "text", "format of the log on stderr: text, or json (one JSON object a line: time, level, msg and the attributes)")
 	f.StringArrayVar(&c.policy.files, "policy", nil, "policy module FILE.wasm for before_tool_call (repeatable, runs in order)")
 	f.StringVar(&c.policy.config, "policy-config", "", "policy file (JSON) listing modules, their config and mode")
 	c.confine.register(f)
@@ -331,7 +339,9 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	if c.verbose {
 		level = slog.LevelDebug
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: dropTime}))
+	c.policy.logJSON = c.logFormat == "json"
+	logger := newLogger(stderr, level, c.policy.logJSON)
+	say := announcer{w: stderr, logger: logger, asJSON: c.policy.logJSON}
 	var ln net.Listener
 	if ph != nil {
 		// Bound before anything starts: a port in use fails at once.
@@ -482,6 +492,7 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 			Servers:            sess.Status,
 			ShutdownTimeout:    c.shutdownTimeout,
 			MaxMessageBytes:    c.maxMessage,
+			Ready:              []proxy.ReadyCheck{{Name: "policies", Check: pol.loaded}},
 			Logger:             logger,
 		})
 		if err != nil {
@@ -491,18 +502,48 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 			// The one place the token appears: it is never logged.
 			fmt.Fprintf(stderr, "openclaw mcp proxy: bearer token (shown once; set %s or --token-file to choose it): %s\n", proxyTokenEnv, ph.token)
 		} else if c.noAuth {
-			fmt.Fprintf(stderr, "openclaw mcp proxy: WARNING: --no-auth: anyone on this machine can call the tools at %s\n", ln.Addr())
+			say.warn(fmt.Sprintf("openclaw mcp proxy: WARNING: --no-auth: anyone on this machine can call the tools at %s", ln.Addr()),
+				"openclaw mcp proxy: --no-auth: anyone on this machine can call the tools", "addr", ln.Addr().String())
 		}
 	}
 	if ph == nil || ph.metricsOnly {
-		return serveProxyStdio(ctx, p, h, ln, stdin, stdout, stderr, logger, c.shutdownTimeout, int(c.maxMessage))
+		return serveProxyStdio(ctx, p, h, ln, stdin, stdout, say, logger, c.shutdownTimeout, int(c.maxMessage))
 	}
-	fmt.Fprintf(stderr, "openclaw mcp proxy: serving http://%s%s (legacy SSE: %s), %d tools\n", ln.Addr(), proxy.PathMCP, proxy.PathSSE, len(p.Tools()))
+	say.info(fmt.Sprintf("openclaw mcp proxy: serving http://%s%s (legacy SSE: %s), %d tools", ln.Addr(), proxy.PathMCP, proxy.PathSSE, len(p.Tools())),
+		"openclaw mcp proxy: serving", "url", "http://"+ln.Addr().String()+proxy.PathMCP, "sse", proxy.PathSSE, "tools", len(p.Tools()))
 	if err := h.Serve(ctx, ln); err != nil {
 		return &exitError{code: 1, err: fmt.Errorf("openclaw mcp proxy: %w", err)}
 	}
 	logger.Info("openclaw mcp proxy: stopped")
 	return nil
+}
+
+// announcer writes the proxy's startup lines on stderr: with --log-format
+// json as log records (msg and attributes), else as the text lines people
+// (and scripts) read. The generated bearer token is not one of them: it is
+// printed once, as text, and never logged.
+type announcer struct {
+	w      io.Writer
+	logger *slog.Logger
+	asJSON bool
+}
+
+// info writes text, or the info record msg with attrs.
+func (a announcer) info(text, msg string, attrs ...any) {
+	if a.asJSON {
+		a.logger.Info(msg, attrs...)
+		return
+	}
+	fmt.Fprintln(a.w, text)
+}
+
+// warn writes text, or the warning record msg with attrs.
+func (a announcer) warn(text, msg string, attrs ...any) {
+	if a.asJSON {
+		a.logger.Warn(msg, attrs...)
+		return
+	}
+	fmt.Fprintln(a.w, text)
 }
 
 // proxyReloader applies a reload of openclaw.json to a running proxy: the
@@ -550,7 +591,7 @@ func (r *proxyReloader) Reload(ctx context.Context, servers []runtime.Server) (r
 // /healthz on ln until stdio ends. Either way the session drains: requests
 // already read are answered on stdout (within shutdownTimeout) before it
 // returns, and after ctx is done new requests are refused.
-func serveProxyStdio(ctx context.Context, p *proxy.Proxy, h *proxy.HTTPHandler, ln net.Listener, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer, logger *slog.Logger, shutdownTimeout time.Duration, maxLine int) error {
+func serveProxyStdio(ctx context.Context, p *proxy.Proxy, h *proxy.HTTPHandler, ln net.Listener, stdin io.ReadCloser, stdout io.WriteCloser, say announcer, logger *slog.Logger, shutdownTimeout time.Duration, maxLine int) error {
 	if h != nil {
 		mctx, stop := context.WithCancel(ctx)
 		served := make(chan error, 1)
@@ -561,7 +602,8 @@ func serveProxyStdio(ctx context.Context, p *proxy.Proxy, h *proxy.HTTPHandler, 
 				logger.Warn("metrics endpoint", "err", err)
 			}
 		}()
-		fmt.Fprintf(stderr, "openclaw mcp proxy: metrics on http://%s%s (and %s)\n", ln.Addr(), proxy.PathMetrics, proxy.PathHealth)
+		say.info(fmt.Sprintf("openclaw mcp proxy: metrics on http://%s%s (and %s, %s)", ln.Addr(), proxy.PathMetrics, proxy.PathHealth, proxy.PathReady),
+			"openclaw mcp proxy: metrics on", "url", "http://"+ln.Addr().String()+proxy.PathMetrics)
 	}
 	logger.Info("openclaw mcp proxy: serving on stdio", "tools", len(p.Tools()))
 	// A malformed stdin line is answered and logged; it does not end the session.

@@ -227,6 +227,12 @@ func startHTTPProxy(t *testing.T, ctx context.Context, env []string, args ...str
 			hp.base = m[1]
 			break
 		}
+		// --log-format json: the same line as a log record.
+		var rec struct{ Msg, URL string }
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "openclaw mcp proxy: serving" {
+			hp.base = strings.TrimSuffix(rec.URL, "/mcp")
+			break
+		}
 	}
 	go func() { _, _ = io.Copy(io.Discard, pr) }() // keep stderr flowing
 	if hp.base == "" {

@@ -324,6 +324,27 @@ func warnReadableSecretFile(stderr io.Writer, flag, path string) {
 		flag, path, fi.Mode().Perm(), path)
 }
 
+// newLogger returns the stderr logger of a long-running command at level:
+// with asJSON, one JSON object a line (time, level, msg and the
+// attributes, by slog.JSONHandler; durations as Go duration strings such
+// as "10s"); else slog's text lines without the time, which the MCP
+// client adds.
+func newLogger(w io.Writer, level slog.Level, asJSON bool) *slog.Logger {
+	if asJSON {
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: durationText}))
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level, ReplaceAttr: dropTime}))
+}
+
+// durationText writes a duration attribute as text ("1.5s"), as the text
+// handler does, rather than as a count of nanoseconds.
+func durationText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.String(a.Key, a.Value.Duration().String())
+	}
+	return a
+}
+
 // dropTime removes slog's time attribute: the MCP client timestamps stderr.
 func dropTime(groups []string, a slog.Attr) slog.Attr {
 	if len(groups) == 0 && a.Key == slog.TimeKey {

@@ -23,6 +23,7 @@ type policyFlags struct {
 	naming   string             // engine.Options.NamingModule: "" for a surface that names no imported tools
 	auditTap policies.AuditSink // also receives every audit record (metrics); may be nil
 	verbose  bool               // -v: the modules' debug log lines too
+	logJSON  bool               // --log-format json: the modules' log lines are JSON too
 }
 
 // livePolicies is a running process's policy engine with what keeps it
@@ -46,7 +47,7 @@ func startPolicies(ctx context.Context, fl policyFlags, what string, stderr io.W
 	if fl.verbose {
 		level = slog.LevelDebug
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: dropTime}))
+	logger := newLogger(stderr, level, fl.logJSON)
 	lp := &livePolicies{}
 	eng, err := engine.Load(ctx, &engine.Options{
 		ConfigFile: fl.config,
@@ -67,18 +68,21 @@ func startPolicies(ctx context.Context, fl policyFlags, what string, stderr io.W
 		return nil, err
 	}
 	lp.Engine = eng
+	say := announcer{w: stderr, logger: logger, asJSON: fl.logJSON}
 	enforced := false
 	for _, m := range eng.Modules() {
-		fmt.Fprintf(stderr, "openclaw mcp: policy active: %s\n", m)
+		say.info(fmt.Sprintf("openclaw mcp: policy active: %s", m),
+			"openclaw mcp: policy active", "module", m.Name, "source", m.Source, "sha256", m.SHA256, "mode", m.Mode, "hooks", m.Hooks)
 		if m.Mode != policies.AuditOnly && slices.Contains(m.Hooks, policies.HookBeforeToolCall) {
 			enforced = true
 		}
 	}
 	if !enforced {
 		// The absence of a before_tool_call policy is said, never silent.
-		fmt.Fprintln(stderr, "openclaw mcp: WARNING: no module enforces before_tool_call: every tool call is allowed")
+		say.warn("openclaw mcp: WARNING: no module enforces before_tool_call: every tool call is allowed",
+			"openclaw mcp: no module enforces before_tool_call: every tool call is allowed")
 	}
-	fmt.Fprintf(stderr, "openclaw mcp: decision audit log: %s\n", eng.AuditDestination())
+	say.info("openclaw mcp: decision audit log: "+eng.AuditDestination(), "openclaw mcp: decision audit log", "path", eng.AuditDestination())
 
 	onSignal := reloadSignals()
 	// Registration is best effort: without it the process still runs and
@@ -113,4 +117,14 @@ func (lp *livePolicies) Close(ctx context.Context) error {
 	}
 	errs = append(errs, lp.Engine.Close(ctx))
 	return errors.Join(errs...)
+}
+
+// loaded is the "policies" readiness check of `mcp proxy`: the engine
+// loaded and verified its modules (engine.Load refuses a set it cannot
+// verify) and has at least one active.
+func (lp *livePolicies) loaded() error {
+	if lp.Engine == nil || len(lp.Modules()) == 0 {
+		return errors.New("no policy module is loaded")
+	}
+	return nil
 }
