@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -199,6 +200,30 @@ func LoadToolPins(path string) (*ToolPins, error) {
 // [ToolPins.Marshal]'s form.
 func SaveToolPins(path string, p *ToolPins) error {
 	return writeAtomic(path, p.Marshal())
+}
+
+// UpdateToolPins changes the pins file at path under its lock ([Lock] on
+// path): it reads the file as it is now (no file: no pins), lets change
+// modify it, and writes it back ([SaveToolPins]) unless change fails, so
+// that concurrent `openclaw mcp trust` runs for different servers keep
+// each other's pins. It waits for the lock until ctx is done.
+func UpdateToolPins(ctx context.Context, path string, change func(*ToolPins) error) error {
+	lock, err := Lock(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock()
+	p, err := LoadToolPins(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		p = &ToolPins{Servers: map[string]map[string]ToolPin{}}
+	case err != nil:
+		return err
+	}
+	if err := change(p); err != nil {
+		return err
+	}
+	return SaveToolPins(path, p)
 }
 
 // Marshal returns p as a pins file: indented JSON, servers and tools sorted

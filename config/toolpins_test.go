@@ -1,10 +1,13 @@
 package config
 
 import (
+	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -147,4 +150,54 @@ func FuzzParseToolPins(f *testing.F) {
 			t.Fatalf("round trip changed the pins:\n%#v\n%#v", pins, again)
 		}
 	})
+}
+
+// TestUpdateToolPinsKeepsConcurrentWriters: two updates of different
+// servers that overlap (the second reads the file while the first holds
+// it) both land, because each reads the file again under its lock.
+func TestUpdateToolPinsKeepsConcurrentWriters(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ToolPinsFile)
+	pin := pinOf(t, ToolDefinition{Name: "t", InputSchema: []byte(`{"type":"object"}`)})
+	inFirst, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- UpdateToolPins(context.Background(), path, func(p *ToolPins) error {
+			close(inFirst)
+			<-release
+			p.Servers["a"] = map[string]ToolPin{"t": pin}
+			return nil
+		})
+	}()
+	<-inFirst
+	second := make(chan error, 1)
+	go func() {
+		second <- UpdateToolPins(context.Background(), path, func(p *ToolPins) error {
+			p.Servers["b"] = map[string]ToolPin{"t": pin}
+			return nil
+		})
+	}()
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	got, err := LoadToolPins(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, a := got.Servers["a"]; !a || len(got.Servers) != 2 {
+		t.Fatalf("servers after two concurrent updates: %v, want a and b", slices.Sorted(maps.Keys(got.Servers)))
+	}
+	// A failing change writes nothing.
+	if err := UpdateToolPins(context.Background(), path, func(p *ToolPins) error {
+		delete(p.Servers, "a")
+		return errors.New("refused")
+	}); err == nil || err.Error() != "refused" {
+		t.Fatalf("failing change: %v", err)
+	}
+	if got, _ := LoadToolPins(path); len(got.Servers) != 2 {
+		t.Fatal("a failing change was written")
+	}
 }

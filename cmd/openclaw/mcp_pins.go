@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -442,14 +443,31 @@ A server that fails to list keeps its pins. Each pin change is written to the au
 }
 
 // trustListings replaces the pins of each listed server by its listing
-// (an unchanged tool keeps its pin and trusted_at), writes the pins file,
-// audits every change and prints a summary per server.
+// (an unchanged tool keeps its pin and trusted_at) in the pins file, under
+// the file's lock (config.UpdateToolPins).
 func trustListings(cmd *cobra.Command, rs *runtimeSession, listings []runtime.ServerTools) error {
 	out := cmd.OutOrStdout()
-	pins := rs.pins
-	if pins == nil {
-		pins = &config.ToolPins{Servers: map[string]map[string]config.ToolPin{}}
+	ctx, cancel := context.WithTimeout(cmd.Context(), regLockWait)
+	defer cancel()
+	// The file is read again under its lock: another trust run may have
+	// written it since this one started listing.
+	err := config.UpdateToolPins(ctx, rs.pinPath, func(pins *config.ToolPins) error {
+		return trustInto(cmd, rs, pins, listings)
+	})
+	switch {
+	case errors.Is(err, errRegReported):
+		return err
+	case err != nil:
+		return regFail(cmd, "openclaw mcp trust: "+err.Error())
 	}
+	fmt.Fprintf(out, "Wrote %s.\n", rs.pinPath)
+	return nil
+}
+
+// trustInto replaces the pins of each listed server in pins by its
+// listing, audits every change and prints a summary per server.
+func trustInto(cmd *cobra.Command, rs *runtimeSession, pins *config.ToolPins, listings []runtime.ServerTools) error {
+	out := cmd.OutOrStdout()
 	now := time.Now()
 	audit := rs.eng.AuditSink()
 	var lines []string
@@ -495,9 +513,5 @@ func trustListings(cmd *cobra.Command, rs *runtimeSession, listings []runtime.Se
 		}
 		lines = lines[:0]
 	}
-	if err := config.SaveToolPins(rs.pinPath, pins); err != nil {
-		return regFail(cmd, "openclaw mcp trust: "+err.Error())
-	}
-	fmt.Fprintf(out, "Wrote %s.\n", rs.pinPath)
 	return nil
 }
