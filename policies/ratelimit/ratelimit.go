@@ -9,7 +9,6 @@ package ratelimit
 import (
 	"context"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/openclaw-go/openclaw/config"
@@ -18,7 +17,11 @@ import (
 )
 
 // Limiter checks a call against every limit that matches it, in the
-// policy file's order. It implements [policies.Limiter]. A Limiter with
+// policy file's order. It implements [policies.Limiter]. A limit split
+// per "identity" counts the calls of the authenticated caller (the
+// Identity's issuer and subject) apart, and, for a call without an
+// Identity, those of its [policies.RequesterKey] (session key, else
+// clientInfo; calls with neither share one counter). A Limiter with
 // no limits admits every call without touching its store.
 type Limiter struct {
 	limits []limit
@@ -75,37 +78,35 @@ func New(limits []config.PolicyRateLimit, store Store, audit policies.AuditSink)
 // Len returns the number of limits.
 func (l *Limiter) Len() int { return len(l.limits) }
 
-// IdentityKey is the "identity" of a call for limits split per identity:
-// "sub:" with the authenticated issuer and subject when the call has an
-// Identity, else "req:" with [policies.RequesterKey] of its session key
-// and caller ("req:" alone when neither is known: one counter for every
-// such call).
-func IdentityKey(call *policies.ToolCall) string {
-	if id := call.Identity; id != nil {
-		return "sub:" + strconv.Quote(id.Issuer) + ":" + strconv.Quote(id.Subject)
+// key is the counter key of call under li, kind 'r' or 'c': the kind,
+// the limit's name and each split value, each prefixed by its length, so
+// that no two calls that differ share a key.
+func (li *limit) key(kind byte, call *policies.ToolCall) string {
+	var buf [160]byte
+	b := append(buf[:0], kind)
+	part := func(tag byte, vs ...string) {
+		b = append(b, '|', tag)
+		for _, v := range vs {
+			b = strconv.AppendInt(b, int64(len(v)), 10)
+			b = append(b, ':')
+			b = append(b, v...)
+		}
 	}
-	return "req:" + policies.RequesterKey(call.SessionKey, call.Caller)
-}
-
-// key is the counter key of call under li, kind "r" or "c".
-func (li *limit) key(kind string, call *policies.ToolCall) string {
-	var b strings.Builder
-	b.WriteString(kind)
-	b.WriteByte('|')
-	b.WriteString(li.name)
+	part('n', li.name)
 	if li.perID {
-		b.WriteString("|i=")
-		b.WriteString(strconv.Quote(IdentityKey(call)))
+		if id := call.Identity; id != nil {
+			part('i', "sub", id.Issuer, id.Subject)
+		} else {
+			part('i', "req", policies.RequesterKey(call.SessionKey, call.Caller))
+		}
 	}
 	if li.perSrv {
-		b.WriteString("|s=")
-		b.WriteString(strconv.Quote(call.Tool.Server))
+		part('s', call.Tool.Server)
 	}
 	if li.perT {
-		b.WriteString("|t=")
-		b.WriteString(strconv.Quote(call.Tool.Name))
+		part('t', call.Tool.Name)
 	}
-	return b.String()
+	return string(b)
 }
 
 // Acquire implements [policies.Limiter]. The counters a refused call took
@@ -113,7 +114,8 @@ func (li *limit) key(kind string, call *policies.ToolCall) string {
 // returns gives back the concurrent slots, with a context that is not
 // cancelled (a cancelled call releases too).
 func (l *Limiter) Acquire(ctx context.Context, call *policies.ToolCall) (func(), error) {
-	var taken, held []string // request counters, concurrent slots
+	var tk, hd [4]string
+	taken, held := tk[:0], hd[:0] // request counters, concurrent slots
 	undo := func(keys []string) {
 		for _, k := range keys {
 			_ = l.store.Release(context.WithoutCancel(ctx), k)
@@ -125,7 +127,7 @@ func (l *Limiter) Acquire(ctx context.Context, call *policies.ToolCall) (func(),
 			continue
 		}
 		if li.requests > 0 {
-			k := li.key("r", call)
+			k := li.key('r', call)
 			ok, exp, err := l.store.Take(ctx, k, li.requests, li.interval)
 			if err != nil || !ok {
 				undo(taken)
@@ -135,7 +137,7 @@ func (l *Limiter) Acquire(ctx context.Context, call *policies.ToolCall) (func(),
 			taken = append(taken, k)
 		}
 		if li.concurrent > 0 {
-			k := li.key("c", call)
+			k := li.key('c', call)
 			ok, _, err := l.store.Take(ctx, k, li.concurrent, 0)
 			if err != nil || !ok {
 				undo(taken)
