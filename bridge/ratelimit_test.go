@@ -40,7 +40,7 @@ func TestRateLimitedBridgeCall(t *testing.T) {
 	}
 	// The retry is the window's rest in whole seconds: 60 unless the
 	// machine took over a second between the two calls.
-	want := regexp.MustCompile(`^rate limit "sends" reached: at most 1 calls per 60 s; retry after ([1-9]|[1-5][0-9]|60) s$`)
+	want := regexp.MustCompile(`^rate limit "sends" reached: at most 1 call per 60 s; retry after ([1-9]|[1-5][0-9]|60) s$`)
 	if !res.IsError || !want.MatchString(resultText(res)) {
 		t.Fatalf("second messages_read: %q (isError %v), want the tool error %s", resultText(res), res.IsError, want)
 	}

@@ -56,11 +56,18 @@ func (e *LimitError) Error() string {
 	retry := int64(e.RetryAfter / time.Second)
 	switch e.Kind {
 	case LimitRequests:
-		return fmt.Sprintf("rate limit %q reached: at most %d calls per %d s; retry after %d s", e.Limit, e.Max, int64(e.Interval/time.Second), retry)
+		return fmt.Sprintf("rate limit %q reached: at most %d %s per %d s; retry after %d s", e.Limit, e.Max, calls(e.Max), int64(e.Interval/time.Second), retry)
 	case LimitConcurrent:
-		return fmt.Sprintf("rate limit %q reached: at most %d concurrent calls; retry after %d s (when a call in progress ends)", e.Limit, e.Max, retry)
+		return fmt.Sprintf("rate limit %q reached: at most %d concurrent %s; retry after %d s (when a call in progress ends)", e.Limit, e.Max, calls(e.Max), retry)
 	}
 	return fmt.Sprintf("rate limit %q: the counter store failed, so the call is refused: %v; retry after %d s", e.Limit, e.Err, retry)
+}
+
+func calls(n int64) string {
+	if n == 1 {
+		return "call"
+	}
+	return "calls"
 }
 
 // Unwrap returns the store's error, nil for a limit that was reached.

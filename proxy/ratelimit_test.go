@@ -75,7 +75,7 @@ func TestProxyRateLimitedCall(t *testing.T) {
 	}
 	// The retry is the window's rest in whole seconds: 30 unless the
 	// machine took over a second between the two calls.
-	want := regexp.MustCompile(`^rate limit "per-client" reached: at most 1 calls per 30 s; retry after ([1-9]|[12][0-9]|30) s$`)
+	want := regexp.MustCompile(`^rate limit "per-client" reached: at most 1 call per 30 s; retry after ([1-9]|[12][0-9]|30) s$`)
 	if got, isErr := call(a); !isErr || !want.MatchString(got) {
 		t.Errorf("second call: %q (isError %v), want the tool error %s", got, isErr, want)
 	}

@@ -70,7 +70,7 @@ func TestRateLimitConcurrentCalls(t *testing.T) {
 		if !errors.As(err, &le) || le.Limit != "one-at-a-time" || le.Kind != policies.LimitConcurrent {
 			t.Fatalf("%s: alice's second call: err = %v, want the one-at-a-time limit", when, err)
 		}
-		want := `rate limit "one-at-a-time" reached: at most 1 concurrent calls; retry after 1 s (when a call in progress ends)`
+		want := `rate limit "one-at-a-time" reached: at most 1 concurrent call; retry after 1 s (when a call in progress ends)`
 		if err.Error() != want {
 			t.Errorf("%s: message %q, want %q", when, err.Error(), want)
 		}
