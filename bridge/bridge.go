@@ -64,6 +64,11 @@ type Options struct {
 	// boundary). Required: with a nil Enforcer every tool call fails closed
 	// with an isError result, and no tool runs.
 	Enforcer policies.Enforcer
+	// Limiter, when set, admits every call the Enforcer allowed (and an
+	// approval granted) before the tool runs, and refuses the calls over
+	// a rate limit with a tool error naming the limit and when to retry;
+	// nil limits nothing.
+	Limiter policies.Limiter
 	// Logger receives the bridge's diagnostics; it must write to stderr or a
 	// file, never stdout (stdout carries MCP). nil discards them.
 	Logger *slog.Logger
@@ -117,6 +122,7 @@ type Bridge struct {
 	gw      GatewayConn
 	mode    ChannelMode
 	policy  policies.Enforcer
+	limiter policies.Limiter
 	log     *slog.Logger
 	verbose bool
 	now     func() time.Time
@@ -189,7 +195,7 @@ func New(gw GatewayConn, opts *Options) *Bridge {
 		o.Now = time.Now
 	}
 	b := &Bridge{
-		gw: gw, mode: o.ClaudeChannelMode, policy: o.Enforcer, log: o.Logger, verbose: o.Verbose, now: o.Now,
+		gw: gw, mode: o.ClaudeChannelMode, policy: o.Enforcer, limiter: o.Limiter, log: o.Logger, verbose: o.Verbose, now: o.Now,
 		queue:     newEventQueue(),
 		approvals: newApprovalTracker(o.Now),
 		claude:    newClaudePermissions(o.Now),

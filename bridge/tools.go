@@ -297,6 +297,13 @@ func (b *Bridge) finishCall(ctx context.Context, req *mcp.CallToolRequest, spec 
 			return res
 		}
 	}
+	if b.limiter != nil {
+		release, err := b.limiter.Acquire(ctx, call)
+		if err != nil {
+			return errorResult(err.Error()) // a *policies.LimitError, audited by the limiter
+		}
+		defer release()
+	}
 	res, err := spec.run(b, ctx, a)
 	if err != nil {
 		return errorResult(err.Error())

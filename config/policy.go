@@ -39,7 +39,46 @@ type PolicyFile struct {
 	// mode (docs/tool-pins.md); nil means the defaults (the file beside
 	// openclaw.json, mode block). Flags override it.
 	ToolPins *PolicyToolPins `json:"tool_pins,omitempty"`
+	// RateLimits are the rate limits of tool calls, each checked for every
+	// call it matches (docs/policy-file.md).
+	RateLimits []PolicyRateLimit `json:"rate_limits,omitempty"`
 }
+
+// PolicyRateLimit is one entry of a policy file's rate_limits: the calls it
+// matches (Tool and Server), how its counters are split (Per) and its
+// bounds (Requests per IntervalS seconds, Concurrent calls in progress).
+type PolicyRateLimit struct {
+	// Name identifies the limit in refusals and audit records; required,
+	// unique, of letters, digits, '.', '_' and '-'.
+	Name string `json:"name"`
+	// Tool is a pattern (OpenClaw's `*`-only glob) on the exposed tool
+	// name; "" means "*".
+	Tool string `json:"tool,omitempty"`
+	// Server is a pattern on the raw server name ("" for the bridge's own
+	// tools, which "*" matches); "" means "*".
+	Server string `json:"server,omitempty"`
+	// Per lists what gets a counter of its own, among [RateLimitPer]:
+	// "identity" (the authenticated subject, else the requester key),
+	// "server" and "tool", or "all" alone: one counter shared by every
+	// call the limit matches. Empty means ["identity"].
+	Per []string `json:"per,omitempty"`
+	// Requests is the number of calls admitted per window of IntervalS
+	// seconds (a fixed window starting at the counter's first call); 0
+	// means no such bound.
+	Requests int64 `json:"requests,omitempty"`
+	// IntervalS is the window of Requests, in seconds (1 to 31536000);
+	// required with Requests, refused without it.
+	IntervalS int64 `json:"interval_s,omitempty"`
+	// Concurrent is the number of calls in progress at once; 0 means no
+	// such bound.
+	Concurrent int64 `json:"concurrent,omitempty"`
+}
+
+// RateLimitPer are the values of PolicyRateLimit.Per.
+var RateLimitPer = []string{"identity", "server", "tool", "all"}
+
+// MaxRateLimitInterval is the largest interval_s (one year of seconds).
+const MaxRateLimitInterval = 365 * 24 * 3600
 
 // PolicyToolPins is the tool_pins key of a policy file.
 type PolicyToolPins struct {
@@ -128,6 +167,9 @@ func ParsePolicyFile(name string, data []byte) (*PolicyFile, error) {
 			return nil, fmt.Errorf("policy config %s: tool_pins: %w", name, err)
 		}
 	}
+	if err := ValidateRateLimits(pf.RateLimits); err != nil {
+		return nil, fmt.Errorf("policy config %s: %w", name, err)
+	}
 	seen := map[string]bool{}
 	for i := range pf.Modules {
 		m := &pf.Modules[i]
@@ -165,6 +207,57 @@ func ParsePolicyFile(name string, data []byte) (*PolicyFile, error) {
 		}
 	}
 	return &pf, nil
+}
+
+// ValidateRateLimits refuses a rate_limits list that would not limit what
+// it says (a missing or duplicate name, an unknown per value, a bound
+// below zero, requests without interval_s...), naming the entry and the
+// key; [ParsePolicyFile] calls it.
+func ValidateRateLimits(ls []PolicyRateLimit) error {
+	names := map[string]bool{}
+	for i := range ls {
+		l := &ls[i]
+		where := fmt.Sprintf("rate_limits[%d]", i)
+		if l.Name == "" {
+			return fmt.Errorf("%s: name is required", where)
+		}
+		if strings.IndexFunc(l.Name, func(r rune) bool {
+			return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '.' || r == '_' || r == '-')
+		}) >= 0 {
+			return fmt.Errorf("%s: name %q may hold only letters, digits, '.', '_' and '-'", where, l.Name)
+		}
+		where += " (" + l.Name + ")"
+		if names[l.Name] {
+			return fmt.Errorf("%s: duplicate limit name", where)
+		}
+		names[l.Name] = true
+		per := map[string]bool{}
+		for _, p := range l.Per {
+			if !slices.Contains(RateLimitPer, p) {
+				return fmt.Errorf("%s: per: unknown value %q (want %s)", where, p, strings.Join(RateLimitPer, ", "))
+			}
+			if per[p] {
+				return fmt.Errorf("%s: per: %q listed twice", where, p)
+			}
+			per[p] = true
+		}
+		if per["all"] && len(per) > 1 {
+			return fmt.Errorf("%s: per: \"all\" (one shared counter) cannot be combined with another value", where)
+		}
+		switch {
+		case l.Requests < 0 || l.Concurrent < 0 || l.IntervalS < 0:
+			return fmt.Errorf("%s: requests, interval_s and concurrent must be ≥ 0", where)
+		case l.Requests == 0 && l.Concurrent == 0:
+			return fmt.Errorf("%s: limits nothing: set requests (with interval_s) or concurrent", where)
+		case l.Requests > 0 && l.IntervalS == 0:
+			return fmt.Errorf("%s: requests needs interval_s, the window in seconds", where)
+		case l.Requests == 0 && l.IntervalS > 0:
+			return fmt.Errorf("%s: interval_s without requests", where)
+		case l.IntervalS > MaxRateLimitInterval:
+			return fmt.Errorf("%s: interval_s %d is more than a year (%d)", where, l.IntervalS, MaxRateLimitInterval)
+		}
+	}
+	return nil
 }
 
 func isHex64(s string) bool {

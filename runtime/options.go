@@ -100,6 +100,12 @@ type Event struct {
 type Options struct {
 	// Enforcer decides every call (before_tool_call, surface "embedded").
 	Enforcer policies.Enforcer
+	// Limiter, when set, admits every call the Enforcer allowed (and an
+	// approval granted) before it reaches the server, and refuses the
+	// calls over a rate limit with a *policies.LimitError
+	// (policies/engine.Engine implements it with the policy file's
+	// rate_limits); nil limits nothing.
+	Limiter policies.Limiter
 	// Sanitizer names the catalog (sanitize_tool_names). Its answer is
 	// validated again (policies.ValidateSanitized) before any name is
 	// exposed. A session sets the request's Exposed to the names it exposed

@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/internal/glob"
 	"github.com/openclaw-go/openclaw/transport"
 )
 
@@ -151,7 +152,7 @@ func allowed(f *config.ToolFilter, raw, exposed string) bool {
 			if p = strings.TrimSpace(p); p == "" {
 				continue
 			}
-			if g := compileGlob(p); g.match(raw) || g.match(exposed) {
+			if g := glob.Compile(p); g.Match(raw) || g.Match(exposed) {
 				return true
 			}
 		}

@@ -1132,6 +1132,13 @@ func (s *Session) callConn(ctx context.Context, c *conn, t *Tool, args []byte) (
 	default: // Block, or an outcome no chain should produce: fail closed.
 		return nil, &PolicyError{Tool: t.Name, Server: t.Server, Decision: policies.Block, Module: d.Module, Reason: d.Reason}
 	}
+	if s.opts.Limiter != nil {
+		release, err := s.opts.Limiter.Acquire(ctx, call)
+		if err != nil {
+			return nil, err // a *policies.LimitError, audited by the limiter
+		}
+		defer release()
+	}
 	if t.Utility != "" {
 		return c.utility(ctx, t, args)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/internal/glob"
 )
 
 // MCPPluginID is the plugin id OpenClaw gives every tool imported from
@@ -55,7 +56,7 @@ type policyStep struct {
 type toolPattern struct {
 	raw    string
 	plugin bool
-	glob   glob
+	glob   glob.Pattern
 }
 
 func compilePatterns(entries []string) []toolPattern {
@@ -65,7 +66,7 @@ func compilePatterns(entries []string) []toolPattern {
 		if n == "" {
 			continue
 		}
-		out = append(out, toolPattern{raw: e, plugin: n == MCPPluginID || n == "group:plugins", glob: compileGlob(n)})
+		out = append(out, toolPattern{raw: e, plugin: n == MCPPluginID || n == "group:plugins", glob: glob.Compile(n)})
 	}
 	return out
 }
@@ -73,7 +74,7 @@ func compilePatterns(entries []string) []toolPattern {
 // match returns the first pattern that matches the lowercased exposed name.
 func match(ps []toolPattern, lower string) (toolPattern, bool) {
 	for i := range ps {
-		if ps[i].plugin || ps[i].glob.match(lower) {
+		if ps[i].plugin || ps[i].glob.Match(lower) {
 			return ps[i], true
 		}
 	}

@@ -400,6 +400,7 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	opts := runtime.Options{
 		Transport:       &transport.Options{ConfineStdio: confine},
 		Enforcer:        metrics.Enforcer(pol),
+		Limiter:         pol,
 		Sanitizer:       pol,
 		ApprovalDecider: metrics.ApprovalDecider(pol),
 		Surface:         policies.SurfaceProxy,

@@ -196,6 +196,7 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve appro
 	}
 	s, err := runtime.New(servers, &runtime.Options{
 		Enforcer:        eng,
+		Limiter:         eng,
 		Sanitizer:       eng,
 		ApprovalDecider: eng,
 		AskHuman:        approve.ask,

@@ -298,6 +298,15 @@ func TestMCPToolsAndCall(t *testing.T) {
 			noOut:   []string{"tiny says"},
 		},
 		{
+			name:    "a bad rate limit refuses the policy file (fail closed)",
+			servers: map[string]any{"tiny": tiny},
+			files:   map[string]string{"policy.json": `{"modules": [], "rate_limits": [{"name": "burst", "requests": 5}]}`},
+			args:    []string{"mcp", "call", "tiny__echo", "--args", `{"message":"x"}`, "--policy-config", "policy.json"},
+			code:    1,
+			stderr:  []string{"rate_limits[0] (burst): requests needs interval_s"},
+			noOut:   []string{"tiny says"},
+		},
+		{
 			name:    "an audit-only policy warns that nothing is enforced, and does not block",
 			servers: map[string]any{"tiny": tiny},
 			files:   map[string]string{"policy.json": auditOnlyPolicy},

@@ -169,6 +169,7 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 	b = bridge.New(client, &bridge.Options{
 		ClaudeChannelMode: mode,
 		Enforcer:          pol,
+		Limiter:           pol,
 		Logger:            logger,
 		Verbose:           c.verbose,
 		ServerVersion:     version,

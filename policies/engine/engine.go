@@ -64,6 +64,7 @@ import (
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/builtin"
 	"github.com/openclaw-go/openclaw/policies/opa"
+	"github.com/openclaw-go/openclaw/policies/ratelimit"
 	"github.com/openclaw-go/openclaw/policies/wasmpolicy"
 	"github.com/openclaw-go/openclaw/wasmhost"
 )
@@ -102,6 +103,9 @@ type Options struct {
 	// ConfigFile is the policy file (config.PolicyFile, JSON) listing the
 	// modules in order; "" means none. Reload reads it again.
 	ConfigFile string
+	// LimitStore keeps the counters of the policy file's rate_limits,
+	// across reloads; nil means an in-process ratelimit.MemoryStore.
+	LimitStore ratelimit.Store
 	// Files are extra module sources appended after the policy file's
 	// modules (the repeatable `--policy` flag): a .wasm path or
 	// "builtin:NAME", in enforce mode, serving every hook they export.
@@ -254,6 +258,8 @@ type Engine struct {
 
 	cur atomic.Pointer[set] // nil once closed
 
+	limiter atomic.Pointer[ratelimit.Limiter] // the policy file's rate_limits
+
 	memory *policies.ApprovalMemory // allow-always grants; replaced under mu
 
 	mu sync.Mutex // serializes Load's build, Reload and Close
@@ -313,7 +319,10 @@ func Load(ctx context.Context, opts *Options) (_ *Engine, err error) {
 	if e.opts.Host.Logger == nil {
 		e.opts.Host.Logger = e.logger
 	}
-	specs, auditLog, defaulted, err := e.specs()
+	if e.opts.LimitStore == nil {
+		e.opts.LimitStore = ratelimit.NewMemoryStore()
+	}
+	specs, auditLog, limits, defaulted, err := e.specs()
 	if err != nil {
 		return nil, err
 	}
@@ -351,6 +360,11 @@ func Load(ctx context.Context, opts *Options) (_ *Engine, err error) {
 		e.audit = auditTee{e.audit, e.opts.AuditTap}
 	}
 	e.memory = policies.NewApprovalMemory(nil)
+	lim, err := ratelimit.New(limits, e.opts.LimitStore, e.audit)
+	if err != nil {
+		return nil, err
+	}
+	e.limiter.Store(lim)
 	e.chains(s, nil)
 	e.cur.Store(s)
 	return e, nil
@@ -366,18 +380,18 @@ func (t auditTee) Record(r policies.AuditRecord) {
 
 // specs resolves the configured modules: the policy file's, then Files;
 // with none, builtin:rules with its default ruleset (defaulted).
-func (e *Engine) specs() (mods []config.PolicyModule, auditLog string, defaulted bool, err error) {
+func (e *Engine) specs() (mods []config.PolicyModule, auditLog string, limits []config.PolicyRateLimit, defaulted bool, err error) {
 	pf := &config.PolicyFile{}
 	if e.opts.ConfigFile != "" {
 		if pf, err = config.LoadPolicyFile(e.opts.ConfigFile); err != nil {
-			return nil, "", false, err
+			return nil, "", nil, false, err
 		}
 	}
 	for _, f := range e.opts.Files {
 		m := config.PolicyModule{Source: f, Name: config.DefaultModuleName(f)}
 		for _, prev := range pf.Modules {
 			if prev.Name == m.Name {
-				return nil, "", false, fmt.Errorf("--policy %s: a module named %q is already configured", f, m.Name)
+				return nil, "", nil, false, fmt.Errorf("--policy %s: a module named %q is already configured", f, m.Name)
 			}
 		}
 		pf.Modules = append(pf.Modules, m)
@@ -392,7 +406,7 @@ func (e *Engine) specs() (mods []config.PolicyModule, auditLog string, defaulted
 		}
 		defaulted = true
 	}
-	return pf.Modules, pf.AuditLog, defaulted, nil
+	return pf.Modules, pf.AuditLog, pf.RateLimits, defaulted, nil
 }
 
 // build loads a set for specs, reusing the generations of prev whose key
@@ -734,6 +748,13 @@ func (e *Engine) BeforeToolCall(ctx context.Context, call *policies.ToolCall) po
 	return s.chain.BeforeToolCall(ctx, call)
 }
 
+// Acquire implements [policies.Limiter] with the policy file's
+// rate_limits, as last loaded (a reload swaps them; the counters, kept in
+// Options.LimitStore, carry over).
+func (e *Engine) Acquire(ctx context.Context, call *policies.ToolCall) (func(), error) {
+	return e.limiter.Load().Acquire(ctx, call)
+}
+
 // SanitizeToolNames names a catalog with the current set's
 // sanitize_tool_names modules (policies.SanitizeChain: validated, fail
 // closed, audited). It returns policies.ErrNoSanitizer when no module
@@ -838,7 +859,11 @@ func (e *Engine) Reload(ctx context.Context) (ReloadResult, error) {
 }
 
 func (e *Engine) reload(ctx context.Context, prev *set) (ReloadResult, error) {
-	specs, _, defaulted, err := e.specs()
+	specs, _, limits, defaulted, err := e.specs()
+	if err != nil {
+		return ReloadResult{}, err
+	}
+	lim, err := ratelimit.New(limits, e.opts.LimitStore, e.audit)
 	if err != nil {
 		return ReloadResult{}, err
 	}
@@ -846,6 +871,7 @@ func (e *Engine) reload(ctx context.Context, prev *set) (ReloadResult, error) {
 	if err != nil {
 		return ReloadResult{}, err
 	}
+	e.limiter.Store(lim) // the counters stay in the store: a reload resets none
 	reconfigured(prev, s, &res)
 	if !res.Changed() {
 		s.unref(ctx, e)

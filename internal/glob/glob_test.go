@@ -1,4 +1,4 @@
-package runtime
+package glob
 
 import "testing"
 
@@ -20,7 +20,7 @@ func TestGlob(t *testing.T) {
 		{"out*graph*", "outlook-graph__send", true}, {"*x*y*", "yx", false}, {"*x*y*", "axby", true},
 		{"a?c", "abc", false}, {"a[b]c", "abc", false}, {`a\*c`, `a\xc`, true},
 	} {
-		if got := compileGlob(tc.pattern).match(tc.s); got != tc.want {
+		if got := Compile(tc.pattern).Match(tc.s); got != tc.want {
 			t.Errorf("%q matches %q = %v, want %v", tc.pattern, tc.s, got, tc.want)
 		}
 	}
