@@ -341,11 +341,15 @@ func (p *Pool[T]) Release(ctx context.Context, inst T, discard bool) {
 	}
 	switch {
 	case p.closing.Load():
-		p.live--
-		p.freeSlot(key)
+		// Destroyed while its slot is still held: Shutdown, and the
+		// Runtime's Close after it, wait for it.
 		p.mu.Unlock()
 		p.destroy(inst)
 		releaseMemory()
+		p.mu.Lock()
+		p.live--
+		p.freeSlot(key)
+		p.mu.Unlock()
 		return
 	case discard:
 		p.refilling++
@@ -366,22 +370,27 @@ func (p *Pool[T]) Release(ctx context.Context, inst T, discard bool) {
 func (p *Pool[T]) refill() {
 	inst, err := p.create(context.Background())
 	p.mu.Lock()
-	p.refilling--
-	closing := p.closing.Load()
-	switch {
-	case err != nil:
-		p.lost()
-	case closing:
+	if err == nil && p.closing.Load() {
+		// Destroyed while still counted as being created: Shutdown, and
+		// the Runtime's Close after it, wait for it.
+		p.mu.Unlock()
+		p.destroy(inst)
+		releaseMemory()
+		p.mu.Lock()
 		p.live--
-	default:
+		p.refilling--
+		p.checkDrained()
+		p.mu.Unlock()
+		return
+	}
+	p.refilling--
+	if err != nil {
+		p.lost()
+	} else {
 		p.handOut(inst)
 	}
 	p.checkDrained()
 	p.mu.Unlock()
-	if err == nil && closing {
-		p.destroy(inst)
-		releaseMemory()
-	}
 }
 
 // Shutdown makes later Acquire calls fail with KindClosed and waits until

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 )
 
 // waitQueued returns once n callers of class wait for a slot.
@@ -129,4 +130,56 @@ func TestPoolReplacesOffTheCallPath(t *testing.T) {
 		t.Fatalf("got instance %d after %d creations, want the replacement 2", b, created.Load())
 	}
 	p.Release(ctx, 2, false)
+}
+
+// TestPoolShutdownWaitsForDestroy: Shutdown returns only once every
+// instance the pool destroys on its own (a replacement created while it
+// closed, an instance released after it started) is destroyed, since the
+// caller closes the wazero Runtime next and a module closed beside it is a
+// data race in wazero.
+func TestPoolShutdownWaitsForDestroy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		created := make(chan struct{}, 4)
+		finishCreate := make(chan struct{})
+		destroying := make(chan int, 4)
+		finishDestroy := make(chan struct{})
+		var n atomic.Int64
+		create := func(context.Context) (int, error) {
+			k := int(n.Add(1))
+			if k > 1 { // the replacement of a discarded instance
+				created <- struct{}{}
+				<-finishCreate
+			}
+			return k, nil
+		}
+		destroy := func(k int) {
+			if k > 1 {
+				destroying <- k
+				<-finishDestroy
+			}
+		}
+		p := NewPool("m", 2, create, destroy)
+		ctx := context.Background()
+		first, err := p.Acquire(ctx, "f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Release(ctx, first, true) // discarded: a replacement is being created
+		<-created
+		down := make(chan struct{})
+		go func() { p.Shutdown(ctx); close(down) }()
+		synctest.Wait()
+		close(finishCreate) // the replacement arrives after Shutdown began
+		if k := <-destroying; k != 2 {
+			t.Fatalf("destroyed instance %d, want the replacement", k)
+		}
+		synctest.Wait()
+		select {
+		case <-down:
+			t.Fatal("Shutdown returned while the replacement was being destroyed")
+		default:
+		}
+		close(finishDestroy)
+		<-down
+	})
 }
