@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/transport"
 )
 
@@ -35,9 +36,16 @@ func TestConfineStdio(t *testing.T) {
 	oauth := filepath.Join(home, ".openclaw", "state", "mcp-oauth", "github.json")
 	policy := filepath.Join(dir, "policies", "policy.json")
 	extra := filepath.Join(dir, "secrets", "api.key")
+	pinsFile := filepath.Join(dir, "pins", "tool-pins.json")
+	if err := os.MkdirAll(filepath.Dir(pinsFile), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := config.SaveToolPins(pinsFile, &config.ToolPins{Servers: map[string]map[string]config.ToolPin{}}); err != nil {
+		t.Fatal(err)
+	}
 	report := filepath.Join(dir, "report.json")
 	writeJSON(t, cfg, map[string]any{"mcp": map[string]any{"servers": map[string]any{
-		"peek": map[string]any{"command": peek, "args": []string{report, policy, cfg, oauth, policy, extra}},
+		"peek": map[string]any{"command": peek, "args": []string{report, policy, cfg, oauth, policy, extra, pinsFile}},
 	}}})
 	writeJSON(t, oauth, map[string]any{"access_token": "oauth-secret"})
 	writeJSON(t, policy, map[string]any{"modules": []any{map[string]any{"source": "builtin:rules"}}})
@@ -70,8 +78,8 @@ func TestConfineStdio(t *testing.T) {
 	}
 	before := string(mustRead(t, policy))
 
-	got := run(nil, "mcp", "tools", "--confine-stdio", "--policy-config", policy, "--confine-protect", extra)
-	denied("mcp tools --confine-stdio", got, "write "+policy, "read "+cfg, "read "+oauth, "read "+policy, "read "+extra)
+	got := run(nil, "mcp", "tools", "--confine-stdio", "--policy-config", policy, "--confine-protect", extra, "--tool-pins", pinsFile)
+	denied("mcp tools --confine-stdio", got, "write "+policy, "read "+cfg, "read "+oauth, "read "+policy, "read "+extra, "read "+pinsFile)
 	if after := string(mustRead(t, policy)); after != before {
 		t.Errorf("a confined server rewrote the policy file: %q", after)
 	}

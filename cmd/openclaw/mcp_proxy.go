@@ -393,7 +393,11 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	}
 	defer func() { _ = pol.Close(context.WithoutCancel(ctx)) }()
 
-	confine, err := c.confine.confinement(c.policy, c.tokenFile)
+	// A confined server reaches none of the proxy's secrets: the bearer
+	// tokens (it would call as any identity), the requestState key (it
+	// would forge states for every replica) and the pins file (it would
+	// bless its own rug pull).
+	confine, err := c.confine.confinement(c.policy, c.tokenFile, c.tokensFile, c.stateKeyFile, pinCfg.path)
 	if err != nil {
 		return failStart(err)
 	}

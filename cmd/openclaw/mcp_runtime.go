@@ -116,10 +116,6 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve appro
 	if err := runtime.CheckProtocolVersion(f.protocol); err != nil {
 		return nil, &exitError{code: 2, err: fmt.Errorf("openclaw mcp: --upstream-protocol %w", err)}
 	}
-	confine, err := f.confine.confinement(f.policy)
-	if err != nil {
-		return nil, regFail(cmd, "openclaw mcp: "+err.Error())
-	}
 	doc, err := loadRegistry(cmd)
 	if err != nil {
 		return nil, err
@@ -145,6 +141,12 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve appro
 	pins, err := pc.load()
 	if err != nil {
 		return nil, regFail(cmd, "openclaw mcp: "+regSanitize(err.Error()))
+	}
+	// A confined server reaches neither the pins file (it would bless its
+	// own rug pull) nor what defaultProtected lists.
+	confine, err := f.confine.confinement(f.policy, pc.path)
+	if err != nil {
+		return nil, regFail(cmd, "openclaw mcp: "+err.Error())
 	}
 	servers := runtime.ServersFromConfig(resolved) // oauth.identity, oauth.authProfileId
 	if only != "" {
