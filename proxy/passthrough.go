@@ -569,7 +569,8 @@ func (p *Proxy) getPrompt(ctx context.Context, name string, req *mcp.GetPromptRe
 	if ss == nil || !multiRoundTrip(ss) {
 		return p.sess.GetPrompt(ctx, name, req.Params.Arguments)
 	}
-	ctx, err := p.relayInput(ctx, ss, "prompts/get", name, req.Params.Arguments, req.Params.RequestState, req.Params.InputResponses)
+	owner := stateOwner(identityFromExtra(req.Extra))
+	ctx, err := p.relayInput(ctx, ss, owner, "prompts/get", name, req.Params.Arguments, req.Params.RequestState, req.Params.InputResponses)
 	if err != nil {
 		return nil, err
 	}
@@ -584,7 +585,7 @@ func (p *Proxy) getPrompt(ctx context.Context, name string, req *mcp.GetPromptRe
 		return nil, err
 	}
 	out := *res
-	out.RequestState = p.states.seal(requestState{Method: "prompts/get", Name: name, Args: argsDigest(req.Params.Arguments), Upstream: res.RequestState})
+	out.RequestState = p.states.seal(requestState{Method: "prompts/get", Name: name, Args: argsDigest(req.Params.Arguments), Upstream: res.RequestState, Owner: owner})
 	return &out, nil
 }
 
@@ -593,15 +594,15 @@ func (p *Proxy) getPrompt(ctx context.Context, name string, req *mcp.GetPromptRe
 // server is told the client's capabilities and its input requests come
 // back as they are; a retry (state, the proxy's sealed requestState)
 // carries the client's responses and the server's state back. The error
-// refuses a state not issued for this request.
-func (p *Proxy) relayInput(ctx context.Context, ss *mcp.ServerSession, method, name string, args any, state string, responses mcp.InputResponseMap) (context.Context, error) {
+// refuses a state not issued for this request and this identity (owner).
+func (p *Proxy) relayInput(ctx context.Context, ss *mcp.ServerSession, owner, method, name string, args any, state string, responses mcp.InputResponseMap) (context.Context, error) {
 	ctx = runtime.WithClientCapabilities(ctx, clientCapabilities(ss))
 	if state == "" {
 		// Responses without a state go upstream as they are: the server
 		// judges them.
 		return runtime.WithInputRelay(ctx, &runtime.InputRound{Responses: responses}), nil
 	}
-	st, err := p.states.open(state, method, name, args)
+	st, err := p.states.open(state, owner, method, name, args)
 	if err != nil {
 		return nil, err
 	}
@@ -616,10 +617,11 @@ func (p *Proxy) relayInput(ctx context.Context, ss *mcp.ServerSession, method, n
 // (see relayInput) and the result carries its resultType.
 func (p *Proxy) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	uri := req.Params.URI
+	owner := stateOwner(identityFromExtra(req.Extra))
 	mrtr := req.Session != nil && multiRoundTrip(req.Session)
 	if mrtr {
 		var err error
-		if ctx, err = p.relayInput(ctx, req.Session, "resources/read", uri, nil, req.Params.RequestState, req.Params.InputResponses); err != nil {
+		if ctx, err = p.relayInput(ctx, req.Session, owner, "resources/read", uri, nil, req.Params.RequestState, req.Params.InputResponses); err != nil {
 			return nil, err
 		}
 	}
@@ -635,7 +637,7 @@ func (p *Proxy) readResource(ctx context.Context, req *mcp.ReadResourceRequest) 
 			return nil, err
 		}
 		out := *res
-		out.RequestState = p.states.seal(requestState{Method: "resources/read", Name: uri, Upstream: res.RequestState})
+		out.RequestState = p.states.seal(requestState{Method: "resources/read", Name: uri, Upstream: res.RequestState, Owner: owner})
 		return withResultType(&out)
 	}
 	// What the go-sdk server fills in on its own reads (which this one
@@ -882,6 +884,7 @@ const RoundTimeout = 10 * time.Minute
 // response back.
 type rounds struct {
 	ss     *mcp.ServerSession
+	owner  string             // the identity it runs for (stateOwner)
 	name   string             // the exposed tool
 	args   json.RawMessage    // the call's arguments, as the client sent them
 	asks   chan *inputAsk     // the Relay's handlers ask here
@@ -945,8 +948,9 @@ func (p *Proxy) callRounds(ctx context.Context, name string, req *mcp.CallToolRe
 		// judges them.
 		relay = &runtime.InputRound{Responses: req.Params.InputResponses}
 	}
+	owner := stateOwner(runtime.IdentityFrom(ctx))
 	if state := req.Params.RequestState; state != "" {
-		st, err := p.states.open(state, "tools/call", name, req.Params.Arguments)
+		st, err := p.states.open(state, owner, "tools/call", name, req.Params.Arguments)
 		if err != nil {
 			return nil, err
 		}
@@ -956,7 +960,7 @@ func (p *Proxy) callRounds(ctx context.Context, name string, req *mcp.CallToolRe
 			return p.resumeRounds(ctx, st.Round, req)
 		}
 	}
-	r := &rounds{ss: req.Session, name: name, args: req.Params.Arguments, asks: make(chan *inputAsk), done: make(chan roundsOutcome, 1), waiting: map[string]*inputAsk{}}
+	r := &rounds{ss: req.Session, owner: owner, name: name, args: req.Params.Arguments, asks: make(chan *inputAsk), done: make(chan roundsOutcome, 1), waiting: map[string]*inputAsk{}}
 	callCtx := context.WithValue(context.WithoutCancel(ctx), roundsKey{}, r)
 	callCtx = runtime.WithInputRelay(callCtx, relay)
 	callCtx, cancel := context.WithCancel(callCtx)
@@ -1015,7 +1019,7 @@ func (p *Proxy) nextRound(ctx context.Context, r *rounds) (*mcp.CallToolResult, 
 				return nil, err
 			}
 			return &mcp.CallToolResult{Meta: o.res.Meta, InputRequests: o.res.InputRequests, RequestState: p.states.seal(requestState{
-				Method: "tools/call", Name: r.name, Args: argsDigest(r.args), Upstream: o.res.RequestState,
+				Method: "tools/call", Name: r.name, Args: argsDigest(r.args), Upstream: o.res.RequestState, Owner: r.owner,
 			})}, nil
 		}
 		return p.answer(ctx, o.res, o.err)
@@ -1025,7 +1029,7 @@ func (p *Proxy) nextRound(ctx context.Context, r *rounds) (*mcp.CallToolResult, 
 			return nil, err
 		}
 		id, key := rand.Text(), rand.Text()
-		state := p.states.seal(requestState{Method: "tools/call", Name: r.name, Args: argsDigest(r.args), Round: key})
+		state := p.states.seal(requestState{Method: "tools/call", Name: r.name, Args: argsDigest(r.args), Round: key, Owner: r.owner})
 		r.mu.Lock()
 		r.waiting[id] = a
 		r.timer = time.AfterFunc(RoundTimeout, func() {

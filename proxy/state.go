@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/openclaw-go/openclaw/policies"
 )
 
 // MinStateKeyBytes is the shortest key Options.StateKey accepts.
@@ -34,8 +36,20 @@ type requestState struct {
 	// Round keys a call in rounds (Proxy.rounds), held by this process:
 	// a server's request made during a call (MCP 2025-11-25 upstream).
 	Round string `json:"r,omitempty"`
+	// Owner is the authenticated identity the state was handed to
+	// (issuer and subject, stateOwner), "" for a client without one: only
+	// the same identity resumes it.
+	Owner string `json:"o,omitempty"`
 	// Expires is when the state stops being accepted, in Unix seconds.
 	Expires int64 `json:"e"`
+}
+
+// stateOwner names id as a requestState's Owner: "" for none.
+func stateOwner(id *policies.Identity) string {
+	if id == nil {
+		return ""
+	}
+	return sessionUser(id)
 }
 
 // stateSealer seals and opens request states with an HMAC-SHA256 key.
@@ -93,10 +107,11 @@ func errBadState(why string) error {
 }
 
 // open checks a requestState a client sent back with a request (method,
-// name, args) and returns what it holds. The error, a JSON-RPC invalid
-// params error, says whether the state was forged or altered, issued for
-// another request, or expired.
-func (s *stateSealer) open(state, method, name string, args any) (requestState, error) {
+// name, args), by the identity owner (stateOwner), and returns what it
+// holds. The error, a JSON-RPC invalid params error, says whether the state
+// was forged or altered, issued for another request or another identity,
+// or expired.
+func (s *stateSealer) open(state, owner, method, name string, args any) (requestState, error) {
 	payload, sig, ok := strings.Cut(state, ".")
 	mac, err := base64.RawURLEncoding.DecodeString(sig)
 	if !ok || err != nil || !hmac.Equal(mac, s.mac(payload)) {
@@ -112,6 +127,8 @@ func (s *stateSealer) open(state, method, name string, args any) (requestState, 
 		return requestState{}, errBadState("unreadable")
 	case st.Method != method || st.Name != name || st.Args != argsDigest(args):
 		return requestState{}, errBadState(fmt.Sprintf("issued for another request (%s %q with other arguments?)", st.Method, st.Name))
+	case st.Owner != owner:
+		return requestState{}, errBadState("issued to another identity")
 	case time.Now().Unix() > st.Expires:
 		return requestState{}, errBadState("expired")
 	}

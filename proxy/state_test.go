@@ -314,3 +314,30 @@ func resultText(res *mcp.CallToolResult) string {
 	}
 	return tc.Text
 }
+
+// TestRequestStateOwner: a requestState handed to one identity opens only
+// for it: another identity, or a client without one, is refused (and an
+// anonymous state does not open for an identity).
+func TestRequestStateOwner(t *testing.T) {
+	t.Parallel()
+	s, err := newStateSealer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := stateOwner(&policies.Identity{Issuer: "tokens-file", Subject: "alice"})
+	bob := stateOwner(&policies.Identity{Issuer: "tokens-file", Subject: "bob"})
+	args := map[string]any{"x": 1}
+	st := s.seal(requestState{Method: "tools/call", Name: "up__confirm", Args: argsDigest(args), Round: "k", Owner: alice})
+	if got, err := s.open(st, alice, "tools/call", "up__confirm", args); err != nil || got.Round != "k" {
+		t.Fatalf("alice's own state: %+v, %v", got, err)
+	}
+	for who, owner := range map[string]string{"bob": bob, "no identity": ""} {
+		if _, err := s.open(st, owner, "tools/call", "up__confirm", args); !isInvalidParams(err, "issued to another identity") {
+			t.Errorf("alice's state opened by %s: %v, want refused as another identity's", who, err)
+		}
+	}
+	anon := s.seal(requestState{Method: "tools/call", Name: "up__confirm", Args: argsDigest(args)})
+	if _, err := s.open(anon, alice, "tools/call", "up__confirm", args); !isInvalidParams(err, "issued to another identity") {
+		t.Errorf("an anonymous state opened by alice: %v", err)
+	}
+}
