@@ -154,6 +154,17 @@ var withTokenInfo = auth.RequireBearerToken(func(ctx context.Context, _ string, 
 	return &auth.TokenInfo{Scopes: id.Scopes, UserID: sessionUser(id), Extra: map[string]any{tokenInfoIdentity: id}}, nil
 }, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 
+// anonymousUser is the session user of the single static token when
+// other tokens name identities: no identity's sessionUser (issuer, NUL,
+// subject) has an empty subject after a NUL-free issuer like it.
+const anonymousUser = "openclaw-mcp-proxy anonymous token\x00"
+
+// withAnonymousTokenInfo is withTokenInfo for the single static token: a
+// session user and no identity.
+var withAnonymousTokenInfo = auth.RequireBearerToken(func(context.Context, string, *http.Request) (*auth.TokenInfo, error) {
+	return &auth.TokenInfo{UserID: anonymousUser}, nil
+}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+
 // authState is what [HTTPHandler] checks bearer tokens against: the single
 // static token, the tokens file and the OAuth verifier.
 type authState struct {
@@ -232,6 +243,13 @@ func (h *HTTPHandler) authorized(next http.Handler) http.Handler {
 		got := sha256.Sum256([]byte(tok))
 		if a.single {
 			if subtle.ConstantTimeCompare(got[:], a.hash[:]) == 1 {
+				if a.identities() {
+					// Beside tokens that name identities, the sessions the
+					// anonymous token opens are bound too, so that no
+					// identity takes one over (nor it an identity's).
+					withAnonymousTokenInfo(next).ServeHTTP(w, r)
+					return
+				}
 				next.ServeHTTP(w, r)
 				return
 			}

@@ -185,7 +185,7 @@ func TestSessionBoundToIdentity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newOAuthFixture(t, HTTPOptions{Tokens: toks})
+	f := newOAuthFixture(t, HTTPOptions{Tokens: toks, Token: "anon-token"})
 	ctx := t.Context()
 	cs := f.session(t, ctx, f.op.Token(t, "alice", "a-secret", "mcp"))
 	list := `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`
@@ -195,6 +195,7 @@ func TestSessionBoundToIdentity(t *testing.T) {
 	}{
 		{"bob", f.op.Token(t, "bob", "b-secret", "mcp"), 403},
 		{"ci", "ci-token", 403},
+		{"the anonymous token", "anon-token", 403},
 		{"alice again", f.op.Token(t, "alice", "a-secret", "mcp"), 200},
 	} {
 		status, _, body := do(t, "POST", f.url+PathMCP, map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
@@ -213,6 +214,19 @@ func TestSessionBoundToIdentity(t *testing.T) {
 	f.mu.Unlock()
 	if id == nil || id.Subject != "ci" || id.Issuer != IssuerTokensFile {
 		t.Errorf("ci identity = %+v", id)
+	}
+	// A session of the anonymous token (--token-file beside the tokens
+	// file) belongs to it: no identity uses or deletes it.
+	anon := f.session(t, ctx, "anon-token")
+	for method, body := range map[string]string{"POST": list, "DELETE": ""} {
+		status, _, body := do(t, method, f.url+PathMCP, map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+			"Authorization": "Bearer ci-token", "Mcp-Session-Id": anon.ID(), "Mcp-Protocol-Version": "2025-11-25"}, body)
+		if status != 403 {
+			t.Errorf("%s by ci on the anonymous token's session: %d, want 403 (%s)", method, status, body)
+		}
+	}
+	if _, isErr := callText(t, ctx, anon, "up__echo", map[string]any{"message": "from-anon"}); isErr {
+		t.Error("the anonymous token's call failed on its own session")
 	}
 	// Legacy SSE cannot bind its sessions: refused, saying why.
 	if status, _, body := do(t, "GET", f.url+PathSSE, map[string]string{"Authorization": "Bearer ci-token"}, ""); status != 404 || !strings.Contains(body, "use streamable HTTP") {
