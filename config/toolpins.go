@@ -186,12 +186,31 @@ func DefaultToolPinsPath(configPath string) string {
 	return filepath.Join(filepath.Dir(configPath), ToolPinsFile)
 }
 
+// MaxToolPinsBytes bounds the pins file LoadToolPins reads (64 MiB: a
+// catalog of 50 servers of 100 tools with their definitions is a few MiB).
+const MaxToolPinsBytes = 64 << 20
+
 // LoadToolPins reads and checks the pins file at path. A file that does not
-// exist is no pins: it returns nil and an error wrapping os.ErrNotExist.
+// exist is no pins: it returns nil and an error wrapping os.ErrNotExist. A
+// path that is not a regular file, or a file over MaxToolPinsBytes, is
+// refused naming it.
 func LoadToolPins(path string) (*ToolPins, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("tool pins: %w", err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return nil, fmt.Errorf("tool pins: %w", err)
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("tool pins: %s is not a regular file (%s)", path, st.Mode().Type())
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxToolPinsBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("tool pins: %s: %w", path, err)
+	}
+	if len(data) > MaxToolPinsBytes {
+		return nil, fmt.Errorf("tool pins: %s is larger than %d MiB", path, MaxToolPinsBytes>>20)
 	}
 	return ParseToolPins(path, data)
 }

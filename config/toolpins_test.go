@@ -201,3 +201,26 @@ func TestUpdateToolPinsKeepsConcurrentWriters(t *testing.T) {
 		t.Fatal("a failing change was written")
 	}
 }
+
+// LoadToolPins refuses what is not a regular file (a pins path linked to
+// /dev/zero would be read without end) and a file over the cap.
+func TestLoadToolPinsBounds(t *testing.T) {
+	dir := t.TempDir()
+	link := filepath.Join(dir, "pins.json")
+	if err := os.Symlink("/dev/zero", link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadToolPins(link); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("pins linked to /dev/zero: %v, want refused as not a regular file", err)
+	}
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, MaxToolPinsBytes+1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadToolPins(big); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("pins file over the cap: %v", err)
+	}
+}
