@@ -51,6 +51,10 @@ func DeviceID(pub ed25519.PublicKey) string {
 
 // LoadOrCreateDeviceIdentity reads the identity stored at path, or creates
 // one there (mode 0600, parent folders 0700) when the file does not exist.
+// Processes that start together (two MCP clients spawning `mcp serve`)
+// end up with the same identity: the file is created whole and never
+// replaced (a temporary file linked to path), and a process that finds it
+// created meanwhile uses the stored one.
 func LoadOrCreateDeviceIdentity(path string) (*DeviceIdentity, error) {
 	data, err := os.ReadFile(path)
 	if err == nil {
@@ -67,14 +71,31 @@ func LoadOrCreateDeviceIdentity(path string) (*DeviceIdentity, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("protocol: storing device identity: %w", err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, out, 0o600); err != nil {
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp") // mode 0600
+	if err != nil {
 		return nil, fmt.Errorf("protocol: storing device identity: %w", err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	_, err = f.Write(out)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("protocol: storing device identity: %w", err)
+	}
+	switch err := os.Link(tmp, path); {
+	case errors.Is(err, os.ErrExist):
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("protocol: reading device identity: %w", err)
+		}
+		return ParseDeviceIdentity(data)
+	case err != nil:
 		return nil, fmt.Errorf("protocol: storing device identity: %w", err)
 	}
 	return id, nil

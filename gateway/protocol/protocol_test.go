@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -93,5 +94,41 @@ func TestDecodeRejects(t *testing.T) {
 		if _, err := Decode(readFixture(t, name)); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// TestDeviceIdentityCreatedOnce: processes that create the identity at the
+// same time (two MCP clients spawning `mcp serve` on first use) get the
+// same one, and none fails.
+func TestDeviceIdentityCreatedOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state", "device-identity.json")
+	const n = 16
+	ids := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			id, err := LoadOrCreateDeviceIdentity(path)
+			if err == nil {
+				ids[i] = id.ID
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("creator %d: %v", i, errs[i])
+		}
+		if ids[i] != ids[0] {
+			t.Fatalf("creator %d got identity %s, creator 0 %s", i, ids[i], ids[0])
+		}
+	}
+	stored, err := LoadOrCreateDeviceIdentity(path)
+	if err != nil || stored.ID != ids[0] {
+		t.Fatalf("stored identity %v (%v), want %s", stored, err, ids[0])
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".*.tmp")); len(left) > 0 {
+		t.Errorf("temporary files left: %v", left)
 	}
 }
