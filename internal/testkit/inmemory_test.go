@@ -19,7 +19,9 @@ func TestServeInMemoryStopsBeforeItsClient(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		srv := mcp.NewServer(&mcp.Implementation{Name: "up", Version: "1"}, nil)
 		srv.AddTool(&mcp.Tool{Name: "t", InputSchema: json.RawMessage(`{"type":"object"}`)},
-			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
 		ct, stop := ServeInMemory(srv)
 		opts := &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {}}
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, opts).
