@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/openclaw-go/openclaw/internal/jsonw"
 )
 
 // PolicyFile is openclaw-go's own policy configuration (JSON), given with
@@ -156,6 +158,9 @@ func LoadPolicyFile(path string) (*PolicyFile, error) {
 // ParsePolicyFile parses and validates policy file data; name is used in
 // errors, which name the offending module and key.
 func ParsePolicyFile(name string, data []byte) (*PolicyFile, error) {
+	if key, dup, err := jsonw.DuplicateKey(data); err == nil && dup {
+		return nil, fmt.Errorf("policy config %s: %s is given twice (JSON would keep the last one)", name, key)
+	}
 	var pf PolicyFile
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

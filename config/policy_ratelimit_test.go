@@ -24,6 +24,7 @@ func TestPolicyFileRateLimits(t *testing.T) {
 	}
 	for _, tc := range []struct{ limits, want string }{
 		{`[{"name":"a","requets":5,"interval_s":1}]`, `unknown field "requets"`},
+		{`[{"name":"a","requests":5,"requests":500,"interval_s":1}]`, `$.rate_limits[0].requests is given twice`},
 		{`[{"requests":5,"interval_s":1}]`, `rate_limits[0]: name is required`},
 		{`[{"name":"a b","concurrent":1}]`, `name "a b" may hold only`},
 		{`[{"name":"a","concurrent":1},{"name":"a","concurrent":2}]`, `rate_limits[1] (a): duplicate limit name`},

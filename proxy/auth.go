@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
+	"github.com/openclaw-go/openclaw/internal/jsonw"
 	"github.com/openclaw-go/openclaw/policies"
 )
 
@@ -68,6 +69,9 @@ func LoadTokensFile(path string) ([]StaticToken, error) {
 }
 
 func parseTokensFile(path string, b []byte) ([]StaticToken, error) {
+	if key, dup, err := jsonw.DuplicateKey(b); err == nil && dup {
+		return nil, fmt.Errorf("%s: %s is given twice (JSON would keep the last one)", path, key)
+	}
 	var f tokensFile
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()

@@ -306,6 +306,8 @@ func TestTokensFileErrors(t *testing.T) {
 		{`{"tokens":[{"name":"a","token":"t"},{"name":"b","token":"t"}]}`, `tokens[1] ("b"): the same token as "a"`},
 		{`{"tokens":[{"name":"a","token":"t"},{"name":"a","token":"u"}]}`, "the name is used twice"},
 		{`{"tokens":[{"name":"a","token":"t","group":"x"}]}`, `unknown field "group"`},
+		{`{"tokens":[{"name":"a","token":"t"}],"tokens":[{"name":"b","token":"u"}]}`, `$.tokens is given twice`},
+		{`{"tokens":[{"name":"a","token":"t","scopes":["x"],"scopes":[]}]}`, `$.tokens[0].scopes is given twice`},
 	} {
 		if _, err := parseTokensFile("f.json", []byte(tc.body)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.body, err, tc.want)
