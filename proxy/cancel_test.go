@@ -64,17 +64,7 @@ func TestCancelledRequestGetsNoAnswerHTTP(t *testing.T) {
 func TestCancelledRequestGetsNoAnswerStdio(t *testing.T) {
 	t.Parallel()
 	f := newHTTPFixture(t, HTTPOptions{NoAuth: true})
-	var once sync.Once
-	returned := make(chan struct{})
-	f.p.Server().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			res, err := next(ctx, method, req)
-			if method == "tools/call" {
-				once.Do(func() { close(returned) }) // go-sdk writes the answer next
-			}
-			return res, err
-		}
-	})
+	returned := callReturned(f)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	tr := transport.NewServeStdioTransport(inR, outW, &transport.ServeStdioOptions{Logger: discard()})
@@ -101,22 +91,7 @@ func TestCancelledRequestGetsNoAnswerStdio(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	send(initBody)
-	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	send(slowCallBody)
-	<-f.slowStarted
-	send(cancel5Body)
-	<-returned
-	send(`{"jsonrpc":"2.0","id":77,"method":"ping"}`)
-	for line := range lines {
-		if strings.Contains(line, `"id":5`) {
-			t.Fatalf("the cancelled request was answered: %s", line)
-		}
-		if strings.Contains(line, `"id":77`) {
-			return
-		}
-	}
-	t.Fatal("stdout ended before the ping was answered")
+	cancelThenPing(t, f, returned, send, lines, "stdout")
 }
 
 // TestCancelledRequestGetsNoAnswerSSE: the same on the legacy SSE
@@ -124,17 +99,7 @@ func TestCancelledRequestGetsNoAnswerStdio(t *testing.T) {
 func TestCancelledRequestGetsNoAnswerSSE(t *testing.T) {
 	t.Parallel()
 	f := newHTTPFixture(t, HTTPOptions{NoAuth: true})
-	var once sync.Once
-	returned := make(chan struct{})
-	f.p.Server().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			res, err := next(ctx, method, req)
-			if method == "tools/call" {
-				once.Do(func() { close(returned) }) // go-sdk writes the answer next
-			}
-			return res, err
-		}
-	})
+	returned := callReturned(f)
 	req, _ := http.NewRequest("GET", f.url+PathSSE, nil)
 	req.Header.Set("Accept", "text/event-stream")
 	res, err := http.DefaultClient.Do(req)
@@ -159,6 +124,32 @@ func TestCancelledRequestGetsNoAnswerSSE(t *testing.T) {
 			t.Fatalf("POST %s: %d %s", body, code, got)
 		}
 	}
+	cancelThenPing(t, f, returned, send, data, "the SSE stream")
+}
+
+// callReturned closes the returned channel once the proxy's tools/call
+// handler has returned (go-sdk writes or drops its answer next).
+func callReturned(f *httpFixture) <-chan struct{} {
+	var once sync.Once
+	returned := make(chan struct{})
+	f.p.Server().AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if method == "tools/call" {
+				once.Do(func() { close(returned) })
+			}
+			return res, err
+		}
+	})
+	return returned
+}
+
+// cancelThenPing initializes a session through send, starts the slow call
+// (id 5), cancels it once it runs, pings (id 77) once its handler returned,
+// and fails if msgs (what the client reads from where) carries an answer
+// to the cancelled call before the ping's.
+func cancelThenPing(t *testing.T, f *httpFixture, returned <-chan struct{}, send func(string), msgs <-chan string, where string) {
+	t.Helper()
 	send(initBody)
 	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	send(slowCallBody)
@@ -166,13 +157,13 @@ func TestCancelledRequestGetsNoAnswerSSE(t *testing.T) {
 	send(cancel5Body)
 	<-returned
 	send(`{"jsonrpc":"2.0","id":77,"method":"ping"}`)
-	for d := range data {
-		if strings.Contains(d, `"id":5`) {
-			t.Fatalf("the cancelled request was answered: %s", d)
+	for m := range msgs {
+		if strings.Contains(m, `"id":5`) {
+			t.Fatalf("the cancelled request was answered: %s", m)
 		}
-		if strings.Contains(d, `"id":77`) {
+		if strings.Contains(m, `"id":77`) {
 			return
 		}
 	}
-	t.Fatal("the stream ended before the ping was answered")
+	t.Fatalf("%s ended before the ping was answered", where)
 }
