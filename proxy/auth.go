@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -69,6 +70,9 @@ func LoadTokensFile(path string) ([]StaticToken, error) {
 }
 
 func parseTokensFile(path string, b []byte) ([]StaticToken, error) {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, fmt.Errorf(`%s: the file is empty (want {"tokens":[{"name":…,"sha256":…}]})`, path)
+	}
 	if key, dup, err := jsonw.DuplicateKey(b); err == nil && dup {
 		return nil, fmt.Errorf("%s: %s is given twice (JSON would keep the last one)", path, key)
 	}

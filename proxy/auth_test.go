@@ -300,6 +300,7 @@ func TestTokensFileErrors(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ body, want string }{
 		{`{"tokens":[]}`, "no tokens"},
+		{" \n", "the file is empty"},
 		{`{"tokens":[{"sha256":"00"}]}`, "tokens[0]: no name"},
 		{`{"tokens":[{"name":"a","sha256":"xyz"}]}`, `tokens[0] ("a"): "sha256" "xyz" is not 64 hex digits`},
 		{`{"tokens":[{"name":"a","token":"t","sha256":"` + strings.Repeat("0", 64) + `"}]}`, "give one of"},
