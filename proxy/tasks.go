@@ -99,15 +99,9 @@ func withTaskID(fields map[string]json.RawMessage, id string) map[string]json.Ra
 	return out
 }
 
-// offersTasks reports whether the proxy serves the tasks extension: an
-// upstream server offered it when the proxy was made.
-func (p *Proxy) offersTasks() bool {
-	return p.caps.Extensions[runtime.TasksExtension] != nil
-}
-
 // serveTasks registers tasks/get, tasks/update and tasks/cancel on the
-// proxy's server (go-sdk answers -32601 for methods it does not know, as a
-// proxy without the extension must).
+// proxy's server; taskMiddleware answers them -32601 (method not found)
+// while no connected server offers the extension.
 func (p *Proxy) serveTasks() error {
 	for _, method := range runtime.TaskMethods {
 		err := mcp.AddReceivingCustomMethod(p.server, method, func(ctx context.Context, _ *mcp.ServerSession, params *runtime.TaskParams) (*runtime.TaskResult, error) {
@@ -121,9 +115,11 @@ func (p *Proxy) serveTasks() error {
 }
 
 // taskMiddleware gives the client of a task-augmented tools/call the
-// proxy's taskId, and checks a tasks method's caller before relayTask: its
-// client must declare the extension (else -32021, the extension's rule),
-// and the caller's identity and capabilities go with the request.
+// proxy's taskId (also when the server that created the task connected
+// after the proxy was made, and so is not in its capabilities), and checks
+// a tasks method before relayTask: a server must offer the extension
+// (else -32601), the client must declare it (else -32021, the extension's
+// rule), and the caller's identity and capabilities go with the request.
 func (p *Proxy) taskMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
@@ -148,6 +144,9 @@ func (p *Proxy) taskMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			created.Meta = nil // the proxy's own (go-sdk's serverInfo)
 			return created, nil
 		case "tasks/get", "tasks/update", "tasks/cancel":
+			if p.sess.Capabilities().Extensions[runtime.TasksExtension] == nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: fmt.Sprintf("method %q not found: no server offers the %s extension", method, runtime.TasksExtension)}
+			}
 			caps := requestCapabilities(req)
 			if caps.Extensions[runtime.TasksExtension] == nil {
 				data, _ := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{

@@ -1,8 +1,16 @@
 package proxy
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/runtime"
 )
 
 // TestTaskIDSealed: a taskId the proxy hands out opens for the identity it
@@ -36,5 +44,29 @@ func TestTaskIDSealed(t *testing.T) {
 	}
 	if _, err := s.open(id, ref.Owner, "tools/call", "x", nil); err == nil {
 		t.Error("a taskId opened as a requestState, want it refused")
+	}
+}
+
+// TestTasksMethodsWithoutServer: in front of servers none of which offers
+// the tasks extension, the proxy does not offer it and answers tasks/get
+// -32601 (method not found), whatever the client declares.
+func TestTasksMethodsWithoutServer(t *testing.T) {
+	t.Parallel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "raw", Version: "1"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Extensions: map[string]any{runtime.TasksExtension: map[string]any{}}},
+	})
+	if err := mcp.AddSendingCustomMethod[*runtime.TaskParams, *runtime.TaskResult](client, "tasks/get"); err != nil {
+		t.Fatal(err)
+	}
+	cs := openStack(t).connectClient(t, client)
+	if ext := cs.InitializeResult().Capabilities.Extensions; ext[runtime.TasksExtension] != nil {
+		t.Errorf("capabilities.extensions = %v, want no tasks extension", ext)
+	}
+	id, _ := json.Marshal("task-1")
+	_, err := mcp.CallCustomMethod[*runtime.TaskParams, *runtime.TaskResult](context.Background(), cs, "tasks/get",
+		&runtime.TaskParams{Fields: map[string]json.RawMessage{"taskId": id}})
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Code != jsonrpc.CodeMethodNotFound {
+		t.Errorf("tasks/get = %v, want -32601", err)
 	}
 }
