@@ -84,6 +84,11 @@ func (h *HTTPHandler) checkFrames(sse bool, next http.Handler) http.Handler {
 		if h.refuseCallScope(w, r, msgs) {
 			return
 		}
+		if id, method, bad := taskNameMismatch(r, msgs); bad {
+			writeRPCError(w, http.StatusBadRequest, id, CodeHeaderMismatch,
+				fmt.Sprintf("Bad Request: the Mcp-Name header is not the params.taskId of %s", method))
+			return
+		}
 		if !sse && version < sessionlessRevision && r.Header.Get("Mcp-Session-Id") == "" {
 			if id, method, ok := needsSession(msgs); ok {
 				writeRPCError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidRequest,

@@ -205,8 +205,14 @@ func New(ctx context.Context, sess *runtime.Session, opts *Options) (*Proxy, err
 	if up.Logging != nil {
 		p.caps.Logging = &mcp.LoggingCapabilities{}
 	}
+	if up.Extensions[runtime.TasksExtension] != nil {
+		p.caps.Extensions = map[string]any{runtime.TasksExtension: map[string]any{}}
+	}
 	p.server = mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, sopts)
-	p.server.AddReceivingMiddleware(p.syncBeforeList, p.passthroughMiddleware)
+	p.server.AddReceivingMiddleware(p.syncBeforeList, p.passthroughMiddleware, p.taskMiddleware)
+	if err := p.serveTasks(); err != nil {
+		return nil, err
+	}
 	p.life, p.end = context.WithCancel(context.WithoutCancel(ctx))
 	if err := p.Sync(ctx); err != nil {
 		p.end()

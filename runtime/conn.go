@@ -169,6 +169,7 @@ func (c *conn) connect(ctx context.Context) bool {
 	co := c.clientOptions()
 	co.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true} // inputMiddleware answers them
 	client := mcp.NewClient(c.s.opts.ClientInfo, co)
+	addTaskMethods(client)
 	client.AddSendingMiddleware(c.inputMiddleware)
 	if c.s.opts.ListRoots != nil || c.s.opts.Elicit != nil {
 		client.AddReceivingMiddleware(c.requestMiddleware)
@@ -660,6 +661,13 @@ func (c *conn) call(ctx context.Context, t *Tool, args []byte) (*mcp.CallToolRes
 				c.s.progressMu.Unlock()
 			}()
 			params.SetProgressToken(tok)
+		}
+		if declaresTasks(ctx) {
+			// The server may answer with a CreateTaskResult, which go-sdk
+			// cannot decode: it is read off the wire (TaskCreated).
+			page := &fastPage{}
+			page.Repair = taskFold(c.cfg.Name)
+			ctx = transport.WithListPage(context.WithValue(ctx, fastPageKey{}, page), &page.ListPage)
 		}
 		return cs.CallTool(ctx, params)
 	})

@@ -63,7 +63,8 @@ func (t *fastListTransport) Connect(ctx context.Context) (mcp.Connection, error)
 }
 
 // fastListConn watches the requests go-sdk writes: a tools/list call whose
-// context carries a *fastPage gets its response decoded into that page.
+// context carries a *fastPage gets its response decoded into that page, a
+// tools/call whose context carries one (taskFold) its result repaired.
 type fastListConn struct {
 	mcp.Connection
 
@@ -76,7 +77,7 @@ type fastListConn struct {
 func (c *fastListConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	req, ok := msg.(*jsonrpc.Request)
 	var page *fastPage
-	if ok && req.IsCall() && listMethods[req.Method] {
+	if ok && req.IsCall() && (listMethods[req.Method] || req.Method == "tools/call") {
 		page, _ = ctx.Value(fastPageKey{}).(*fastPage)
 	}
 	if page == nil {
@@ -112,6 +113,15 @@ func (c *fastListConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	delete(c.pending, resp.ID)
 	c.mu.Unlock()
 	if page == nil || resp.Error != nil {
+		return msg, nil
+	}
+	if !page.decode && page.Repair != nil {
+		// A tools/call whose result go-sdk cannot decode as it is (taskFold).
+		if fixed := page.Repair(resp.Result); fixed != nil {
+			cp := *resp
+			cp.Result = fixed
+			return &cp, nil
+		}
 		return msg, nil
 	}
 	if page.decode {

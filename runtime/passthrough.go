@@ -907,8 +907,8 @@ func (s *Session) SetLoggingLevel(ctx context.Context, level mcp.LoggingLevel) e
 
 // Capabilities returns the union of the capabilities of the connected
 // servers (tools, resources with subscribe and listChanged, prompts,
-// completions, logging): what a proxy in front of them can offer. A field
-// is nil when no connected server has it.
+// completions, logging, the tasks extension): what a proxy in front of
+// them can offer. A field is nil when no connected server has it.
 func (s *Session) Capabilities() *mcp.ServerCapabilities {
 	out := &mcp.ServerCapabilities{}
 	for _, c := range s.set.Load().conns {
@@ -940,6 +940,9 @@ func (s *Session) Capabilities() *mcp.ServerCapabilities {
 		}
 		if caps.Logging != nil {
 			out.Logging = &mcp.LoggingCapabilities{}
+		}
+		if caps.Extensions[TasksExtension] != nil {
+			out.Extensions = map[string]any{TasksExtension: map[string]any{}} // relayed (tasks.go)
 		}
 	}
 	return out

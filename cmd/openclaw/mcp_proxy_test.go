@@ -268,6 +268,18 @@ func (hp *httpProxy) get(t *testing.T, path string, header map[string]string) (i
 	return res.StatusCode, string(b)
 }
 
+// nodeRecordProtocol, in a Node SDK client script before client.connect,
+// keeps the revision initialize negotiated in protocol: the SDK's Client
+// hands it to the transport's setProtocolVersion, which every transport
+// gets here (stdio has none of its own).
+const nodeRecordProtocol = `let protocol = "";
+const setProtocolVersion = transport.setProtocolVersion?.bind(transport);
+transport.setProtocolVersion = (v) => { protocol = v; setProtocolVersion?.(v); };`
+
+// nodeClientProtocol is the revision the Node SDK client (1.32.2, the
+// pinned peer) negotiates with the proxy: its newest.
+const nodeClientProtocol = "2025-11-25"
+
 // nodeHTTPClient is a Node SDK client over streamable HTTP or legacy SSE
 // with a bearer token; it prints {server, tools, echo} as JSON.
 const nodeHTTPClient = `
@@ -290,10 +302,11 @@ if (process.env.KIND === "sse") {
   transport = new StreamableHTTPClientTransport(url, { requestInit: { headers } });
 }
 const client = new Client({ name: "node-http-client", version: "1.0.0" });
+` + nodeRecordProtocol + `
 await client.connect(transport);
 const tools = (await client.listTools()).tools.map((t) => t.name);
 const r = await client.callTool({ name: "everything__echo", arguments: { message: "from node " + process.env.KIND } });
-console.log(JSON.stringify({ server: client.getServerVersion(), tools, echo: r.content?.[0]?.text ?? "" }));
+console.log(JSON.stringify({ server: client.getServerVersion(), protocol, tools, echo: r.content?.[0]?.text ?? "" }));
 await client.close();
 `
 
@@ -343,14 +356,15 @@ func TestMCPProxyHTTP(t *testing.T) {
 				t.Fatalf("node client (%s): %v", kind, err)
 			}
 			var got struct {
-				Server struct{ Name string }
-				Tools  []string
-				Echo   string
+				Server   struct{ Name string }
+				Protocol string
+				Tools    []string
+				Echo     string
 			}
 			if err := json.Unmarshal(out, &got); err != nil {
 				t.Fatalf("node client (%s) output %q: %v", kind, out, err)
 			}
-			if got.Server.Name != "openclaw-go-proxy" || !slices.Contains(got.Tools, "everything__echo") || got.Echo != "Echo: from node "+kind {
+			if got.Server.Name != "openclaw-go-proxy" || got.Protocol != nodeClientProtocol || !slices.Contains(got.Tools, "everything__echo") || got.Echo != "Echo: from node "+kind {
 				t.Fatalf("node client (%s) = %+v", kind, got)
 			}
 		}
@@ -844,11 +858,12 @@ const { StdioClientTransport } = await sdk("client/stdio.js");
 const args = JSON.parse(process.env.PROXY_ARGS);
 const transport = new StdioClientTransport({ command: process.env.BIN, args, env: { ...process.env }, stderr: "ignore" });
 const client = new Client({ name: "node-stdio-client", version: "1.0.0" });
+` + nodeRecordProtocol + `
 await client.connect(transport);
 const tools = (await client.listTools()).tools.map((t) => t.name);
 const r = await client.callTool({ name: "everything__echo", arguments: { message: "from node stdio" } });
 const b = await client.callTool({ name: "everything__get-sum", arguments: { a: 1, b: 2 } });
-console.log(JSON.stringify({ tools, echo: r.content?.[0]?.text ?? "", blocked: b.isError === true, reason: b.content?.[0]?.text ?? "" }));
+console.log(JSON.stringify({ protocol, tools, echo: r.content?.[0]?.text ?? "", blocked: b.isError === true, reason: b.content?.[0]?.text ?? "" }));
 await client.close();
 `
 
@@ -921,15 +936,16 @@ func TestMCPProxyStdioNodeAndInspector(t *testing.T) {
 			t.Fatalf("node stdio client: %v\n%s", err, out)
 		}
 		var got struct {
-			Tools   []string
-			Echo    string
-			Blocked bool
-			Reason  string
+			Protocol string
+			Tools    []string
+			Echo     string
+			Blocked  bool
+			Reason   string
 		}
 		if err := json.Unmarshal(out, &got); err != nil {
 			t.Fatalf("node output: %v\n%s", err, out)
 		}
-		if !slices.Contains(got.Tools, "everything__echo") || got.Echo != "Echo: from node stdio" || !got.Blocked || !strings.Contains(got.Reason, "sums are off limits") {
+		if got.Protocol != nodeClientProtocol || !slices.Contains(got.Tools, "everything__echo") || got.Echo != "Echo: from node stdio" || !got.Blocked || !strings.Contains(got.Reason, "sums are off limits") {
 			t.Fatalf("node stdio client saw %+v", got)
 		}
 	})

@@ -20,8 +20,9 @@ import (
 
 // serverNextFixtureLacks names the scenarios (by prefix) whose tools the
 // go-sdk v1.8.0 everything-server does not have: the tasks extension
-// (tasks/get, tasks/result, ...). They fail directly as through the
-// proxy, and are not scored for 2026-07-28.
+// (tasks/get, tasks/update, tasks/cancel). They fail directly as through
+// the proxy, are not scored for 2026-07-28, and run against
+// testdata/tasksserver instead (TestServerConformanceNextTasks).
 var serverNextFixtureLacks = []string{"tasks-"}
 
 // TestServerConformanceNext runs the 2026-07-28 requirements in server

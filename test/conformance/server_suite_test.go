@@ -32,6 +32,10 @@ type serverPeers struct {
 	// the active ones); fixture are everything-server's flags besides
 	// -http (nil: -stateless=false).
 	selection, fixture []string
+	// rules is the proxy's builtin:rules config (nil: none, allow all);
+	// auth are its flags in place of --no-auth (nil: --no-auth).
+	rules any
+	auth  []string
 }
 
 func findServerPeers(t *testing.T) serverPeers {

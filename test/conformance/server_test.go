@@ -212,8 +212,9 @@ func runProxied(ctx context.Context, t *testing.T, p serverPeers, bin string, ex
 }
 
 // startProxied starts `openclaw mcp proxy --listen 127.0.0.1:0 --no-auth`
-// (bin, with extra flags) in front of everything-server over stdio, raw
-// names, and returns its base URL and output; it ends with the test.
+// (bin, with extra flags; p.auth in place of --no-auth, p.rules as the
+// rules' config) in front of p.everything over stdio, raw names, and
+// returns its base URL and output; it ends with the test.
 func startProxied(ctx context.Context, t *testing.T, p serverPeers, bin string, extra ...string) (string, *serverLog) {
 	t.Helper()
 	dir := t.TempDir()
@@ -226,15 +227,24 @@ func startProxied(ctx context.Context, t *testing.T, p serverPeers, bin string, 
 	// Raw names: the suite calls test_simple_text, not
 	// everything__test_simple_text (docs/tool-names.md §6).
 	policy := filepath.Join(dir, "policy.json")
+	rules := map[string]any{"source": "builtin:rules"}
+	if p.rules != nil {
+		rules["config"] = p.rules
+	}
 	writeServerJSON(t, policy, map[string]any{"modules": []any{
 		map[string]any{"source": "builtin:sanitizer", "config": map[string]any{"prefix": "auto"}},
-		map[string]any{"source": "builtin:rules"},
+		rules,
 	}})
 	// The suite sends no Authorization header: on loopback, --no-auth is
 	// the documented way to serve it. Port 0: the proxy picks a free port
 	// and names it (a port found free beforehand may be taken meanwhile).
-	args := append([]string{"mcp", "proxy", "--listen", "127.0.0.1:0", "--no-auth",
-		"--policy-config", policy, "--audit-log", filepath.Join(dir, "audit.jsonl")}, extra...)
+	auth := p.auth
+	if auth == nil {
+		auth = []string{"--no-auth"}
+	}
+	args := append(append([]string{"mcp", "proxy", "--listen", "127.0.0.1:0"}, auth...),
+		"--policy-config", policy, "--audit-log", filepath.Join(dir, "audit.jsonl"))
+	args = append(args, extra...)
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), "OPENCLAW_HOME="+home, "OPENCLAW_CONFIG_PATH=",
 		"OPENCLAW_STATE_DIR="+filepath.Join(dir, "state"))
