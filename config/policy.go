@@ -2,10 +2,13 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -165,6 +168,10 @@ func ParsePolicyFile(name string, data []byte) (*PolicyFile, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&pf); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, fmt.Errorf("policy config %s: %s", name, describeTypeError(data, te))
+		}
 		return nil, fmt.Errorf("policy config %s: %w", name, err)
 	}
 	if pf.ToolPins != nil {
@@ -284,4 +291,46 @@ func DefaultModuleName(source string) string {
 		return name
 	}
 	return strings.TrimSuffix(filepath.Base(source), ".wasm")
+}
+
+// describeTypeError says where a value of the wrong JSON type is and what
+// is wanted there: `rate_limits[1].concurrent: want a whole number, got a
+// string`.
+func describeTypeError(data []byte, te *json.UnmarshalTypeError) string {
+	where := strings.TrimPrefix(jsonw.PathAt(data, te.Offset), "$.")
+	if where == "" || where == "$" {
+		where = cmp.Or(te.Field, "the file")
+	}
+	return fmt.Sprintf("%s: want %s, got %s", where, jsonShape(te.Type), article(te.Value))
+}
+
+// jsonShape names the JSON shape that decodes into t.
+func jsonShape(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "a list of " + strings.TrimPrefix(strings.TrimPrefix(jsonShape(t.Elem()), "a "), "an ") + "s"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Pointer:
+		return jsonShape(t.Elem())
+	}
+	return "a value of type " + t.String()
+}
+
+// article puts "a" or "an" before encoding/json's name of a JSON value
+// ("string", "number 1.5", "object").
+func article(v string) string {
+	if v != "" && strings.ContainsRune("aeiou", rune(v[0])) {
+		return "an " + v
+	}
+	return "a " + v
 }
