@@ -510,6 +510,13 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 			say.warn(fmt.Sprintf("openclaw mcp proxy: WARNING: --no-auth: anyone on this machine can call the tools at %s", ln.Addr()),
 				"openclaw mcp proxy: --no-auth: anyone on this machine can call the tools", "addr", ln.Addr().String())
 		}
+		if limits := pol.PerIdentityLimits(); len(limits) > 0 && !ph.metricsOnly && len(ph.tokens) == 0 && oauth == nil {
+			// Without identities a per-identity counter goes by what the
+			// caller says it is (policies.RequesterKey).
+			say.warn(fmt.Sprintf("openclaw mcp proxy: WARNING: rate limits (%s) count per identity, but this proxy authenticates none (no --auth-issuer, no --tokens-file): "+
+				"their counters go by each client's self-declared name and version, shared by every caller that sends the same and escaped by one that sends another", strings.Join(limits, ", ")),
+				"openclaw mcp proxy: per-identity rate limits without identities: counters go by the self-declared clientInfo", "limits", limits)
+		}
 	}
 	if ph == nil || ph.metricsOnly {
 		return serveProxyStdio(ctx, p, h, ln, stdin, stdout, say, logger, c.shutdownTimeout, int(c.maxMessage))

@@ -1380,3 +1380,30 @@ func TestReadStateKey(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPProxyPerIdentityLimitWithoutIdentities: a per-identity rate
+// limit on a proxy that authenticates no identities is said at start-up,
+// naming the limit; a limit shared by all calls is not.
+func TestMCPProxyPerIdentityLimitWithoutIdentities(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	policy := filepath.Join(dir, "limits.json")
+	if err := os.WriteFile(policy, []byte(`{"modules":[{"source":"builtin:sanitizer"}],"rate_limits":[
+		{"name":"per-agent","requests":60,"interval_s":60},
+		{"name":"everyone","per":["all"],"concurrent":8}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hp := startHTTPProxy(t, ctx, nil, "--no-auth", "--policy-config", policy)
+	_ = hp.cmd.Process.Signal(syscall.SIGTERM)
+	<-hp.exited
+	s := hp.stderr.String()
+	want := "WARNING: rate limits (per-agent) count per identity, but this proxy authenticates none (no --auth-issuer, no --tokens-file)"
+	if !strings.Contains(s, want) {
+		t.Fatalf("stderr lacks %q:\n%s", want, s)
+	}
+	if strings.Contains(s, "everyone) count per identity") || strings.Contains(s, "everyone, ") {
+		t.Errorf("the shared limit is named as per identity:\n%s", s)
+	}
+}

@@ -755,6 +755,10 @@ func (e *Engine) Acquire(ctx context.Context, call *policies.ToolCall) (func(), 
 	return e.limiter.Load().Acquire(ctx, call)
 }
 
+// PerIdentityLimits returns the names of the rate limits, as last loaded,
+// that keep a counter per identity (ratelimit.Limiter.PerIdentity).
+func (e *Engine) PerIdentityLimits() []string { return e.limiter.Load().PerIdentity() }
+
 // SanitizeToolNames names a catalog with the current set's
 // sanitize_tool_names modules (policies.SanitizeChain: validated, fail
 // closed, audited). It returns policies.ErrNoSanitizer when no module
