@@ -382,6 +382,9 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	if err != nil {
 		return failStart(err)
 	}
+	if stray := strayPins(pins, doc); len(stray) > 0 {
+		say.warn(strayPinsWarning(pinCfg.path, stray), "openclaw mcp: tool pins of servers not in mcp.servers are ignored", "pins", pinCfg.path, "servers", stray)
+	}
 	// The metrics see every decision (per module, through the audit
 	// records) and tell a block from a tool error.
 	metrics := proxy.NewMetrics()
