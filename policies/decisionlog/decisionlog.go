@@ -118,6 +118,10 @@ type Shipper struct {
 
 	reported uint64 // drops said so far (loop only)
 	lastSaid time.Time
+
+	raw []byte       // the JSON of the batch being sent (loop only)
+	out bytes.Buffer // its gzip (loop only)
+	zw  *gzip.Writer
 }
 
 // New starts a Shipper. It fails when the URL is not an http(s) URL.
@@ -322,10 +326,12 @@ func (s *Shipper) post(body []byte) error {
 	return &permanentError{status: res.StatusCode}
 }
 
-// encode returns batch as the gzipped JSON array of its events.
+// encode returns batch as the gzipped JSON array of its events (gzip's
+// fastest level: the batches are JSON that compresses well at any level,
+// and the shipper's CPU is taken from the calls). The bytes are valid
+// until the next encode.
 func (s *Shipper) encode(batch []policies.AuditRecord) []byte {
-	var raw []byte
-	raw = append(raw, '[')
+	raw := append(s.raw[:0], '[')
 	for i := range batch {
 		if i > 0 {
 			raw = append(raw, ',')
@@ -333,11 +339,18 @@ func (s *Shipper) encode(batch []policies.AuditRecord) []byte {
 		raw = AppendEvent(raw, s.labels, &batch[i])
 	}
 	raw = append(raw, ']')
-	var out bytes.Buffer
-	zw := gzip.NewWriter(&out)
-	_, _ = zw.Write(raw) // a bytes.Buffer does not fail
-	_ = zw.Close()
-	return out.Bytes()
+	s.out.Reset()
+	if s.zw == nil {
+		s.zw, _ = gzip.NewWriterLevel(&s.out, gzip.BestSpeed) // a valid level: no error
+	} else {
+		s.zw.Reset(&s.out)
+	}
+	_, _ = s.zw.Write(raw) // a bytes.Buffer does not fail
+	_ = s.zw.Close()
+	if cap(raw) <= 4<<20 {
+		s.raw = raw // kept for the next batch unless a huge one
+	}
+	return s.out.Bytes()
 }
 
 // AppendEvent appends the event of r: labels (an encoded JSON object),
