@@ -21,6 +21,7 @@ import (
 
 	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/decisionlog"
 	"github.com/openclaw-go/openclaw/proxy"
 	"github.com/openclaw-go/openclaw/runtime"
 	"github.com/openclaw-go/openclaw/transport"
@@ -455,6 +456,9 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	defer p.Close() // before the runtime: ends the relay's worker
 	metrics.Instrument(p)
 	metrics.ObserveServers(sess.Status)
+	if _, ships := pol.DecisionLogStats(); ships {
+		metrics.ObserveDecisionLog(func() decisionlog.Stats { st, _ := pol.DecisionLogStats(); return st })
+	}
 	// `openclaw mcp reload` (SIGHUP) applies an edited mcp.servers and tool
 	// policy to the running proxy; its clients get list_changed at once.
 	if dir, err := mcpRunDir(); err != nil {

@@ -3,125 +3,36 @@ package engine_test
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/engine"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 )
-
-// decisionSink is a real HTTPS endpoint of decision logs: it checks the
-// bearer token and the gzip encoding, and keeps every event. While down it
-// drops each connection without an answer.
-type decisionSink struct {
-	srv    *httptest.Server
-	token  string
-	down   atomic.Bool
-	failed chan struct{} // one send per connection dropped while down
-
-	mu     sync.Mutex
-	events []sinkEvent
-	bad    []string // what was refused, for the failure message
-}
-
-// sinkEvent is the part of a shipped event the tests read.
-type sinkEvent struct {
-	Labels     map[string]string `json:"labels"`
-	DecisionID string            `json:"decision_id"`
-	Path       string            `json:"path"`
-	Timestamp  string            `json:"timestamp"`
-	Result     string            `json:"result"`
-	Record     json.RawMessage   `json:"record"`
-}
-
-func newDecisionSink(t *testing.T) *decisionSink {
-	d := &decisionSink{token: "sink-token-42", failed: make(chan struct{}, 1024)}
-	d.srv = httptest.NewTLSServer(http.HandlerFunc(d.serve))
-	t.Cleanup(d.srv.Close)
-	return d
-}
-
-func (d *decisionSink) serve(w http.ResponseWriter, r *http.Request) {
-	if d.down.Load() {
-		select {
-		case d.failed <- struct{}{}:
-		default:
-		}
-		conn, _, err := w.(http.Hijacker).Hijack()
-		if err == nil {
-			_ = conn.Close()
-		}
-		return
-	}
-	refuse := func(code int, why string) {
-		d.mu.Lock()
-		d.bad = append(d.bad, why)
-		d.mu.Unlock()
-		http.Error(w, why, code)
-	}
-	if r.Method != http.MethodPost || r.Header.Get("Authorization") != "Bearer "+d.token {
-		refuse(http.StatusUnauthorized, "no token")
-		return
-	}
-	if r.Header.Get("Content-Encoding") != "gzip" || r.Header.Get("Content-Type") != "application/json" {
-		refuse(http.StatusUnsupportedMediaType, "not gzipped JSON")
-		return
-	}
-	zr, err := gzip.NewReader(r.Body)
-	if err != nil {
-		refuse(http.StatusBadRequest, err.Error())
-		return
-	}
-	raw, err := io.ReadAll(zr)
-	if err != nil {
-		refuse(http.StatusBadRequest, err.Error())
-		return
-	}
-	var batch []sinkEvent
-	if err := json.Unmarshal(raw, &batch); err != nil {
-		refuse(http.StatusBadRequest, err.Error())
-		return
-	}
-	d.mu.Lock()
-	d.events = append(d.events, batch...)
-	d.mu.Unlock()
-	w.WriteHeader(http.StatusNoContent)
-}
-
-func (d *decisionSink) received() []sinkEvent {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return slices.Clone(d.events)
-}
 
 // writeSinkPolicy writes a policy file that ships to d (its certificate
 // as ca_file, its token in token_file) and audits to audit.jsonl, with
 // extra members of decision_log; it returns the policy file and the
 // audit log.
-func writeSinkPolicy(t *testing.T, d *decisionSink, extra string) (policyFile, auditLog string) {
+func writeSinkPolicy(t *testing.T, d *policiestest.DecisionSink, extra string) (policyFile, auditLog string) {
 	t.Helper()
 	dir := t.TempDir()
-	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: d.srv.Certificate().Raw})
-	writeFile(t, dir, "sink-ca.pem", ca)
-	writeFile(t, dir, "sink-token", []byte(d.token+"\n"))
+	writeFile(t, dir, "sink-ca.pem", d.CAPEM())
+	writeFile(t, dir, "sink-token", []byte(d.Token+"\n"))
 	auditLog = filepath.Join(dir, "audit.jsonl")
 	policyFile = writeFile(t, dir, "policy.json", fmt.Appendf(nil, `{"modules":[],"audit_log":"audit.jsonl","decision_log":{
-		"url":%q,"token_file":"sink-token","ca_file":"sink-ca.pem","labels":{"fleet":"dev"},"flush_interval_ms":5%s}}`, d.srv.URL, extra))
+		"url":%q,"token_file":"sink-token","ca_file":"sink-ca.pem","labels":{"fleet":"dev"},"flush_interval_ms":5%s}}`, d.URL(), extra))
 	return policyFile, auditLog
 }
 
@@ -169,7 +80,7 @@ func decideConcurrently(e *engine.Engine, n int) {
 // decided, and none carries arguments.
 func TestDecisionLogShipsWhatTheAuditLogHas(t *testing.T) {
 	t.Parallel()
-	d := newDecisionSink(t)
+	d := policiestest.NewDecisionSink(t)
 	pf, auditLog := writeSinkPolicy(t, d, "")
 	e, err := engine.Load(context.Background(), &engine.Options{ConfigFile: pf, Host: testHost()})
 	if err != nil {
@@ -178,11 +89,11 @@ func TestDecisionLogShipsWhatTheAuditLogHas(t *testing.T) {
 	sha := e.Modules()[0].SHA256
 
 	decideConcurrently(e, 400)
-	d.down.Store(true)
+	d.SetDown(true)
 	decideConcurrently(e, 800)
-	<-d.failed // the shipper met the sink down with decisions to ship
+	<-d.Failed() // the shipper met the sink down with decisions to ship
 	decideConcurrently(e, 400)
-	d.down.Store(false)
+	d.SetDown(false)
 	decideConcurrently(e, 400)
 	call := call("with-args")
 	call.Arguments = []byte(`{"secret":"never-shipped"}`)
@@ -195,7 +106,7 @@ func TestDecisionLogShipsWhatTheAuditLogHas(t *testing.T) {
 	}
 	st, _ := e.DecisionLogStats()
 	local := localIDs(t, auditLog)
-	got := d.received()
+	got := d.Events()
 	if len(local) != 2001 {
 		t.Fatalf("audit log has %d records, want 2001", len(local))
 	}
@@ -223,7 +134,7 @@ func TestDecisionLogShipsWhatTheAuditLogHas(t *testing.T) {
 	slices.Sort(local)
 	slices.Sort(shipped)
 	if !slices.Equal(local, shipped) {
-		t.Fatalf("the sink received %d events, the audit log has %d records: the IDs differ (sink refused: %v; stats %+v)", len(shipped), len(local), d.bad, st)
+		t.Fatalf("the sink received %d events, the audit log has %d records: the IDs differ (sink refused: %v; stats %+v)", len(shipped), len(local), d.Refused(), st)
 	}
 	if st.Shipped != 2001 || st.Dropped != 0 || st.Failures == 0 || st.Pending != 0 {
 		t.Errorf("stats %+v: want 2001 shipped, none dropped or pending, failures while the sink was down", st)
@@ -236,8 +147,8 @@ func TestDecisionLogShipsWhatTheAuditLogHas(t *testing.T) {
 // and the drops are said on the logger, once per interval.
 func TestDecisionLogCountsDrops(t *testing.T) {
 	t.Parallel()
-	d := newDecisionSink(t)
-	d.down.Store(true)
+	d := policiestest.NewDecisionSink(t)
+	d.SetDown(true)
 	pf, auditLog := writeSinkPolicy(t, d, `,"buffer_events":20,"batch_events":5`)
 	logs := &syncBuffer{}
 	e, err := engine.Load(context.Background(), &engine.Options{ConfigFile: pf, Host: testHost(), Logger: slogTo(logs)})
@@ -245,14 +156,14 @@ func TestDecisionLogCountsDrops(t *testing.T) {
 		t.Fatal(err)
 	}
 	decideConcurrently(e, 400)
-	<-d.failed
-	d.down.Store(false)
+	<-d.Failed()
+	d.SetDown(false)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	err = e.Close(ctx)
 	st, _ := e.DecisionLogStats()
 	local := localIDs(t, auditLog)
-	got := d.received()
+	got := d.Events()
 	if st.Dropped == 0 || st.Shipped+st.Dropped != uint64(len(local)) || st.Shipped != uint64(len(got)) {
 		t.Fatalf("stats %+v, sink %d events, audit log %d: want drops, and shipped + dropped = the audit log", st, len(got), len(local))
 	}
