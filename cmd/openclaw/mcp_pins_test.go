@@ -63,9 +63,18 @@ func main() {
 }
 `
 
-// buildDriftServer builds driftServerSource in dir and returns the binary.
-func buildDriftServer(t *testing.T, dir string) string {
+// driftHome is a home whose mcp.servers has the drift server (built from
+// driftServerSource) as "docs", for the binary of the tests.
+type driftHome struct {
+	*registryCLI
+	bin, dir        string
+	state           string // the drift server's $DRIFT_STATE
+	pinsPath, audit string
+}
+
+func newDriftHome(t *testing.T) *driftHome {
 	t.Helper()
+	dir := t.TempDir()
 	drift := filepath.Join(dir, "drift")
 	src := filepath.Join(dir, "drift.go")
 	if err := os.WriteFile(src, []byte(driftServerSource), 0o600); err != nil {
@@ -74,7 +83,22 @@ func buildDriftServer(t *testing.T, dir string) string {
 	if out, err := exec.Command("go", "build", "-o", drift, src).CombinedOutput(); err != nil {
 		t.Fatalf("go build drift server: %v\n%s", err, out)
 	}
-	return drift
+	cli := &runtimeCLI{bin: testBinary(t)}
+	state := filepath.Join(dir, "drift-state")
+	r := cli.newHome(t, map[string]any{"docs": map[string]any{"command": drift, "env": map[string]string{"DRIFT_STATE": state}}}, nil)
+	return &driftHome{registryCLI: r, bin: cli.bin, dir: dir, state: state,
+		pinsPath: filepath.Join(r.home, ".openclaw", config.ToolPinsFile), audit: filepath.Join(dir, "audit.jsonl")}
+}
+
+// runCode runs openclaw with args and --audit-log, and fails unless it
+// exits with code; it returns stdout and stderr.
+func (h *driftHome) runCode(t *testing.T, code int, args ...string) (string, string) {
+	t.Helper()
+	stdout, stderr, got := h.run(t, append(args, "--audit-log", h.audit)...)
+	if got != code {
+		t.Fatalf("openclaw %v: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", args, got, code, stdout, stderr)
+	}
+	return stdout, stderr
 }
 
 // TestMCPTrustDigest: `mcp trust SERVER --digest` trusts the listing that
@@ -83,20 +107,11 @@ func buildDriftServer(t *testing.T, dir string) string {
 // mcp.servers does not have are named on stderr and in the diff.
 func TestMCPTrustDigest(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	drift := buildDriftServer(t, dir)
-	cli := &runtimeCLI{bin: testBinary(t)}
-	state := filepath.Join(dir, "drift-state")
-	r := cli.newHome(t, map[string]any{"docs": map[string]any{"command": drift, "env": map[string]string{"DRIFT_STATE": state}}}, nil)
-	pinsPath := filepath.Join(r.home, ".openclaw", config.ToolPinsFile)
-	audit := filepath.Join(dir, "audit.jsonl")
+	h := newDriftHome(t)
+	state, pinsPath := h.state, h.pinsPath
 	run := func(code int, args ...string) (string, string) {
 		t.Helper()
-		stdout, stderr, got := r.run(t, append(args, "--audit-log", audit)...)
-		if got != code {
-			t.Fatalf("openclaw %v: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", args, got, code, stdout, stderr)
-		}
-		return stdout, stderr
+		return h.runCode(t, code, args...)
 	}
 	digestLine := regexp.MustCompile(`trust exactly this listing with: openclaw mcp trust docs --digest (sha256:[0-9a-f]{64})`)
 	reviewed := func() string {
@@ -155,20 +170,12 @@ func TestMCPTrustDigest(t *testing.T) {
 // change; after `mcp trust` and `mcp reload` the proxy serves them.
 func TestMCPToolPinsRugPull(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	drift := buildDriftServer(t, dir)
-	cli := &runtimeCLI{bin: testBinary(t)}
-	state := filepath.Join(dir, "drift-state")
-	r := cli.newHome(t, map[string]any{"docs": map[string]any{"command": drift, "env": map[string]string{"DRIFT_STATE": state}}}, nil)
-	auditPath := filepath.Join(dir, "audit.jsonl")
-	pinsPath := filepath.Join(r.home, ".openclaw", config.ToolPinsFile)
+	h := newDriftHome(t)
+	r, cli := h.registryCLI, &runtimeCLI{bin: h.bin}
+	auditPath, pinsPath := h.audit, h.pinsPath
 	run := func(code int, args ...string) (string, string) {
 		t.Helper()
-		stdout, stderr, got := r.run(t, append(args, "--audit-log", auditPath)...)
-		if got != code {
-			t.Fatalf("openclaw %v: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", args, got, code, stdout, stderr)
-		}
-		return stdout, stderr
+		return h.runCode(t, code, args...)
 	}
 	must := func(what, text string, subs ...string) {
 		t.Helper()

@@ -216,32 +216,30 @@ func (s *Shipper) loop() {
 			batch = batch[:0]
 		}
 	}
+	add := func(r policies.AuditRecord) {
+		batch = append(batch, r)
+		s.inFlight.Store(int64(len(batch)))
+		if len(batch) >= s.opts.BatchEvents {
+			flush()
+		}
+	}
 	for {
 		select {
 		case r := <-s.ch:
-			batch = append(batch, r)
-			s.inFlight.Store(int64(len(batch)))
-			if len(batch) >= s.opts.BatchEvents {
-				flush()
-			}
+			add(r)
 		case <-tick.C:
 			flush()
 			s.sayDrops(false)
 		case <-s.stop:
-			// The buffer takes no more records (Close holds mu): send
+			// The buffer takes no more records (Close held mu): send
 			// what it has.
-			for {
+			for drained := false; !drained; {
 				select {
 				case r := <-s.ch:
-					batch = append(batch, r)
-					s.inFlight.Store(int64(len(batch)))
-					if len(batch) >= s.opts.BatchEvents {
-						flush()
-					}
-					continue
+					add(r)
 				default:
+					drained = true
 				}
-				break
 			}
 			flush()
 			s.sayDrops(true)
