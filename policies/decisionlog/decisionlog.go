@@ -118,6 +118,7 @@ type Shipper struct {
 
 	reported uint64 // drops said so far (loop only)
 	lastSaid time.Time
+	failing  bool // a batch failed since the last one shipped (loop only)
 
 	raw []byte       // the JSON of the batch being sent (loop only)
 	out bytes.Buffer // its gzip (loop only)
@@ -258,6 +259,10 @@ func (s *Shipper) send(batch []policies.AuditRecord) {
 		err := s.post(body)
 		if err == nil {
 			s.shipped.Add(uint64(len(batch)))
+			if s.failing {
+				s.failing = false
+				s.opts.Logger.Info("openclaw: decision log: the endpoint takes batches again", "url", s.opts.URL)
+			}
 			return
 		}
 		s.failures.Add(1)
@@ -267,7 +272,11 @@ func (s *Shipper) send(batch []policies.AuditRecord) {
 			s.opts.Logger.Error("openclaw: decision log: the endpoint refused a batch; its decisions are dropped", "url", s.opts.URL, "events", len(batch), "err", err)
 			return
 		}
-		s.opts.Logger.Warn("openclaw: decision log: a batch was not shipped; retrying", "url", s.opts.URL, "events", len(batch), "err", err, "retry_in", backoff)
+		if !s.failing {
+			// Said once per outage; the retries are counted (Failures).
+			s.failing = true
+			s.opts.Logger.Warn("openclaw: decision log: a batch was not shipped; retrying with backoff, decisions are buffered", "url", s.opts.URL, "events", len(batch), "err", err)
+		}
 		s.sayDrops(false)
 		wait := time.NewTimer(backoff/2 + rand.N(backoff/2+1))
 		select {
