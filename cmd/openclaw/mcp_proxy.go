@@ -593,6 +593,9 @@ func (r *proxyReloader) Reload(ctx context.Context, servers []runtime.Server) (r
 	if err != nil {
 		return runtime.ServerChanges{}, err
 	}
+	if stray := strayPins(pins, doc); len(stray) > 0 {
+		r.logger.Warn(strayPinsWarning(r.pins.path, stray))
+	}
 	changes, err := r.sess.Reload(ctx, servers)
 	if err != nil {
 		return changes, err
