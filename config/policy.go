@@ -2,10 +2,15 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -35,6 +40,13 @@ type PolicyFile struct {
 	// module sources are, so the log does not move with the current
 	// directory.
 	AuditLog string `json:"audit_log,omitempty"`
+	// AuditFailClosed refuses every tool call (before_tool_call blocks)
+	// once the audit log cannot be written; false keeps deciding and says
+	// on stderr, once, that decisions are no longer recorded.
+	AuditFailClosed bool `json:"audit_fail_closed,omitempty"`
+	// DecisionLog ships every audit record to an HTTP endpoint as well
+	// (docs/policy-file.md); nil ships nothing.
+	DecisionLog *PolicyDecisionLog `json:"decision_log,omitempty"`
 	// Modules run in order for before_tool_call.
 	Modules []PolicyModule `json:"modules"`
 	// ToolPins chooses the pins file of the imported tools and the pin
@@ -44,6 +56,70 @@ type PolicyFile struct {
 	// RateLimits are the rate limits of tool calls, each checked for every
 	// call it matches (docs/policy-file.md).
 	RateLimits []PolicyRateLimit `json:"rate_limits,omitempty"`
+}
+
+// PolicyDecisionLog is the decision_log key of a policy file: where and how
+// the audit records are shipped off the machine, in batches.
+type PolicyDecisionLog struct {
+	// URL is the endpoint that receives the batches (POST, a gzipped JSON
+	// array of events); https, or http for a loopback host only.
+	URL string `json:"url"`
+	// TokenFile holds the bearer token sent with each batch; a relative
+	// path is resolved against the policy file's folder. "" sends none.
+	TokenFile string `json:"token_file,omitempty"`
+	// CAFile is a PEM bundle of the certificate authorities the endpoint's
+	// certificate must chain to, instead of the system's; relative paths
+	// as TokenFile.
+	CAFile string `json:"ca_file,omitempty"`
+	// Labels are added to every event (OPA's labels), beside "id", this
+	// process run's.
+	Labels map[string]string `json:"labels,omitempty"`
+	// BufferEvents bounds the events waiting to be shipped; one over it is
+	// dropped and counted. 0 means 10000.
+	BufferEvents int `json:"buffer_events,omitempty"`
+	// BatchEvents is the most events in one POST; 0 means 500.
+	BatchEvents int `json:"batch_events,omitempty"`
+	// FlushIntervalMs is the longest an event waits for its batch to fill
+	// before it is sent; 0 means 1000.
+	FlushIntervalMs int `json:"flush_interval_ms,omitempty"`
+}
+
+// Token reads the bearer token of TokenFile: "" when none is configured,
+// an error naming the file when it cannot be read or is empty.
+func (d *PolicyDecisionLog) Token() (string, error) {
+	if d.TokenFile == "" {
+		return "", nil
+	}
+	return readSecret(d.TokenFile, "decision_log.token_file")
+}
+
+// validate checks d's URL and bounds.
+func (d *PolicyDecisionLog) validate() error {
+	u, err := url.Parse(d.URL)
+	switch {
+	case d.URL == "":
+		return errors.New("decision_log: url is required")
+	case err != nil:
+		return fmt.Errorf("decision_log: url: %w", err)
+	case u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
+		return fmt.Errorf("decision_log: url %q: want an https:// URL", d.URL)
+	case u.Scheme == "http" && !IsLoopbackHost(u.Hostname()):
+		return fmt.Errorf("decision_log: url %q: http is allowed only to a loopback host (the token and the decisions would cross the network in clear); use https", d.URL)
+	case d.BufferEvents < 0 || d.BatchEvents < 0 || d.FlushIntervalMs < 0:
+		return errors.New("decision_log: buffer_events, batch_events and flush_interval_ms must be ≥ 0")
+	}
+	return nil
+}
+
+// IsLoopbackHost reports whether host (an IP, possibly bracketed, or a
+// name) is loopback: 127.0.0.0/8, ::1 or "localhost".
+func IsLoopbackHost(host string) bool {
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // PolicyRateLimit is one entry of a policy file's rate_limits: the calls it
@@ -146,6 +222,13 @@ func LoadPolicyFile(path string) (*PolicyFile, error) {
 	if tp := pf.ToolPins; tp != nil && tp.File != "" && !filepath.IsAbs(tp.File) {
 		tp.File = filepath.Join(dir, tp.File)
 	}
+	if dl := pf.DecisionLog; dl != nil {
+		for _, p := range []*string{&dl.TokenFile, &dl.CAFile} {
+			if *p != "" && !filepath.IsAbs(*p) {
+				*p = filepath.Join(dir, *p)
+			}
+		}
+	}
 	for i := range pf.Modules {
 		m := &pf.Modules[i]
 		if !strings.HasPrefix(m.Source, BuiltinPrefix) && !filepath.IsAbs(m.Source) {
@@ -165,11 +248,20 @@ func ParsePolicyFile(name string, data []byte) (*PolicyFile, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&pf); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return nil, fmt.Errorf("policy config %s: %s", name, describeTypeError(data, te))
+		}
 		return nil, fmt.Errorf("policy config %s: %w", name, err)
 	}
 	if pf.ToolPins != nil {
 		if _, err := ParsePinMode(pf.ToolPins.Mode); err != nil {
 			return nil, fmt.Errorf("policy config %s: tool_pins: %w", name, err)
+		}
+	}
+	if pf.DecisionLog != nil {
+		if err := pf.DecisionLog.validate(); err != nil {
+			return nil, fmt.Errorf("policy config %s: %w", name, err)
 		}
 	}
 	if err := ValidateRateLimits(pf.RateLimits); err != nil {
@@ -284,4 +376,46 @@ func DefaultModuleName(source string) string {
 		return name
 	}
 	return strings.TrimSuffix(filepath.Base(source), ".wasm")
+}
+
+// describeTypeError says where a value of the wrong JSON type is and what
+// is wanted there: `rate_limits[1].concurrent: want a whole number, got a
+// string`.
+func describeTypeError(data []byte, te *json.UnmarshalTypeError) string {
+	where := strings.TrimPrefix(jsonw.PathAt(data, te.Offset), "$.")
+	if where == "" || where == "$" {
+		where = cmp.Or(te.Field, "the file")
+	}
+	return fmt.Sprintf("%s: want %s, got %s", where, jsonShape(te.Type), article(te.Value))
+}
+
+// jsonShape names the JSON shape that decodes into t.
+func jsonShape(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "a list of " + strings.TrimPrefix(strings.TrimPrefix(jsonShape(t.Elem()), "a "), "an ") + "s"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	case reflect.Pointer:
+		return jsonShape(t.Elem())
+	}
+	return "a value of type " + t.String()
+}
+
+// article puts "a" or "an" before encoding/json's name of a JSON value
+// ("string", "number 1.5", "object").
+func article(v string) string {
+	if v != "" && strings.ContainsRune("aeiou", rune(v[0])) {
+		return "an " + v
+	}
+	return "a " + v
 }

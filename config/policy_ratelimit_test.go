@@ -36,8 +36,11 @@ func TestPolicyFileRateLimits(t *testing.T) {
 		{`[{"name":"a","concurrent":1,"per":["user"]}]`, `per: unknown value "user"`},
 		{`[{"name":"a","concurrent":1,"per":["tool","tool"]}]`, `per: "tool" listed twice`},
 		{`[{"name":"a","concurrent":1,"per":["all","tool"]}]`, `"all" (one shared counter) cannot be combined`},
-		{`[{"name":"a","concurrent":"4"}]`, `cannot unmarshal string`},
-		{`{"name":"a"}`, `cannot unmarshal object`},
+		{`[{"name":"a","concurrent":"4"}]`, `policy config p.json: rate_limits[0].concurrent: want a whole number, got a string`},
+		{`[{"name":"a","concurrent":1},{"name":"b","requests":1.5,"interval_s":1}]`, `policy config p.json: rate_limits[1].requests: want a whole number, got a number 1.5`},
+		{`[{"name":"a","concurrent":1,"per":"all"}]`, `policy config p.json: rate_limits[0].per: want a list of strings, got a string`},
+		{`[{"name":"a","interval_s":true,"requests":1}]`, `policy config p.json: rate_limits[0].interval_s: want a whole number, got a bool`},
+		{`{"name":"a"}`, `policy config p.json: rate_limits: want a list of objects, got an object`},
 	} {
 		_, err := ParsePolicyFile("p.json", []byte(`{"modules":[],"rate_limits":`+tc.limits+`}`))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "p.json") {

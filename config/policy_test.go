@@ -99,3 +99,49 @@ func TestPolicyFileToolPins(t *testing.T) {
 		t.Fatalf("bad mode: %v", err)
 	}
 }
+
+// TestPolicyFileDecisionLog: decision_log's files resolve against the
+// policy file's folder; a URL that is not https (but http to a loopback
+// host) is refused naming it; an empty token file is refused naming it.
+func TestPolicyFileDecisionLog(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "policy.json")
+	write := func(name, data string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("policy.json", `{"modules":[],"audit_fail_closed":true,"decision_log":{"url":"https://logs.example.com/v1/decisions","token_file":"tok","ca_file":"ca.pem","labels":{"fleet":"prod"},"buffer_events":50}}`)
+	write("tok", "  s3cret\n")
+	pf, err := LoadPolicyFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dl := pf.DecisionLog
+	if !pf.AuditFailClosed || dl.TokenFile != filepath.Join(dir, "tok") || dl.CAFile != filepath.Join(dir, "ca.pem") || dl.Labels["fleet"] != "prod" || dl.BufferEvents != 50 {
+		t.Fatalf("decision_log %+v (audit_fail_closed %v)", dl, pf.AuditFailClosed)
+	}
+	if tok, err := dl.Token(); tok != "s3cret" || err != nil {
+		t.Fatalf("token %q, %v", tok, err)
+	}
+	write("tok", "\n")
+	if _, err := dl.Token(); err == nil || !strings.Contains(err.Error(), "decision_log.token_file: "+filepath.Join(dir, "tok")+" is empty") {
+		t.Errorf("empty token file: %v", err)
+	}
+	for _, tc := range []struct{ dl, want string }{
+		{`{"url":"http://logs.example.com/"}`, `decision_log: url "http://logs.example.com/": http is allowed only to a loopback host`},
+		{`{"url":"ftp://logs.example.com/"}`, `want an https:// URL`},
+		{`{}`, `decision_log: url is required`},
+		{`{"url":"https://x/","buffer_events":-1}`, `must be ≥ 0`},
+		{`{"url":"https://x/","buffer_events":"10"}`, `decision_log.buffer_events: want a whole number, got a string`},
+	} {
+		if _, err := ParsePolicyFile("p.json", []byte(`{"modules":[],"decision_log":`+tc.dl+`}`)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want %q", tc.dl, err, tc.want)
+		}
+	}
+	if _, err := ParsePolicyFile("p.json", []byte(`{"modules":[],"decision_log":{"url":"http://127.0.0.1:9000/logs"}}`)); err != nil {
+		t.Errorf("http to loopback: %v", err)
+	}
+}

@@ -1,8 +1,12 @@
 package policies
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"io"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/openclaw-go/openclaw/internal/jsonw"
@@ -11,6 +15,10 @@ import (
 // AuditRecord is one line of the decision audit log (JSON Lines). It never
 // carries argument values.
 type AuditRecord struct {
+	// DecisionID names the record uniquely within the process run, and
+	// is the same in the local log and the shipped decision log (the
+	// policy engine sets it; "" when nothing did).
+	DecisionID string    `json:"decision_id,omitempty"`
 	Time       time.Time `json:"time"`
 	Hook       Hook      `json:"hook"`
 	Surface    Surface   `json:"surface,omitempty"`
@@ -18,16 +26,45 @@ type AuditRecord struct {
 	Caller     string    `json:"caller,omitempty"`
 	// Subject and Issuer name the authenticated caller (Identity), when
 	// the surface has one.
-	Subject    string `json:"subject,omitempty"`
-	Issuer     string `json:"issuer,omitempty"`
-	Tool       string `json:"tool,omitempty"`
-	Server     string `json:"server,omitempty"`
-	Module     string `json:"module"`
-	Mode       Mode   `json:"mode,omitempty"`
-	Decision   string `json:"decision"`
-	Reason     string `json:"reason,omitempty"`
-	Error      string `json:"error,omitempty"`
-	DurationUs int64  `json:"duration_us"`
+	Subject string `json:"subject,omitempty"`
+	Issuer  string `json:"issuer,omitempty"`
+	Tool    string `json:"tool,omitempty"`
+	Server  string `json:"server,omitempty"`
+	Module  string `json:"module"`
+	// ModuleSHA256 is the hex SHA-256 of the bytes of the module that
+	// decided, when a loaded module did (the policy engine sets it).
+	ModuleSHA256 string `json:"module_sha256,omitempty"`
+	// BundleDigest is the digest of the policy bundle the deciding
+	// module came from, when the policy set was loaded from one.
+	BundleDigest string `json:"bundle_digest,omitempty"`
+	Mode         Mode   `json:"mode,omitempty"`
+	Decision     string `json:"decision"`
+	Reason       string `json:"reason,omitempty"`
+	Error        string `json:"error,omitempty"`
+	DurationUs   int64  `json:"duration_us"`
+}
+
+// processID is this process run's random 64-bit name, in hex.
+var processID = func() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read does not fail
+	return hex.EncodeToString(b[:])
+}()
+
+var decisionSeq atomic.Uint64
+
+// ProcessID returns this process run's name: 16 random hex digits chosen
+// at start, the prefix of its decision IDs.
+func ProcessID() string { return processID }
+
+// NextDecisionID returns a decision ID unique to this process run and, by
+// its random prefix, across runs: [ProcessID], "-", and a sequence number
+// from 1 ("5f0c9a1e2b3d4c6f-42").
+func NextDecisionID() string {
+	var b [len("5f0c9a1e2b3d4c6f-") + 20]byte
+	n := copy(b[:], processID)
+	b[n] = '-'
+	return string(strconv.AppendUint(b[:n+1], decisionSeq.Add(1), 10))
 }
 
 // SetIdentity names id, the authenticated caller, in r (Subject and
@@ -80,7 +117,7 @@ func NewAuditLogWith(w io.Writer, opts *AuditLogOptions) *AuditLog {
 // A write error is kept (see Err) and later records are still attempted.
 func (l *AuditLog) Record(r AuditRecord) {
 	l.mu.Lock()
-	l.line = appendAuditRecord(l.line[:0], &r)
+	l.line = append(r.AppendJSON(l.line[:0]), '\n')
 	_, err := l.w.Write(l.line)
 	if err != nil && l.err == nil {
 		l.err = err
@@ -94,10 +131,15 @@ func (l *AuditLog) Record(r AuditRecord) {
 	l.mu.Unlock()
 }
 
-// appendAuditRecord appends r as encoding/json would marshal it (the same
-// members, as the same values) and a newline.
-func appendAuditRecord(buf []byte, r *AuditRecord) []byte {
+// AppendJSON appends r as one JSON object, as encoding/json would marshal
+// it (the same members in the same order, as the same values): the one
+// encoding of an audit record, for the local log and the shipped decision
+// log alike.
+func (r *AuditRecord) AppendJSON(buf []byte) []byte {
 	o := jsonw.NewObject(buf)
+	if r.DecisionID != "" {
+		o.Str("decision_id", r.DecisionID)
+	}
 	o.Key("time")
 	o.Buf = append(o.Buf, '"')
 	o.Buf = r.Time.AppendFormat(o.Buf, time.RFC3339Nano)
@@ -116,12 +158,14 @@ func appendAuditRecord(buf []byte, r *AuditRecord) []byte {
 	str("tool", r.Tool)
 	str("server", r.Server)
 	o.Str("module", r.Module)
+	str("module_sha256", r.ModuleSHA256)
+	str("bundle_digest", r.BundleDigest)
 	str("mode", string(r.Mode))
 	o.Str("decision", r.Decision)
 	str("reason", r.Reason)
 	str("error", r.Error)
 	o.Int("duration_us", r.DurationUs)
-	return append(o.Close(), '\n')
+	return o.Close()
 }
 
 // Err returns the first write error, if any.

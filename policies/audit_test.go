@@ -6,6 +6,7 @@ import (
 	"io"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -82,5 +83,32 @@ func TestAuditLogRecordAllocatesNothing(t *testing.T) {
 	r := auditSamples[1]
 	if n := testing.AllocsPerRun(1000, func() { l.Record(r) }); n != 0 {
 		t.Errorf("Record allocates %v times per record, want 0", n)
+	}
+}
+
+// Decision IDs are the process run's ID, "-" and a sequence number: each
+// one new, also from many goroutines.
+func TestNextDecisionID(t *testing.T) {
+	t.Parallel()
+	if len(ProcessID()) != 16 {
+		t.Fatalf("ProcessID %q: want 16 hex digits", ProcessID())
+	}
+	ids := make(chan string, 800)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 100 {
+				ids <- NextDecisionID()
+			}
+		})
+	}
+	wg.Wait()
+	close(ids)
+	seen := map[string]bool{}
+	for id := range ids {
+		if !strings.HasPrefix(id, ProcessID()+"-") || seen[id] {
+			t.Fatalf("decision ID %q: repeated, or not %s-N", id, ProcessID())
+		}
+		seen[id] = true
 	}
 }

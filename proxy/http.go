@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/runtime"
 )
 
@@ -625,15 +626,8 @@ func normalizeOrigin(o string) (string, error) {
 }
 
 // IsLoopbackHost reports whether host (an IP, possibly bracketed, or a
-// name) is loopback: 127.0.0.0/8, ::1 or "localhost".
-func IsLoopbackHost(host string) bool {
-	host = strings.Trim(host, "[]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+// name) is loopback: 127.0.0.0/8, ::1 or "localhost" (config.IsLoopbackHost).
+func IsLoopbackHost(host string) bool { return config.IsLoopbackHost(host) }
 
 // health is the /healthz body.
 type health struct {

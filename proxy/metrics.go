@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/decisionlog"
 	"github.com/openclaw-go/openclaw/runtime"
 	"github.com/openclaw-go/openclaw/transport"
 )
@@ -65,6 +66,10 @@ const UnroutedTool = "(unrouted)"
 //	proxy_draining                                 gauge; 1 once the drain on SIGTERM/SIGINT has begun
 //	oauth_jwks_fetches_total{result}               counter; fetches of the --auth-issuer's JWKS, result ok
 //	                                               or error, by [NewHTTPHandler] with HTTPOptions.OAuth
+//	decision_log_events_total{result}              counter; audit records of the decision log shipper,
+//	                                               result shipped or dropped, by [Metrics.ObserveDecisionLog]
+//	decision_log_post_failures_total               counter; POSTs of a batch that failed (each retry counts)
+//	decision_log_pending_events                    gauge; records buffered or in the batch being sent
 type Metrics struct {
 	reg       *prometheus.Registry
 	calls     *prometheus.CounterVec
@@ -158,6 +163,31 @@ func (m *Metrics) observeJWKS(v *OAuthVerifier) error {
 		ok, failed := v.JWKSFetches()
 		ch <- prometheus.MustNewConstMetric(jwksDesc, prometheus.CounterValue, float64(ok), "ok")
 		ch <- prometheus.MustNewConstMetric(jwksDesc, prometheus.CounterValue, float64(failed), "error")
+	}})
+}
+
+var (
+	decisionLogEventsDesc = prometheus.NewDesc("openclaw_decision_log_events_total",
+		"Audit records of the decision log shipper (the policy file's decision_log), by result: shipped (the endpoint accepted them) or dropped (buffer full, refused for good, or left at shutdown).",
+		[]string{"result"}, nil)
+	decisionLogFailuresDesc = prometheus.NewDesc("openclaw_decision_log_post_failures_total",
+		"POSTs of a decision log batch that failed; a batch is retried with backoff.", nil, nil)
+	decisionLogPendingDesc = prometheus.NewDesc("openclaw_decision_log_pending_events",
+		"Audit records waiting to be shipped: buffered or in the batch being sent.", nil, nil)
+)
+
+// ObserveDecisionLog adds the series of the decision log shipper, read
+// from stats at every scrape: openclaw_decision_log_events_total{result},
+// openclaw_decision_log_post_failures_total and
+// openclaw_decision_log_pending_events. Call it once, when the policy
+// file ships decisions.
+func (m *Metrics) ObserveDecisionLog(stats func() decisionlog.Stats) {
+	m.reg.MustRegister(collectorFunc{descs: []*prometheus.Desc{decisionLogEventsDesc, decisionLogFailuresDesc, decisionLogPendingDesc}, collect: func(ch chan<- prometheus.Metric) {
+		st := stats()
+		ch <- prometheus.MustNewConstMetric(decisionLogEventsDesc, prometheus.CounterValue, float64(st.Shipped), "shipped")
+		ch <- prometheus.MustNewConstMetric(decisionLogEventsDesc, prometheus.CounterValue, float64(st.Dropped), "dropped")
+		ch <- prometheus.MustNewConstMetric(decisionLogFailuresDesc, prometheus.CounterValue, float64(st.Failures))
+		ch <- prometheus.MustNewConstMetric(decisionLogPendingDesc, prometheus.GaugeValue, float64(st.Pending))
 	}})
 }
 

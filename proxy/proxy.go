@@ -60,6 +60,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/openclaw-go/openclaw/internal/jsonw"
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/runtime"
 )
@@ -209,7 +210,7 @@ func New(ctx context.Context, sess *runtime.Session, opts *Options) (*Proxy, err
 		p.caps.Extensions = map[string]any{runtime.TasksExtension: map[string]any{}}
 	}
 	p.server = mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, sopts)
-	p.server.AddReceivingMiddleware(p.syncBeforeList, p.passthroughMiddleware, p.taskMiddleware)
+	p.server.AddReceivingMiddleware(withoutCacheHints, p.syncBeforeList, p.passthroughMiddleware, p.taskMiddleware)
 	if err := p.serveTasks(); err != nil {
 		return nil, err
 	}
@@ -268,6 +269,53 @@ func (p *Proxy) awaitTool(ctx context.Context, name string) {
 		return
 	}
 	p.warnSync("tools", p.Sync(ctx))
+}
+
+// withoutCacheHints leaves the caching hints ttlMs and cacheScope, which
+// go-sdk writes on every list result, out of the results for a client that
+// negotiated a revision before 2026-07-28 (docs/protocol-facts.md): those
+// revisions do not define them.
+func withoutCacheHints(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if err != nil || res == nil {
+			return res, err
+		}
+		if _, ok := res.(mcp.CacheableResult); !ok {
+			return res, err
+		}
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+			if ip := ss.InitializeParams(); ip != nil && ip.ProtocolVersion < sessionlessRevision {
+				return uncachedResult{res}, nil
+			}
+		}
+		return res, nil
+	}
+}
+
+// uncachedResult is a result written without its ttlMs and cacheScope
+// members.
+type uncachedResult struct{ mcp.Result }
+
+func (r uncachedResult) MarshalJSON() ([]byte, error) {
+	raw, err := json.Marshal(r.Result)
+	if err != nil {
+		return nil, err
+	}
+	out := append(make([]byte, 0, len(raw)), '{')
+	err = jsonw.Members(raw, func(k, v []byte) {
+		if string(k) == "ttlMs" || string(k) == "cacheScope" {
+			return
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(append(append(append(out, '"'), k...), '"', ':'), v...)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return append(out, '}'), nil
 }
 
 // syncBeforeList brings the served tools up to date before a tools/list is

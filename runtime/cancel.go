@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -47,22 +48,84 @@ func (t *cancelTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &cancelConn{Connection: c, calls: map[jsonrpc.ID]*outCall{}, noticed: map[jsonrpc.ID]bool{}}, nil
+	return &cancelConn{Connection: c, calls: map[jsonrpc.ID]*outCall{}, noticed: map[jsonrpc.ID]bool{}, cancelled: map[jsonrpc.ID]*callEnd{}}, nil
 }
 
 // outCall is a call written and not yet answered.
 type outCall struct {
 	ctx  context.Context
 	stop func() bool // stops the AfterFunc
+	end  *callEnd    // the call context's, or nil
 }
 
 type cancelConn struct {
 	mcp.Connection
 
-	mu      sync.Mutex
-	calls   map[jsonrpc.ID]*outCall
-	noticed map[jsonrpc.ID]bool // a notice was written: the second one is dropped
-	writing sync.WaitGroup      // notices being written
+	mu        sync.Mutex
+	calls     map[jsonrpc.ID]*outCall
+	noticed   map[jsonrpc.ID]bool     // a notice was written: the second one is dropped
+	cancelled map[jsonrpc.ID]*callEnd // cancelled calls whose end is awaited
+	writing   sync.WaitGroup          // notices being written
+}
+
+// callEnd tells a tools/call's caller when the call has ended upstream:
+// answered (a go-sdk server answers a cancelled call once its handler
+// returns), never sent, cancelled over streamable HTTP (whose late answer
+// nobody reads), or its connection closed. The runtime holds a cancelled
+// call's rate-limit slots until then.
+type callEnd struct {
+	sent atomic.Bool // the request was written to the server
+	once sync.Once
+	done chan struct{}
+}
+
+func newCallEnd() *callEnd { return &callEnd{done: make(chan struct{})} }
+
+// finish marks the call ended; later calls do nothing.
+func (e *callEnd) finish() {
+	if e != nil {
+		e.once.Do(func() { close(e.done) })
+	}
+}
+
+func (e *callEnd) finished() bool {
+	select {
+	case <-e.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// callEndKey is the context key of a call's *callEnd.
+type callEndKey struct{}
+
+// callEndOf returns ctx's *callEnd, or nil.
+func callEndOf(ctx context.Context) *callEnd {
+	e, _ := ctx.Value(callEndKey{}).(*callEnd)
+	return e
+}
+
+// releaseWhenEnded calls release once the call whose context is ctx has
+// ended upstream (end): at once for a call that was answered, failed or
+// never sent; for a call the caller gave up while the server had it, when
+// end finishes or, at the latest, grace (the server's request timeout)
+// after the call returned.
+func releaseWhenEnded(ctx context.Context, end *callEnd, grace time.Duration, release func()) {
+	if ctx.Err() == nil || !end.sent.Load() || end.finished() {
+		release()
+		return
+	}
+	go func() {
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-end.done:
+		case <-t.C:
+			end.finish() // given up on: cancelConn drops it
+		}
+		release()
+	}()
 }
 
 // Write notes each call before writing it, and lets one
@@ -72,7 +135,10 @@ func (c *cancelConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	switch {
 	case ok && req.IsCall():
 		id := req.ID
-		oc := &outCall{ctx: ctx}
+		oc := &outCall{ctx: ctx, end: callEndOf(ctx)}
+		if oc.end != nil {
+			oc.end.sent.Store(true)
+		}
 		c.mu.Lock()
 		c.calls[id] = oc
 		oc.stop = context.AfterFunc(ctx, func() { c.notice(id, ctx) })
@@ -96,6 +162,7 @@ func (c *cancelConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		if oc, ok := c.calls[id]; ok {
 			oc.stop()
 			delete(c.calls, id)
+			c.awaitLocked(id, oc.end)
 		}
 		c.noticed[id] = true
 		c.writing.Add(1)
@@ -114,25 +181,48 @@ func (c *cancelConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	return m, err
 }
 
-// settled forgets call id: answered, or never sent.
+// settled forgets call id: answered (perhaps after it was cancelled), or
+// never sent.
 func (c *cancelConn) settled(id jsonrpc.ID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if oc, ok := c.calls[id]; ok {
 		oc.stop()
 		delete(c.calls, id)
+		oc.end.finish()
 	}
+	if e, ok := c.cancelled[id]; ok {
+		delete(c.cancelled, id)
+		e.finish()
+	}
+}
+
+// awaitLocked keeps end, the end of call id that was just cancelled, until
+// the server's late answer (settled) or Close; ends given up on meanwhile
+// are dropped.
+func (c *cancelConn) awaitLocked(id jsonrpc.ID, end *callEnd) {
+	if end == nil {
+		return
+	}
+	for k, e := range c.cancelled {
+		if e.finished() {
+			delete(c.cancelled, k)
+		}
+	}
+	c.cancelled[id] = end
 }
 
 // notice writes call id's notifications/cancelled, unless it was answered
 // or noticed already; ctx is the call's (ended) context.
 func (c *cancelConn) notice(id jsonrpc.ID, ctx context.Context) {
 	c.mu.Lock()
-	if _, ok := c.calls[id]; !ok || c.noticed[id] {
+	oc, ok := c.calls[id]
+	if !ok || c.noticed[id] {
 		c.mu.Unlock()
 		return
 	}
 	delete(c.calls, id)
+	c.awaitLocked(id, oc.end)
 	c.noticed[id] = true
 	c.writing.Add(1)
 	c.mu.Unlock()
@@ -161,7 +251,17 @@ func (c *cancelConn) Close() error {
 		c.notice(id, ctxs[i])
 	}
 	waitNotices(&c.writing)
-	return c.Connection.Close()
+	err := c.Connection.Close()
+	c.mu.Lock()
+	for id, e := range c.cancelled {
+		delete(c.cancelled, id)
+		e.finish()
+	}
+	for _, oc := range c.calls {
+		oc.end.finish()
+	}
+	c.mu.Unlock()
+	return err
 }
 
 // cancelReason is the reason a notifications/cancelled gives for the call

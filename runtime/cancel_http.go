@@ -59,6 +59,7 @@ type httpCall struct {
 	header http.Header
 	ctx    context.Context
 	stop   func() bool
+	end    *callEnd // the call context's, or nil
 }
 
 type cancelTripper struct {
@@ -113,7 +114,10 @@ func (t *cancelTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		key := string(m.ID)
 		ctx := req.Context()
-		hc := &httpCall{url: req.URL.String(), header: req.Header.Clone(), ctx: ctx}
+		hc := &httpCall{url: req.URL.String(), header: req.Header.Clone(), ctx: ctx, end: callEndOf(ctx)}
+		if hc.end != nil {
+			hc.end.sent.Store(true)
+		}
 		t.mu.Lock()
 		t.calls[key] = hc
 		hc.stop = context.AfterFunc(ctx, func() { t.notice(key, ctx) })
@@ -137,6 +141,7 @@ func (t *cancelTripper) forgetLocked(key string) {
 	if hc, ok := t.calls[key]; ok {
 		hc.stop()
 		delete(t.calls, key)
+		hc.end.finish()
 	}
 }
 
@@ -160,6 +165,9 @@ func (t *cancelTripper) notice(key string, ctx context.Context) {
 	t.writing.Add(1)
 	t.mu.Unlock()
 	defer t.writing.Done()
+	// The call's POST stream is gone with its context: its late answer
+	// cannot be seen, so the call counts as ended once it is cancelled.
+	defer hc.end.finish()
 	r, _ := json.Marshal(cancelReason(ctx))
 	body := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + key + `,"reason":` + string(r) + `}}`
 	wctx, stop := context.WithTimeout(context.Background(), cancelNoticeTimeout)

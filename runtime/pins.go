@@ -2,9 +2,11 @@ package runtime
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -391,6 +393,28 @@ func (s *Session) Listings(ctx context.Context) ([]ServerTools, error) {
 		}
 	}
 	return out, nil
+}
+
+// ListingDigest returns the digest of one server's listing as a whole:
+// [config.ToolDigest] of the JSON array of [name, digest] pairs of its
+// tools ([ToolDigest]), sorted. `openclaw mcp tools --diff` shows it and
+// `openclaw mcp trust SERVER --digest` trusts a listing only when its
+// digest is still the one reviewed.
+func ListingDigest(tools []*mcp.Tool) (string, error) {
+	pairs := make([][2]string, 0, len(tools))
+	for _, t := range tools {
+		digest, _, err := ToolDigest(t)
+		if err != nil {
+			return "", fmt.Errorf("tool %q: %w", t.Name, err)
+		}
+		pairs = append(pairs, [2]string{t.Name, digest})
+	}
+	slices.SortFunc(pairs, func(a, b [2]string) int { return cmp.Or(strings.Compare(a[0], b[0]), strings.Compare(a[1], b[1])) })
+	b, err := json.Marshal(pairs)
+	if err != nil {
+		return "", err
+	}
+	return config.ToolDigest(b), nil
 }
 
 // PinTools returns the pins of one server's listing, as `openclaw mcp

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,7 +45,8 @@ func TestRateLimitConcurrentCalls(t *testing.T) {
 	web := newServer("web", nil) // a server of its own: an in-process server runs one request at a time
 	echoTool(web, "echo")
 	audit := &policiestest.AuditRecorder{}
-	lim, err := ratelimit.New([]config.PolicyRateLimit{{Name: "one-at-a-time", Concurrent: 1}}, ratelimit.NewMemoryStore(), audit)
+	store := &releaseStore{Store: ratelimit.NewMemoryStore(), released: make(chan string, 64)}
+	lim, err := ratelimit.New([]config.PolicyRateLimit{{Name: "one-at-a-time", Concurrent: 1}}, store, audit)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,14 +94,19 @@ func TestRateLimitConcurrentCalls(t *testing.T) {
 	}
 	admitted("after completion", alice, "docs__echo")
 
-	// Cancellation.
+	// Cancellation: the slot comes back once the server answered the
+	// cancelled call too (its handler returns on the cancellation).
 	ctx, cancel := context.WithCancel(alice)
 	done = blockedCall(ctx)
 	refused("while a call to be cancelled runs")
+	for len(store.released) > 0 {
+		<-store.released
+	}
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled call: %v", err)
 	}
+	<-store.released
 	admitted("after cancellation", alice, "docs__echo")
 
 	// Error.
@@ -172,4 +179,65 @@ func BenchmarkCallToolRateLimited(b *testing.B) {
 	b.ReportMetric(float64(pm.Nanoseconds()), "unlimited-median-ns")
 	b.ReportMetric(float64(lm.Nanoseconds()), "limited-median-ns")
 	b.ReportMetric(float64((lm - pm).Nanoseconds()), "added-median-ns")
+}
+
+// releaseStore is a ratelimit.Store that says on released each time a
+// slot or counter is given back.
+type releaseStore struct {
+	ratelimit.Store
+	released chan string
+}
+
+func (s *releaseStore) Release(ctx context.Context, key string) error {
+	err := s.Store.Release(ctx, key)
+	s.released <- key
+	return err
+}
+
+// A cancelled call keeps its concurrent-call slot while the server is
+// still working on it: the slot comes back when the server's answer
+// arrives (go-sdk servers answer a cancelled call once its handler
+// returns), not when the caller gave up.
+func TestRateLimitCancelledCallHoldsItsSlot(t *testing.T) {
+	t.Parallel()
+	entered := make(chan struct{}, 1)
+	finish := make(chan struct{})
+	var finishOnce sync.Once
+	srv := newServer("docs", nil)
+	srv.AddTool(&mcp.Tool{Name: "stubborn", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			entered <- struct{}{}
+			<-finish // a server that goes on working after notifications/cancelled
+			return textResult("finished anyway"), nil
+		})
+	web := newServer("web", nil)
+	echoTool(web, "echo")
+	store := &releaseStore{Store: ratelimit.NewMemoryStore(), released: make(chan string, 8)}
+	lim, err := ratelimit.New([]config.PolicyRateLimit{{Name: "one-at-a-time", Per: []string{"all"}, Concurrent: 1}}, store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, []Server{inProcess(t, "docs", srv), inProcess(t, "web", web)}, &Options{Limiter: lim})
+	t.Cleanup(func() { finishOnce.Do(func() { close(finish) }) }) // before the session closes
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.CallTool(ctx, "docs__stubborn", nil)
+		done <- err
+	}()
+	<-entered
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled call: %v", err)
+	}
+	_, err = s.CallTool(context.Background(), "web__echo", []byte(`{}`))
+	var le *policies.LimitError
+	if !errors.As(err, &le) || le.Kind != policies.LimitConcurrent {
+		t.Fatalf("a call while the cancelled one still runs upstream: err = %v, want the one-at-a-time limit", err)
+	}
+	finishOnce.Do(func() { close(finish) })
+	<-store.released // the server's late answer gave the slot back
+	if _, err := s.CallTool(context.Background(), "web__echo", []byte(`{}`)); err != nil {
+		t.Fatalf("after the server finished the cancelled call: %v, want admitted", err)
+	}
 }

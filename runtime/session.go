@@ -1137,7 +1137,11 @@ func (s *Session) callConn(ctx context.Context, c *conn, t *Tool, args []byte) (
 		if err != nil {
 			return nil, err // a *policies.LimitError, audited by the limiter
 		}
-		defer release()
+		// A cancelled call keeps its slots while the server still works on
+		// it (releaseWhenEnded).
+		end := newCallEnd()
+		ctx = context.WithValue(ctx, callEndKey{}, end)
+		defer func() { releaseWhenEnded(ctx, end, c.cfg.requestTimeout(), release) }()
 	}
 	if t.Utility != "" {
 		return c.utility(ctx, t, args)

@@ -88,6 +88,32 @@ func (pc pinConfig) load() (*config.ToolPins, error) {
 	return pins, err
 }
 
+// strayPins returns, sorted, the servers that pins has pins for and that
+// mcp.servers does not configure (a server renamed or removed since it
+// was trusted, a typo in an edited file): their pins check nothing.
+func strayPins(pins *config.ToolPins, doc *config.Document) []string {
+	if pins == nil {
+		return nil
+	}
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(pins.Servers)) {
+		if _, ok := doc.Server(name); !ok {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// strayPinsWarning is the line that names the stray servers of the pins
+// file path.
+func strayPinsWarning(path string, stray []string) string {
+	quoted := make([]string, len(stray))
+	for i, s := range stray {
+		quoted[i] = strconv.Quote(regSanitize(s))
+	}
+	return fmt.Sprintf("openclaw mcp: WARNING: tool pins file %s pins servers that are not in mcp.servers, whose pins are ignored: %s", path, strings.Join(quoted, ", "))
+}
+
 // toolChange is one difference between a pinned server's listing and its
 // pins.
 type toolChange struct {
@@ -188,9 +214,26 @@ func printPinDiff(w io.Writer, rs *runtimeSession, listings []runtime.ServerTool
 		}
 		pins, pinned := rs.pins.Servers[server]
 		tools, listed := byServer[server]
+		exactly := func() error { // the command that trusts this listing and no other
+			d, err := runtime.ListingDigest(tools)
+			if err != nil {
+				return fmt.Errorf("server %q: %w", server, err)
+			}
+			fmt.Fprintf(w, "  trust exactly this listing with: %s --digest %s\n", regSanitize(runtime.TrustCommand(server)), d)
+			return nil
+		}
 		switch {
+		case !pinned && listed:
+			fmt.Fprintf(w, "MCP server %q: no pins\n", regSanitize(server))
+			if err := exactly(); err != nil {
+				return err
+			}
+			continue
 		case !pinned:
 			fmt.Fprintf(w, "MCP server %q: no pins; trust it with: %s\n", regSanitize(server), regSanitize(runtime.TrustCommand(server)))
+			continue
+		case slices.Contains(rs.strayPins, server):
+			fmt.Fprintf(w, "MCP server %q: not in mcp.servers; its %d pins are ignored\n", regSanitize(server), len(pins))
 			continue
 		case !listed:
 			fmt.Fprintf(w, "MCP server %q: did not list its tools (see the diagnostics above); %d tools pinned\n", regSanitize(server), len(pins))
@@ -223,6 +266,9 @@ func printPinDiff(w io.Writer, rs *runtimeSession, listings []runtime.ServerTool
 				fmt.Fprintf(w, "  changed tool %q: %s (%s, was %s%s)\n", regSanitize(c.tool), strings.Join(c.members, ", "), c.digest, c.pinned.Digest, when)
 				printDefinitionDiff(w, c)
 			}
+		}
+		if err := exactly(); err != nil {
+			return err
 		}
 	}
 	if !differ {
@@ -403,6 +449,7 @@ func pointerToken(k string) string {
 
 func newMCPTrustCmd() *cobra.Command {
 	var f runtimeFlags
+	var digest string
 	cmd := &cobra.Command{
 		Use:   "trust [SERVER]",
 		Short: "Pin the tool definitions of MCP servers as they are listed now",
@@ -413,12 +460,17 @@ server's own tool name. From then on the runtime, openclaw mcp proxy, mcp tools 
 every listing of a pinned server: a tool whose definition changed, or a new tool, is hidden and its
 calls refused (--tool-pins-mode block, the default), or listed with a warning (warn) or an audit
 record (audit). Review what changed with "openclaw mcp tools --diff" before trusting again.
-A server that fails to list keeps its pins. Each pin change is written to the audit log.`,
+A server that fails to list keeps its pins. Each pin change is written to the audit log.
+With --digest (and SERVER), the listing is trusted only if it is still the one reviewed: the
+digest "openclaw mcp tools --diff" printed for it; a server that changed in between is refused.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, pos []string) error {
 			only := ""
 			if len(pos) == 1 {
 				only = pos[0]
+			}
+			if digest != "" && only == "" {
+				return usage("--digest names one listing: give the SERVER it is of")
 			}
 			rs, err := openRuntime(cmd, &f, only, approver{})
 			if err != nil {
@@ -435,10 +487,23 @@ A server that fails to list keeps its pins. Each pin change is written to the au
 			if len(listings) == 0 {
 				return regFail(cmd, "openclaw mcp trust: no server listed its tools; nothing trusted")
 			}
+			if digest != "" {
+				i := slices.IndexFunc(listings, func(l runtime.ServerTools) bool { return l.Server == only })
+				live, err := runtime.ListingDigest(listings[i].Tools)
+				if err != nil {
+					return regFail(cmd, "openclaw mcp trust: "+regSanitize(err.Error()))
+				}
+				if live != digest {
+					return regFail(cmd, fmt.Sprintf("openclaw mcp trust: server %q lists other definitions than the reviewed ones (listing %s, --digest %s): nothing trusted; review them with: openclaw mcp tools --diff",
+						regSanitize(only), live, regSanitize(digest)))
+				}
+			}
 			return trustListings(cmd, rs, listings)
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().StringVar(&digest, "digest", "", `with SERVER: trust its listing only if its digest is this one (the "sha256:…" that openclaw mcp tools --diff printed for it)`)
+
 	return cmd
 }
 

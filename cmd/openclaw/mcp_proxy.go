@@ -21,6 +21,7 @@ import (
 
 	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/decisionlog"
 	"github.com/openclaw-go/openclaw/proxy"
 	"github.com/openclaw-go/openclaw/runtime"
 	"github.com/openclaw-go/openclaw/transport"
@@ -382,6 +383,9 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	if err != nil {
 		return failStart(err)
 	}
+	if stray := strayPins(pins, doc); len(stray) > 0 {
+		say.warn(strayPinsWarning(pinCfg.path, stray), "openclaw mcp: tool pins of servers not in mcp.servers are ignored", "pins", pinCfg.path, "servers", stray)
+	}
 	// The metrics see every decision (per module, through the audit
 	// records) and tell a block from a tool error.
 	metrics := proxy.NewMetrics()
@@ -452,6 +456,9 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	defer p.Close() // before the runtime: ends the relay's worker
 	metrics.Instrument(p)
 	metrics.ObserveServers(sess.Status)
+	if _, ships := pol.DecisionLogStats(); ships {
+		metrics.ObserveDecisionLog(func() decisionlog.Stats { st, _ := pol.DecisionLogStats(); return st })
+	}
 	// `openclaw mcp reload` (SIGHUP) applies an edited mcp.servers and tool
 	// policy to the running proxy; its clients get list_changed at once.
 	if dir, err := mcpRunDir(); err != nil {
@@ -509,6 +516,13 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 		} else if c.noAuth {
 			say.warn(fmt.Sprintf("openclaw mcp proxy: WARNING: --no-auth: anyone on this machine can call the tools at %s", ln.Addr()),
 				"openclaw mcp proxy: --no-auth: anyone on this machine can call the tools", "addr", ln.Addr().String())
+		}
+		if limits := pol.PerIdentityLimits(); len(limits) > 0 && !ph.metricsOnly && len(ph.tokens) == 0 && oauth == nil {
+			// Without identities a per-identity counter goes by what the
+			// caller says it is (policies.RequesterKey).
+			say.warn(fmt.Sprintf("openclaw mcp proxy: WARNING: rate limits (%s) count per identity, but this proxy authenticates none (no --auth-issuer, no --tokens-file): "+
+				"their counters go by each client's self-declared name and version, shared by every caller that sends the same and escaped by one that sends another", strings.Join(limits, ", ")),
+				"openclaw mcp proxy: per-identity rate limits without identities: counters go by the self-declared clientInfo", "limits", limits)
 		}
 	}
 	if ph == nil || ph.metricsOnly {
@@ -578,6 +592,9 @@ func (r *proxyReloader) Reload(ctx context.Context, servers []runtime.Server) (r
 	pins, err := r.pins.load()
 	if err != nil {
 		return runtime.ServerChanges{}, err
+	}
+	if stray := strayPins(pins, doc); len(stray) > 0 {
+		r.logger.Warn(strayPinsWarning(r.pins.path, stray))
 	}
 	changes, err := r.sess.Reload(ctx, servers)
 	if err != nil {

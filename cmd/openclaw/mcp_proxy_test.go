@@ -26,6 +26,7 @@ import (
 	"github.com/openclaw-go/openclaw/internal/e2e"
 	"github.com/openclaw-go/openclaw/internal/procfs"
 	"github.com/openclaw-go/openclaw/internal/testkit"
+	"github.com/openclaw-go/openclaw/policies/policiestest"
 )
 
 // TestMCPProxyStdio spawns the built binary as `openclaw mcp proxy` in front
@@ -1394,5 +1395,113 @@ func TestReadStateKey(t *testing.T) {
 		if _, err := readStateKey(f); err == nil || !strings.Contains(err.Error(), "--request-state-key-file") {
 			t.Errorf("%s: %v, want an error naming the flag", f, err)
 		}
+	}
+}
+
+// TestMCPProxyPerIdentityLimitWithoutIdentities: a per-identity rate
+// limit on a proxy that authenticates no identities is said at start-up,
+// naming the limit; a limit shared by all calls is not.
+func TestMCPProxyPerIdentityLimitWithoutIdentities(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	policy := filepath.Join(dir, "limits.json")
+	if err := os.WriteFile(policy, []byte(`{"modules":[{"source":"builtin:sanitizer"}],"rate_limits":[
+		{"name":"per-agent","requests":60,"interval_s":60},
+		{"name":"everyone","per":["all"],"concurrent":8}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hp := startHTTPProxy(t, ctx, nil, "--no-auth", "--policy-config", policy)
+	_ = hp.cmd.Process.Signal(syscall.SIGTERM)
+	<-hp.exited
+	s := hp.stderr.String()
+	want := "WARNING: rate limits (per-agent) count per identity, but this proxy authenticates none (no --auth-issuer, no --tokens-file)"
+	if !strings.Contains(s, want) {
+		t.Fatalf("stderr lacks %q:\n%s", want, s)
+	}
+	if strings.Contains(s, "everyone) count per identity") || strings.Contains(s, "everyone, ") {
+		t.Errorf("the shared limit is named as per identity:\n%s", s)
+	}
+}
+
+// TestMCPProxyShipsDecisionLog: `mcp proxy` with a policy file whose
+// decision_log names an HTTPS sink (its CA and a token file) ships every
+// decision of its calls, allowed and blocked, counts them in /metrics,
+// and on SIGTERM sends what it still buffers before it exits: the sink's
+// decision IDs are the local audit log's.
+func TestMCPProxyShipsDecisionLog(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	sink := policiestest.NewDecisionSink(t)
+	dir := t.TempDir()
+	writeFileT := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	writeFileT("sink-ca.pem", sink.CAPEM())
+	writeFileT("sink-token", []byte(sink.Token+"\n"))
+	// A flush interval far longer than the test: past the full batches,
+	// only the drain at SIGTERM ships the last calls.
+	policy := writeFileT("policy.json", fmt.Appendf(nil, `{"modules":[
+		{"source":"builtin:rules","config":{"default":"allow","rules":[{"tool":"everything__get-sum","decision":"block","reason":"sums are off limits"}]}},
+		{"source":"builtin:sanitizer"}],
+		"decision_log":{"url":%q,"token_file":"sink-token","ca_file":"sink-ca.pem","labels":{"replica":"a"},"flush_interval_ms":600000,"batch_events":10}}`, sink.URL()))
+	auditLog := filepath.Join(dir, "audit.jsonl")
+	hp := startHTTPProxy(t, ctx, nil, "--policy-config", policy, "--audit-log", auditLog)
+	hc := &http.Client{Transport: bearerTransport{token: hp.token}}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "shipper-test", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hp.base + "/mcp", HTTPClient: hc}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 12 {
+		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "everything__echo", Arguments: map[string]any{"message": fmt.Sprint(i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "everything__get-sum", Arguments: map[string]any{"a": 1, "b": 2}}); err != nil || !res.IsError {
+		t.Fatalf("blocked call: %+v %v", res, err)
+	}
+	_ = cs.Close()
+	code, metrics := hp.get(t, "/metrics", map[string]string{"Authorization": "Bearer " + hp.token})
+	if code != http.StatusOK || !strings.Contains(metrics, `openclaw_decision_log_events_total{result="shipped"} `) ||
+		!strings.Contains(metrics, `openclaw_decision_log_events_total{result="dropped"} 0`) || !strings.Contains(metrics, "openclaw_decision_log_pending_events ") {
+		t.Fatalf("/metrics (%d) lacks the decision log series, none dropped:\n%s", code, metrics)
+	}
+	_ = hp.cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-hp.exited; err != nil {
+		t.Fatalf("exit after SIGTERM = %v\n%s", err, hp.stderr.String())
+	}
+	b, err := os.ReadFile(auditLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var local, shipped []string
+	blocked := 0
+	for line := range strings.Lines(string(b)) {
+		var r struct {
+			DecisionID string `json:"decision_id"`
+			Hook       string `json:"hook"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("audit line %q: %v", line, err)
+		}
+		local = append(local, r.DecisionID)
+	}
+	for _, ev := range sink.Events() {
+		shipped = append(shipped, ev.DecisionID)
+		if ev.Result == "block" && ev.Path == "openclaw/before_tool_call" && ev.Labels["replica"] == "a" {
+			blocked++
+		}
+	}
+	slices.Sort(local)
+	slices.Sort(shipped)
+	if len(local) < 13 || !slices.Equal(local, shipped) || blocked != 1 {
+		t.Fatalf("audit log %d records, sink %d events (%d blocked, want 1); the IDs must be the same (refused: %v)\n%s",
+			len(local), len(shipped), blocked, sink.Refused(), hp.stderr.String())
 	}
 }

@@ -85,6 +85,9 @@ type runtimeSession struct {
 	pins    *config.ToolPins
 	pinPath string
 	pinMode config.PinMode
+	// strayPins are the servers of pins that mcp.servers does not
+	// configure (strayPins).
+	strayPins []string
 }
 
 // close disconnects every server (no child process survives) and closes
@@ -141,6 +144,10 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve appro
 	pins, err := pc.load()
 	if err != nil {
 		return nil, regFail(cmd, "openclaw mcp: "+regSanitize(err.Error()))
+	}
+	stray := strayPins(pins, doc)
+	if len(stray) > 0 {
+		fmt.Fprintln(stderr, strayPinsWarning(pc.path, stray))
 	}
 	// A confined server reaches neither the pins file (it would bless its
 	// own rug pull) nor what defaultProtected lists.
@@ -220,7 +227,7 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve appro
 		eng.Close(context.WithoutCancel(ctx))
 		return nil, regFail(cmd, "openclaw mcp: "+err.Error())
 	}
-	rs := &runtimeSession{Session: s, eng: eng, servers: servers, pins: pins, pinPath: pc.path, pinMode: pc.mode}
+	rs := &runtimeSession{Session: s, eng: eng, servers: servers, pins: pins, pinPath: pc.path, pinMode: pc.mode, strayPins: stray}
 	if err := s.Connect(ctx); err != nil {
 		printServerDiagnostics(stderr, s)
 		rs.close(context.WithoutCancel(ctx), stderr)

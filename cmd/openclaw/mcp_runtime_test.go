@@ -337,7 +337,8 @@ func TestMCPToolsAndCall(t *testing.T) {
 			code:    1,
 			stderr:  []string{"tiny__echo: approval denied by the approver: module", "stdin is not a terminal", "echo needs a human"},
 			noOut:   []string{"tiny says"},
-			audit: []string{`"hook":"before_tool_call","surface":"embedded","caller":"openclaw-go-cli","tool":"tiny__echo","server":"tiny","module":"rules","mode":"enforce","decision":"require_approval"`,
+			audit: []string{`"hook":"before_tool_call","surface":"embedded","caller":"openclaw-go-cli","tool":"tiny__echo","server":"tiny","module":"rules","module_sha256":"`,
+				`","mode":"enforce","decision":"require_approval"`,
 				`"hook":"decide_approval","surface":"embedded","caller":"openclaw-go-cli","tool":"tiny__echo","server":"tiny","module":"approve:nobody","mode":"enforce","decision":"deny","reason":"module \"rules\" asks for approval (echo needs a human), and stdin is not a terminal`},
 		},
 		{

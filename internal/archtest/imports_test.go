@@ -71,6 +71,7 @@ func TestImportRules(t *testing.T) {
 		{".", true, func(d string) bool { return !leafOK(d) }, "the module root holds only the release version: a stdlib-only leaf"},
 		{"policies", true, func(d string) bool { return !leafOK(d) }, "the policy contract is a stdlib-only leaf"},
 		{"policies/internal/strictjson", false, func(d string) bool { return !leafOK(d) }, "the strict decoder of module output is a stdlib-only leaf"},
+		{"policies/decisionlog", false, func(d string) bool { return d != module+"/policies" && !leafOK(d) }, "the decision log shipper imports only the standard library, the policy contract and the stdlib-only leaves"},
 		{"wasmhost/wasmbin", true, func(d string) bool { return !leafOK(d) }, "the Wasm binary reader is a stdlib-only leaf that wasmhost, the engine and the OPA adapter share"},
 		{"gateway/protocol", true, func(d string) bool { return !leafOK(d) }, "the protocol vocabulary is a stdlib-only leaf"},
 		{"config", false, func(d string) bool { return strings.HasPrefix(d, module+"/") && !leafOK(d) }, "config is a leaf: of the module it imports only the stdlib-only internal leaves"},

@@ -46,12 +46,15 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -63,6 +66,7 @@ import (
 	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/builtin"
+	"github.com/openclaw-go/openclaw/policies/decisionlog"
 	"github.com/openclaw-go/openclaw/policies/opa"
 	"github.com/openclaw-go/openclaw/policies/ratelimit"
 	"github.com/openclaw-go/openclaw/policies/wasmpolicy"
@@ -255,6 +259,12 @@ type Engine struct {
 
 	auditCloser io.Closer
 	auditDst    string
+	// auditErr is the audit log's first write error; with
+	// auditFailClosed (the policy file's audit_fail_closed) every
+	// before_tool_call decision is a block once it is set.
+	auditErr        atomic.Pointer[auditFailure]
+	auditFailClosed bool
+	shipper         *decisionlog.Shipper // the policy file's decision_log; nil without
 
 	cur atomic.Pointer[set] // nil once closed
 
@@ -322,11 +332,11 @@ func Load(ctx context.Context, opts *Options) (_ *Engine, err error) {
 	if e.opts.LimitStore == nil {
 		e.opts.LimitStore = ratelimit.NewMemoryStore()
 	}
-	specs, auditLog, limits, defaulted, err := e.specs()
+	pf, defaulted, err := e.specs()
 	if err != nil {
 		return nil, err
 	}
-	s, _, err := e.build(ctx, specs, defaulted, nil)
+	s, _, err := e.build(ctx, pf.Modules, defaulted, nil)
 	if err != nil {
 		e.live.Wait()
 		e.retired.Wait()
@@ -344,23 +354,41 @@ func Load(ctx context.Context, opts *Options) (_ *Engine, err error) {
 	} else {
 		dst := e.opts.AuditLog
 		if dst == "" {
-			dst = auditLog
+			dst = pf.AuditLog
 		}
 		w, closer, where, err := openAuditLog(dst)
 		if err != nil {
 			return nil, err
 		}
 		logger := e.logger
+		failClosed := pf.AuditFailClosed
 		e.audit = policies.NewAuditLogWith(w, &policies.AuditLogOptions{OnError: func(err error) {
+			e.auditErr.Store(&auditFailure{where: where, err: err})
+			if failClosed {
+				logger.Error("openclaw: the decision audit log cannot be written: every tool call is refused (audit_fail_closed)", "audit_log", where, "err", err)
+				return
+			}
 			logger.Error("openclaw: the decision audit log cannot be written: decisions are NOT being recorded", "audit_log", where, "err", err)
 		}})
 		e.auditCloser, e.auditDst = closer, where
+		e.auditFailClosed = failClosed
+	}
+	sinks := auditTee{e.audit}
+	if pf.DecisionLog != nil {
+		if e.shipper, err = newShipper(pf.DecisionLog, e.logger); err != nil {
+			if e.auditCloser != nil {
+				_ = e.auditCloser.Close()
+			}
+			return nil, err
+		}
+		sinks = append(sinks, e.shipper)
 	}
 	if e.opts.AuditTap != nil {
-		e.audit = auditTee{e.audit, e.opts.AuditTap}
+		sinks = append(sinks, e.opts.AuditTap)
 	}
+	e.audit = stamped{sinks}
 	e.memory = policies.NewApprovalMemory(nil)
-	lim, err := ratelimit.New(limits, e.opts.LimitStore, e.audit)
+	lim, err := ratelimit.New(pf.RateLimits, e.opts.LimitStore, e.audit)
 	if err != nil {
 		return nil, err
 	}
@@ -370,28 +398,63 @@ func Load(ctx context.Context, opts *Options) (_ *Engine, err error) {
 	return e, nil
 }
 
-// auditTee records to the audit log first, then to the tap.
-type auditTee struct{ log, tap policies.AuditSink }
+// auditTee records to each sink in order: the audit log (or the
+// embedder's sink) first, then the decision log shipper, then the tap.
+type auditTee []policies.AuditSink
 
 func (t auditTee) Record(r policies.AuditRecord) {
-	t.log.Record(r)
-	t.tap.Record(r)
+	for _, sink := range t {
+		sink.Record(r)
+	}
 }
 
-// specs resolves the configured modules: the policy file's, then Files;
-// with none, builtin:rules with its default ruleset (defaulted).
-func (e *Engine) specs() (mods []config.PolicyModule, auditLog string, limits []config.PolicyRateLimit, defaulted bool, err error) {
-	pf := &config.PolicyFile{}
+// stamped gives every record a decision ID (policies.NextDecisionID)
+// before next has it, so that the local log and the shipped decision log
+// name it alike.
+type stamped struct{ next policies.AuditSink }
+
+func (st stamped) Record(r policies.AuditRecord) {
+	if r.DecisionID == "" {
+		r.DecisionID = policies.NextDecisionID()
+	}
+	st.next.Record(r)
+}
+
+// setAudit names, in the records of a set's chains, the sha256 of the
+// module that decided.
+type setAudit struct {
+	next   policies.AuditSink
+	sha256 map[string]string // by module name
+}
+
+func (sa setAudit) Record(r policies.AuditRecord) {
+	if r.ModuleSHA256 == "" {
+		r.ModuleSHA256 = sa.sha256[r.Module]
+	}
+	sa.next.Record(r)
+}
+
+// auditFailure is the first write error of the audit log.
+type auditFailure struct {
+	where string
+	err   error
+}
+
+// specs reads the policy file and resolves the configured modules in
+// pf.Modules: the policy file's, then Files; with none, builtin:rules with
+// its default ruleset (defaulted).
+func (e *Engine) specs() (pf *config.PolicyFile, defaulted bool, err error) {
+	pf = &config.PolicyFile{}
 	if e.opts.ConfigFile != "" {
 		if pf, err = config.LoadPolicyFile(e.opts.ConfigFile); err != nil {
-			return nil, "", nil, false, err
+			return nil, false, err
 		}
 	}
 	for _, f := range e.opts.Files {
 		m := config.PolicyModule{Source: f, Name: config.DefaultModuleName(f)}
 		for _, prev := range pf.Modules {
 			if prev.Name == m.Name {
-				return nil, "", nil, false, fmt.Errorf("--policy %s: a module named %q is already configured", f, m.Name)
+				return nil, false, fmt.Errorf("--policy %s: a module named %q is already configured", f, m.Name)
 			}
 		}
 		pf.Modules = append(pf.Modules, m)
@@ -406,7 +469,7 @@ func (e *Engine) specs() (mods []config.PolicyModule, auditLog string, limits []
 		}
 		defaulted = true
 	}
-	return pf.Modules, pf.AuditLog, pf.RateLimits, defaulted, nil
+	return pf, defaulted, nil
 }
 
 // build loads a set for specs, reusing the generations of prev whose key
@@ -659,10 +722,14 @@ func (e *Engine) chains(s *set, prev *set) {
 	if prev != nil && !sameServing(prev, s, policies.HookDecideApproval) {
 		e.memory = policies.NewApprovalMemory(nil)
 	}
-	opts := &policies.ChainOptions{Audit: e.audit}
+	sa := setAudit{next: e.audit, sha256: make(map[string]string, len(s.members))}
+	for _, m := range s.members {
+		sa.sha256[m.info.Name] = m.info.SHA256
+	}
+	opts := &policies.ChainOptions{Audit: sa}
 	s.chain = policies.NewChain(calls, opts)
 	s.sanitize = policies.NewSanitizeChain(names, opts)
-	s.approvals = policies.NewApprovalChain(approvals, &policies.ApprovalChainOptions{Audit: e.audit, Memory: e.memory})
+	s.approvals = policies.NewApprovalChain(approvals, &policies.ApprovalChainOptions{Audit: sa, Memory: e.memory})
 }
 
 // sameServing reports whether a and b serve hook h with the same module
@@ -745,7 +812,15 @@ func (e *Engine) BeforeToolCall(ctx context.Context, call *policies.ToolCall) po
 		return policies.Outcome{Decision: policies.Block, Module: "engine", Reason: ErrClosed.Error(), Arguments: call.Arguments}
 	}
 	defer s.unref(ctx, e)
-	return s.chain.BeforeToolCall(ctx, call)
+	out := s.chain.BeforeToolCall(ctx, call)
+	if e.auditFailClosed {
+		if f := e.auditErr.Load(); f != nil && out.Decision != policies.Block {
+			// The record of this decision may be the one that failed.
+			return policies.Outcome{Decision: policies.Block, Module: "engine", Arguments: call.Arguments,
+				Reason: fmt.Sprintf("the decision audit log %s cannot be written (%v): tool calls are refused (audit_fail_closed)", f.where, f.err)}
+		}
+	}
+	return out
 }
 
 // Acquire implements [policies.Limiter] with the policy file's
@@ -754,6 +829,10 @@ func (e *Engine) BeforeToolCall(ctx context.Context, call *policies.ToolCall) po
 func (e *Engine) Acquire(ctx context.Context, call *policies.ToolCall) (func(), error) {
 	return e.limiter.Load().Acquire(ctx, call)
 }
+
+// PerIdentityLimits returns the names of the rate limits, as last loaded,
+// that keep a counter per identity (ratelimit.Limiter.PerIdentity).
+func (e *Engine) PerIdentityLimits() []string { return e.limiter.Load().PerIdentity() }
 
 // SanitizeToolNames names a catalog with the current set's
 // sanitize_tool_names modules (policies.SanitizeChain: validated, fail
@@ -859,15 +938,15 @@ func (e *Engine) Reload(ctx context.Context) (ReloadResult, error) {
 }
 
 func (e *Engine) reload(ctx context.Context, prev *set) (ReloadResult, error) {
-	specs, _, limits, defaulted, err := e.specs()
+	pf, defaulted, err := e.specs()
 	if err != nil {
 		return ReloadResult{}, err
 	}
-	lim, err := ratelimit.New(limits, e.opts.LimitStore, e.audit)
+	lim, err := ratelimit.New(pf.RateLimits, e.opts.LimitStore, e.audit)
 	if err != nil {
 		return ReloadResult{}, err
 	}
-	s, res, err := e.build(ctx, specs, defaulted, prev)
+	s, res, err := e.build(ctx, pf.Modules, defaulted, prev)
 	if err != nil {
 		return ReloadResult{}, err
 	}
@@ -928,10 +1007,56 @@ func (e *Engine) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		err = fmt.Errorf("engine: closing: calls still in flight: %w", ctx.Err())
 	}
+	if e.shipper != nil {
+		// The buffered decisions are sent within what is left of ctx, at
+		// most DecisionLogDrain: an endpoint that is down does not hold
+		// the process.
+		dctx, cancel := context.WithTimeout(ctx, DecisionLogDrain)
+		err = errors.Join(err, e.shipper.Close(dctx))
+		cancel()
+	}
 	if e.auditCloser != nil {
 		err = errors.Join(err, e.auditCloser.Close())
 	}
 	return err
+}
+
+// DecisionLogDrain bounds the time Close spends sending the decisions the
+// decision log shipper still buffers; those it could not send are counted
+// as dropped and said.
+const DecisionLogDrain = 10 * time.Second
+
+// DecisionLogStats returns the counters of the decision log shipper (the
+// policy file's decision_log); ok is false when there is none.
+func (e *Engine) DecisionLogStats() (st decisionlog.Stats, ok bool) {
+	if e.shipper == nil {
+		return decisionlog.Stats{}, false
+	}
+	return e.shipper.Stats(), true
+}
+
+// newShipper starts the shipper of the policy file's decision_log: its
+// token read from token_file (an empty file is refused), its endpoint's
+// certificate checked against ca_file when set.
+func newShipper(dl *config.PolicyDecisionLog, logger *slog.Logger) (*decisionlog.Shipper, error) {
+	token, err := dl.Token()
+	if err != nil {
+		return nil, fmt.Errorf("policy config: %w", err)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if dl.CAFile != "" {
+		pem, err := os.ReadFile(dl.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("policy config: decision_log.ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("policy config: decision_log.ca_file %s: no PEM certificate in it", dl.CAFile)
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	return decisionlog.New(decisionlog.Options{URL: dl.URL, Token: token, Client: &http.Client{Transport: tr}, Labels: dl.Labels,
+		BufferEvents: dl.BufferEvents, BatchEvents: dl.BatchEvents, FlushInterval: time.Duration(dl.FlushIntervalMs) * time.Millisecond, Logger: logger})
 }
 
 // openAuditLog opens the decision audit log: "-" is stderr; "" is the

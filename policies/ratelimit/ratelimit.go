@@ -75,6 +75,18 @@ func New(limits []config.PolicyRateLimit, store Store, audit policies.AuditSink)
 	return l, nil
 }
 
+// PerIdentity returns the names of the limits that keep a counter per
+// identity, in the policy file's order.
+func (l *Limiter) PerIdentity() []string {
+	var names []string
+	for _, li := range l.limits {
+		if li.perID {
+			names = append(names, li.name)
+		}
+	}
+	return names
+}
+
 // Len returns the number of limits.
 func (l *Limiter) Len() int { return len(l.limits) }
 
