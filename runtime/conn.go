@@ -17,6 +17,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/openclaw-go/openclaw/internal/redact"
 	"github.com/openclaw-go/openclaw/transport"
@@ -660,6 +661,17 @@ func (c *conn) call(ctx context.Context, t *Tool, args []byte) (*mcp.CallToolRes
 				c.s.progressMu.Unlock()
 			}()
 			params.SetProgressToken(tok)
+		}
+		if tr := c.s.tracer; tr != nil {
+			ctx, span := tr.Start(ctx, "tools/call "+t.RawName(), trace.WithSpanKind(trace.SpanKindClient),
+				trace.WithAttributes(AttrMCPMethod.String("tools/call"), AttrToolName.String(t.RawName()), AttrServer.String(c.cfg.Name)))
+			params.Meta = injectTraceContext(ctx, params.Meta)
+			res, err := cs.CallTool(ctx, params)
+			if res != nil && res.IsError {
+				span.SetAttributes(AttrToolIsError.Bool(true))
+			}
+			endSpan(span, err)
+			return res, err
 		}
 		return cs.CallTool(ctx, params)
 	})
