@@ -213,7 +213,7 @@ func New(ctx context.Context, sess *runtime.Session, opts *Options) (*Proxy, err
 		p.caps.Logging = &mcp.LoggingCapabilities{}
 	}
 	p.server = mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, sopts)
-	p.server.AddReceivingMiddleware(p.syncBeforeList, p.passthroughMiddleware)
+	p.server.AddReceivingMiddleware(requesterPrincipal, p.syncBeforeList, p.passthroughMiddleware)
 	if o.TracerProvider != nil {
 		// Added last, so outermost: the span covers the proxy's own work.
 		p.tracer = o.TracerProvider.Tracer(tracerName)
