@@ -23,23 +23,14 @@ import (
 // carries the argument value.
 func TestCallToolTraces(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	var gotMeta map[string]any
-	srv := newServer("up", nil)
-	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			mu.Lock()
-			gotMeta = req.Params.GetMeta()
-			mu.Unlock()
-			return textResult("ok"), nil
-		})
+	upServer, upstreamMeta := metaServer(t)
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	chain := policies.NewChain([]policies.ChainEntry{
 		{Hook: &policiestest.BeforeToolCallHook{Module: "first"}},
 		{Hook: &policiestest.BeforeToolCallHook{Module: "second"}, Mode: policies.AuditOnly},
 	}, nil)
-	s := open(t, []Server{inProcess(t, "up", srv)}, &Options{Enforcer: chain, TracerProvider: tp})
+	s := open(t, []Server{upServer}, &Options{Enforcer: chain, TracerProvider: tp})
 
 	client := trace.NewSpanContext(trace.SpanContextConfig{
 		TraceID: trace.TraceID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16},
@@ -85,8 +76,7 @@ func TestCallToolTraces(t *testing.T) {
 	assertAttrs(t, second, map[string]string{"openclaw.policy.module": "second", "openclaw.policy.mode": "audit", "openclaw.policy.decision": "allow", "openclaw.policy.hook": "before_tool_call"})
 	assertAttrs(t, up, map[string]string{"openclaw.server": "up", "gen_ai.tool.name": "echo", "mcp.method.name": "tools/call"})
 
-	mu.Lock()
-	defer mu.Unlock()
+	gotMeta := upstreamMeta()
 	wantParent := "00-" + client.TraceID().String() + "-" + up.SpanContext().SpanID().String() + "-01"
 	if gotMeta["traceparent"] != wantParent {
 		t.Errorf("upstream _meta %v: want traceparent %s (the upstream span)", gotMeta, wantParent)
@@ -97,25 +87,34 @@ func TestCallToolTraces(t *testing.T) {
 // upstream request's _meta, even when the caller sent a trace context.
 func TestCallToolUntraced(t *testing.T) {
 	t.Parallel()
-	var mu sync.Mutex
-	var gotMeta map[string]any
-	srv := newServer("up", nil)
-	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			mu.Lock()
-			gotMeta = req.Params.GetMeta()
-			mu.Unlock()
-			return textResult("ok"), nil
-		})
-	s := open(t, []Server{inProcess(t, "up", srv)}, &Options{})
+	upServer, upstreamMeta := metaServer(t)
+	s := open(t, []Server{upServer}, &Options{})
 	ctx := TraceContextFromMeta(context.Background(), map[string]any{"traceparent": "00-0102030405060708090a0b0c0d0e0f10-0102030405060708-01"})
 	if _, err := s.CallTool(ctx, "up__echo", nil); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if _, ok := gotMeta["traceparent"]; ok {
+	if gotMeta := upstreamMeta(); gotMeta["traceparent"] != nil {
 		t.Errorf("untraced call sent _meta %v upstream", gotMeta)
+	}
+}
+
+// metaServer is an in-process server "up" whose tool echo records the
+// _meta of the last call, which the returned function reports.
+func metaServer(t *testing.T) (Server, func() map[string]any) {
+	var mu sync.Mutex
+	var meta map[string]any
+	srv := newServer("up", nil)
+	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			mu.Lock()
+			meta = req.Params.GetMeta()
+			mu.Unlock()
+			return textResult("ok"), nil
+		})
+	return inProcess(t, "up", srv), func() map[string]any {
+		mu.Lock()
+		defer mu.Unlock()
+		return meta
 	}
 }
 
