@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -100,6 +101,51 @@ func TestMCPProxyTracesToCollector(t *testing.T) {
 		}
 		if span.Service != "openclaw" {
 			t.Errorf("span %q: service.name %q, want openclaw", span.Name, span.Service)
+		}
+	}
+}
+
+// TestMCPCallTracesToCollector: `mcp call --otlp-endpoint` sends the
+// call's trace before it exits: the call's span is the root, the policy
+// module's and the upstream tools/call spans are its children, and no span
+// carries the argument value.
+func TestMCPCallTracesToCollector(t *testing.T) {
+	t.Parallel()
+	col := testkit.StartCollector(t)
+	cli := newRuntimeCLI(t)
+	r := cli.newHome(t, map[string]any{"tiny": map[string]any{"command": cli.tiny}}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const secret = "argument-value-never-in-a-span"
+	cmd, stdout, stderr := r.start(t, ctx, "mcp", "call", "tiny__echo", "--args", `{"message":"`+secret+`"}`, "--audit-log", os.DevNull, "--otlp-endpoint", col.Endpoint)
+	if err := cmd.Wait(); err != nil || !strings.Contains(stdout.String(), "tiny says") {
+		t.Fatalf("mcp call = %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr.String())
+	}
+	var call, upstream testkit.Span
+	policies := 0
+	spans := col.WaitSpans(t, func(spans []testkit.Span) bool {
+		policies = 0
+		for _, s := range spans {
+			switch {
+			case s.Name == "call_tool tiny__echo":
+				call = s
+			case s.Name == "tools/call echo":
+				upstream = s
+			}
+		}
+		for _, s := range spans {
+			if strings.HasPrefix(s.Name, "before_tool_call ") && call.SpanID != "" && s.ParentSpanID == call.SpanID {
+				policies++
+			}
+		}
+		return call.SpanID != "" && upstream.SpanID != "" && policies > 0
+	})
+	if call.ParentSpanID != "" || upstream.ParentSpanID != call.SpanID || upstream.TraceID != call.TraceID {
+		t.Errorf("call span %+v, upstream span %+v: want the call as the root and the upstream as its child", call, upstream)
+	}
+	for _, s := range spans {
+		if strings.Contains(s.Raw, secret) {
+			t.Errorf("span %q carries the argument value: %s", s.Name, s.Raw)
 		}
 	}
 }
