@@ -88,7 +88,7 @@ func IdentityAttributes(id *policies.Identity) []attribute.KeyValue {
 	return []attribute.KeyValue{AttrSubject.String(id.Subject), AttrIssuer.String(id.Issuer)}
 }
 
-// tracer returns the session's tracer, nil when tracing is off
+// newTracer returns the session's tracer of tp, nil when tracing is off
 // (Options.TracerProvider nil).
 func newTracer(tp trace.TracerProvider) trace.Tracer {
 	if tp == nil {
