@@ -1144,7 +1144,7 @@ func (s *Session) callConn(ctx context.Context, c *conn, t *Tool, args []byte) (
 		return nil, &PolicyError{Tool: t.Name, Server: t.Server, Decision: policies.Block, Module: d.Module, Reason: d.Reason}
 	}
 	if s.opts.Limiter != nil {
-		release, err := s.opts.Limiter.Acquire(ctx, call)
+		release, err := s.acquireLimit(ctx, call)
 		if err != nil {
 			return nil, err // a *policies.LimitError, audited by the limiter
 		}

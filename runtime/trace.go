@@ -32,6 +32,7 @@ const (
 	AttrPolicyMode     = attribute.Key("openclaw.policy.mode")
 	AttrPolicyDecision = attribute.Key("openclaw.policy.decision")
 	AttrToolIsError    = attribute.Key("openclaw.tool.is_error")
+	AttrLimited        = attribute.Key("openclaw.rate_limit.limited")
 )
 
 // traceContext is the W3C Trace Context propagator (traceparent,
@@ -143,4 +144,19 @@ func (o runSpans) ObserveRun(ctx context.Context, r *policies.AuditRecord) {
 		span.SetStatus(codes.Error, "policy module failed")
 	}
 	span.End(trace.WithTimestamp(start.Add(time.Duration(r.DurationUs) * time.Microsecond)))
+}
+
+// acquireLimit admits call through Options.Limiter, whose counters may be
+// shared state (a store other replicas use too): traced as a span of its
+// own, "rate_limit", a child of the call's span, with whether the call was
+// limited.
+func (s *Session) acquireLimit(ctx context.Context, call *policies.ToolCall) (func(), error) {
+	if s.tracer == nil {
+		return s.opts.Limiter.Acquire(ctx, call)
+	}
+	ctx, span := s.tracer.Start(ctx, "rate_limit", trace.WithAttributes(AttrServer.String(call.Tool.Server)))
+	release, err := s.opts.Limiter.Acquire(ctx, call)
+	span.SetAttributes(AttrLimited.Bool(err != nil))
+	span.End()
+	return release, err
 }

@@ -30,7 +30,7 @@ func TestCallToolTraces(t *testing.T) {
 		{Hook: &policiestest.BeforeToolCallHook{Module: "first"}},
 		{Hook: &policiestest.BeforeToolCallHook{Module: "second"}, Mode: policies.AuditOnly},
 	}, nil)
-	s := open(t, []Server{upServer}, &Options{Enforcer: chain, TracerProvider: tp})
+	s := open(t, []Server{upServer}, &Options{Enforcer: chain, TracerProvider: tp, Limiter: admitAll{}})
 
 	client := trace.NewSpanContext(trace.SpanContextConfig{
 		TraceID: trace.TraceID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16},
@@ -55,15 +55,15 @@ func TestCallToolTraces(t *testing.T) {
 			t.Errorf("span %q is in trace %s, want the client's %s", sp.Name(), sp.SpanContext().TraceID(), client.TraceID())
 		}
 	}
-	call, up := spans["call_tool up__echo"], spans["tools/call echo"]
+	call, up, limit := spans["call_tool up__echo"], spans["tools/call echo"], spans["rate_limit"]
 	first, second := spans["before_tool_call first"], spans["before_tool_call second"]
-	if call == nil || up == nil || first == nil || second == nil {
-		t.Fatalf("spans %v: want call_tool up__echo, tools/call echo and before_tool_call of first and second", keys(spans))
+	if call == nil || up == nil || first == nil || second == nil || limit == nil {
+		t.Fatalf("spans %v: want call_tool up__echo, tools/call echo, rate_limit and before_tool_call of first and second", keys(spans))
 	}
 	if call.Parent().SpanID() != client.SpanID() {
 		t.Errorf("call span's parent %s, want the client's span %s", call.Parent().SpanID(), client.SpanID())
 	}
-	for _, child := range []sdktrace.ReadOnlySpan{up, first, second} {
+	for _, child := range []sdktrace.ReadOnlySpan{up, first, second, limit} {
 		if child.Parent().SpanID() != call.SpanContext().SpanID() {
 			t.Errorf("span %q's parent %s, want the call span %s", child.Name(), child.Parent().SpanID(), call.SpanContext().SpanID())
 		}
@@ -74,6 +74,7 @@ func TestCallToolTraces(t *testing.T) {
 	want := map[string]string{"enduser.id": "alice", "openclaw.identity.issuer": "https://idp.test", "openclaw.decision": "allow", "openclaw.server": "up", "gen_ai.tool.name": "up__echo"}
 	assertAttrs(t, call, want)
 	assertAttrs(t, second, map[string]string{"openclaw.policy.module": "second", "openclaw.policy.mode": "audit", "openclaw.policy.decision": "allow", "openclaw.policy.hook": "before_tool_call"})
+	assertAttrs(t, limit, map[string]string{"openclaw.server": "up", "openclaw.rate_limit.limited": "false"})
 	assertAttrs(t, up, map[string]string{"openclaw.server": "up", "gen_ai.tool.name": "echo", "mcp.method.name": "tools/call"})
 
 	gotMeta := upstreamMeta()
@@ -97,6 +98,11 @@ func TestCallToolUntraced(t *testing.T) {
 		t.Errorf("untraced call sent _meta %v upstream", gotMeta)
 	}
 }
+
+// admitAll is a policies.Limiter that admits every call.
+type admitAll struct{}
+
+func (admitAll) Acquire(context.Context, *policies.ToolCall) (func(), error) { return func() {}, nil }
 
 // metaServer is an in-process server "up" whose tool echo records the
 // _meta of the last call, which the returned function reports.
