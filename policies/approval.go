@@ -198,7 +198,7 @@ func (c *ApprovalChain) DecideApproval(ctx context.Context, req *ApprovalRequest
 		if mode == "" {
 			mode = Enforce
 		}
-		c.record(req, name, mode, v, err, start)
+		c.record(ctx, req, name, mode, v, err, start)
 		if mode == AuditOnly {
 			continue
 		}
@@ -220,7 +220,7 @@ func (c *ApprovalChain) DecideApproval(ctx context.Context, req *ApprovalRequest
 		if c.memory.Recall(req) {
 			out = ApprovalOutcome{Decision: AllowAlways, Module: MemoryModule,
 				Reason: "allowed always earlier in this session"}
-			c.record(req, MemoryModule, Enforce, ApprovalVerdict{Decision: AllowAlways, Reason: out.Reason}, nil, start)
+			c.record(ctx, req, MemoryModule, Enforce, ApprovalVerdict{Decision: AllowAlways, Reason: out.Reason}, nil, start)
 		}
 	case AllowAlways:
 		c.memory.Remember(req, out.TTL)
@@ -228,8 +228,10 @@ func (c *ApprovalChain) DecideApproval(ctx context.Context, req *ApprovalRequest
 	return out
 }
 
-func (c *ApprovalChain) record(req *ApprovalRequest, module string, mode Mode, v ApprovalVerdict, err error, start time.Time) {
-	if c.audit == nil {
+// record audits one module run and tells the context's RunObserver of it.
+func (c *ApprovalChain) record(ctx context.Context, req *ApprovalRequest, module string, mode Mode, v ApprovalVerdict, err error, start time.Time) {
+	obs := runObserver(ctx)
+	if c.audit == nil && obs == nil {
 		return
 	}
 	tool := req.Tool.Name
@@ -244,7 +246,12 @@ func (c *ApprovalChain) record(req *ApprovalRequest, module string, mode Mode, v
 	if err != nil {
 		r.Error = err.Error()
 	}
-	c.audit.Record(r)
+	if c.audit != nil {
+		c.audit.Record(r)
+	}
+	if obs != nil {
+		obs.ObserveRun(ctx, &r)
+	}
 }
 
 // ApprovalMemory remembers allow-always decisions in the host process, per

@@ -77,7 +77,7 @@ func (c *Chain) BeforeToolCall(ctx context.Context, call *ToolCall) Outcome {
 			// that expires while the module runs stays a timeout of the
 			// module.)
 			v = Verdict{Decision: Block, Reason: "the call was cancelled before the policy decided"}
-			c.recordDecision(&cur, name, e.Mode, DecisionCancelled, v.Reason, ctx.Err(), start)
+			c.recordDecision(ctx, &cur, name, e.Mode, DecisionCancelled, v.Reason, ctx.Err(), start)
 			return Outcome{Decision: Block, Reason: v.Reason, Module: name, Arguments: d.Arguments}
 		}
 		if err == nil && !v.Decision.Valid() {
@@ -90,7 +90,7 @@ func (c *Chain) BeforeToolCall(ctx context.Context, call *ToolCall) Outcome {
 		if mode == "" {
 			mode = Enforce
 		}
-		c.record(&cur, name, mode, v, err, start)
+		c.record(ctx, &cur, name, mode, v, err, start)
 		if mode == AuditOnly {
 			continue
 		}
@@ -114,12 +114,15 @@ func (c *Chain) BeforeToolCall(ctx context.Context, call *ToolCall) Outcome {
 // while a module was deciding.
 const DecisionCancelled = "cancelled"
 
-func (c *Chain) record(call *ToolCall, module string, mode Mode, v Verdict, err error, start time.Time) {
-	c.recordDecision(call, module, mode, string(v.Decision), v.Reason, err, start)
+func (c *Chain) record(ctx context.Context, call *ToolCall, module string, mode Mode, v Verdict, err error, start time.Time) {
+	c.recordDecision(ctx, call, module, mode, string(v.Decision), v.Reason, err, start)
 }
 
-func (c *Chain) recordDecision(call *ToolCall, module string, mode Mode, decision, reason string, err error, start time.Time) {
-	if c.audit == nil {
+// recordDecision audits one module run and tells the context's
+// RunObserver of it.
+func (c *Chain) recordDecision(ctx context.Context, call *ToolCall, module string, mode Mode, decision, reason string, err error, start time.Time) {
+	obs := runObserver(ctx)
+	if c.audit == nil && obs == nil {
 		return
 	}
 	if mode == "" {
@@ -133,5 +136,10 @@ func (c *Chain) recordDecision(call *ToolCall, module string, mode Mode, decisio
 	if err != nil {
 		r.Error = err.Error()
 	}
-	c.audit.Record(r)
+	if c.audit != nil {
+		c.audit.Record(r)
+	}
+	if obs != nil {
+		obs.ObserveRun(ctx, &r)
+	}
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/openclaw-go/openclaw/internal/jsonw"
 	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/runtime"
 )
 
 // PathProtectedResource is where the OAuth 2.0 protected resource metadata
@@ -145,6 +146,34 @@ func identityFromExtra(extra *mcp.RequestExtra) *policies.Identity {
 	}
 	id, _ := extra.TokenInfo.Extra[tokenInfoIdentity].(*policies.Identity)
 	return id
+}
+
+// Principal is the requester whose OAuth tokens an MCP server with the
+// per-requester identity (oauth.identity "per-requester") uses for the
+// requests of id: its issuer, "#" and its subject, e.g.
+// "https://idp.example.com#248289761001" or, for a static token of the
+// tokens file, "tokens-file#ci-deploy" (`openclaw mcp login <server>
+// --principal <that>` stores its tokens). An issuer has no fragment (RFC
+// 8414 §2), so no two identities share one. "" for a nil id.
+func Principal(id *policies.Identity) string {
+	if id == nil {
+		return ""
+	}
+	return id.Issuer + "#" + id.Subject
+}
+
+// requesterPrincipal is the receiving middleware that names the
+// authenticated caller of every request as its principal
+// (runtime.WithPrincipal): a per-requester server lists, calls, reads
+// and completes with that caller's own tokens, never another's. A request
+// without an identity (stdio, the single static token) names none.
+func requesterPrincipal(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if p := Principal(identityFromExtra(req.GetExtra())); p != "" {
+			ctx = runtime.WithPrincipal(ctx, p)
+		}
+		return next(ctx, method, req)
+	}
 }
 
 // sessionUser is the user an MCP session is bound to: go-sdk refuses a

@@ -373,6 +373,59 @@ func BenchmarkVerifyJWT(b *testing.B) {
 	}
 }
 
+// BenchmarkBearerAuth is the per-request cost of the HTTP handler's bearer
+// check (HTTPHandler.authorized, up to the handler it guards, which does
+// nothing here), for each kind of token in one run: the single static
+// token, a token of the tokens file, and an OAuth access token of the
+// provider (JWKS cached) the first time it is seen and on each later
+// request.
+func BenchmarkBearerAuth(b *testing.B) {
+	op := oidcop.Start(b, testAudience, oidcop.Client{ID: "alice", Secret: "s", Groups: []string{"oncall"}})
+	v, err := NewOAuthVerifier(context.Background(), &OAuthOptions{Issuer: op.Issuer, Audience: testAudience, Claims: []string{"groups"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	jwtTok := op.Token(b, "alice", "s", "mcp")
+	const static, ci = "the-single-static-token", "a-token-of-the-tokens-file"
+	a, err := newAuthState(&HTTPOptions{Token: static, OAuth: v,
+		Tokens: []StaticToken{{SHA256: sha256.Sum256([]byte(ci)), Identity: policies.Identity{Issuer: IssuerTokensFile, Subject: "ci"}}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := (&HTTPHandler{auth: a}).authorized(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	for _, tc := range []struct {
+		name, token string
+		forget      bool // forget the verified tokens before each request
+	}{
+		{"static token", static, false},
+		{"tokens file", ci, false},
+		{"JWT first", jwtTok, true},
+		{"JWT again", jwtTok, false},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			req := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+			w := httptest.NewRecorder()
+			var before, after syscall.Rusage
+			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+			for b.Loop() {
+				if tc.forget {
+					v.mu.Lock()
+					clear(v.verified)
+					v.mu.Unlock()
+				}
+				h.ServeHTTP(w, req)
+				if w.Code != http.StatusOK {
+					b.Fatalf("%s: status %d: %s", tc.name, w.Code, w.Body)
+				}
+			}
+			_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+			cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
 // TestJWKSRotationBounded: a token signed by a key the cached JWKS does not
 // hold makes the verifier fetch the JWKS again, at most once per
 // MinRefresh (clock driven by the test): a rotated-in key is accepted once

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/policies"
@@ -60,6 +62,13 @@ type httpFixture struct {
 
 func newHTTPFixture(t testing.TB, opts HTTPOptions) *httpFixture {
 	t.Helper()
+	return newTracedHTTPFixture(t, opts, nil)
+}
+
+// newTracedHTTPFixture is newHTTPFixture with tp tracing the runtime and
+// the proxy (nil: no tracing).
+func newTracedHTTPFixture(t testing.TB, opts HTTPOptions, tp trace.TracerProvider) *httpFixture {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	f := &httpFixture{slowStarted: make(chan struct{}, 4), release: make(chan struct{}), protocols: map[string]bool{}, callers: map[string]string{}, idents: map[string]*policies.Identity{}}
@@ -102,6 +111,7 @@ func newHTTPFixture(t testing.TB, opts HTTPOptions) *httpFixture {
 		AskHuman: f.metrics.AskHuman(func(_ context.Context, req *runtime.ApprovalRequest) (bool, error) {
 			return strings.Contains(string(req.Arguments), "yes"), nil
 		}),
+		TracerProvider: tp,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +120,7 @@ func newHTTPFixture(t testing.TB, opts HTTPOptions) *httpFixture {
 	if err := sess.Connect(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if f.p, err = New(ctx, sess, nil); err != nil {
+	if f.p, err = New(ctx, sess, &Options{TracerProvider: tp}); err != nil {
 		t.Fatal(err)
 	}
 	f.metrics.Instrument(f.p)
@@ -608,6 +618,41 @@ func TestIsLoopbackHost(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkToolCallTracing measures one tools/call through the proxy's
+// HTTP handler (streamable, 2025-11-25) to an in-process upstream, with
+// tracing off (no TracerProvider) and on (the SDK, every span sampled and
+// batched to an exporter that drops them: the call path's share of
+// tracing, without the export).
+func BenchmarkToolCallTracing(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		b.Run(map[bool]string{false: "off", true: "on"}[on], func(b *testing.B) {
+			var tp trace.TracerProvider
+			if on {
+				sdk := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{}))
+				b.Cleanup(func() { _ = sdk.Shutdown(context.Background()) })
+				tp = sdk
+			}
+			f := newTracedHTTPFixture(b, HTTPOptions{Token: "bench"}, tp)
+			ctx := context.Background()
+			hc := &http.Client{Transport: bearer{token: "bench", base: http.DefaultTransport}}
+			cs := f.connect(b, ctx, &mcp.StreamableClientTransport{Endpoint: f.url + PathMCP, HTTPClient: hc}, "2025-11-25")
+			params := &mcp.CallToolParams{Name: "up__echo", Arguments: map[string]any{"message": "bench"},
+				Meta: mcp.Meta{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}
+			for b.Loop() {
+				if res, err := cs.CallTool(ctx, params); err != nil || res.IsError {
+					b.Fatalf("call: %v %+v", err, res)
+				}
+			}
+		})
+	}
+}
+
+// discardExporter is a span exporter that drops every span.
+type discardExporter struct{}
+
+func (discardExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discardExporter) Shutdown(context.Context) error                             { return nil }
 
 // BenchmarkToolCall measures one tools/call through the proxy to an
 // in-process upstream: over an in-memory transport (the proxy alone) and

@@ -59,6 +59,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/openclaw-go/openclaw/internal/jsonw"
 	"github.com/openclaw-go/openclaw/policies"
@@ -98,6 +99,11 @@ type Options struct {
 	// client can forge or alter a state. nil means a random key per
 	// process.
 	StateKey []byte
+	// TracerProvider, when set, traces every MCP request a client sends
+	// (one server span each, docs/tracing.md); hand the same provider to
+	// the session's runtime.Options.TracerProvider so that the policy and
+	// upstream spans of a call are its children. nil traces nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // Proxy is an MCP server whose tools are a runtime session's catalog.
@@ -106,7 +112,8 @@ type Proxy struct {
 	sess     *runtime.Session
 	server   *mcp.Server
 	logger   *slog.Logger
-	utilOpts bool // serve the utility tools (Options.UtilityTools)
+	utilOpts bool         // serve the utility tools (Options.UtilityTools)
+	tracer   trace.Tracer // nil when tracing is off (Options.TracerProvider)
 
 	mu     sync.Mutex            // serializes Sync, guards served
 	served map[string]servedTool // exposed name → what is served
@@ -210,9 +217,14 @@ func New(ctx context.Context, sess *runtime.Session, opts *Options) (*Proxy, err
 		p.caps.Extensions = map[string]any{runtime.TasksExtension: map[string]any{}}
 	}
 	p.server = mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, sopts)
-	p.server.AddReceivingMiddleware(withoutCacheHints, p.syncBeforeList, p.passthroughMiddleware, p.taskMiddleware)
+	p.server.AddReceivingMiddleware(requesterPrincipal, withoutCacheHints, p.syncBeforeList, p.passthroughMiddleware, p.taskMiddleware)
 	if err := p.serveTasks(); err != nil {
 		return nil, err
+	}
+	if o.TracerProvider != nil {
+		// Added last, so outermost: the span covers the proxy's own work.
+		p.tracer = o.TracerProvider.Tracer(tracerName)
+		p.server.AddReceivingMiddleware(p.traceRequests)
 	}
 	p.life, p.end = context.WithCancel(context.WithoutCancel(ctx))
 	if err := p.Sync(ctx); err != nil {

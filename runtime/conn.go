@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/openclaw-go/openclaw/internal/redact"
 	"github.com/openclaw-go/openclaw/transport"
@@ -177,7 +179,7 @@ func (c *conn) connect(ctx context.Context) bool {
 	order := newBarriers()
 	client.AddReceivingMiddleware(order.middleware) // outermost: added last
 	timeout := c.cfg.connectTimeout()
-	cctx, cancel := context.WithTimeout(ctx, timeout)
+	cctx, cancel := context.WithTimeout(dialContext{ctx}, timeout)
 	sopts := &mcp.ClientSessionOptions{ProtocolVersion: cmp.Or(c.cfg.Entry.ProtocolVersion, c.s.opts.ProtocolVersion, DefaultProtocolVersion)}
 	if _, sdkHTTP := tr.(*mcp.StreamableClientTransport); sdkHTTP {
 		// go-sdk tells its streamable HTTP connection the session's state
@@ -640,6 +642,27 @@ func (c *conn) admit(ctx context.Context) (cs *mcp.ClientSession, release func()
 	return cs, release, nil
 }
 
+// dialContext is the context a connection is made with: ctx without the
+// values go-sdk's mcp package keeps in it. A connection made while serving
+// a request (a per-requester principal's own connection, a catalog use
+// that retries a server) would otherwise inherit the served request's
+// values, among them the Mcp-Protocol-Version a go-sdk server stores for
+// its handlers, which go-sdk's streamable client then sends as its own
+// header while it initializes: a 2026-07-28 client's version on the
+// initialize of a 2025-11-25 connection, refused by the server (400).
+type dialContext struct{ context.Context }
+
+// mcpPackage is the import path whose context keys dialContext hides.
+var mcpPackage = reflect.TypeFor[mcp.Meta]().PkgPath()
+
+// Value hides the keys of go-sdk's mcp package.
+func (d dialContext) Value(key any) any {
+	if t := reflect.TypeOf(key); t != nil && t.PkgPath() == mcpPackage {
+		return nil
+	}
+	return d.Context.Value(key)
+}
+
 // call runs tools/call for t upstream, on the one request path.
 func (c *conn) call(ctx context.Context, t *Tool, args []byte) (*mcp.CallToolResult, error) {
 	return c.request(ctx, t, "tools/call", func(ctx context.Context, cs *mcp.ClientSession) (*mcp.CallToolResult, error) {
@@ -668,6 +691,17 @@ func (c *conn) call(ctx context.Context, t *Tool, args []byte) (*mcp.CallToolRes
 			page := &fastPage{}
 			page.Repair = taskFold(c.cfg.Name)
 			ctx = transport.WithListPage(context.WithValue(ctx, fastPageKey{}, page), &page.ListPage)
+		}
+		if tr := c.s.tracer; tr != nil {
+			ctx, span := tr.Start(ctx, "tools/call "+t.RawName(), trace.WithSpanKind(trace.SpanKindClient),
+				trace.WithAttributes(AttrMCPMethod.String("tools/call"), AttrToolName.String(t.RawName()), AttrServer.String(c.cfg.Name)))
+			params.Meta = injectTraceContext(ctx, params.Meta)
+			res, err := cs.CallTool(ctx, params)
+			if res != nil && res.IsError {
+				span.SetAttributes(AttrToolIsError.Bool(true))
+			}
+			endSpan(span, err)
+			return res, err
 		}
 		return cs.CallTool(ctx, params)
 	})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/policies"
@@ -224,6 +225,12 @@ type Options struct {
 	// config.PinAudit (listed, an audit record to Audit only). Every
 	// mismatch is also audited (hook PinAuditHook) to Audit.
 	PinMode config.PinMode
+	// TracerProvider, when set, traces every CallTool (docs/tracing.md):
+	// a span for the call, a child for each policy module run and one for
+	// the upstream tools/call, whose W3C trace context is passed on in
+	// the request's _meta (traceparent, tracestate). nil (the default)
+	// traces nothing and costs a call nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // DefaultProtocolVersion is the MCP revision the runtime offers servers

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/policies"
@@ -137,8 +138,9 @@ func (s *Session) Unavailable(name string) error {
 // session, their catalog and the policy boundary every call passes. Its
 // methods are safe for concurrent use.
 type Session struct {
-	opts Options
-	log  *slog.Logger
+	opts   Options
+	log    *slog.Logger
+	tracer trace.Tracer // nil when tracing is off (Options.TracerProvider)
 	// set is the current server set, replaced as a whole by Reload: every
 	// reader loads it once and works on that snapshot.
 	set      atomic.Pointer[connSet]
@@ -247,6 +249,7 @@ func New(servers []Server, opts *Options) (*Session, error) {
 		retryCount:  map[*conn]int{},
 		retryValues: context.Background(),
 		exposed:     newExposedNames(),
+		tracer:      newTracer(opts.TracerProvider),
 
 		promptExposed: newExposedNames(),
 	}
@@ -1000,7 +1003,12 @@ func localeRanks(names []string) []int {
 // request (SEP-2322) this session refuses, having no handler or a failing
 // one, fails the call with an *InputRequestError naming its Method; it is
 // not the server's failure and does not count.
-func (s *Session) CallTool(ctx context.Context, name string, args []byte) (*mcp.CallToolResult, error) {
+func (s *Session) CallTool(ctx context.Context, name string, args []byte) (res *mcp.CallToolResult, err error) {
+	if s.tracer != nil {
+		var span trace.Span
+		ctx, span = s.startCallSpan(ctx, name)
+		defer func() { endSpan(span, err) }()
+	}
 	// Ill-formed UTF-8 in the arguments is repaired before anything sees
 	// them (transport.RepairUTF8): the policy, the audit and the server
 	// get one value.
@@ -1012,7 +1020,7 @@ func (s *Session) CallTool(ctx context.Context, name string, args []byte) (*mcp.
 		cancel()
 	}()
 	defer s.touch()()
-	res, err := s.callTool(ctx, name, args)
+	res, err = s.callTool(ctx, name, args)
 	if err != nil && s.life.Err() != nil {
 		return nil, ErrClosed
 	}
@@ -1104,6 +1112,9 @@ func (s *Session) callConn(ctx context.Context, c *conn, t *Tool, args []byte) (
 		Arguments:  args,
 	}
 	d := s.opts.Enforcer.BeforeToolCall(ctx, call)
+	if s.tracer != nil {
+		trace.SpanFromContext(ctx).SetAttributes(AttrServer.String(t.Server), AttrDecision.String(string(d.Decision)))
+	}
 	if err := ctx.Err(); err != nil {
 		// The caller gave up (or its deadline passed) while the policy ran:
 		// the call does not run, and the policy did not refuse it (a chain
@@ -1133,7 +1144,7 @@ func (s *Session) callConn(ctx context.Context, c *conn, t *Tool, args []byte) (
 		return nil, &PolicyError{Tool: t.Name, Server: t.Server, Decision: policies.Block, Module: d.Module, Reason: d.Reason}
 	}
 	if s.opts.Limiter != nil {
-		release, err := s.opts.Limiter.Acquire(ctx, call)
+		release, err := s.acquireLimit(ctx, call)
 		if err != nil {
 			return nil, err // a *policies.LimitError, audited by the limiter
 		}

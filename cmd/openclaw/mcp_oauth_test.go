@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -33,6 +34,26 @@ type loginFixture struct {
 	codes  map[string]string // code → PKCE challenge
 	tokens map[string]bool
 	scopes []string
+	issued []string // access tokens, in the order issued
+	calls  []string // the access token of each tools/call, in order
+}
+
+// lastIssued returns the access token issued last.
+func (f *loginFixture) lastIssued(t *testing.T) string {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.issued) == 0 {
+		t.Fatal("no access token issued")
+	}
+	return f.issued[len(f.issued)-1]
+}
+
+// callTokens returns the access token of each tools/call received so far.
+func (f *loginFixture) callTokens() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.calls)
 }
 
 func newLoginFixture(t *testing.T) *loginFixture {
@@ -79,6 +100,7 @@ func newLoginFixture(t *testing.T) *loginFixture {
 		f.n++
 		tok := fmt.Sprintf("cli-access-%d", f.n)
 		f.tokens[tok] = true
+		f.issued = append(f.issued, tok)
 		js(w, 200, map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3600})
 	})
 	server := mcp.NewServer(&mcp.Implementation{Name: "protected", Version: "1"}, nil)
@@ -88,8 +110,17 @@ func newLoginFixture(t *testing.T) *loginFixture {
 		})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
 	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		var body []byte
+		if r.Method == http.MethodPost {
+			body, _ = io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
 		f.mu.Lock()
-		ok := f.tokens[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
+		ok := f.tokens[tok]
+		if ok && bytes.Contains(body, []byte(`"method":"tools/call"`)) {
+			f.calls = append(f.calls, tok)
+		}
 		f.mu.Unlock()
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+f.srv.URL+`/.well-known/oauth-protected-resource/mcp"`)

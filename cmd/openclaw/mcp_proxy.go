@@ -68,6 +68,7 @@ type proxyConfig struct {
 	connectWait     time.Duration // --connect-wait
 	stateKeyFile    string        // --request-state-key-file FILE
 	logFormat       string        // --log-format text|json
+	tracing         tracingFlags  // --otlp-endpoint
 }
 
 // defaultConnectWait is how long the proxy waits for the servers before it
@@ -161,7 +162,9 @@ let calls in flight finish and write their answers (up to --shutdown-timeout), t
 server the proxy started. Over HTTP, /readyz answers 503 from the signal on and a new session
 (initialize) is refused with 503 and Retry-After, so that a load balancer sends it to another
 replica, while the sessions already open are served until no request is in flight.
---log-format json writes the log as JSON lines.`,
+--log-format json writes the log as JSON lines. --otlp-endpoint (or the OTEL_EXPORTER_OTLP_*
+variables) sends OpenTelemetry traces over OTLP/HTTP: a span per MCP request, with children for
+each policy module and the upstream call (docs/tracing.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runProxy(cmd.Context(), &c, os.Stdin, os.Stdout, cmd.ErrOrStderr())
@@ -174,6 +177,7 @@ replica, while the sessions already open are served until no request is in fligh
 	f.StringVar(&c.policy.config, "policy-config", "", "policy file (JSON) listing modules, their config and mode")
 	c.confine.register(f)
 	c.pins.register(f)
+	c.tracing.register(f)
 	f.StringVar(&c.policy.auditLog, "audit-log", "", `decision audit log (JSON Lines); "-" for stderr (default: <state dir>/openclaw-go/policy-audit.jsonl)`)
 	f.StringVar(&c.listen, "listen", "", "serve streamable HTTP (/mcp) and legacy SSE (/sse) on HOST:PORT, e.g. 127.0.0.1:8765 (default: stdio)")
 	f.StringVar(&c.metricsListen, "metrics-listen", "", "in stdio mode, serve /metrics and /healthz on HOST:PORT (loopback)")
@@ -343,6 +347,18 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	c.policy.logJSON = c.logFormat == "json"
 	logger := newLogger(stderr, level, c.policy.logJSON)
 	say := announcer{w: stderr, logger: logger, asJSON: c.policy.logJSON}
+	tr, err := c.tracing.start(ctx, "openclaw mcp proxy", os.Getenv)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// The spans still buffered are sent, within the shutdown timeout.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.shutdownTimeout)
+		defer cancel()
+		if err := tr.Shutdown(sctx); err != nil {
+			logger.Warn("traces not all exported", "err", err)
+		}
+	}()
 	var ln net.Listener
 	if ph != nil {
 		// Bound before anything starts: a port in use fails at once.
@@ -419,6 +435,7 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 		Pins:            pins,
 		PinMode:         pinCfg.mode,
 		ConnectWait:     c.connectWait,
+		TracerProvider:  tr.Provider(),
 		OnEvent: func(ev runtime.Event) {
 			switch ev.Kind {
 			case runtime.EventFailed, runtime.EventPaused:
@@ -449,7 +466,7 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	if err := sess.Connect(ctx); err != nil {
 		return failStart(err)
 	}
-	p, err := proxy.New(ctx, sess, &proxy.Options{Name: "openclaw-go-proxy", Version: version, Logger: logger, Relay: relay, StateKey: stateKey})
+	p, err := proxy.New(ctx, sess, &proxy.Options{Name: "openclaw-go-proxy", Version: version, Logger: logger, Relay: relay, StateKey: stateKey, TracerProvider: tr.Provider()})
 	if err != nil {
 		return failStart(err)
 	}

@@ -202,6 +202,13 @@ func startHTTPProxy(t *testing.T, ctx context.Context, env []string, args ...str
 	cmd := exec.Command(bin, all...)
 	cmd.Env = append(os.Environ(), "OPENCLAW_HOME="+home, "OPENCLAW_STATE_DIR="+filepath.Join(dir, "state"))
 	cmd.Env = append(cmd.Env, env...)
+	return runHTTPProxy(t, cmd)
+}
+
+// runHTTPProxy starts cmd, an `openclaw mcp proxy --listen`, and waits for
+// the line naming the bound URL.
+func runHTTPProxy(t *testing.T, cmd *exec.Cmd) *httpProxy {
+	t.Helper()
 	hp := &httpProxy{cmd: cmd, stderr: &e2e.LockedBuffer{}, exited: make(chan error, 1)}
 	pr, pw := io.Pipe()
 	cmd.Stderr = io.MultiWriter(hp.stderr, pw)

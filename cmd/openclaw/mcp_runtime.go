@@ -61,6 +61,8 @@ type runtimeFlags struct {
 	// on with the ready ones (runtime.Options.ConnectWait; --connect-wait
 	// on `mcp call`); 0 waits for every server.
 	connectWait time.Duration
+	// tracing chooses where traces go (--otlp-endpoint, OTEL_*).
+	tracing tracingFlags
 }
 
 func (f *runtimeFlags) register(cmd *cobra.Command) {
@@ -71,6 +73,7 @@ func (f *runtimeFlags) register(cmd *cobra.Command) {
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log the servers' stderr and the runtime's progress on stderr")
 	f.confine.register(fl)
 	f.pins.register(fl)
+	f.tracing.register(fl)
 	fl.StringVar(&f.protocol, "upstream-protocol", "", `MCP revision offered to the servers whose entry has no "protocolVersion" (default `+runtime.DefaultProtocolVersion+`, falling back to older revisions with servers that do not offer it)`)
 	fl.StringVar(&f.principal, "principal", "", `requester whose OAuth tokens servers with "oauth": {"identity": "per-requester"} use (openclaw mcp login <name> --principal <id>)`)
 }
@@ -79,6 +82,7 @@ func (f *runtimeFlags) register(cmd *cobra.Command) {
 type runtimeSession struct {
 	*runtime.Session
 	eng     *engine.Engine
+	tracing *tracing
 	servers []runtime.Server
 	// pins are the tool pins read from pinPath (nil when the file does not
 	// exist), checked in mode pinMode.
@@ -98,6 +102,12 @@ func (rs *runtimeSession) close(ctx context.Context, stderr io.Writer) {
 	}
 	if err := rs.eng.Close(ctx); err != nil {
 		fmt.Fprintf(stderr, "openclaw mcp: closing the policy engine: %v\n", err)
+	}
+	// The spans of the command are sent before it exits.
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := rs.tracing.Shutdown(sctx); err != nil {
+		fmt.Fprintf(stderr, "openclaw mcp: traces not all exported: %v\n", err)
 	}
 }
 
@@ -197,6 +207,11 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve appro
 		// said, never silent.
 		fmt.Fprintln(stderr, "openclaw mcp: WARNING: no module enforces before_tool_call: every tool call is allowed")
 	}
+	tr, err := f.tracing.start(ctx, "openclaw mcp", os.Getenv)
+	if err != nil {
+		eng.Close(context.WithoutCancel(ctx))
+		return nil, err
+	}
 	connectWait := f.connectWait
 	if only == "" && len(config.AmbiguousServerNames(doc.Servers().Keys())) > 0 {
 		// A name like a__b__c may belong to server a or to server a__b:
@@ -219,15 +234,17 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve appro
 		Transport:       &transport.Options{ConfineStdio: confine},
 		ProtocolVersion: f.protocol,
 		ConnectWait:     connectWait,
+		TracerProvider:  tr.Provider(),
 		ClientInfo: &mcp.Implementation{
 			Name: "openclaw-go", Version: version,
 		},
 	})
 	if err != nil {
 		eng.Close(context.WithoutCancel(ctx))
+		_ = tr.Shutdown(context.WithoutCancel(ctx))
 		return nil, regFail(cmd, "openclaw mcp: "+err.Error())
 	}
-	rs := &runtimeSession{Session: s, eng: eng, servers: servers, pins: pins, pinPath: pc.path, pinMode: pc.mode, strayPins: stray}
+	rs := &runtimeSession{Session: s, eng: eng, tracing: tr, servers: servers, pins: pins, pinPath: pc.path, pinMode: pc.mode, strayPins: stray}
 	if err := s.Connect(ctx); err != nil {
 		printServerDiagnostics(stderr, s)
 		rs.close(context.WithoutCancel(ctx), stderr)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the real MCP peers the tests run against, pinned, into $PEERS_DIR (default: .peers at
-# the repository root): the npm packages into $PEERS_DIR/npm, go-sdk's conformance fixtures into
-# $PEERS_DIR/bin. Needs node, npm and go; the npm registry and the Go module proxy are the only
+# the repository root): the npm packages into $PEERS_DIR/npm, go-sdk's conformance fixtures and
+# the OpenTelemetry Collector of test/otelcol into $PEERS_DIR/bin. Needs node, npm and go; the npm registry and the Go module proxy are the only
 # network it uses. A second run with the same pins does nothing (the stamp file records them).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -26,6 +26,22 @@ go_pins=(
   github.com/modelcontextprotocol/go-sdk/conformance/everything-server@v1.8.0
   github.com/modelcontextprotocol/go-sdk/conformance/everything-client@v1.8.0
 )
+# The OpenTelemetry Collector the tracing tests send spans to: test/otelcol, its own Go module
+# (collector v0.165.0: the OTLP receiver and the file exporter), built into $PEERS_DIR/bin/otelcol.
+# Its stamp is the digest of that module's files, so an edit there rebuilds it and nothing else.
+otelcol_src="$repo/test/otelcol"
+otelcol_stamp="$PEERS_DIR/.otelcol"
+otelcol_want=$(cd "$otelcol_src" && cat go.mod go.sum ./*.go | sha256sum | cut -d' ' -f1)
+if [ -x "$PEERS_DIR/bin/otelcol" ] && [ -f "$otelcol_stamp" ] && [ "$(cat "$otelcol_stamp")" = "$otelcol_want" ]; then
+  echo "OpenTelemetry Collector already built in $PEERS_DIR/bin"
+else
+  command -v go >/dev/null || { echo "install.sh: go is not on PATH (the OpenTelemetry Collector is built from test/otelcol)" >&2; exit 1; }
+  echo "Building the OpenTelemetry Collector (test/otelcol) into $PEERS_DIR/bin"
+  mkdir -p "$PEERS_DIR/bin"
+  (cd "$otelcol_src" && GOWORK=off GOFLAGS=-mod=readonly go build -trimpath -o "$PEERS_DIR/bin/otelcol" .)
+  printf '%s\n' "$otelcol_want" >"$otelcol_stamp"
+fi
+
 stamp="$PEERS_DIR/.installed"
 want=$(printf '%s\n' "${npm_pins[@]}" "$conformance_next_pin" "${go_pins[@]}")
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
