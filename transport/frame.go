@@ -73,7 +73,7 @@ func DecodeFrame(frame []byte) (jsonrpc.Message, error) {
 	default:
 		return nil, &FrameError{Code: jsonrpc.CodeInvalidRequest, Reason: "not a JSON-RPC message object"}
 	}
-	m, err := jsonrpc.DecodeMessage(msg)
+	m, err := decodeMessage(msg)
 	if err != nil {
 		fe := &FrameError{Code: jsonrpc.CodeInvalidRequest, Reason: err.Error()}
 		var keys map[string]json.RawMessage
