@@ -135,7 +135,10 @@ log "uptime before: $(uptime)"
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 
 if want ours; then
-  if "$OURS_BIN" mcp proxy --help 2>/dev/null | grep -q -- '--listen'; then
+  # The help is read whole first: grep -q would end the pipe early, and
+  # pipefail then took the writer's SIGPIPE for "no --listen".
+  help=$("$OURS_BIN" mcp proxy --help 2>/dev/null || true)
+  if [[ $help == *--listen* ]]; then
     mkdir -p "$WORK/home/.openclaw" "$WORK/state"
     parallel=false
     [ "${PARALLEL:-0}" = 1 ] && parallel=true
