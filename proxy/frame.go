@@ -259,8 +259,8 @@ type answerWriter struct {
 	json   bool // the answer was written as the JSON body
 }
 
-// sseMessagePrefix and sseMessageSuffix are how go-sdk frames a message as an SSE event (without an
-// event store: no id line).
+// sseMessagePrefix and sseMessageSuffix frame a message as go-sdk writes
+// it as an SSE event (without an event store: no id line).
 const sseMessagePrefix, sseMessageSuffix = "event: message\ndata: ", "\n\n"
 
 func (a *answerWriter) Write(b []byte) (int, error) {
@@ -272,12 +272,18 @@ func (a *answerWriter) Write(b []byte) (int, error) {
 		data, isEvent = bytes.CutSuffix(data, []byte(sseMessageSuffix))
 	}
 	isEvent = isEvent && bytes.IndexByte(data, '\n') < 0
-	got, isAnswer := transport.ResponseID(data)
-	isAnswer = isEvent && isAnswer && got == a.id
+	var got jsonrpc.ID
+	var isAnswer bool
+	if isEvent {
+		got, isAnswer = transport.ResponseID(data)
+	} else {
+		got, isAnswer = answered(b) // another framing: the answer is still found
+	}
+	isAnswer = isAnswer && got == a.id
 	if isAnswer && a.cancelled() {
 		return len(b), nil
 	}
-	if !a.stream && isAnswer && a.Header().Get("Content-Type") == "text/event-stream" {
+	if isEvent && isAnswer && !a.stream && a.Header().Get("Content-Type") == "text/event-stream" {
 		hdr := a.Header()
 		hdr.Set("Content-Type", "application/json")
 		hdr.Del("Connection")
