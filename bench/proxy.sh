@@ -24,6 +24,8 @@
 # SG_LOAD_C (20), ONLY (space-separated subset of: ours supergateway mcp-proxy), NO_LOAD=1,
 # OURS_REV (commit to build ours from, default HEAD), OURS_BIN (a prebuilt binary instead), OUT (report, default $WORK/proxy-bench.md),
 # WORK (default a new /tmp/proxy-bench.XXXXXX), NETNS=0 (do not enter a network namespace),
+# BASE_REV (a second commit of ours, built and run beside it as "ours-base" with the same
+# config: a before/after pair in one run),
 # PARALLEL=1 (ours' server entry says supportsParallelToolCalls: true; by default, as in OpenClaw,
 # the runtime sends one call at a time to a server), PERF=1 (record a perf CPU profile of ours during its load test: $WORK/ours.perf.{data,txt}).
 set -euo pipefail
@@ -51,6 +53,14 @@ if [ "${1:-}" != --inner ]; then
     export OURS_COMMIT=$(cd "$REPO" && git rev-parse --short "${OURS_REV:-HEAD}")
   else
     export OURS_COMMIT="$OURS_BIN"
+  fi
+  if [ -n "${BASE_REV:-}" ]; then
+    rm -rf "$WORK/base-src" && mkdir -p "$WORK/base-src"
+    (cd "$REPO" && git archive "$BASE_REV") | tar -x -C "$WORK/base-src"
+    (cd "$WORK/base-src" && go build -o "$WORK/openclaw-base" ./cmd/openclaw)
+    export BASE_BIN=$WORK/openclaw-base
+    export BASE_COMMIT=$(cd "$REPO" && git rev-parse --short "$BASE_REV")
+    export ONLY="${ONLY:-ours supergateway mcp-proxy} ours-base"
   fi
   if [ "${NETNS:-1}" != 0 ] && [ "$(id -u)" = 0 ]; then
     exec unshare --net -- bash -c 'ip link set lo up && exec bash "$0" --inner' "${BASH_SOURCE[0]}"
@@ -125,7 +135,10 @@ log "uptime before: $(uptime)"
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 
 if want ours; then
-  if "$OURS_BIN" mcp proxy --help 2>/dev/null | grep -q -- '--listen'; then
+  # The help is read whole first: grep -q would end the pipe early, and
+  # pipefail then took the writer's SIGPIPE for "no --listen".
+  help=$("$OURS_BIN" mcp proxy --help 2>/dev/null || true)
+  if [[ $help == *--listen* ]]; then
     mkdir -p "$WORK/home/.openclaw" "$WORK/state"
     parallel=false
     [ "${PARALLEL:-0}" = 1 ] && parallel=true
@@ -142,6 +155,14 @@ if want ours; then
     ONLY=${ONLY//ours/}
   fi
 fi
+if want ours-base; then
+  PORT[ours-base]=$(free_port)
+  mkdir -p "$WORK/state-base"
+  start ours-base env OPENCLAW_HOME="$WORK/home" OPENCLAW_STATE_DIR="$WORK/state-base" \
+    "$BASE_BIN" mcp proxy --listen "127.0.0.1:${PORT[ours-base]}"
+  URL[ours-base]=http://127.0.0.1:${PORT[ours-base]}/mcp
+  TOOL[ours-base]=everything__echo
+fi
 if want supergateway; then
   PORT[supergateway]=$(free_port)
   start supergateway "$SG" --stdio "node $E stdio" --outputTransport streamableHttp --stateful \
@@ -155,7 +176,7 @@ if want mcp-proxy; then
   URL[mcp-proxy]=http://127.0.0.1:${PORT[mcp-proxy]}/mcp
 fi
 BRIDGES=()
-for b in ours supergateway mcp-proxy; do
+for b in ours ours-base supergateway mcp-proxy; do
   want "$b" || continue
   wait_port "${PORT[$b]}" 20 "$b"
   BRIDGES+=("$b")
@@ -199,7 +220,7 @@ fi
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
 log "uptime after: $(uptime)"
 {
-  echo "Commit $OURS_COMMIT, $(date -u '+%Y-%m-%d %H:%M') UTC, $(nproc) cores, load average $LOAD_BEFORE before, $LOAD_AFTER after;"
+  echo "Commit $OURS_COMMIT${BASE_COMMIT:+ (ours-base: $BASE_COMMIT)}, $(date -u '+%Y-%m-%d %H:%M') UTC, $(nproc) cores, load average $LOAD_BEFORE before, $LOAD_AFTER after;"
   echo "node $(node --version), N=$N after WARMUP=$WARMUP in $ROUNDS rounds; load ${LOAD_C}×${LOAD_N} (supergateway ${SG_LOAD_C}×${LOAD_N})."
   echo
   "$BENCH" -table -direct direct -ours ours "$RESULTS"

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -110,9 +111,9 @@ func (h *HTTPHandler) checkFrames(sse bool, next http.Handler) http.Handler {
 		if sid := r.URL.Query().Get("sessionid"); sse && sid != "" {
 			h.watchCancelSSE(sid, msgs)
 		}
-		if sid := r.Header.Get("Mcp-Session-Id"); !sse && sid != "" {
+		if !sse {
 			var done func()
-			w, done = h.watchCancel(w, sid, msgs)
+			w, done = h.watchAnswer(w, r, msgs)
 			defer done()
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -177,22 +178,32 @@ func needsSession(msgs []jsonrpc.Message) (jsonrpc.ID, string, bool) {
 	return first.ID, first.Method, true
 }
 
-// watchCancel notes the cancellations msgs carry for requests in flight on
-// session sid, and, when msgs is one request, returns a writer for its
-// stream that leaves out the answer once the client cancelled it (a
-// cancelled request gets no answer, MCP cancellation; go-sdk writes one).
+// watchAnswer returns the writer go-sdk answers a POST to /mcp on. When
+// msgs is one request (not subscriptions/listen), it is an answerWriter:
+// the answer goes out as application/json when nothing is streamed before
+// it, and, on a session, is left out once the client cancelled the
+// request (a cancelled request gets no answer, MCP cancellation; go-sdk
+// writes one). On a session it also notes the cancellations msgs carry.
 // done forgets the request.
-func (h *HTTPHandler) watchCancel(w http.ResponseWriter, sid string, msgs []jsonrpc.Message) (http.ResponseWriter, func()) {
+func (h *HTTPHandler) watchAnswer(w http.ResponseWriter, r *http.Request, msgs []jsonrpc.Message) (http.ResponseWriter, func()) {
+	sid := r.Header.Get("Mcp-Session-Id")
+	req, ok := msgs[0].(*jsonrpc.Request)
+	call := len(msgs) == 1 && ok && req.IsCall() && !isListen(r)
+	if sid == "" {
+		if !call {
+			return w, func() {}
+		}
+		return &answerWriter{ResponseWriter: w, id: req.ID}, func() {}
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.noteCancelsLocked(sid, msgs)
-	req, ok := msgs[0].(*jsonrpc.Request)
-	if len(msgs) != 1 || !ok || !req.IsCall() {
+	if !call {
 		return w, func() {}
 	}
 	key := callKey{sid, req.ID}
 	h.calls[key] = false
-	return &cancelAwareWriter{ResponseWriter: w, h: h, key: key}, func() {
+	return &answerWriter{ResponseWriter: w, id: req.ID, h: h, key: key}, func() {
 		h.mu.Lock()
 		delete(h.calls, key)
 		h.mu.Unlock()
@@ -234,51 +245,93 @@ func (h *HTTPHandler) watchCancelSSE(sid string, msgs []jsonrpc.Message) {
 	}
 }
 
-// cancelAwareWriter drops the SSE event that answers key.id once the
-// client cancelled that request.
-type cancelAwareWriter struct {
+// answerWriter is the response to a POST on /mcp that carries one
+// request, id. go-sdk frames each message of the POST's stream as one SSE
+// event, one Write each. When the first is the answer to id (nothing was
+// streamed before it: no progress, log line or server request), it is
+// written as an application/json body instead, with its Content-Length: a
+// server may answer a POST with either, and a client must take both
+// (streamable HTTP transport; go-sdk's handler has checked that Accept
+// lists both). Otherwise the response stays an SSE stream. With h set,
+// the answer is left out once the client cancelled the request
+// (HTTPHandler.calls[key]).
+type answerWriter struct {
 	http.ResponseWriter
-	h   *HTTPHandler
-	key callKey
+	id     jsonrpc.ID
+	h      *HTTPHandler // nil: no cancellation to watch (no session)
+	key    callKey
+	stream bool // an SSE event passed: the response is a stream
+	json   bool // the answer was written as the JSON body
 }
 
-func (c *cancelAwareWriter) Write(b []byte) (int, error) {
-	c.h.mu.Lock()
-	cancelled := c.h.calls[c.key]
-	c.h.mu.Unlock()
-	if cancelled && answers(b, c.key.id) {
+// sseMessagePrefix and sseMessageSuffix frame a message as go-sdk writes
+// it as an SSE event (without an event store: no id line).
+const sseMessagePrefix, sseMessageSuffix = "event: message\ndata: ", "\n\n"
+
+func (a *answerWriter) Write(b []byte) (int, error) {
+	if a.json {
+		return 0, errors.New("proxy: a write after the JSON answer")
+	}
+	data, isEvent := bytes.CutPrefix(b, []byte(sseMessagePrefix))
+	if isEvent {
+		data, isEvent = bytes.CutSuffix(data, []byte(sseMessageSuffix))
+	}
+	isEvent = isEvent && bytes.IndexByte(data, '\n') < 0
+	var got jsonrpc.ID
+	var isAnswer bool
+	if isEvent {
+		got, isAnswer = transport.ResponseID(data)
+	} else {
+		got, isAnswer = answered(b) // another framing: the answer is still found
+	}
+	isAnswer = isAnswer && got == a.id
+	if isAnswer && a.cancelled() {
 		return len(b), nil
 	}
-	return c.ResponseWriter.Write(b)
+	if isEvent && isAnswer && !a.stream && a.Header().Get("Content-Type") == "text/event-stream" {
+		hdr := a.Header()
+		hdr.Set("Content-Type", "application/json")
+		hdr.Del("Connection")
+		hdr.Set("Content-Length", strconv.Itoa(len(data)))
+		a.json = true
+		if _, err := a.ResponseWriter.Write(data); err != nil {
+			return 0, err
+		}
+		return len(b), nil
+	}
+	a.stream = true
+	return a.ResponseWriter.Write(b)
 }
 
-// Unwrap lets http.ResponseController reach the Flusher.
-func (c *cancelAwareWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
-
-// answers reports whether the SSE event (or JSON body) b is the response
-// to request id.
-func answers(b []byte, id jsonrpc.ID) bool {
-	got, ok := answered(b)
-	return ok && got == id
+// cancelled reports whether the client cancelled the request.
+func (a *answerWriter) cancelled() bool {
+	if a.h == nil {
+		return false
+	}
+	a.h.mu.Lock()
+	defer a.h.mu.Unlock()
+	return a.h.calls[a.key]
 }
+
+// FlushError flushes an SSE stream; a JSON answer is sent whole when the
+// handler returns, with its Content-Length.
+func (a *answerWriter) FlushError() error {
+	if a.json {
+		return nil
+	}
+	return http.NewResponseController(a.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection's deadlines.
+func (a *answerWriter) Unwrap() http.ResponseWriter { return a.ResponseWriter }
 
 // answered returns the id of the response that the SSE event (or JSON
 // body) b carries, if it carries one.
 func answered(b []byte) (jsonrpc.ID, bool) {
 	for line := range bytes.SplitSeq(b, []byte("\n")) {
 		data := bytes.TrimSpace(bytes.TrimPrefix(line, []byte("data:")))
-		if len(data) == 0 || data[0] != '{' {
-			continue
-		}
-		var m struct {
-			ID     any    `json:"id"`
-			Method string `json:"method"`
-		}
-		if json.Unmarshal(data, &m) != nil || m.Method != "" {
-			continue
-		}
-		if got, err := jsonrpc.MakeID(m.ID); err == nil && got.IsValid() {
-			return got, true
+		if id, ok := transport.ResponseID(data); ok {
+			return id, true
 		}
 	}
 	return jsonrpc.ID{}, false

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -730,4 +731,56 @@ func TestHTTPStatelessHeaders(t *testing.T) {
 			t.Errorf("%s: %d %s, want %d with %s", tc.name, status, got, tc.status, tc.want)
 		}
 	}
+}
+
+// TestHTTPAnswerIsJSON: a POST whose request streams nothing before its
+// answer (no progress, no log line, no server request) is answered with the
+// JSON-RPC response as an application/json body, on a session (2025-11-25,
+// initialize included) and sessionless (2026-07-28); the streaming calls
+// stay SSE streams (checkOrderHTTP).
+func TestHTTPAnswerIsJSON(t *testing.T) {
+	t.Parallel()
+	f := newHTTPFixture(t, HTTPOptions{NoAuth: true})
+	post := func(header map[string]string, body string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", f.url+PathMCP, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res, string(b)
+	}
+	isJSONAnswer := func(what string, res *http.Response, body string, id int64) {
+		t.Helper()
+		if ct := res.Header.Get("Content-Type"); res.StatusCode != http.StatusOK || ct != "application/json" || res.ContentLength != int64(len(body)) {
+			t.Fatalf("%s: %d %q (Content-Length %d) %s, want 200 application/json with the answer", what, res.StatusCode, ct, res.ContentLength, body)
+		}
+		m, err := jsonrpc.DecodeMessage([]byte(body))
+		if r, ok := m.(*jsonrpc.Response); err != nil || !ok || r.ID.Raw() != id || r.Error != nil {
+			t.Fatalf("%s: body %s is not the answer to id %d (%v)", what, body, id, err)
+		}
+	}
+	res, body := post(nil, initBody)
+	isJSONAnswer("initialize", res, body, 1)
+	sid := res.Header.Get("Mcp-Session-Id")
+	session := map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"}
+	if res, _ := post(session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); res.StatusCode != http.StatusAccepted {
+		t.Fatalf("initialized: %d", res.StatusCode)
+	}
+	res, body = post(session, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"up__echo","arguments":{"message":"hi"}}}`)
+	isJSONAnswer("tools/call on a session", res, body, 2)
+	if !strings.Contains(body, "echo: hi") {
+		t.Fatalf("tools/call answered %s", body)
+	}
+	const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	res, body = post(map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "up__echo"},
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"up__echo","arguments":{"message":"new"},`+meta+`}}`)
+	isJSONAnswer("tools/call sessionless", res, body, 3)
 }

@@ -172,6 +172,9 @@ func checkOrderHTTP(t *testing.T, p *Proxy, body string, n, calls int) {
 	}
 	for range calls {
 		res = post(sid, body)
+		if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
+			t.Fatalf("a call that streams was answered %q, want an SSE stream", ct)
+		}
 		steps := 0
 		if strings.Contains(body, "progressToken") {
 			steps = n

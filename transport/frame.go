@@ -73,7 +73,7 @@ func DecodeFrame(frame []byte) (jsonrpc.Message, error) {
 	default:
 		return nil, &FrameError{Code: jsonrpc.CodeInvalidRequest, Reason: "not a JSON-RPC message object"}
 	}
-	m, err := jsonrpc.DecodeMessage(msg)
+	m, err := decodeMessage(msg)
 	if err != nil {
 		fe := &FrameError{Code: jsonrpc.CodeInvalidRequest, Reason: err.Error()}
 		var keys map[string]json.RawMessage
@@ -273,6 +273,58 @@ func AppendResult(dst []byte, id jsonrpc.ID, result []byte) []byte {
 	dst = append(dst, `,"result":`...)
 	dst = append(dst, result...)
 	return append(dst, '}')
+}
+
+// ResponseID reports the id of the response that msg, one encoded
+// JSON-RPC message, is: an object with "result" or "error", no "method"
+// and a valid "id" (a string or an integer), in any key order. It reads
+// only the top-level keys and the id, so the cost of a large result is
+// one scan of its bytes; ok is false for a request, a notification or
+// bytes that are not a JSON object.
+func ResponseID(msg []byte) (id jsonrpc.ID, ok bool) {
+	i := jsonw.SkipSpace(msg, 0)
+	if i >= len(msg) || msg[i] != '{' {
+		return jsonrpc.ID{}, false
+	}
+	method, answer := false, false
+	_, err := jsonw.EachMember(msg, i, jsonw.MaxDepth, func(key []byte, _, vs int) (int, error) {
+		end, err := jsonw.ScanValue(msg, vs, jsonw.MaxDepth-1)
+		if err != nil {
+			return end, err
+		}
+		switch string(key) {
+		case "method":
+			method = true
+		case "result", "error":
+			answer = true
+		case "id":
+			id = rawID(msg[vs:end])
+		}
+		return end, nil
+	})
+	if err != nil || method || !answer || !id.IsValid() {
+		return jsonrpc.ID{}, false
+	}
+	return id, true
+}
+
+// rawID is the JSON-RPC id that raw, one JSON value, encodes, read as
+// jsonrpc.DecodeMessage reads it; the zero ID when it is not a string or
+// a number.
+func rawID(raw []byte) jsonrpc.ID {
+	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil && n >= -1<<53 && n <= 1<<53 {
+		id, _ := jsonrpc.MakeID(float64(n)) // exact: a float64 holds it
+		return id
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return jsonrpc.ID{}
+	}
+	id, err := jsonrpc.MakeID(v)
+	if err != nil {
+		return jsonrpc.ID{}
+	}
+	return id
 }
 
 // PeekFrameID returns the id of the message that prefix, the first bytes of

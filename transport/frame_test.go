@@ -92,3 +92,34 @@ func TestReadFrameHead(t *testing.T) {
 		t.Errorf("EncodeErrorReply = %s", got)
 	}
 }
+
+// TestResponseID: ResponseID finds the response id that
+// jsonrpc.DecodeMessage finds, in any key order, and nothing in requests,
+// notifications and ill-formed bytes.
+func TestResponseID(t *testing.T) {
+	t.Parallel()
+	for _, msg := range []string{
+		`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"a \"id\":8"}]}}`,
+		`{"jsonrpc":"2.0","result":{},"id":"s-1"}`,
+		`{"jsonrpc":"2.0","id":-3,"error":{"code":-32600,"message":"x"}}`,
+		`{"jsonrpc":"2.0","id":9007199254740993,"result":{}}`,
+		`{"jsonrpc":"2.0","id":2.0,"result":{}}`,
+		` {"jsonrpc":"2.0","i\u0064":4, "result":null} `,
+		`{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage","params":{}}`,
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1}}`,
+		`{"jsonrpc":"2.0","id":null,"result":{}}`,
+		`{"jsonrpc":"2.0","id":{"a":1},"result":{}}`,
+		`{"jsonrpc":"2.0","id":5,"result":{`,
+		`[{"jsonrpc":"2.0","id":5,"result":{}}]`,
+	} {
+		want, wantOK := jsonrpc.ID{}, false
+		if m, err := jsonrpc.DecodeMessage([]byte(msg)); err == nil {
+			if r, isResp := m.(*jsonrpc.Response); isResp && r.ID.IsValid() {
+				want, wantOK = r.ID, true
+			}
+		}
+		if got, ok := ResponseID([]byte(msg)); got != want || ok != wantOK {
+			t.Errorf("ResponseID(%s) = %v %v, want %v %v (go-sdk's decoding)", msg, got.Raw(), ok, want.Raw(), wantOK)
+		}
+	}
+}

@@ -72,16 +72,19 @@ type threadClock interface {
 // the clock cannot be read, the deadline is plain wall time.
 //
 // A Deadline belongs to the goroutine that started it, which must call
-// Stop once the guest call has returned.
+// Stop once the guest call has returned. An instance keeps one Deadline
+// for all its calls, one at a time, and its timer with it (restart).
 type Deadline struct {
 	limit, cap, grace time.Duration
 	clock             threadClock
-	locked            bool
+	locked            bool // the thread's CPU time is read (check may turn it off)
+	pinned            bool // restart locked the goroutine to its thread: Stop unlocks it
 	tid               int
 	cancel            context.CancelCauseFunc
 
 	mu      sync.Mutex
 	timer   *time.Timer
+	due     time.Time     // when the timer was last armed to fire
 	based   bool          // base and start are set
 	base    time.Duration // the thread's CPU time at the baseline
 	start   time.Time     // the call's start, estimated at the baseline
@@ -131,44 +134,67 @@ func StartDeadline(ctx context.Context, limit time.Duration) (context.Context, *
 // startDeadline is StartDeadline with the wall-clock cap (0: WallCap) and
 // the thread clock (nil: the system's) given.
 func startDeadline(ctx context.Context, limit, wallCap time.Duration, clock threadClock) (context.Context, *Deadline) {
+	d := new(Deadline)
+	return d.restart(ctx, limit, wallCap, clock), d
+}
+
+// restart starts d for one more call, as startDeadline does, on a Deadline
+// that is new or stopped: its timer is reused. A check still running from
+// the previous call, or a fire armed for it, finds the new call's due time
+// not reached and re-arms the timer for it (check).
+func (d *Deadline) restart(ctx context.Context, limit, wallCap time.Duration, clock threadClock) context.Context {
 	if clock == nil {
 		clock = systemClock
 	}
 	if wallCap <= 0 {
 		wallCap = WallCap(limit)
 	}
-	d := &Deadline{limit: limit, cap: max(wallCap, limit), grace: Grace(limit), clock: clock}
 	cctx, cancel := context.WithCancelCause(ctx)
-	d.cancel = cancel
-	first := limit
+	first, locked, tid := limit, false, 0
 	if clock != nil {
 		runtime.LockOSThread()
 		var ok bool
-		if d.tid, ok = clock.self(); ok {
-			d.locked = true
-			first = d.grace
+		if tid, ok = clock.self(); ok {
+			locked = true
+			first = Grace(limit)
 		} else {
 			runtime.UnlockOSThread()
 		}
 	}
-	// check may run before AfterFunc returns: it waits for the timer to be
-	// set.
+	// check may run before the timer is armed: it waits for mu.
 	d.mu.Lock()
-	d.timer = time.AfterFunc(first, d.check)
+	d.limit, d.cap, d.grace, d.clock = limit, max(wallCap, limit), Grace(limit), clock
+	d.locked, d.pinned, d.tid, d.cancel = locked, locked, tid, cancel
+	d.based, d.base, d.start, d.checks, d.stopped = false, 0, time.Time{}, 0, false
+	d.arm(time.Now(), first)
 	d.mu.Unlock()
-	return cctx, d
+	return cctx
+}
+
+// arm makes the timer fire after wait from now. d.mu is held.
+func (d *Deadline) arm(now time.Time, wait time.Duration) {
+	d.due = now.Add(wait)
+	if d.timer == nil {
+		d.timer = time.AfterFunc(wait, d.check)
+		return
+	}
+	d.timer.Reset(wait)
 }
 
 // Stop ends the deadline: it stops the timer, releases the context and
 // unlocks the OS thread. It must be called once, by the goroutine that
-// called StartDeadline, after the guest call has returned.
+// called StartDeadline, after the guest call has returned. Stop of a nil
+// Deadline does nothing.
 func (d *Deadline) Stop() {
+	if d == nil {
+		return
+	}
 	d.mu.Lock()
 	d.stopped = true
 	d.timer.Stop()
 	d.mu.Unlock()
 	d.cancel(context.Canceled)
-	if d.locked {
+	if d.pinned {
 		runtime.UnlockOSThread()
 	}
 }
@@ -184,9 +210,15 @@ func (d *Deadline) check() {
 		return
 	}
 	now := time.Now()
+	if now.Before(d.due) {
+		// Armed for an earlier call of a reused Deadline: a timer never
+		// fires early, so this fire is not the current call's.
+		d.timer.Reset(d.due.Sub(now))
+		return
+	}
 	if !d.locked {
 		if d.based && now.Sub(d.start) < d.limit {
-			d.timer.Reset(d.limit - now.Sub(d.start))
+			d.arm(now, d.limit-now.Sub(d.start))
 			return
 		}
 		d.cancel(&DeadlineError{Limit: d.limit, Cap: d.cap, NoCPUClock: true})
@@ -201,10 +233,10 @@ func (d *Deadline) check() {
 		if !ok {
 			// No CPU clock after all: fall back to wall time.
 			d.locked = false
-			d.timer.Reset(d.limit - d.grace)
+			d.arm(now, d.limit-d.grace)
 			return
 		}
-		d.timer.Reset(min(d.limit, d.cap-d.grace))
+		d.arm(now, min(d.limit, d.cap-d.grace))
 		return
 	}
 	wall := now.Sub(d.start)
@@ -219,7 +251,7 @@ func (d *Deadline) check() {
 	case wall >= d.cap:
 		d.cancel(&DeadlineError{Limit: d.limit, Cap: d.cap, CPU: used, WallCap: true})
 	default:
-		d.timer.Reset(min(max(d.limit-used, MinRecheck), d.cap-wall))
+		d.arm(now, min(max(d.limit-used, MinRecheck), d.cap-wall))
 	}
 }
 

@@ -104,6 +104,34 @@ func TestDeadline(t *testing.T) {
 	}
 }
 
+// TestDeadlineRestart: a Deadline an instance keeps for its calls bounds
+// each one afresh: a call stopped at once is not interrupted, the next one
+// that spins is, after its own baseline, and the one after that starts
+// clean again.
+func TestDeadlineRestart(t *testing.T) {
+	t.Parallel()
+	var d Deadline
+	quiet := &fakeClock{cpu: []time.Duration{0}}
+	ctx := d.restart(context.Background(), time.Hour, time.Hour, quiet)
+	d.Stop()
+	if cause := context.Cause(ctx); cause != context.Canceled {
+		t.Fatalf("a call stopped at once ended with %v, want context.Canceled", cause)
+	}
+	spin := &fakeClock{cpu: []time.Duration{1 * ms, 11 * ms}}
+	ctx = d.restart(context.Background(), 10*ms, time.Hour, spin)
+	<-ctx.Done()
+	d.Stop()
+	var got *DeadlineError
+	if !errors.As(context.Cause(ctx), &got) || *got != (DeadlineError{Limit: 10 * ms, Cap: time.Hour, CPU: 10 * ms}) || spin.count() != 2 {
+		t.Fatalf("the spinning call ended with %v after %d clock reads, want a 10ms CPU deadline after 2", context.Cause(ctx), spin.count())
+	}
+	ctx = d.restart(context.Background(), time.Hour, time.Hour, quiet)
+	if ctx.Err() != nil || d.based || d.checks != 0 {
+		t.Fatalf("restarted: err %v, based %v, checks %d: state of the previous call kept", ctx.Err(), d.based, d.checks)
+	}
+	d.Stop()
+}
+
 func TestDeadlineMessages(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {

@@ -26,6 +26,7 @@ type Instance struct {
 	// during the current call, 0 if none.
 	refusedGrow uint64
 	broken      bool
+	dl          Deadline // bounds each call made through the Module
 }
 
 // MemorySize returns the size of the instance's linear memory in bytes.

@@ -95,6 +95,10 @@ type Options struct {
 	// internal tests; zero values mean the real ones.
 	clock   threadClock
 	wallCap time.Duration
+	// noInterrupt and noDeadline take out wazero's close-on-done and the
+	// call Deadline, for benchmarks that measure their cost only: a
+	// guest that loops is then never interrupted.
+	noInterrupt, noDeadline bool
 }
 
 // Module is one compiled guest module with its own wazero Runtime and a
@@ -179,7 +183,7 @@ func Load(ctx context.Context, name string, wasm []byte, opts *Options) (*Module
 		o.OutputLimit = DefaultOutputLimit
 	}
 
-	rt, err := NewRuntime(ctx, name, o.MemoryLimitPages, true)
+	rt, err := NewRuntime(ctx, name, o.MemoryLimitPages, !o.noInterrupt)
 	if err != nil {
 		return nil, err
 	}
@@ -312,7 +316,7 @@ func (m *Module) CallBytesChecked(ctx context.Context, export string, input []by
 	if err != nil {
 		return nil, err
 	}
-	cctx, dl := m.deadline(ctx, m.opts.CallTimeout)
+	cctx, dl := m.callDeadline(ctx, inst)
 	out, err := inst.callBytes(cctx, ctx, export, input)
 	dl.Stop()
 	if err == nil && check != nil {
@@ -341,7 +345,7 @@ func (m *Module) Call(ctx context.Context, export string, params ...uint64) ([]u
 	if err != nil {
 		return nil, err
 	}
-	cctx, dl := m.deadline(ctx, m.opts.CallTimeout)
+	cctx, dl := m.callDeadline(ctx, inst)
 	res, err := inst.callRaw(cctx, ctx, export, params)
 	dl.Stop()
 	m.release(ctx, inst, err)
@@ -350,7 +354,19 @@ func (m *Module) Call(ctx context.Context, export string, params ...uint64) ([]u
 
 // deadline starts the deadline of one guest call or instance creation.
 func (m *Module) deadline(ctx context.Context, limit time.Duration) (context.Context, *Deadline) {
+	if m.opts.noDeadline {
+		return ctx, nil
+	}
 	return startDeadline(ctx, limit, m.opts.wallCap, m.opts.clock)
+}
+
+// callDeadline starts the deadline of one guest call on inst, with the
+// Deadline (and timer) the instance keeps for its calls.
+func (m *Module) callDeadline(ctx context.Context, inst *Instance) (context.Context, *Deadline) {
+	if m.opts.noDeadline {
+		return ctx, nil
+	}
+	return inst.dl.restart(ctx, m.opts.CallTimeout, m.opts.wallCap, m.opts.clock), &inst.dl
 }
 
 // release returns inst to the pool, or discards it after an error or when

@@ -115,8 +115,18 @@ func TestServerConformance(t *testing.T) {
 	t.Logf("conformance suite, server mode:\n%s", serverTable(all.keys(), cols, runs...))
 }
 
+// jsonAnswerChecks are the checks that report INFO, not SUCCESS, for a
+// server that answers a POST as application/json: the proxy does so for
+// every request that streams nothing before its answer (docs/proxy.md),
+// where the go-sdk fixture answers with an SSE stream. Both are the
+// server's choice (streamable HTTP transport), so INFO passes for them.
+var jsonAnswerChecks = map[string]bool{
+	"server-sse-multiple-streams/server-sse-streams-functional": true, // "Server returned JSON responses (SSE streams optional)"
+}
+
 // compareServerRuns requires every check that passes directly to pass in
-// proxied, except the known failures, which must still fail.
+// proxied (INFO passes for jsonAnswerChecks), except the known failures,
+// which must still fail.
 func compareServerRuns(t *testing.T, name string, direct, proxied serverResults, known map[string]string) {
 	t.Helper()
 	var regressions, fixed []string
@@ -125,7 +135,7 @@ func compareServerRuns(t *testing.T, name string, direct, proxied serverResults,
 			continue
 		}
 		got, ok := proxied[k]
-		pass := ok && got.Status == "SUCCESS"
+		pass := ok && (got.Status == "SUCCESS" || got.Status == "INFO" && jsonAnswerChecks[k])
 		why, isKnown := known[k]
 		switch {
 		case !pass && !isKnown:
