@@ -67,6 +67,7 @@ func (f *runtimeFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringArrayVar(&f.policy.files, "policy", nil, "policy module FILE.wasm or builtin:NAME (repeatable, runs in order; replaces the default modules)")
 	fl.StringVar(&f.policy.config, "policy-config", "", "policy file (JSON) listing modules, their config and mode (replaces the default modules)")
+	f.policy.bundle.register(fl)
 	fl.StringVar(&f.policy.auditLog, "audit-log", "", `decision audit log (JSON Lines); "-" for stderr (default: <state dir>/openclaw-go/policy-audit.jsonl)`)
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log the servers' stderr and the runtime's progress on stderr")
 	f.confine.register(fl)
@@ -165,8 +166,16 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve appro
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: dropTime}))
+	policyFile := f.policy.config
+	var follow *bundleFollower
+	if f.policy.bundle.ref != "" {
+		if follow, err = openBundle(ctx, f.policy, stderr, logger); err != nil {
+			return nil, regFail(cmd, "openclaw mcp: policies: "+err.Error())
+		}
+		policyFile = follow.cur.PolicyFile
+	}
 	eng, err := engine.Load(ctx, &engine.Options{
-		ConfigFile:     f.policy.config,
+		ConfigFile:     policyFile,
 		Files:          f.policy.files,
 		AuditLog:       f.policy.auditLog,
 		Logger:         logger,
@@ -175,6 +184,9 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve appro
 	})
 	if err != nil {
 		return nil, regFail(cmd, "openclaw mcp: policies: "+err.Error())
+	}
+	if follow != nil {
+		follow.started(eng)
 	}
 	enforced := false
 	for _, m := range eng.Modules() {

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/internal/testkit"
+	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/bundle"
+)
+
+// syncBuffer is a bytes.Buffer safe for the follower's writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// pushBundle pushes a bundle whose rules block "blocked" with reason (its
+// test case expects expectReason) to tag and signs it with key (none when
+// ""), sequence seq; it returns the pushed digest reference.
+func pushBundle(t *testing.T, tag, reason, expectReason, key, seq string) string {
+	t.Helper()
+	dir := writeTestBundle(t, t.TempDir(), reason, expectReason)
+	out, code, err := runPolicyCLI(t, "policy", "push", dir, tag)
+	if code != 0 {
+		t.Fatalf("push: %v\n%s", err, out)
+	}
+	pinned := digestRef.FindString(out)
+	if key != "" {
+		if out, code, err := runPolicyCLI(t, "policy", "sign", pinned, "--key", key, "--sequence", seq); code != 0 {
+			t.Fatalf("sign: %v\n%s", err, out)
+		}
+	}
+	return pinned
+}
+
+// TestPolicyBundleHotSwap: a process following a tag swaps to each new
+// signed digest whose cases pass, and refuses an unsigned one, one signed
+// with another key, a tampered layer, a failing case and a module that
+// does not load, each named on stderr, in the audit log and counted,
+// while the old set keeps deciding; with the registry down it keeps
+// serving, and a restart loads the cached verified bundle.
+func TestPolicyBundleHotSwap(t *testing.T) {
+	ctx := context.Background()
+	reg := testkit.StartRegistry(t)
+	t.Setenv(config.EnvStateDir, t.TempDir())
+	keyDir, otherDir := t.TempDir(), t.TempDir()
+	priv, pub := writeKeyPair(t, keyDir, nil)
+	otherPriv, _ := writeKeyPair(t, otherDir, nil)
+	tag := "oci://" + reg.Host + "/team/policy:live"
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	var mu sync.Mutex
+	counts := map[string]int{}
+	fl := policyFlags{auditLog: audit, bundle: bundleFlags{ref: tag, keys: []string{pub}},
+		onBundle: func(outcome, reason string) { mu.Lock(); counts[outcome+"/"+reason]++; mu.Unlock() }}
+
+	pushBundle(t, tag, "v1", "v1", priv, "1")
+	var stderr syncBuffer
+	lp, err := startPolicies(ctx, fl, "test", &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decides := func() string {
+		return lp.BeforeToolCall(ctx, &policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: "blocked"}}).Reason
+	}
+	if got := decides(); got != "v1" {
+		t.Fatalf("at start: decided %q, want v1\n%s", got, stderr.String())
+	}
+	pushBundle(t, tag, "v2", "v2", priv, "2")
+	lp.bundle.poll(ctx, false)
+	if got := decides(); got != "v2" {
+		t.Fatalf("after the push of v2: decided %q\n%s", got, stderr.String())
+	}
+
+	refused := func(what, reason string) {
+		t.Helper()
+		lp.bundle.poll(ctx, false)
+		if got := decides(); got != "v2" {
+			t.Errorf("%s: decided %q, want v2 (the old set)", what, got)
+		}
+		if !strings.Contains(stderr.String(), "REFUSED ("+reason+")") {
+			t.Errorf("%s: stderr does not say REFUSED (%s):\n%s", what, reason, stderr.String())
+		}
+	}
+	pushBundle(t, tag, "v3", "v3", "", "")
+	refused("unsigned", bundle.ReasonUnsigned)
+	pushBundle(t, tag, "v4", "v4", otherPriv, "4")
+	refused("another key", bundle.ReasonBadSignature)
+	pushBundle(t, tag, "v5", "not v5", priv, "5")
+	refused("failing case", bundle.ReasonTestFailed)
+	v6 := pushBundle(t, tag, "v6", "v6", priv, "6")
+	ref6, _ := bundle.ParseRef(v6)
+	p6, err := bundle.Pull(ctx, ref6, bundle.Remote{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob := reg.BlobPath(p6.Parsed.Layers[0].Digest.String())
+	data, _ := os.ReadFile(blob)
+	if err := os.WriteFile(blob, bytes.Replace(data, []byte(`"v6"`), []byte(`"v7"`), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	refused("tampered layer", bundle.ReasonDigestMismatch)
+	// A module that does not load (no case exercises it): the swap fails.
+	dir := writeTestBundle(t, t.TempDir(), "v8", "v8")
+	if err := os.WriteFile(filepath.Join(dir, "policy.json"), []byte(`{"modules":[{"name":"rules","source":"rules.wasm",
+ "config":{"default":"allow","rules":[{"tool":"blocked","decision":"block","reason":"v8"}]}},{"name":"broken","source":"broken.wasm"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "broken.wasm"), []byte("\x00asm\x01\x00\x00\x00garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code, err := runPolicyCLI(t, "policy", "push", dir, tag)
+	if code != 0 {
+		t.Fatalf("push: %v\n%s", err, out)
+	}
+	if out, code, err := runPolicyCLI(t, "policy", "sign", digestRef.FindString(out), "--key", priv, "--sequence", "8"); code != 0 {
+		t.Fatalf("sign: %v\n%s", err, out)
+	}
+	refused("module that does not load", bundle.ReasonModuleLoad)
+
+	log, _ := os.ReadFile(audit)
+	for _, r := range []string{bundle.ReasonUnsigned, bundle.ReasonBadSignature, bundle.ReasonTestFailed, bundle.ReasonDigestMismatch, bundle.ReasonModuleLoad} {
+		if !bytes.Contains(log, []byte(`"hook":"policy_bundle"`)) || !bytes.Contains(log, []byte(`"decision":"refused","reason":"`+r+`"`)) {
+			t.Errorf("the audit log has no refusal %s:\n%s", r, log)
+		}
+		mu.Lock()
+		if counts["refused/"+r] != 1 {
+			t.Errorf("refused/%s counted %d times, want 1 (%v)", r, counts["refused/"+r], counts)
+		}
+		mu.Unlock()
+	}
+
+	// The registry down: serving goes on; a restart runs the cache.
+	reg.Stop()
+	lp.bundle.poll(ctx, true)
+	if got := decides(); got != "v2" || !strings.Contains(stderr.String(), "registry unreachable") {
+		t.Errorf("registry down: decided %q\n%s", got, stderr.String())
+	}
+	if err := lp.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var stderr2 syncBuffer
+	lp, err = startPolicies(ctx, fl, "test", &stderr2)
+	if err != nil {
+		t.Fatalf("restart with the registry down: %v", err)
+	}
+	defer lp.Close(ctx)
+	if got := decides(); got != "v2" || !strings.Contains(stderr2.String(), "running the cached verified bundle") {
+		t.Errorf("restart with the registry down: decided %q\n%s", got, stderr2.String())
+	}
+}
