@@ -166,18 +166,22 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve appro
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: dropTime}))
-	policyFile := f.policy.config
+	pol := f.policy
+	if err := bundleFromPolicyFile(&pol); err != nil {
+		return nil, regFail(cmd, "openclaw mcp: policies: "+err.Error())
+	}
+	policyFile := pol.config
 	var follow *bundleFollower
-	if f.policy.bundle.ref != "" {
-		if follow, err = openBundle(ctx, f.policy, stderr, logger); err != nil {
+	if pol.bundle.ref != "" {
+		if follow, err = openBundle(ctx, pol, stderr, logger); err != nil {
 			return nil, regFail(cmd, "openclaw mcp: policies: "+err.Error())
 		}
 		policyFile = follow.cur.PolicyFile
 	}
 	eng, err := engine.Load(ctx, &engine.Options{
 		ConfigFile:     policyFile,
-		Files:          f.policy.files,
-		AuditLog:       f.policy.auditLog,
+		Files:          pol.files,
+		AuditLog:       pol.auditLog,
 		Logger:         logger,
 		DefaultModules: runtimeDefaultModules,
 		NamingModule:   namingModule,

@@ -54,6 +54,9 @@ func startPolicies(ctx context.Context, fl policyFlags, what string, stderr io.W
 	}
 	logger := newLogger(stderr, level, fl.logJSON)
 	lp := &livePolicies{}
+	if err := bundleFromPolicyFile(&fl); err != nil {
+		return nil, err
+	}
 	if fl.bundle.ref != "" {
 		f, err := openBundle(ctx, fl, stderr, logger)
 		if err != nil {

@@ -17,12 +17,18 @@ import (
 // writeTestBundle writes a bundle folder whose rules module blocks tool
 // "blocked" with reason, and whose test case expects expectReason.
 func writeTestBundle(t *testing.T, dir, reason, expectReason string) string {
+	return writeToolBundle(t, dir, "blocked", reason, expectReason)
+}
+
+// writeToolBundle is writeTestBundle blocking the tools of pattern (which
+// must match "blocked").
+func writeToolBundle(t *testing.T, dir, pattern, reason, expectReason string) string {
 	t.Helper()
 	rules, _ := builtin.Lookup("builtin:rules")
 	files := map[string]string{
 		"rules.wasm": string(rules.Wasm),
 		"policy.json": `{"modules":[{"name":"rules","source":"rules.wasm",
- "config":{"default":"allow","rules":[{"tool":"blocked","decision":"block","reason":"` + reason + `"}]}}]}`,
+ "config":{"default":"allow","rules":[{"tool":"` + pattern + `","decision":"block","reason":"` + reason + `"}]}}]}`,
 		"tests/rules.jsonl": `{"name":"blocked is blocked","input":{"surface":"serve","tool":{"name":"blocked"}},"expect":{"decision":"block","reason":"` + expectReason + `"}}` + "\n",
 	}
 	for name, data := range files {

@@ -36,6 +36,35 @@ func (b *bundleFlags) register(f *pflag.FlagSet) {
 	f.BoolVar(&b.allowRollback, "policy-allow-rollback", false, "with --policy-bundle, accept a digest signed with an older sequence than the accepted one")
 }
 
+// bundleFromPolicyFile applies the bundle key of the policy file fl names
+// (config.PolicyBundle) when no --policy-bundle is given: the process then
+// follows that bundle, and the file gives only the audit log (unless
+// --audit-log does).
+func bundleFromPolicyFile(fl *policyFlags) error {
+	if fl.config == "" || fl.bundle.ref != "" {
+		return nil
+	}
+	pf, err := config.LoadPolicyFile(fl.config)
+	if err != nil || pf.Bundle == nil {
+		return err
+	}
+	b := pf.Bundle
+	fl.bundle.ref, fl.bundle.keys, fl.bundle.allowRollback = b.Ref, b.Keys, b.AllowRollback
+	switch {
+	case b.PollIntervalS < 0:
+		fl.bundle.poll = 0
+	case b.PollIntervalS > 0:
+		fl.bundle.poll = time.Duration(b.PollIntervalS) * time.Second
+	default:
+		fl.bundle.poll = time.Minute
+	}
+	if fl.auditLog == "" {
+		fl.auditLog = pf.AuditLog
+	}
+	fl.config = ""
+	return nil
+}
+
 // bundleAuditHook is the hook field of the audit records of bundle swaps
 // and refusals.
 const bundleAuditHook policies.Hook = "policy_bundle"

@@ -85,6 +85,9 @@ func parsePolicy(data []byte) (*config.PolicyFile, error) {
 	if pf.AuditLog != "" {
 		return nil, fmt.Errorf("%s: audit_log is not allowed in a bundle (the process running it names its audit log)", PolicyFileName)
 	}
+	if pf.Bundle != nil {
+		return nil, fmt.Errorf("%s: a bundle's policy file names no other bundle", PolicyFileName)
+	}
 	if pf.ToolPins != nil && pf.ToolPins.File != "" {
 		return nil, fmt.Errorf("%s: tool_pins.file is not allowed in a bundle (the pins file is the machine's)", PolicyFileName)
 	}
