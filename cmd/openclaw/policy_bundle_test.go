@@ -22,7 +22,7 @@ func writeTestBundle(t *testing.T, dir, reason, expectReason string) string {
 
 // writeToolBundle is writeTestBundle blocking the tools of pattern (which
 // must match "blocked").
-func writeToolBundle(t *testing.T, dir, pattern, reason, expectReason string) string {
+func writeToolBundle(t testing.TB, dir, pattern, reason, expectReason string) string {
 	t.Helper()
 	rules, _ := builtin.Lookup("builtin:rules")
 	files := map[string]string{
@@ -45,7 +45,7 @@ func writeToolBundle(t *testing.T, dir, pattern, reason, expectReason string) st
 
 // writeKeyPair writes an ECDSA P-256 PEM key pair, encrypted with
 // password when it is not nil.
-func writeKeyPair(t *testing.T, dir string, password []byte) (priv, pub string) {
+func writeKeyPair(t testing.TB, dir string, password []byte) (priv, pub string) {
 	t.Helper()
 	pf := cryptoutils.SkipPassword
 	if password != nil {

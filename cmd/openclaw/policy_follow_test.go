@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -165,5 +166,50 @@ func TestPolicyBundleHotSwap(t *testing.T) {
 	defer lp.Close(ctx)
 	if got := decides(); got != "v2" || !strings.Contains(stderr2.String(), "running the cached verified bundle") {
 		t.Errorf("restart with the registry down: decided %q\n%s", got, stderr2.String())
+	}
+}
+
+// BenchmarkBundleSwap measures one swap as a fleet member sees it, the
+// poll interval excluded: push and sign a bundle, poll (HEAD, pull, verify
+// signature and layers, run the cases, reload), decide with the new set.
+func BenchmarkBundleSwap(b *testing.B) {
+	reg := testkit.StartRegistry(b)
+	b.Setenv(config.EnvStateDir, b.TempDir())
+	priv, pub := writeKeyPair(b, b.TempDir(), nil)
+	tag := "oci://" + reg.Host + "/team/bench:live"
+	push := func(reason string, seq int) {
+		dir := writeToolBundle(b, b.TempDir(), "blocked", reason, reason)
+		root := newRootCmd()
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&out)
+		root.SetArgs([]string{"policy", "push", dir, tag})
+		if err := root.ExecuteContext(context.Background()); err != nil {
+			b.Fatalf("push: %v\n%s", err, out.String())
+		}
+		root = newRootCmd()
+		root.SetOut(&out)
+		root.SetErr(&out)
+		root.SetArgs([]string{"policy", "sign", digestRef.FindString(out.String()), "--key", priv, "--sequence", strconv.Itoa(seq)})
+		if err := root.ExecuteContext(context.Background()); err != nil {
+			b.Fatalf("sign: %v\n%s", err, out.String())
+		}
+	}
+	push("v0", 0)
+	ctx := context.Background()
+	var stderr syncBuffer
+	lp, err := startPolicies(ctx, policyFlags{auditLog: filepath.Join(b.TempDir(), "audit.jsonl"), bundle: bundleFlags{ref: tag, keys: []string{pub}}}, "bench", &stderr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer lp.Close(ctx)
+	b.ResetTimer()
+	for i := 1; i <= b.N; i++ {
+		want := "v" + strconv.Itoa(i)
+		push(want, i)
+		lp.bundle.poll(ctx, false)
+		if got := lp.BeforeToolCall(ctx, &policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: "blocked"}}).Reason; got != want {
+			b.Fatalf("decided %q, want %q\n%s", got, want, stderr.String())
+		}
 	}
 }
