@@ -43,6 +43,10 @@ func TestCosignInterop(t *testing.T) {
 	if !strings.Contains(out, ours.Digest.String()) {
 		t.Errorf("cosign verify printed no payload for %s:\n%s", ours.Digest, out)
 	}
+	_, otherPub := keyPair(t, nil)
+	if out, err := cosign(t, bin, dir, "verify", "--key", otherPub, "--insecure-ignore-tlog=true", "--allow-insecure-registry", "--allow-http-registry", image); err == nil {
+		t.Fatalf("cosign verified our signature with another key:\n%s", out)
+	}
 
 	if out, err := cosign(t, bin, dir, "generate-key-pair"); err != nil {
 		t.Fatalf("cosign generate-key-pair: %v\n%s", err, out)
