@@ -11,28 +11,11 @@ import (
 	"testing"
 
 	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/internal/e2e"
 	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/bundle"
 )
-
-// syncBuffer is a bytes.Buffer safe for the follower's writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // pushBundle pushes a bundle whose rules block "blocked" with reason (its
 // test case expects expectReason) to tag and signs it with key (none when
@@ -74,8 +57,8 @@ func TestPolicyBundleHotSwap(t *testing.T) {
 		onBundle: func(outcome, reason string) { mu.Lock(); counts[outcome+"/"+reason]++; mu.Unlock() }}
 
 	pushBundle(t, tag, "v1", "v1", priv, "1")
-	var stderr syncBuffer
-	lp, err := startPolicies(ctx, fl, "test", &stderr)
+	stderr := &e2e.LockedBuffer{}
+	lp, err := startPolicies(ctx, fl, "test", stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,8 +141,8 @@ func TestPolicyBundleHotSwap(t *testing.T) {
 	if err := lp.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var stderr2 syncBuffer
-	lp, err = startPolicies(ctx, fl, "test", &stderr2)
+	stderr2 := &e2e.LockedBuffer{}
+	lp, err = startPolicies(ctx, fl, "test", stderr2)
 	if err != nil {
 		t.Fatalf("restart with the registry down: %v", err)
 	}
@@ -197,8 +180,8 @@ func BenchmarkBundleSwap(b *testing.B) {
 	}
 	push("v0", 0)
 	ctx := context.Background()
-	var stderr syncBuffer
-	lp, err := startPolicies(ctx, policyFlags{auditLog: filepath.Join(b.TempDir(), "audit.jsonl"), bundle: bundleFlags{ref: tag, keys: []string{pub}}}, "bench", &stderr)
+	stderr := &e2e.LockedBuffer{}
+	lp, err := startPolicies(ctx, policyFlags{auditLog: filepath.Join(b.TempDir(), "audit.jsonl"), bundle: bundleFlags{ref: tag, keys: []string{pub}}}, "bench", stderr)
 	if err != nil {
 		b.Fatal(err)
 	}
