@@ -108,6 +108,13 @@ func startPolicies(ctx context.Context, fl policyFlags, what string, stderr io.W
 	if lp.reg, err = register(what, fl.config, eng.Modules()); err != nil {
 		logger.Warn("openclaw policy reload will not reach this process", "err", err)
 	}
+	if lp.bundle != nil {
+		lp.bundle.report = func(err error) {
+			if lp.reg != nil {
+				lp.reg.reloaded(lp.Engine.Modules(), engine.ReloadResult{}, err)
+			}
+		}
+	}
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	lp.stop = cancel
 	lp.wg.Add(2)

@@ -113,8 +113,11 @@ func TestPolicyBundleFleet(t *testing.T) {
 			}
 		}
 	}
-	pollNow := func() {
-		for _, m := range fleet {
+	pollNow := func(skip int) {
+		for i, m := range fleet {
+			if i == skip {
+				continue
+			}
 			if err := syscall.Kill(m.pid, syscall.SIGHUP); err != nil {
 				t.Fatal(err)
 			}
@@ -122,7 +125,7 @@ func TestPolicyBundleFleet(t *testing.T) {
 	}
 
 	start := push("v2", "v2", "2")
-	pollNow()
+	pollNow(-1)
 	waitFor(regexp.MustCompile(`policy bundle swapped: `), 1)
 	for _, m := range fleet {
 		if got := m.decides(); !strings.Contains(got, "v2") {
@@ -132,7 +135,14 @@ func TestPolicyBundleFleet(t *testing.T) {
 	t.Logf("swap latency, push to every member deciding with v2 (SIGHUP instead of the poll interval): %v", time.Since(start))
 
 	push("v3", "not v3", "3")
-	pollNow()
+	// The first member is told by `openclaw policy reload`, which reports
+	// its refusal.
+	pollNow(0)
+	t.Setenv("OPENCLAW_STATE_DIR", s1.state)
+	out, code, _ := runPolicyCLI(t, "policy", "reload", "--wait", "60s")
+	if code != 1 || !strings.Contains(out, "reload refused") || !strings.Contains(out, "(test_failed)") {
+		t.Errorf("policy reload of a member refusing the bundle: exit %d\n%s", code, out)
+	}
 	waitFor(regexp.MustCompile(`REFUSED \(test_failed\)`), 1)
 	for _, m := range fleet {
 		if got := m.decides(); !strings.Contains(got, "v2") {

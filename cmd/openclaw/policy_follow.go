@@ -78,6 +78,10 @@ type bundleFollower struct {
 	logger *slog.Logger
 	// onOutcome counts swaps and refusals (metrics); may be nil.
 	onOutcome func(outcome, reason string)
+	// report records a forced poll that ended without a reload (a
+	// refusal, an unreachable registry) where `openclaw policy reload`
+	// reads it; may be nil.
+	report func(err error)
 
 	mu      sync.Mutex // one poll at a time
 	eng     *engine.Engine
@@ -215,13 +219,17 @@ func (f *bundleFollower) poll(ctx context.Context, forced bool) {
 		var r *bundle.Refusal
 		if errors.As(err, &r) {
 			f.refuse(r)
-			return
+		} else {
+			f.say(fmt.Sprintf("openclaw mcp: policy bundle %s: %v; %s keeps running", f.src.Ref, err, f.cur.Digest))
 		}
-		f.say(fmt.Sprintf("openclaw mcp: policy bundle %s: %v; %s keeps running", f.src.Ref, err, f.cur.Digest))
+		if forced && f.report != nil {
+			f.report(err)
+		}
 		return
 	}
 	res, err := f.eng.ReloadFrom(ctx, a.PolicyFile)
 	if err != nil {
+		// The engine's OnReload recorded the failed reload.
 		f.src.Cache.Discard(a)
 		f.refuse(&bundle.Refusal{Reason: bundle.ReasonModuleLoad, Digest: d, Err: err})
 		return
@@ -242,6 +250,9 @@ func (f *bundleFollower) reloadCached(ctx context.Context) {
 	if err != nil {
 		f.say(fmt.Sprintf("openclaw mcp: policy bundle %s: the cached bundle fails verification, the loaded set keeps running: %v", f.src.Ref, err))
 		f.record("refused", bundle.ReasonDigestMismatch, err)
+		if f.report != nil {
+			f.report(err)
+		}
 		return
 	}
 	_, _ = f.eng.ReloadFrom(ctx, a.PolicyFile)
