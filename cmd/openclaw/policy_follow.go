@@ -83,12 +83,17 @@ type bundleFollower struct {
 	// reads it; may be nil.
 	report func(err error)
 
-	mu      sync.Mutex // one poll at a time
-	eng     *engine.Engine
-	audit   policies.AuditSink
-	cur     *bundle.Accepted
-	refused digest.Digest // the digest last refused, not retried until the tag moves
-	down    bool          // the registry was unreachable at the last poll
+	mu    sync.Mutex // one poll at a time
+	eng   *engine.Engine
+	audit policies.AuditSink
+	cur   *bundle.Accepted
+	// refused is the digest last refused and refusedFor the reason: a
+	// content refusal is not retried until the tag moves (or SIGHUP); a
+	// signature refusal is retried each poll (a signature may follow the
+	// push) and said again only when its reason changes.
+	refused    digest.Digest
+	refusedFor string
+	down       bool // the registry was unreachable at the last poll
 }
 
 // openBundle resolves the bundle of fl at start: the digest the tag names
@@ -134,7 +139,7 @@ func openBundle(ctx context.Context, fl policyFlags, stderr io.Writer, logger *s
 		rerr = err
 		var r *bundle.Refusal
 		if errors.As(err, &r) {
-			f.refused = d
+			f.refused, f.refusedFor = d, r.Reason
 			f.outcome("refused", r.Reason)
 		}
 	}
@@ -208,16 +213,22 @@ func (f *bundleFollower) poll(ctx context.Context, forced bool) {
 		return
 	}
 	f.down = false
-	if d == f.cur.Digest || d == f.refused && !forced {
+	if d == f.cur.Digest {
 		if forced {
 			f.reloadCached(ctx)
 		}
+		return
+	}
+	if d == f.refused && !forced && !bundle.SignatureReason(f.refusedFor) {
 		return
 	}
 	a, err := f.src.Fetch(ctx, d)
 	if err != nil {
 		var r *bundle.Refusal
 		if errors.As(err, &r) {
+			if !forced && r.Digest == f.refused && r.Reason == f.refusedFor {
+				return // said already
+			}
 			f.refuse(r)
 		} else {
 			f.say(fmt.Sprintf("openclaw mcp: policy bundle %s: %v; %s keeps running", f.src.Ref, err, f.cur.Digest))
@@ -238,7 +249,7 @@ func (f *bundleFollower) poll(ctx context.Context, forced bool) {
 		f.logger.Warn("policy bundle: the cache state cannot be written", "err", err)
 	}
 	old := f.cur.Digest
-	f.cur, f.refused = a, ""
+	f.cur, f.refused, f.refusedFor = a, "", ""
 	f.say(fmt.Sprintf("openclaw mcp: policy bundle swapped: %s %s → %s (%s)", f.src.Ref, old, d, res))
 	f.record("swapped", "", nil)
 }
@@ -259,7 +270,7 @@ func (f *bundleFollower) reloadCached(ctx context.Context) {
 }
 
 func (f *bundleFollower) refuse(r *bundle.Refusal) {
-	f.refused = r.Digest
+	f.refused, f.refusedFor = r.Digest, r.Reason
 	f.say(fmt.Sprintf("openclaw mcp: policy bundle %s@%s REFUSED (%s): %v; %s keeps running", f.src.Ref.Name(), r.Digest, r.Reason, r.Err, f.cur.Digest))
 	f.record("refused", r.Reason, r)
 }

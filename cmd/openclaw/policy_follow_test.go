@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/internal/e2e"
@@ -193,6 +194,47 @@ func BenchmarkBundleSwap(b *testing.B) {
 		lp.bundle.poll(ctx, false)
 		if got := lp.BeforeToolCall(ctx, &policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: "blocked"}}).Reason; got != want {
 			b.Fatalf("decided %q, want %q\n%s", got, want, stderr.String())
+		}
+	}
+}
+
+// TestPolicyBundlePollInterval: with --policy-poll set, a pushed bundle
+// is found by the poll alone; refused while unsigned, it is swapped in
+// once its signature is pushed.
+func TestPolicyBundlePollInterval(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	reg := testkit.StartRegistry(t)
+	t.Setenv(config.EnvStateDir, t.TempDir())
+	priv, pub := writeKeyPair(t, t.TempDir(), nil)
+	tag := "oci://" + reg.Host + "/team/policy:live"
+	pushBundle(t, tag, "v1", "v1", priv, "1")
+	stderr := &e2e.LockedBuffer{}
+	lp, err := startPolicies(ctx, policyFlags{auditLog: filepath.Join(t.TempDir(), "audit.jsonl"),
+		bundle: bundleFlags{ref: tag, keys: []string{pub}, poll: 20 * time.Millisecond}}, "test", stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lp.Close(context.Background())
+	pinned := pushBundle(t, tag, "v2", "v2", "", "")
+	for !strings.Contains(stderr.String(), "REFUSED (unsigned)") {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the unsigned bundle was not refused:\n%s", stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if out, code, err := runPolicyCLI(t, "policy", "sign", pinned, "--key", priv, "--sequence", "2"); code != 0 {
+		t.Fatalf("sign: %v\n%s", err, out)
+	}
+	for {
+		if lp.BeforeToolCall(ctx, &policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: "blocked"}}).Reason == "v2" {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the poll never swapped in v2:\n%s", stderr.String())
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }

@@ -59,24 +59,14 @@ func (s *Source) Resolve(ctx context.Context) (digest.Digest, error) {
 	return desc.Digest, nil
 }
 
-// Fetch pulls the bundle of digest d, verifies its layers and signature,
-// applies the rollback rule against the cache's state, stages it in the
-// cache and runs its test cases. A refused bundle is a *Refusal; an
+// Fetch verifies the signature of digest d, applies the rollback rule
+// against the cache's state, pulls the bundle checking its layers, stages
+// it in the cache and runs its test cases. A refused bundle is a *Refusal; an
 // error reaching the registry is returned as is. The caller swaps the
 // accepted bundle in, then calls Cache.Commit (or Cache.Discard).
 func (s *Source) Fetch(ctx context.Context, d digest.Digest) (*Accepted, error) {
-	ref := s.Ref
-	ref.Digest = d
-	p, err := Pull(ctx, ref, s.Remote)
-	if err != nil {
-		switch {
-		case errors.Is(err, ErrDigestMismatch):
-			return nil, &Refusal{Reason: ReasonDigestMismatch, Digest: d, Err: err}
-		case errors.Is(err, ErrInvalid):
-			return nil, &Refusal{Reason: ReasonInvalid, Digest: d, Err: err}
-		}
-		return nil, err
-	}
+	// The signature first: it is small, and it says whether the layers
+	// are worth pulling.
 	sigs, err := FetchSignatures(ctx, s.Ref, d, s.Remote)
 	if errors.Is(err, ErrNotFound) {
 		return nil, &Refusal{Reason: ReasonUnsigned, Digest: d, Err: err}
@@ -97,6 +87,18 @@ func (s *Source) Fetch(ctx context.Context, d digest.Digest) (*Accepted, error) 
 			"%s names %s, signed with sequence %d, not newer than the accepted %s (sequence %d): a rollback (allow it with --allow-rollback, or sign the digest again)",
 			s.Ref, d, v.Sequence, st.Digest, st.Sequence)}
 	}
+	ref := s.Ref
+	ref.Digest = d
+	p, err := Pull(ctx, ref, s.Remote)
+	if err != nil {
+		switch {
+		case errors.Is(err, ErrDigestMismatch):
+			return nil, &Refusal{Reason: ReasonDigestMismatch, Digest: d, Err: err}
+		case errors.Is(err, ErrInvalid):
+			return nil, &Refusal{Reason: ReasonInvalid, Digest: d, Err: err}
+		}
+		return nil, err
+	}
 	a, err := s.Cache.Stage(s.Ref, p, v)
 	if err != nil {
 		return nil, err
@@ -106,6 +108,13 @@ func (s *Source) Fetch(ctx context.Context, d digest.Digest) (*Accepted, error) 
 		return nil, err
 	}
 	return a, nil
+}
+
+// SignatureReason reports whether a refusal for reason depends on the
+// digest's signatures, which can be added later (a bundle is often pushed,
+// then signed), rather than on its content, which a digest fixes.
+func SignatureReason(reason string) bool {
+	return reason == ReasonUnsigned || reason == ReasonBadSignature || reason == ReasonRollback
 }
 
 // Test runs a staged or cached bundle's test cases; a failing case or a
