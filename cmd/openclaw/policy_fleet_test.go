@@ -181,3 +181,50 @@ func httpGet(t *testing.T, url string) string {
 	b, _ := io.ReadAll(res.Body)
 	return string(b)
 }
+
+// TestMCPCallPolicyBundle: `mcp call --policy-bundle` decides with the
+// bundle the tag names; run again with the registry down, it decides with
+// the cached verified bundle, and a cache that fails verification
+// refuses the call.
+func TestMCPCallPolicyBundle(t *testing.T) {
+	reg := testkit.StartRegistry(t)
+	priv, pub := writeKeyPair(t, t.TempDir(), nil)
+	tag := "oci://" + reg.Host + "/team/call:live"
+	dir := writeToolBundle(t, t.TempDir(), "*", "bundle says no", "bundle says no")
+	out, code, err := runPolicyCLI(t, "policy", "push", dir, tag)
+	if code != 0 {
+		t.Fatalf("push: %v\n%s", err, out)
+	}
+	if out, code, err := runPolicyCLI(t, "policy", "sign", digestRef.FindString(out), "--key", priv); code != 0 {
+		t.Fatalf("sign: %v\n%s", err, out)
+	}
+	cli := newRuntimeCLI(t)
+	r := cli.newHome(t, map[string]any{"tiny": map[string]any{"command": cli.tiny}}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	call := func() (string, string) {
+		cmd, stdout, stderr := r.start(t, ctx, "mcp", "call", "tiny__echo", "--args", `{"message":"hi"}`, "--audit-log", os.DevNull,
+			"--policy-bundle", tag, "--policy-key", pub)
+		_ = cmd.Wait()
+		return stdout.String(), stderr.String()
+	}
+	if stdout, stderr := call(); !strings.Contains(stdout+stderr, "bundle says no") || strings.Contains(stdout, "tiny says hi") {
+		t.Fatalf("with the registry up: stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	}
+	reg.Stop()
+	if stdout, stderr := call(); !strings.Contains(stdout+stderr, "bundle says no") || !strings.Contains(stderr, "running the cached verified bundle") {
+		t.Fatalf("with the registry down: stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	}
+	// Tamper with the cached policy file: the next start refuses.
+	pfs, _ := filepath.Glob(filepath.Join(r.home, ".openclaw", "state", "openclaw-go", "policy-bundles", "*", "team", "call", "sha256-*", "files", "policy.json"))
+	if len(pfs) != 1 {
+		t.Fatalf("cached policy files: %v", pfs)
+	}
+	data, _ := os.ReadFile(pfs[0])
+	if err := os.WriteFile(pfs[0], []byte(strings.Replace(string(data), `"block"`, `"allow"`, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if stdout, stderr := call(); strings.Contains(stdout, "tiny says hi") || !strings.Contains(stderr, "digest mismatch") {
+		t.Fatalf("with a tampered cache: stdout:\n%s\nstderr:\n%s", stdout, stderr)
+	}
+}
