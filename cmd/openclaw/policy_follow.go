@@ -254,19 +254,27 @@ func (f *bundleFollower) poll(ctx context.Context, forced bool) {
 	f.record("swapped", "", nil)
 }
 
-// reloadCached verifies the running bundle in the cache again and reloads
-// the engine from it.
+// reloadCached loads the cache's accepted bundle, verified again and its
+// cases run, and reloads the engine from it: the running bundle, or one
+// that another process on this machine accepted since.
 func (f *bundleFollower) reloadCached(ctx context.Context) {
-	a, err := f.src.Cache.Load(f.src.Ref, f.src.Keys)
+	a, err := f.loadCached(ctx)
 	if err != nil {
 		f.say(fmt.Sprintf("openclaw mcp: policy bundle %s: the cached bundle fails verification, the loaded set keeps running: %v", f.src.Ref, err))
-		f.record("refused", bundle.ReasonDigestMismatch, err)
+		reason := bundle.ReasonDigestMismatch
+		var r *bundle.Refusal
+		if errors.As(err, &r) {
+			reason = r.Reason
+		}
+		f.record("refused", reason, err)
 		if f.report != nil {
 			f.report(err)
 		}
 		return
 	}
-	_, _ = f.eng.ReloadFrom(ctx, a.PolicyFile)
+	if _, err := f.eng.ReloadFrom(ctx, a.PolicyFile); err == nil {
+		f.cur = a
+	}
 }
 
 func (f *bundleFollower) refuse(r *bundle.Refusal) {

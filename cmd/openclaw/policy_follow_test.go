@@ -238,3 +238,52 @@ func TestPolicyBundlePollInterval(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyBundleSharedCache: two processes of one machine follow a tag
+// through one cache: each swaps in what the other staged first, and with
+// the registry down SIGHUP moves one to the bundle the other accepted.
+func TestPolicyBundleSharedCache(t *testing.T) {
+	ctx := context.Background()
+	reg := testkit.StartRegistry(t)
+	t.Setenv(config.EnvStateDir, t.TempDir())
+	priv, pub := writeKeyPair(t, t.TempDir(), nil)
+	tag := "oci://" + reg.Host + "/team/policy:live"
+	pushBundle(t, tag, "v1", "v1", priv, "1")
+	fl := policyFlags{auditLog: os.DevNull, bundle: bundleFlags{ref: tag, keys: []string{pub}}}
+	errA, errB := &e2e.LockedBuffer{}, &e2e.LockedBuffer{}
+	a, err := startPolicies(ctx, fl, "a", errA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(ctx)
+	b, err := startPolicies(ctx, fl, "b", errB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(ctx)
+	decides := func(lp *livePolicies) string {
+		return lp.BeforeToolCall(ctx, &policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: "blocked"}}).Reason
+	}
+	pushBundle(t, tag, "v2", "v2", priv, "2")
+	a.bundle.poll(ctx, false)
+	b.bundle.poll(ctx, false)
+	if da, db := decides(a), decides(b); da != "v2" || db != "v2" {
+		t.Fatalf("after v2: a decides %q, b %q\na:\n%s\nb:\n%s", da, db, errA.String(), errB.String())
+	}
+	pushBundle(t, tag, "v3", "v3", priv, "3")
+	a.bundle.poll(ctx, false)
+	reg.Stop()
+	b.bundle.poll(ctx, true)
+	if got := decides(b); got != "v3" {
+		t.Fatalf("b after SIGHUP with the registry down: %q, want v3 (accepted by a)\n%s", got, errB.String())
+	}
+	// The registry back: b runs v3 already and swaps nothing.
+	reg.Start()
+	b.bundle.poll(ctx, false)
+	if n := strings.Count(errB.String(), "policy bundle swapped"); n != 1 {
+		t.Errorf("b swapped %d times, want once (to v2; v3 came from the cache):\n%s", n, errB.String())
+	}
+	if strings.Contains(errA.String()+errB.String(), "REFUSED") {
+		t.Errorf("a refusal:\na:\n%s\nb:\n%s", errA.String(), errB.String())
+	}
+}

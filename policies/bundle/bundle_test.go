@@ -286,3 +286,33 @@ func TestCacheIsVerifiedOnLoad(t *testing.T) {
 }
 
 func digestOf(s string) digest.Digest { return digest.Digest(s) }
+
+// TestStageKeepsIdenticalFiles: staging a bundle the cache already holds
+// keeps its files (another process may be loading them); a folder whose
+// files differ is replaced.
+func TestStageKeepsIdenticalFiles(t *testing.T) {
+	ctx := context.Background()
+	reg := testkit.StartRegistry(t)
+	priv, pub := keyPair(t, nil)
+	s := source(t, reg, t.TempDir(), pub)
+	pushSigned(t, ctx, writeBundle(t, "v1", "v1"), "oci://"+reg.Host+"/team/policy:live", priv, 1)
+	d, err := s.Resolve(ctx)
+	must(t, err)
+	a, err := s.Fetch(ctx, d)
+	must(t, err)
+	before, err := os.Stat(a.PolicyFile)
+	must(t, err)
+	a2, err := s.Fetch(ctx, d)
+	must(t, err)
+	after, err := os.Stat(a2.PolicyFile)
+	must(t, err)
+	if !os.SameFile(before, after) {
+		t.Error("staging the same bundle again replaced its files")
+	}
+	must(t, os.WriteFile(a.PolicyFile, []byte("{}"), 0o600))
+	a3, err := s.Fetch(ctx, d)
+	must(t, err)
+	if data, _ := os.ReadFile(a3.PolicyFile); string(data) == "{}" {
+		t.Error("a folder whose files differ was kept")
+	}
+}

@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -81,10 +82,25 @@ func (c *Cache) State(ref Ref) (st State, ok bool, err error) {
 }
 
 // Stage writes a pulled bundle and its signature to the cache (its
-// digest's folder, replaced whole) and returns it as Accepted; the state
-// is unchanged until [Cache.Commit].
+// digest's folder) and returns it as Accepted; the state is unchanged
+// until [Cache.Commit]. A folder already holding exactly these files (an
+// earlier stage, or another process on this machine following the same
+// bundle, which may be loading from it) is kept and only its signature
+// replaced; any other is replaced whole.
 func (c *Cache) Stage(ref Ref, p *Pulled, v *Verified) (*Accepted, error) {
 	final := c.digestDir(ref, p.Digest)
+	files := filepath.Join(final, "files")
+	accepted := &Accepted{Ref: ref, Digest: p.Digest, Dir: files, PolicyFile: filepath.Join(files, PolicyFileName), Bundle: p.Bundle, Verified: v}
+	sig, err := json.Marshal(v.Signature)
+	if err != nil {
+		return nil, err
+	}
+	if c.holds(final, p) {
+		if err := writeFileAtomic(filepath.Join(final, "signature.json"), sig); err != nil {
+			return nil, fmt.Errorf("bundle cache: %w", err)
+		}
+		return accepted, nil
+	}
 	if err := os.MkdirAll(filepath.Dir(final), 0o700); err != nil {
 		return nil, fmt.Errorf("bundle cache: %w", err)
 	}
@@ -93,10 +109,6 @@ func (c *Cache) Stage(ref Ref, p *Pulled, v *Verified) (*Accepted, error) {
 		return nil, fmt.Errorf("bundle cache: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	sig, err := json.Marshal(v.Signature)
-	if err != nil {
-		return nil, err
-	}
 	if err := os.WriteFile(filepath.Join(tmp, "manifest.json"), p.Manifest, 0o600); err != nil {
 		return nil, fmt.Errorf("bundle cache: %w", err)
 	}
@@ -112,8 +124,39 @@ func (c *Cache) Stage(ref Ref, p *Pulled, v *Verified) (*Accepted, error) {
 	if err := os.Rename(tmp, final); err != nil {
 		return nil, fmt.Errorf("bundle cache: %w", err)
 	}
-	files := filepath.Join(final, "files")
-	return &Accepted{Ref: ref, Digest: p.Digest, Dir: files, PolicyFile: filepath.Join(files, PolicyFileName), Bundle: p.Bundle, Verified: v}, nil
+	return accepted, nil
+}
+
+// holds reports whether dir holds p's manifest and every file of its
+// bundle, byte for byte.
+func (c *Cache) holds(dir string, p *Pulled) bool {
+	if m, err := os.ReadFile(filepath.Join(dir, "manifest.json")); err != nil || !bytes.Equal(m, p.Manifest) {
+		return false
+	}
+	for _, f := range p.Bundle.Files {
+		data, err := os.ReadFile(filepath.Join(dir, "files", filepath.FromSlash(f.Path)))
+		if err != nil || !bytes.Equal(data, f.Data) {
+			return false
+		}
+	}
+	return true
+}
+
+// writeFileAtomic replaces path by a rename, so a reader never sees half.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }
 
 // Commit records a as the repository's accepted bundle and removes the
@@ -125,11 +168,7 @@ func (c *Cache) Commit(a *Accepted) error {
 		return err
 	}
 	dir := c.repoDir(a.Ref)
-	tmp := filepath.Join(dir, ".state.json.tmp")
-	if err := os.WriteFile(tmp, append(data, '\n'), 0o600); err != nil {
-		return fmt.Errorf("bundle cache: %w", err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, "state.json")); err != nil {
+	if err := writeFileAtomic(filepath.Join(dir, "state.json"), append(data, '\n')); err != nil {
 		return fmt.Errorf("bundle cache: %w", err)
 	}
 	keep := filepath.Base(c.digestDir(a.Ref, a.Digest))
