@@ -98,6 +98,9 @@ signature as "openclaw policy verify" does and writes nothing when it does not h
 			}
 			ref.Digest = p.Digest
 			fmt.Fprintf(cmd.OutOrStdout(), "pulled %s (%d files) into %s\n", ref, len(p.Bundle.Files), args[1])
+			if len(keys) == 0 {
+				fmt.Fprintln(cmd.ErrOrStderr(), "openclaw policy pull: the signature was not checked (give --key FILE.pub)")
+			}
 			return nil
 		},
 	}
