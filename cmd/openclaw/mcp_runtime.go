@@ -178,14 +178,15 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve appro
 		}
 		policyFile = follow.cur.PolicyFile
 	}
-	eng, err := engine.Load(ctx, &engine.Options{
+	opts := &engine.Options{
 		ConfigFile:     policyFile,
 		Files:          pol.files,
 		AuditLog:       pol.auditLog,
 		Logger:         logger,
 		DefaultModules: runtimeDefaultModules,
 		NamingModule:   namingModule,
-	})
+	}
+	eng, err := loadEngine(ctx, opts, follow)
 	if err != nil {
 		return nil, regFail(cmd, "openclaw mcp: policies: "+err.Error())
 	}

@@ -64,7 +64,7 @@ func startPolicies(ctx context.Context, fl policyFlags, what string, stderr io.W
 		}
 		lp.bundle, fl.config = f, f.cur.PolicyFile
 	}
-	eng, err := engine.Load(ctx, &engine.Options{
+	opts := &engine.Options{
 		ConfigFile: fl.config,
 		Files:      fl.files,
 		AuditLog:   fl.auditLog,
@@ -78,7 +78,8 @@ func startPolicies(ctx context.Context, fl policyFlags, what string, stderr io.W
 				lp.reg.reloaded(lp.Engine.Modules(), res, err)
 			}
 		},
-	})
+	}
+	eng, err := loadEngine(ctx, opts, lp.bundle)
 	if err != nil {
 		return nil, err
 	}

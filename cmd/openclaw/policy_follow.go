@@ -93,7 +93,10 @@ type bundleFollower struct {
 	// push) and said again only when its reason changes.
 	refused    digest.Digest
 	refusedFor string
-	down       bool // the registry was unreachable at the last poll
+	// atStart is a refusal at start, audited once the engine's audit log
+	// is open.
+	atStart *bundle.Refusal
+	down    bool // the registry was unreachable at the last poll
 }
 
 // openBundle resolves the bundle of fl at start: the digest the tag names
@@ -139,8 +142,7 @@ func openBundle(ctx context.Context, fl policyFlags, stderr io.Writer, logger *s
 		rerr = err
 		var r *bundle.Refusal
 		if errors.As(err, &r) {
-			f.refused, f.refusedFor = d, r.Reason
-			f.outcome("refused", r.Reason)
+			f.refused, f.refusedFor, f.atStart = d, r.Reason, r
 		}
 	}
 	a, cerr := f.loadCached(ctx)
@@ -150,6 +152,41 @@ func openBundle(ctx context.Context, fl policyFlags, stderr io.Writer, logger *s
 	f.say(fmt.Sprintf("openclaw mcp: policy bundle %s: %v; running the cached verified bundle %s", ref, rerr, a.Digest))
 	f.cur = a
 	return f, nil
+}
+
+// loadEngine is engine.Load; when f (nil without a bundle) opened a new
+// bundle whose modules do not load, it refuses that bundle and loads the
+// accepted one.
+func loadEngine(ctx context.Context, opts *engine.Options, f *bundleFollower) (*engine.Engine, error) {
+	eng, err := engine.Load(ctx, opts)
+	if err == nil || f == nil {
+		return eng, err
+	}
+	a, ferr := f.fallBack(ctx, err)
+	if ferr != nil {
+		return nil, err
+	}
+	opts.ConfigFile = a.PolicyFile
+	return engine.Load(ctx, opts)
+}
+
+// fallBack is called when the bundle opened at start does not load
+// (loadErr): unless it is the accepted one, it is refused (module_load)
+// and the cache's accepted bundle becomes the one to run.
+func (f *bundleFollower) fallBack(ctx context.Context, loadErr error) (*bundle.Accepted, error) {
+	if st, ok, _ := f.src.Cache.State(f.src.Ref); !ok || st.Digest == f.cur.Digest {
+		return nil, loadErr
+	}
+	a, err := f.loadCached(ctx)
+	if err != nil {
+		return nil, loadErr
+	}
+	r := &bundle.Refusal{Reason: bundle.ReasonModuleLoad, Digest: f.cur.Digest, Err: loadErr}
+	f.src.Cache.Discard(f.cur)
+	f.refused, f.refusedFor, f.atStart = r.Digest, r.Reason, r
+	f.say(fmt.Sprintf("openclaw mcp: policy bundle %s@%s REFUSED (%s): %v; running the cached verified bundle %s", f.src.Ref.Name(), r.Digest, r.Reason, loadErr, a.Digest))
+	f.cur = a
+	return a, nil
 }
 
 // loadCached loads the cache's accepted bundle, verified again, and runs
@@ -172,6 +209,9 @@ func (f *bundleFollower) started(eng *engine.Engine) {
 		f.logger.Warn("policy bundle: the cache state cannot be written", "err", err)
 	}
 	f.say(fmt.Sprintf("openclaw mcp: policy bundle: %s@%s (signed by %s, sequence %d)", f.src.Ref, f.cur.Digest, f.cur.Verified.Key.Path, f.cur.Verified.Sequence))
+	if r := f.atStart; r != nil {
+		f.record("refused", r.Reason, r)
+	}
 	f.record("accepted", "", nil)
 }
 

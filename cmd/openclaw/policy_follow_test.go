@@ -121,6 +121,26 @@ func TestPolicyBundleHotSwap(t *testing.T) {
 	}
 	refused("module that does not load", bundle.ReasonModuleLoad)
 
+	// A process started now pulls that bundle, cannot load it and runs
+	// the accepted one, auditing the refusal.
+	audit2 := filepath.Join(t.TempDir(), "audit.jsonl")
+	fl2 := fl
+	fl2.auditLog, fl2.onBundle = audit2, nil
+	started := &e2e.LockedBuffer{}
+	lp2, err := startPolicies(ctx, fl2, "test", started)
+	if err != nil {
+		t.Fatalf("a start while the tag names a bundle whose module does not load: %v", err)
+	}
+	if got := lp2.BeforeToolCall(ctx, &policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: "blocked"}}).Reason; got != "v2" {
+		t.Errorf("started while the tag names v8: decides %q, want v2\n%s", got, started.String())
+	}
+	if log2, _ := os.ReadFile(audit2); !bytes.Contains(log2, []byte(`"decision":"refused","reason":"module_load"`)) {
+		t.Errorf("the refusal at start is not audited:\n%s", log2)
+	}
+	if err := lp2.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
 	log, _ := os.ReadFile(audit)
 	for _, r := range []string{bundle.ReasonUnsigned, bundle.ReasonBadSignature, bundle.ReasonTestFailed, bundle.ReasonDigestMismatch, bundle.ReasonModuleLoad} {
 		if !bytes.Contains(log, []byte(`"hook":"policy_bundle"`)) || !bytes.Contains(log, []byte(`"decision":"refused","reason":"`+r+`"`)) {
