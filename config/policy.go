@@ -67,6 +67,9 @@ type PolicyBundle struct {
 	// AllowRollback accepts a digest signed with an older sequence than
 	// the accepted one.
 	AllowRollback bool `json:"allow_rollback,omitempty"`
+	// PlainHTTP speaks HTTP (true) or HTTPS (false) to the registry; nil
+	// means HTTP for a loopback registry only.
+	PlainHTTP *bool `json:"plain_http,omitempty"`
 }
 
 // PolicyRateLimit is one entry of a policy file's rate_limits: the calls it

@@ -202,11 +202,16 @@ func TestMCPCallPolicyBundle(t *testing.T) {
 	r := cli.newHome(t, map[string]any{"tiny": map[string]any{"command": cli.tiny}}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	call := func() (string, string) {
-		cmd, stdout, stderr := r.start(t, ctx, "mcp", "call", "tiny__echo", "--args", `{"message":"hi"}`, "--audit-log", os.DevNull,
-			"--policy-bundle", tag, "--policy-key", pub)
+	call := func(extra ...string) (string, string) {
+		cmd, stdout, stderr := r.start(t, ctx, append([]string{"mcp", "call", "tiny__echo", "--args", `{"message":"hi"}`, "--audit-log", os.DevNull,
+			"--policy-bundle", tag, "--policy-key", pub}, extra...)...)
 		_ = cmd.Wait()
 		return stdout.String(), stderr.String()
+	}
+	// HTTPS asked of the loopback registry, which speaks HTTP: no bundle,
+	// none cached, no call.
+	if stdout, stderr := call("--policy-plain-http=false"); strings.Contains(stdout, "tiny says hi") || !strings.Contains(stderr, "HTTP response to HTTPS client") {
+		t.Fatalf("--policy-plain-http=false: stdout:\n%s\nstderr:\n%s", stdout, stderr)
 	}
 	if stdout, stderr := call(); !strings.Contains(stdout+stderr, "bundle says no") || strings.Contains(stdout, "tiny says hi") {
 		t.Fatalf("with the registry up: stdout:\n%s\nstderr:\n%s", stdout, stderr)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -27,13 +28,41 @@ type bundleFlags struct {
 	keys          []string      // --policy-key FILE.pub, repeatable
 	poll          time.Duration // --policy-poll; 0: no polling
 	allowRollback bool          // --policy-allow-rollback
+	// plainHTTP is --policy-plain-http when given (or the policy file's
+	// bundle.plain_http); nil: HTTP for a loopback registry only.
+	plainHTTP *bool
 }
+
+// plainHTTPFlag is --policy-plain-http: a bool flag that records whether it
+// was given.
+type plainHTTPFlag struct{ b *bundleFlags }
+
+func (f plainHTTPFlag) String() string {
+	if f.b == nil || f.b.plainHTTP == nil {
+		return "false"
+	}
+	return strconv.FormatBool(*f.b.plainHTTP)
+}
+
+func (f plainHTTPFlag) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	f.b.plainHTTP = &v
+	return nil
+}
+
+func (plainHTTPFlag) Type() string     { return "bool" }
+func (plainHTTPFlag) IsBoolFlag() bool { return true }
 
 func (b *bundleFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&b.ref, "policy-bundle", "", "run the signed policy bundle oci://REGISTRY/REPO:TAG (docs/policy-bundles.md) instead of --policy-config")
 	f.StringArrayVar(&b.keys, "policy-key", nil, "public key a --policy-bundle must be signed with (PEM, repeatable: any one)")
 	f.DurationVar(&b.poll, "policy-poll", time.Minute, "with --policy-bundle, how often to check the tag for a new digest (±10% jitter; 0: only on SIGHUP)")
 	f.BoolVar(&b.allowRollback, "policy-allow-rollback", false, "with --policy-bundle, accept a digest signed with an older sequence than the accepted one")
+	f.Var(plainHTTPFlag{b}, "policy-plain-http", "with --policy-bundle, speak HTTP, not HTTPS, to the registry (default: HTTP for a loopback registry only)")
+	f.Lookup("policy-plain-http").NoOptDefVal = "true"
 }
 
 // bundleFromPolicyFile applies the bundle key of the policy file fl names
@@ -50,6 +79,9 @@ func bundleFromPolicyFile(fl *policyFlags) error {
 	}
 	b := pf.Bundle
 	fl.bundle.ref, fl.bundle.keys, fl.bundle.allowRollback = b.Ref, b.Keys, b.AllowRollback
+	if fl.bundle.plainHTTP == nil {
+		fl.bundle.plainHTTP = b.PlainHTTP
+	}
 	switch {
 	case b.PollIntervalS < 0:
 		fl.bundle.poll = 0
@@ -121,6 +153,7 @@ func openBundle(ctx context.Context, fl policyFlags, stderr io.Writer, logger *s
 	}
 	f := &bundleFollower{
 		src: &bundle.Source{Ref: ref, Keys: keys, Cache: &bundle.Cache{Dir: filepath.Join(dir, "openclaw-go", "policy-bundles")},
+			Remote:        bundle.Remote{PlainHTTP: fl.bundle.plainHTTP},
 			AllowRollback: fl.bundle.allowRollback, Host: wasmhost.Options{Logger: logger}},
 		say:       func(s string) { fmt.Fprintln(stderr, s) },
 		logger:    logger,
