@@ -56,6 +56,32 @@ type PolicyFile struct {
 	// RateLimits are the rate limits of tool calls, each checked for every
 	// call it matches (docs/policy-file.md).
 	RateLimits []PolicyRateLimit `json:"rate_limits,omitempty"`
+	// Bundle, when set, makes the process run the signed policy bundle it
+	// names instead of modules of this file (docs/policy-bundles.md): a
+	// file with a bundle lists no modules and no rate_limits (the
+	// bundle's own policy file does); its audit_log and tool_pins stay
+	// the machine's.
+	Bundle *PolicyBundle `json:"bundle,omitempty"`
+}
+
+// PolicyBundle is the bundle key of a policy file, what the
+// --policy-bundle flags say; flags override it.
+type PolicyBundle struct {
+	// Ref is the bundle, oci://REGISTRY/REPOSITORY:TAG; required.
+	Ref string `json:"ref"`
+	// Keys are the public keys (PEM files) a bundle must be signed with,
+	// any one; at least one. Relative paths are resolved against the
+	// policy file's folder by [LoadPolicyFile].
+	Keys []string `json:"keys"`
+	// PollIntervalS is how often the tag is checked for a new digest, in
+	// seconds (±10% jitter); 0 means the default (60), -1 only on SIGHUP.
+	PollIntervalS int `json:"poll_interval_s,omitempty"`
+	// AllowRollback accepts a digest signed with an older sequence than
+	// the accepted one.
+	AllowRollback bool `json:"allow_rollback,omitempty"`
+	// PlainHTTP speaks HTTP (true) or HTTPS (false) to the registry; nil
+	// means HTTP for a loopback registry only.
+	PlainHTTP *bool `json:"plain_http,omitempty"`
 }
 
 // PolicyDecisionLog is the decision_log key of a policy file: where and how
@@ -229,6 +255,13 @@ func LoadPolicyFile(path string) (*PolicyFile, error) {
 			}
 		}
 	}
+	if b := pf.Bundle; b != nil {
+		for i, k := range b.Keys {
+			if !filepath.IsAbs(k) {
+				b.Keys[i] = filepath.Join(dir, k)
+			}
+		}
+	}
 	for i := range pf.Modules {
 		m := &pf.Modules[i]
 		if !strings.HasPrefix(m.Source, BuiltinPrefix) && !filepath.IsAbs(m.Source) {
@@ -266,6 +299,18 @@ func ParsePolicyFile(name string, data []byte) (*PolicyFile, error) {
 	}
 	if err := ValidateRateLimits(pf.RateLimits); err != nil {
 		return nil, fmt.Errorf("policy config %s: %w", name, err)
+	}
+	if b := pf.Bundle; b != nil {
+		switch {
+		case !strings.HasPrefix(b.Ref, "oci://"):
+			return nil, fmt.Errorf("policy config %s: bundle.ref %q must be oci://REGISTRY/REPOSITORY:TAG", name, b.Ref)
+		case len(b.Keys) == 0:
+			return nil, fmt.Errorf("policy config %s: bundle.keys: at least one public key is required", name)
+		case b.PollIntervalS < -1:
+			return nil, fmt.Errorf("policy config %s: bundle.poll_interval_s %d: want -1 (SIGHUP only), 0 (default) or seconds", name, b.PollIntervalS)
+		case len(pf.Modules) > 0 || len(pf.RateLimits) > 0:
+			return nil, fmt.Errorf("policy config %s: bundle: a file that names a bundle lists no modules or rate_limits (the bundle's policy file does)", name)
+		}
 	}
 	seen := map[string]bool{}
 	for i := range pf.Modules {

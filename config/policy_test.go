@@ -145,3 +145,29 @@ func TestPolicyFileDecisionLog(t *testing.T) {
 		t.Errorf("http to loopback: %v", err)
 	}
 }
+
+func TestPolicyFileBundle(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "policy.json")
+	if err := os.WriteFile(path, []byte(`{"modules":[],"bundle":{"ref":"oci://r.example/team/p:live","keys":["k.pub","/etc/k2.pub"],"poll_interval_s":30}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pf, err := LoadPolicyFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := pf.Bundle; b == nil || b.Keys[0] != filepath.Join(dir, "k.pub") || b.Keys[1] != "/etc/k2.pub" || b.PollIntervalS != 30 {
+		t.Fatalf("bundle = %+v", pf.Bundle)
+	}
+	for _, c := range []struct{ data, want string }{
+		{`{"modules":[],"bundle":{"ref":"r.example/p:1","keys":["k"]}}`, "must be oci://"},
+		{`{"modules":[],"bundle":{"ref":"oci://r.example/p:1"}}`, "at least one public key"},
+		{`{"modules":[],"bundle":{"ref":"oci://r.example/p:1","keys":["k"],"poll_interval_s":-2}}`, "poll_interval_s -2"},
+		{`{"modules":[{"source":"builtin:rules"}],"bundle":{"ref":"oci://r.example/p:1","keys":["k"]}}`, "lists no modules"},
+		{`{"modules":[],"bundle":{"ref":"oci://r.example/p:1","keys":["k"],"pol_interval_s":5}}`, `unknown field "pol_interval_s"`},
+	} {
+		if _, err := ParsePolicyFile("p.json", []byte(c.data)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.data, err, c.want)
+		}
+	}
+}

@@ -77,6 +77,7 @@ type Metrics struct {
 	inFlight  prometheus.Gauge
 	decisions *prometheus.CounterVec
 	modules   *prometheus.CounterVec
+	bundles   *prometheus.CounterVec
 }
 
 // NewMetrics returns metrics with their own registry (never the global
@@ -105,8 +106,12 @@ func NewMetrics() *Metrics {
 			Name: "openclaw_policy_module_decisions_total",
 			Help: "Decisions of each policy module, from the decision audit records, by hook, module and decision.",
 		}, []string{"hook", "module", "decision"}),
+		bundles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "openclaw_policy_bundle_updates_total",
+			Help: "Policy bundles (--policy-bundle) accepted, swapped in or refused, by outcome and refusal reason (unsigned, bad_signature, digest_mismatch, invalid_bundle, rollback, test_failed, module_load).",
+		}, []string{"outcome", "reason"}),
 	}
-	m.reg.MustRegister(m.calls, m.latency, m.inFlight, m.decisions, m.modules,
+	m.reg.MustRegister(m.calls, m.latency, m.inFlight, m.decisions, m.modules, m.bundles,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -387,6 +392,12 @@ func (m *Metrics) AskHuman(f runtime.ApprovalFunc) runtime.ApprovalFunc {
 		}
 		return ok, err
 	}
+}
+
+// ObserveBundle counts a policy bundle event: outcome is accepted, swapped
+// or refused; reason is the refusal's reason ("" otherwise).
+func (m *Metrics) ObserveBundle(outcome, reason string) {
+	m.bundles.WithLabelValues(outcome, reason).Inc()
 }
 
 // AuditSink returns a sink that counts every audit record in

@@ -175,6 +175,7 @@ each policy module and the upstream call (docs/tracing.md).`,
 	f.StringVar(&c.logFormat, "log-format", "text", "format of the log on stderr: text, or json (one JSON object a line: time, level, msg and the attributes)")
 	f.StringArrayVar(&c.policy.files, "policy", nil, "policy module FILE.wasm for before_tool_call (repeatable, runs in order)")
 	f.StringVar(&c.policy.config, "policy-config", "", "policy file (JSON) listing modules, their config and mode")
+	c.policy.bundle.register(f)
 	c.confine.register(f)
 	c.pins.register(f)
 	c.tracing.register(f)
@@ -406,6 +407,7 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	// records) and tell a block from a tool error.
 	metrics := proxy.NewMetrics()
 	c.policy.auditTap = metrics.AuditSink(nil)
+	c.policy.onBundle = metrics.ObserveBundle
 	c.policy.verbose = c.verbose
 	pol, err := startPolicies(ctx, c.policy, "mcp proxy", stderr)
 	if err != nil {

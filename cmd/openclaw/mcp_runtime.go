@@ -69,6 +69,7 @@ func (f *runtimeFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringArrayVar(&f.policy.files, "policy", nil, "policy module FILE.wasm or builtin:NAME (repeatable, runs in order; replaces the default modules)")
 	fl.StringVar(&f.policy.config, "policy-config", "", "policy file (JSON) listing modules, their config and mode (replaces the default modules)")
+	f.policy.bundle.register(fl)
 	fl.StringVar(&f.policy.auditLog, "audit-log", "", `decision audit log (JSON Lines); "-" for stderr (default: <state dir>/openclaw-go/policy-audit.jsonl)`)
 	fl.BoolVarP(&f.verbose, "verbose", "v", false, "log the servers' stderr and the runtime's progress on stderr")
 	f.confine.register(fl)
@@ -182,16 +183,32 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve appro
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: dropTime}))
-	eng, err := engine.Load(ctx, &engine.Options{
-		ConfigFile:     f.policy.config,
-		Files:          f.policy.files,
-		AuditLog:       f.policy.auditLog,
+	pol := f.policy
+	if err := bundleFromPolicyFile(&pol); err != nil {
+		return nil, regFail(cmd, "openclaw mcp: policies: "+err.Error())
+	}
+	policyFile := pol.config
+	var follow *bundleFollower
+	if pol.bundle.ref != "" {
+		if follow, err = openBundle(ctx, pol, stderr, logger); err != nil {
+			return nil, regFail(cmd, "openclaw mcp: policies: "+err.Error())
+		}
+		policyFile = follow.cur.PolicyFile
+	}
+	opts := &engine.Options{
+		ConfigFile:     policyFile,
+		Files:          pol.files,
+		AuditLog:       pol.auditLog,
 		Logger:         logger,
 		DefaultModules: runtimeDefaultModules,
 		NamingModule:   namingModule,
-	})
+	}
+	eng, err := loadEngine(ctx, opts, follow)
 	if err != nil {
 		return nil, regFail(cmd, "openclaw mcp: policies: "+err.Error())
+	}
+	if follow != nil {
+		follow.started(eng)
 	}
 	enforced := false
 	for _, m := range eng.Modules() {

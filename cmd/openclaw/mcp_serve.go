@@ -63,6 +63,7 @@ the before_tool_call policy chain first. Logs go to stderr.`,
 	f.BoolVarP(&c.verbose, "verbose", "v", false, "log more on stderr")
 	f.StringArrayVar(&c.policy.files, "policy", nil, "policy module FILE.wasm for before_tool_call (repeatable, runs in order)")
 	f.StringVar(&c.policy.config, "policy-config", "", "policy file (JSON) listing modules, their config and mode")
+	c.policy.bundle.register(f)
 	f.StringVar(&c.policy.auditLog, "audit-log", "", `decision audit log (JSON Lines); "-" for stderr (default: <state dir>/openclaw-go/policy-audit.jsonl)`)
 	return cmd
 }

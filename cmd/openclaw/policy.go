@@ -24,6 +24,9 @@ type policyFlags struct {
 	auditTap policies.AuditSink // also receives every audit record (metrics); may be nil
 	verbose  bool               // -v: the modules' debug log lines too
 	logJSON  bool               // --log-format json: the modules' log lines are JSON too
+	bundle   bundleFlags        // --policy-bundle and its keys
+	// onBundle counts bundle swaps and refusals (metrics); may be nil.
+	onBundle func(outcome, reason string)
 }
 
 // livePolicies is a running process's policy engine with what keeps it
@@ -34,6 +37,8 @@ type livePolicies struct {
 	stop func()         // ends the watcher and the signal handler
 	wg   sync.WaitGroup // the watcher and the signal handler
 	reg  *runRegistration
+	// bundle follows --policy-bundle; nil without one.
+	bundle *bundleFollower
 }
 
 // startPolicies loads the policy engine for a long-running command (what
@@ -49,7 +54,17 @@ func startPolicies(ctx context.Context, fl policyFlags, what string, stderr io.W
 	}
 	logger := newLogger(stderr, level, fl.logJSON)
 	lp := &livePolicies{}
-	eng, err := engine.Load(ctx, &engine.Options{
+	if err := bundleFromPolicyFile(&fl); err != nil {
+		return nil, err
+	}
+	if fl.bundle.ref != "" {
+		f, err := openBundle(ctx, fl, stderr, logger)
+		if err != nil {
+			return nil, err
+		}
+		lp.bundle, fl.config = f, f.cur.PolicyFile
+	}
+	opts := &engine.Options{
 		ConfigFile: fl.config,
 		Files:      fl.files,
 		AuditLog:   fl.auditLog,
@@ -63,11 +78,15 @@ func startPolicies(ctx context.Context, fl policyFlags, what string, stderr io.W
 				lp.reg.reloaded(lp.Engine.Modules(), res, err)
 			}
 		},
-	})
+	}
+	eng, err := loadEngine(ctx, opts, lp.bundle)
 	if err != nil {
 		return nil, err
 	}
 	lp.Engine = eng
+	if lp.bundle != nil {
+		lp.bundle.started(eng)
+	}
 	say := announcer{w: stderr, logger: logger, asJSON: fl.logJSON}
 	enforced := false
 	for _, m := range eng.Modules() {
@@ -90,18 +109,36 @@ func startPolicies(ctx context.Context, fl policyFlags, what string, stderr io.W
 	if lp.reg, err = register(what, fl.config, eng.Modules()); err != nil {
 		logger.Warn("openclaw policy reload will not reach this process", "err", err)
 	}
+	if lp.bundle != nil {
+		lp.bundle.report = func(err error) {
+			if lp.reg != nil {
+				lp.reg.reloaded(lp.Engine.Modules(), engine.ReloadResult{}, err)
+			}
+		}
+	}
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	lp.stop = cancel
 	lp.wg.Add(2)
 	go func() {
 		defer lp.wg.Done()
+		if lp.bundle != nil {
+			// A bundle's files are the cache's: the tag is polled instead.
+			lp.bundle.run(wctx, fl.bundle.poll)
+			return
+		}
 		if err := eng.Watch(wctx); err != nil {
 			logger.Warn("policy files are not watched; use `openclaw policy reload` after changes", "err", err)
 		}
 	}()
 	go func() {
 		defer lp.wg.Done()
-		onSignal(wctx, func() { _, _ = eng.Reload(wctx) })
+		onSignal(wctx, func() {
+			if lp.bundle != nil {
+				lp.bundle.poll(wctx, true)
+				return
+			}
+			_, _ = eng.Reload(wctx)
+		})
 	}()
 	return lp, nil
 }

@@ -26,12 +26,14 @@ const fileArgHelp = `FILE is a .wasm policy module or builtin:NAME (` + "`opencl
 func newPolicyCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "policy",
-		Short: "Inspect, test, benchmark and reload policy modules",
+		Short: "Inspect, test, benchmark, reload and ship policy modules",
 		Long: `Tools for the teams that write policy modules (docs/policy-abi.md): inspect a module,
 run it against expected decisions in CI, measure its latency, and make running
-"openclaw mcp serve" and "openclaw mcp proxy" processes load changed modules without a restart.`,
+"openclaw mcp serve" and "openclaw mcp proxy" processes load changed modules without a restart;
+push, sign, verify and pull signed policy bundles through an OCI registry (docs/policy-bundles.md).`,
 	}
-	cmd.AddCommand(newPolicyInspectCmd(), newPolicyTestCmd(), newPolicyBenchCmd(), newPolicyReloadCmd())
+	cmd.AddCommand(newPolicyInspectCmd(), newPolicyTestCmd(), newPolicyBenchCmd(), newPolicyReloadCmd(),
+		newPolicyPushCmd(), newPolicyPullCmd(), newPolicySignCmd(), newPolicyVerifyCmd())
 	return cmd
 }
 

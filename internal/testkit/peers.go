@@ -49,6 +49,9 @@ const (
 	GoEverythingServer = "bin/everything-server"
 	// GoEverythingClient is go-sdk's conformance everything-client.
 	GoEverythingClient = "bin/everything-client"
+	// Cosign is sigstore's cosign v2 CLI, built from its Go module
+	// (Debian has none).
+	Cosign = "bin/cosign"
 )
 
 // RepoRoot returns the repository's root folder: the nearest parent of the

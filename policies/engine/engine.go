@@ -919,6 +919,29 @@ func (e *Engine) AuditSink() policies.AuditSink { return e.audit }
 func (e *Engine) Reload(ctx context.Context) (ReloadResult, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.reloadLocked(ctx)
+}
+
+// ReloadFrom is [Engine.Reload] with configFile as the policy file: on
+// success the engine keeps configFile for later reloads; on error the
+// current set and policy file stay. It is how a verified policy bundle,
+// written to a folder of its own, replaces the running set. An engine that
+// follows a bundle is not watched ([Engine.Watch] reads the policy file's
+// path once).
+func (e *Engine) ReloadFrom(ctx context.Context, configFile string) (ReloadResult, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	prevFile := e.opts.ConfigFile
+	e.opts.ConfigFile = configFile
+	res, err := e.reloadLocked(ctx)
+	if err != nil {
+		e.opts.ConfigFile = prevFile
+	}
+	return res, err
+}
+
+// reloadLocked is Reload with e.mu held.
+func (e *Engine) reloadLocked(ctx context.Context) (ReloadResult, error) {
 	prev := e.cur.Load()
 	if prev == nil {
 		return ReloadResult{}, ErrClosed

@@ -383,6 +383,37 @@ func TestReloadPolicyFile(t *testing.T) {
 	}
 }
 
+// TestReloadFrom: the set swaps to another policy file, which later
+// reloads read; a file that does not load leaves the set and the file in
+// place.
+func TestReloadFrom(t *testing.T) {
+	t.Parallel()
+	rules := func(reason string) []byte {
+		return []byte(`{"modules":[{"source":"builtin:rules","config":{"default":"allow","rules":[{"tool":"events_poll","decision":"block","reason":"` + reason + `"}]}}]}`)
+	}
+	a := writeFile(t, t.TempDir(), "policy.json", rules("a"))
+	b := writeFile(t, t.TempDir(), "policy.json", rules("b"))
+	bad := writeFile(t, t.TempDir(), "policy.json", []byte(`{"modules":[{"source":"missing.wasm"}]}`))
+	e, _ := load(t, engine.Options{ConfigFile: a})
+	ctx := context.Background()
+	if _, err := e.ReloadFrom(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if d := e.BeforeToolCall(ctx, call("")); d.Reason != "b" {
+		t.Fatalf("after ReloadFrom(b): %+v", d)
+	}
+	if _, err := e.ReloadFrom(ctx, bad); err == nil || !strings.Contains(err.Error(), "missing.wasm") {
+		t.Fatalf("ReloadFrom(bad): %v", err)
+	}
+	replaceFile(t, b, rules("b2"))
+	if _, err := e.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := e.BeforeToolCall(ctx, call("")); d.Reason != "b2" {
+		t.Fatalf("a reload after a refused ReloadFrom reads %+v, want b's file", d)
+	}
+}
+
 func mustJSON(t *testing.T, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs the real MCP peers the tests run against, pinned, into $PEERS_DIR (default: .peers at
-# the repository root): the npm packages into $PEERS_DIR/npm, go-sdk's conformance fixtures and
-# the OpenTelemetry Collector of test/otelcol into $PEERS_DIR/bin. Needs node, npm and go; the npm registry and the Go module proxy are the only
-# network it uses. A second run with the same pins does nothing (the stamp file records them).
+# the repository root): the npm packages into $PEERS_DIR/npm, go-sdk's conformance fixtures, the
+# OpenTelemetry Collector of test/otelcol and sigstore's cosign (the policy bundle signature
+# interop) into $PEERS_DIR/bin. Needs node, npm and go; the npm registry and the Go module proxy
+# are the only network it uses. A second run with the same pins does nothing (the stamp files
+# record them).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 PEERS_DIR=${PEERS_DIR:-$repo/.peers}
@@ -42,9 +44,24 @@ else
   printf '%s\n' "$otelcol_want" >"$otelcol_stamp"
 fi
 
+# cosign v2, built in its own module (its dependencies never reach our go.mod); with a warm Go build
+# cache a rebuild is a link.
+cosign_pin=github.com/sigstore/cosign/v2/cmd/cosign@v2.6.5
+install_cosign() {
+  local stamp="$PEERS_DIR/.cosign-installed"
+  if [ -x "$PEERS_DIR/bin/cosign" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$cosign_pin" ]; then
+    return
+  fi
+  mkdir -p "$PEERS_DIR/bin"
+  local start=$SECONDS
+  (cd "$PEERS_DIR" && GOFLAGS=-mod=mod GOBIN="$PEERS_DIR/bin" go install "$cosign_pin")
+  echo "cosign built in $((SECONDS - start)) s"
+  printf '%s\n' "$cosign_pin" >"$stamp"
+}
 stamp="$PEERS_DIR/.installed"
 want=$(printf '%s\n' "${npm_pins[@]}" "$conformance_next_pin" "${go_pins[@]}")
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  install_cosign
   echo "MCP peers already installed in $PEERS_DIR"
   exit 0
 fi
@@ -64,4 +81,5 @@ npm install --no-audit --no-fund --loglevel=error "$conformance_next_pin"
 cd "$PEERS_DIR"
 GOFLAGS=-mod=mod GOBIN="$PEERS_DIR/bin" go install "${go_pins[@]}"
 printf '%s\n' "$want" >"$stamp"
+install_cosign
 echo "MCP peers installed in $PEERS_DIR"

@@ -1,0 +1,309 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/internal/e2e"
+	"github.com/openclaw-go/openclaw/internal/testkit"
+	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/bundle"
+)
+
+// pushBundle pushes a bundle whose rules block "blocked" with reason (its
+// test case expects expectReason) to tag and signs it with key (none when
+// ""), sequence seq; it returns the pushed digest reference.
+func pushBundle(t *testing.T, tag, reason, expectReason, key, seq string) string {
+	t.Helper()
+	dir := writeTestBundle(t, t.TempDir(), reason, expectReason)
+	out, code, err := runPolicyCLI(t, "policy", "push", dir, tag)
+	if code != 0 {
+		t.Fatalf("push: %v\n%s", err, out)
+	}
+	pinned := digestRef.FindString(out)
+	if key != "" {
+		if out, code, err := runPolicyCLI(t, "policy", "sign", pinned, "--key", key, "--sequence", seq); code != 0 {
+			t.Fatalf("sign: %v\n%s", err, out)
+		}
+	}
+	return pinned
+}
+
+// TestPolicyBundleHotSwap: a process following a tag swaps to each new
+// signed digest whose cases pass, and refuses an unsigned one, one signed
+// with another key, a tampered layer, a failing case and a module that
+// does not load, each named on stderr, in the audit log and counted,
+// while the old set keeps deciding; with the registry down it keeps
+// serving, and a restart loads the cached verified bundle.
+func TestPolicyBundleHotSwap(t *testing.T) {
+	ctx := context.Background()
+	reg := testkit.StartRegistry(t)
+	t.Setenv(config.EnvStateDir, t.TempDir())
+	keyDir, otherDir := t.TempDir(), t.TempDir()
+	priv, pub := writeKeyPair(t, keyDir, nil)
+	otherPriv, _ := writeKeyPair(t, otherDir, nil)
+	tag := "oci://" + reg.Host + "/team/policy:live"
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	var mu sync.Mutex
+	counts := map[string]int{}
+	fl := policyFlags{auditLog: audit, bundle: bundleFlags{ref: tag, keys: []string{pub}},
+		onBundle: func(outcome, reason string) { mu.Lock(); counts[outcome+"/"+reason]++; mu.Unlock() }}
+
+	pushBundle(t, tag, "v1", "v1", priv, "1")
+	stderr := &e2e.LockedBuffer{}
+	lp, err := startPolicies(ctx, fl, "test", stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decides := func() string {
+		return lp.BeforeToolCall(ctx, &policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: "blocked"}}).Reason
+	}
+	if got := decides(); got != "v1" {
+		t.Fatalf("at start: decided %q, want v1\n%s", got, stderr.String())
+	}
+	pushBundle(t, tag, "v2", "v2", priv, "2")
+	lp.bundle.poll(ctx, false)
+	if got := decides(); got != "v2" {
+		t.Fatalf("after the push of v2: decided %q\n%s", got, stderr.String())
+	}
+
+	refused := func(what, reason string) {
+		t.Helper()
+		lp.bundle.poll(ctx, false)
+		if got := decides(); got != "v2" {
+			t.Errorf("%s: decided %q, want v2 (the old set)", what, got)
+		}
+		if !strings.Contains(stderr.String(), "REFUSED ("+reason+")") {
+			t.Errorf("%s: stderr does not say REFUSED (%s):\n%s", what, reason, stderr.String())
+		}
+	}
+	pushBundle(t, tag, "v3", "v3", "", "")
+	refused("unsigned", bundle.ReasonUnsigned)
+	pushBundle(t, tag, "v4", "v4", otherPriv, "4")
+	refused("another key", bundle.ReasonBadSignature)
+	pushBundle(t, tag, "v5", "not v5", priv, "5")
+	refused("failing case", bundle.ReasonTestFailed)
+	v6 := pushBundle(t, tag, "v6", "v6", priv, "6")
+	ref6, _ := bundle.ParseRef(v6)
+	p6, err := bundle.Pull(ctx, ref6, bundle.Remote{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob := reg.BlobPath(p6.Parsed.Layers[0].Digest.String())
+	data, _ := os.ReadFile(blob)
+	if err := os.WriteFile(blob, bytes.Replace(data, []byte(`"v6"`), []byte(`"v7"`), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	refused("tampered layer", bundle.ReasonDigestMismatch)
+	// A module that does not load (no case exercises it): the swap fails.
+	dir := writeTestBundle(t, t.TempDir(), "v8", "v8")
+	if err := os.WriteFile(filepath.Join(dir, "policy.json"), []byte(`{"modules":[{"name":"rules","source":"rules.wasm",
+ "config":{"default":"allow","rules":[{"tool":"blocked","decision":"block","reason":"v8"}]}},{"name":"broken","source":"broken.wasm"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "broken.wasm"), []byte("\x00asm\x01\x00\x00\x00garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code, err := runPolicyCLI(t, "policy", "push", dir, tag)
+	if code != 0 {
+		t.Fatalf("push: %v\n%s", err, out)
+	}
+	if out, code, err := runPolicyCLI(t, "policy", "sign", digestRef.FindString(out), "--key", priv, "--sequence", "8"); code != 0 {
+		t.Fatalf("sign: %v\n%s", err, out)
+	}
+	refused("module that does not load", bundle.ReasonModuleLoad)
+
+	// A process started now pulls that bundle, cannot load it and runs
+	// the accepted one, auditing the refusal.
+	audit2 := filepath.Join(t.TempDir(), "audit.jsonl")
+	fl2 := fl
+	fl2.auditLog, fl2.onBundle = audit2, nil
+	started := &e2e.LockedBuffer{}
+	lp2, err := startPolicies(ctx, fl2, "test", started)
+	if err != nil {
+		t.Fatalf("a start while the tag names a bundle whose module does not load: %v", err)
+	}
+	if got := lp2.BeforeToolCall(ctx, &policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: "blocked"}}).Reason; got != "v2" {
+		t.Errorf("started while the tag names v8: decides %q, want v2\n%s", got, started.String())
+	}
+	if log2, _ := os.ReadFile(audit2); !bytes.Contains(log2, []byte(`"decision":"refused","reason":"module_load"`)) {
+		t.Errorf("the refusal at start is not audited:\n%s", log2)
+	}
+	if err := lp2.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	log, _ := os.ReadFile(audit)
+	for _, r := range []string{bundle.ReasonUnsigned, bundle.ReasonBadSignature, bundle.ReasonTestFailed, bundle.ReasonDigestMismatch, bundle.ReasonModuleLoad} {
+		if !bytes.Contains(log, []byte(`"hook":"policy_bundle"`)) || !bytes.Contains(log, []byte(`"decision":"refused","reason":"`+r+`"`)) {
+			t.Errorf("the audit log has no refusal %s:\n%s", r, log)
+		}
+		mu.Lock()
+		if counts["refused/"+r] != 1 {
+			t.Errorf("refused/%s counted %d times, want 1 (%v)", r, counts["refused/"+r], counts)
+		}
+		mu.Unlock()
+	}
+
+	// The registry down: serving goes on; a restart runs the cache.
+	reg.Stop()
+	lp.bundle.poll(ctx, true)
+	if got := decides(); got != "v2" || !strings.Contains(stderr.String(), "registry unreachable") {
+		t.Errorf("registry down: decided %q\n%s", got, stderr.String())
+	}
+	if err := lp.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stderr2 := &e2e.LockedBuffer{}
+	lp, err = startPolicies(ctx, fl, "test", stderr2)
+	if err != nil {
+		t.Fatalf("restart with the registry down: %v", err)
+	}
+	defer lp.Close(ctx)
+	if got := decides(); got != "v2" || !strings.Contains(stderr2.String(), "running the cached verified bundle") {
+		t.Errorf("restart with the registry down: decided %q\n%s", got, stderr2.String())
+	}
+}
+
+// BenchmarkBundleSwap measures one swap as a fleet member sees it, the
+// poll interval excluded: push and sign a bundle, poll (HEAD, pull, verify
+// signature and layers, run the cases, reload), decide with the new set.
+func BenchmarkBundleSwap(b *testing.B) {
+	reg := testkit.StartRegistry(b)
+	b.Setenv(config.EnvStateDir, b.TempDir())
+	priv, pub := writeKeyPair(b, b.TempDir(), nil)
+	tag := "oci://" + reg.Host + "/team/bench:live"
+	push := func(reason string, seq int) {
+		dir := writeToolBundle(b, b.TempDir(), "blocked", reason, reason)
+		root := newRootCmd()
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&out)
+		root.SetArgs([]string{"policy", "push", dir, tag})
+		if err := root.ExecuteContext(context.Background()); err != nil {
+			b.Fatalf("push: %v\n%s", err, out.String())
+		}
+		root = newRootCmd()
+		root.SetOut(&out)
+		root.SetErr(&out)
+		root.SetArgs([]string{"policy", "sign", digestRef.FindString(out.String()), "--key", priv, "--sequence", strconv.Itoa(seq)})
+		if err := root.ExecuteContext(context.Background()); err != nil {
+			b.Fatalf("sign: %v\n%s", err, out.String())
+		}
+	}
+	push("v0", 0)
+	ctx := context.Background()
+	stderr := &e2e.LockedBuffer{}
+	lp, err := startPolicies(ctx, policyFlags{auditLog: filepath.Join(b.TempDir(), "audit.jsonl"), bundle: bundleFlags{ref: tag, keys: []string{pub}}}, "bench", stderr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer lp.Close(ctx)
+	b.ResetTimer()
+	for i := 1; i <= b.N; i++ {
+		want := "v" + strconv.Itoa(i)
+		push(want, i)
+		lp.bundle.poll(ctx, false)
+		if got := lp.BeforeToolCall(ctx, &policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: "blocked"}}).Reason; got != want {
+			b.Fatalf("decided %q, want %q\n%s", got, want, stderr.String())
+		}
+	}
+}
+
+// TestPolicyBundlePollInterval: with --policy-poll set, a pushed bundle
+// is found by the poll alone; refused while unsigned, it is swapped in
+// once its signature is pushed.
+func TestPolicyBundlePollInterval(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	reg := testkit.StartRegistry(t)
+	t.Setenv(config.EnvStateDir, t.TempDir())
+	priv, pub := writeKeyPair(t, t.TempDir(), nil)
+	tag := "oci://" + reg.Host + "/team/policy:live"
+	pushBundle(t, tag, "v1", "v1", priv, "1")
+	stderr := &e2e.LockedBuffer{}
+	lp, err := startPolicies(ctx, policyFlags{auditLog: filepath.Join(t.TempDir(), "audit.jsonl"),
+		bundle: bundleFlags{ref: tag, keys: []string{pub}, poll: 20 * time.Millisecond}}, "test", stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lp.Close(context.Background())
+	pinned := pushBundle(t, tag, "v2", "v2", "", "")
+	for !strings.Contains(stderr.String(), "REFUSED (unsigned)") {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the unsigned bundle was not refused:\n%s", stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if out, code, err := runPolicyCLI(t, "policy", "sign", pinned, "--key", priv, "--sequence", "2"); code != 0 {
+		t.Fatalf("sign: %v\n%s", err, out)
+	}
+	for {
+		if lp.BeforeToolCall(ctx, &policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: "blocked"}}).Reason == "v2" {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the poll never swapped in v2:\n%s", stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// TestPolicyBundleSharedCache: two processes of one machine follow a tag
+// through one cache: each swaps in what the other staged first, and with
+// the registry down SIGHUP moves one to the bundle the other accepted.
+func TestPolicyBundleSharedCache(t *testing.T) {
+	ctx := context.Background()
+	reg := testkit.StartRegistry(t)
+	t.Setenv(config.EnvStateDir, t.TempDir())
+	priv, pub := writeKeyPair(t, t.TempDir(), nil)
+	tag := "oci://" + reg.Host + "/team/policy:live"
+	pushBundle(t, tag, "v1", "v1", priv, "1")
+	fl := policyFlags{auditLog: os.DevNull, bundle: bundleFlags{ref: tag, keys: []string{pub}}}
+	errA, errB := &e2e.LockedBuffer{}, &e2e.LockedBuffer{}
+	a, err := startPolicies(ctx, fl, "a", errA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close(ctx)
+	b, err := startPolicies(ctx, fl, "b", errB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close(ctx)
+	decides := func(lp *livePolicies) string {
+		return lp.BeforeToolCall(ctx, &policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: "blocked"}}).Reason
+	}
+	pushBundle(t, tag, "v2", "v2", priv, "2")
+	a.bundle.poll(ctx, false)
+	b.bundle.poll(ctx, false)
+	if da, db := decides(a), decides(b); da != "v2" || db != "v2" {
+		t.Fatalf("after v2: a decides %q, b %q\na:\n%s\nb:\n%s", da, db, errA.String(), errB.String())
+	}
+	pushBundle(t, tag, "v3", "v3", priv, "3")
+	a.bundle.poll(ctx, false)
+	reg.Stop()
+	b.bundle.poll(ctx, true)
+	if got := decides(b); got != "v3" {
+		t.Fatalf("b after SIGHUP with the registry down: %q, want v3 (accepted by a)\n%s", got, errB.String())
+	}
+	// The registry back: b runs v3 already and swaps nothing.
+	reg.Start()
+	b.bundle.poll(ctx, false)
+	if n := strings.Count(errB.String(), "policy bundle swapped"); n != 1 {
+		t.Errorf("b swapped %d times, want once (to v2; v3 came from the cache):\n%s", n, errB.String())
+	}
+	if strings.Contains(errA.String()+errB.String(), "REFUSED") {
+		t.Errorf("a refusal:\na:\n%s\nb:\n%s", errA.String(), errB.String())
+	}
+}
