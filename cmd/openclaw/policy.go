@@ -64,12 +64,17 @@ func startPolicies(ctx context.Context, fl policyFlags, what string, stderr io.W
 		}
 		lp.bundle, fl.config = f, f.cur.PolicyFile
 	}
+	var bundleDigest string
+	if lp.bundle != nil {
+		bundleDigest = string(lp.bundle.cur.Digest)
+	}
 	opts := &engine.Options{
-		ConfigFile: fl.config,
-		Files:      fl.files,
-		AuditLog:   fl.auditLog,
-		AuditTap:   fl.auditTap,
-		Logger:     logger,
+		ConfigFile:   fl.config,
+		BundleDigest: bundleDigest,
+		Files:        fl.files,
+		AuditLog:     fl.auditLog,
+		AuditTap:     fl.auditTap,
+		Logger:       logger,
 		// DefaultModules: serve's nil is builtin:rules alone.
 		DefaultModules: fl.defaults,
 		NamingModule:   fl.naming,

@@ -199,7 +199,7 @@ func loadEngine(ctx context.Context, opts *engine.Options, f *bundleFollower) (*
 	if ferr != nil {
 		return nil, err
 	}
-	opts.ConfigFile = a.PolicyFile
+	opts.ConfigFile, opts.BundleDigest = a.PolicyFile, string(a.Digest)
 	return engine.Load(ctx, opts)
 }
 
@@ -311,7 +311,7 @@ func (f *bundleFollower) poll(ctx context.Context, forced bool) {
 		}
 		return
 	}
-	res, err := f.eng.ReloadFrom(ctx, a.PolicyFile)
+	res, err := f.eng.ReloadFrom(ctx, a.PolicyFile, string(a.Digest))
 	if err != nil {
 		// The engine's OnReload recorded the failed reload.
 		f.src.Cache.Discard(a)
@@ -345,7 +345,7 @@ func (f *bundleFollower) reloadCached(ctx context.Context) {
 		}
 		return
 	}
-	if _, err := f.eng.ReloadFrom(ctx, a.PolicyFile); err == nil {
+	if _, err := f.eng.ReloadFrom(ctx, a.PolicyFile, string(a.Digest)); err == nil {
 		f.cur = a
 	}
 }

@@ -107,6 +107,10 @@ type Options struct {
 	// ConfigFile is the policy file (config.PolicyFile, JSON) listing the
 	// modules in order; "" means none. Reload reads it again.
 	ConfigFile string
+	// BundleDigest is the digest (sha256:…) of the signed policy bundle
+	// ConfigFile comes from, "" when it is a plain file; the audit records
+	// of the set carry it as bundle_digest. ReloadFrom replaces it.
+	BundleDigest string
 	// LimitStore keeps the counters of the policy file's rate_limits,
 	// across reloads; nil means an in-process ratelimit.MemoryStore.
 	LimitStore ratelimit.Store
@@ -421,15 +425,19 @@ func (st stamped) Record(r policies.AuditRecord) {
 }
 
 // setAudit names, in the records of a set's chains, the sha256 of the
-// module that decided.
+// module that decided and the digest of the bundle the set came from.
 type setAudit struct {
 	next   policies.AuditSink
+	bundle string            // the set's Options.BundleDigest
 	sha256 map[string]string // by module name
 }
 
 func (sa setAudit) Record(r policies.AuditRecord) {
 	if r.ModuleSHA256 == "" {
 		r.ModuleSHA256 = sa.sha256[r.Module]
+	}
+	if r.BundleDigest == "" {
+		r.BundleDigest = sa.bundle
 	}
 	sa.next.Record(r)
 }
@@ -722,7 +730,7 @@ func (e *Engine) chains(s *set, prev *set) {
 	if prev != nil && !sameServing(prev, s, policies.HookDecideApproval) {
 		e.memory = policies.NewApprovalMemory(nil)
 	}
-	sa := setAudit{next: e.audit, sha256: make(map[string]string, len(s.members))}
+	sa := setAudit{next: e.audit, bundle: e.opts.BundleDigest, sha256: make(map[string]string, len(s.members))}
 	for _, m := range s.members {
 		sa.sha256[m.info.Name] = m.info.SHA256
 	}
@@ -927,15 +935,16 @@ func (e *Engine) Reload(ctx context.Context) (ReloadResult, error) {
 // current set and policy file stay. It is how a verified policy bundle,
 // written to a folder of its own, replaces the running set. An engine that
 // follows a bundle is not watched ([Engine.Watch] reads the policy file's
-// path once).
-func (e *Engine) ReloadFrom(ctx context.Context, configFile string) (ReloadResult, error) {
+// path once). bundleDigest is the bundle's digest, for the audit records
+// of the new set (Options.BundleDigest); "" for a plain file.
+func (e *Engine) ReloadFrom(ctx context.Context, configFile, bundleDigest string) (ReloadResult, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	prevFile := e.opts.ConfigFile
-	e.opts.ConfigFile = configFile
+	prevFile, prevDigest := e.opts.ConfigFile, e.opts.BundleDigest
+	e.opts.ConfigFile, e.opts.BundleDigest = configFile, bundleDigest
 	res, err := e.reloadLocked(ctx)
 	if err != nil {
-		e.opts.ConfigFile = prevFile
+		e.opts.ConfigFile, e.opts.BundleDigest = prevFile, prevDigest
 	}
 	return res, err
 }

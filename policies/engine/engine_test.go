@@ -384,7 +384,8 @@ func TestReloadPolicyFile(t *testing.T) {
 }
 
 // TestReloadFrom: the set swaps to another policy file, which later
-// reloads read; a file that does not load leaves the set and the file in
+// reloads read, and its audit records name the bundle digest given with
+// it; a file that does not load leaves the set, the file and the digest in
 // place.
 func TestReloadFrom(t *testing.T) {
 	t.Parallel()
@@ -394,15 +395,32 @@ func TestReloadFrom(t *testing.T) {
 	a := writeFile(t, t.TempDir(), "policy.json", rules("a"))
 	b := writeFile(t, t.TempDir(), "policy.json", rules("b"))
 	bad := writeFile(t, t.TempDir(), "policy.json", []byte(`{"modules":[{"source":"missing.wasm"}]}`))
-	e, _ := load(t, engine.Options{ConfigFile: a})
+	audit := &sink{}
+	e, _ := load(t, engine.Options{ConfigFile: a, Audit: audit})
 	ctx := context.Background()
-	if _, err := e.ReloadFrom(ctx, b); err != nil {
+	lastBundle := func() string {
+		t.Helper()
+		rs := audit.records()
+		if len(rs) == 0 {
+			t.Fatal("no audit record")
+		}
+		return rs[len(rs)-1].BundleDigest
+	}
+	e.BeforeToolCall(ctx, call(""))
+	if got := lastBundle(); got != "" {
+		t.Fatalf("a plain policy file's record names bundle %q", got)
+	}
+	const digestB = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+	if _, err := e.ReloadFrom(ctx, b, digestB); err != nil {
 		t.Fatal(err)
 	}
 	if d := e.BeforeToolCall(ctx, call("")); d.Reason != "b" {
 		t.Fatalf("after ReloadFrom(b): %+v", d)
 	}
-	if _, err := e.ReloadFrom(ctx, bad); err == nil || !strings.Contains(err.Error(), "missing.wasm") {
+	if got := lastBundle(); got != digestB {
+		t.Fatalf("after ReloadFrom(b): bundle_digest %q, want %q", got, digestB)
+	}
+	if _, err := e.ReloadFrom(ctx, bad, "sha256:0000000000000000000000000000000000000000000000000000000000000000"); err == nil || !strings.Contains(err.Error(), "missing.wasm") {
 		t.Fatalf("ReloadFrom(bad): %v", err)
 	}
 	replaceFile(t, b, rules("b2"))
@@ -411,6 +429,9 @@ func TestReloadFrom(t *testing.T) {
 	}
 	if d := e.BeforeToolCall(ctx, call("")); d.Reason != "b2" {
 		t.Fatalf("a reload after a refused ReloadFrom reads %+v, want b's file", d)
+	}
+	if got := lastBundle(); got != digestB {
+		t.Fatalf("a reload after a refused ReloadFrom: bundle_digest %q, want %q", got, digestB)
 	}
 }
 
