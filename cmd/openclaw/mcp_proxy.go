@@ -22,6 +22,7 @@ import (
 	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/proxy"
+	"github.com/openclaw-go/openclaw/proxy/sharedstate"
 	"github.com/openclaw-go/openclaw/runtime"
 	"github.com/openclaw-go/openclaw/transport"
 )
@@ -35,6 +36,11 @@ var proxyDefaultModules = []string{"builtin:rules", "builtin:sanitizer", "builti
 // proxyTokenEnv names the environment variable that holds the bearer
 // token when --token-file is not given.
 const proxyTokenEnv = "OPENCLAW_MCP_TOKEN"
+
+// proxyStateEnv names the environment variable that holds the --state URL
+// when the flag is not given (a Redis password then stays out of the
+// process's command line).
+const proxyStateEnv = "OPENCLAW_MCP_STATE"
 
 // proxyConfig is what `mcp proxy` flags bind to.
 type proxyConfig struct {
@@ -67,6 +73,7 @@ type proxyConfig struct {
 	connectWait     time.Duration // --connect-wait
 	stateKeyFile    string        // --request-state-key-file FILE
 	logFormat       string        // --log-format text|json
+	state           string        // --state redis://…: shared state of replicas
 }
 
 // defaultConnectWait is how long the proxy waits for the servers before it
@@ -160,7 +167,8 @@ let calls in flight finish and write their answers (up to --shutdown-timeout), t
 server the proxy started. Over HTTP, /readyz answers 503 from the signal on and a new session
 (initialize) is refused with 503 and Retry-After, so that a load balancer sends it to another
 replica, while the sessions already open are served until no request is in flight.
---log-format json writes the log as JSON lines.`,
+--log-format json writes the log as JSON lines. --state redis://HOST:PORT/DB shares the rate-limit
+counters of replicas in Redis (docs/proxy.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runProxy(cmd.Context(), &c, os.Stdin, os.Stdout, cmd.ErrOrStderr())
@@ -196,6 +204,7 @@ replica, while the sessions already open are served until no request is in fligh
 	f.DurationVar(&c.connectWait, "connect-wait", defaultConnectWait, "at start, how long to wait for the MCP servers before serving; a server that answers later joins with notifications/tools/list_changed (0: wait for every server, each bounded by its connectionTimeoutMs)")
 	f.Int64Var(&c.maxMessage, "max-message-bytes", proxy.DefaultMaxMessageBytes, "largest message a client may send, in bytes: one HTTP POST body (larger: 413) or one stdin line (larger: a parse error)")
 	f.StringVar(&c.upstreamProto, "upstream-protocol", defaultUpstreamProtocol, `MCP revision offered to the servers: 2025-11-25 lets them send sampling, elicitation, roots and log requests during a call; on 2026-07-28 (or "", the newest the go-sdk speaks) they return input requests instead, which the proxy relays to its clients`)
+	f.StringVar(&c.state, "state", "", "share the state of replicas (rate-limit counters, reloads, MCP sessions) in Redis or Valkey: redis://[user:password@]HOST:PORT/DB, rediss://… for TLS (default: in this process)")
 	f.StringVar(&c.stateKeyFile, "request-state-key-file", "", fmt.Sprintf("file holding the key (at least %d bytes; surrounding whitespace trimmed) that seals the requestState handed to MCP 2026-07-28 clients with input requests: replicas that share it resume each other's requests (default: a random key per process)", proxy.MinStateKeyBytes))
 	return cmd
 }
@@ -335,6 +344,12 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	if err != nil {
 		return err
 	}
+	if c.state == "" {
+		c.state = strings.TrimSpace(os.Getenv(proxyStateEnv))
+	}
+	if c.state != "" && (ph == nil || ph.metricsOnly) {
+		return usage("--state (or $%s) shares the state of replicas served over HTTP: it needs --listen", proxyStateEnv)
+	}
 	level := slog.LevelInfo
 	if c.verbose {
 		level = slog.LevelDebug
@@ -342,6 +357,18 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	c.policy.logJSON = c.logFormat == "json"
 	logger := newLogger(stderr, level, c.policy.logJSON)
 	say := announcer{w: stderr, logger: logger, asJSON: c.policy.logJSON}
+	var shared *sharedstate.State
+	if c.state != "" {
+		if shared, err = sharedstate.Open(c.state, &sharedstate.Options{Logger: logger}); err != nil {
+			return usage("%v", err)
+		}
+		defer shared.Close()
+		c.policy.limits = shared.Counters()
+		if err := shared.Ping(ctx); err != nil {
+			logger.Warn("openclaw mcp proxy: Redis does not answer; calls that need shared state fail (and /readyz says not ready) until it does", "state", shared.URL(), "err", err)
+		}
+		say.info("openclaw mcp proxy: shared state in "+shared.URL(), "openclaw mcp proxy: shared state", "state", shared.URL())
+	}
 	var ln net.Listener
 	if ph != nil {
 		// Bound before anything starts: a port in use fails at once.

@@ -197,10 +197,17 @@ func startHTTPProxy(t *testing.T, ctx context.Context, env []string, args ...str
 	dir := t.TempDir()
 	bin := buildOpenclaw(t, dir)
 	home, policy := writeEverythingFixture(t, dir, node, script)
-	all := append([]string{"mcp", "proxy", "--listen", "127.0.0.1:0", "--connect-wait", "0", "--policy-config", policy, "--audit-log", filepath.Join(dir, "audit.jsonl")}, args...)
-	cmd := exec.Command(bin, all...)
-	cmd.Env = append(os.Environ(), "OPENCLAW_HOME="+home, "OPENCLAW_STATE_DIR="+filepath.Join(dir, "state"))
-	cmd.Env = append(cmd.Env, env...)
+	all := append([]string{"--policy-config", policy, "--audit-log", filepath.Join(dir, "audit.jsonl")}, args...)
+	return runHTTPProxy(t, bin, append([]string{"OPENCLAW_HOME=" + home, "OPENCLAW_STATE_DIR=" + filepath.Join(dir, "state")}, env...), all...)
+}
+
+// runHTTPProxy starts bin as `openclaw mcp proxy --listen 127.0.0.1:0
+// --connect-wait 0 args…` with env added to the test's environment, and
+// waits for the line naming the bound URL; the test's cleanup kills it.
+func runHTTPProxy(t *testing.T, bin string, env []string, args ...string) *httpProxy {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"mcp", "proxy", "--listen", "127.0.0.1:0", "--connect-wait", "0"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
 	hp := &httpProxy{cmd: cmd, stderr: &e2e.LockedBuffer{}, exited: make(chan error, 1)}
 	pr, pw := io.Pipe()
 	cmd.Stderr = io.MultiWriter(hp.stderr, pw)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/engine"
+	"github.com/openclaw-go/openclaw/policies/ratelimit"
 )
 
 // policyFlags are the policy inputs shared by the commands that enforce
@@ -24,6 +25,9 @@ type policyFlags struct {
 	auditTap policies.AuditSink // also receives every audit record (metrics); may be nil
 	verbose  bool               // -v: the modules' debug log lines too
 	logJSON  bool               // --log-format json: the modules' log lines are JSON too
+	// limits keeps the rate-limit counters (--state: shared in Redis);
+	// nil: in this process.
+	limits ratelimit.Store
 }
 
 // livePolicies is a running process's policy engine with what keeps it
@@ -51,6 +55,7 @@ func startPolicies(ctx context.Context, fl policyFlags, what string, stderr io.W
 	lp := &livePolicies{}
 	eng, err := engine.Load(ctx, &engine.Options{
 		ConfigFile: fl.config,
+		LimitStore: fl.limits,
 		Files:      fl.files,
 		AuditLog:   fl.auditLog,
 		AuditTap:   fl.auditTap,

@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/internal/testkit"
+	"github.com/openclaw-go/openclaw/proxy"
+)
+
+// replicaSet is `mcp proxy` replicas sharing one Redis (--state), one
+// openclaw.json (go-sdk's everything-server as server "one"), one policy
+// file and one tokens file (agent-a, agent-b), each replica with a state
+// directory of its own, as on a machine of its own.
+type replicaSet struct {
+	t       *testing.T
+	bin     string
+	dir     string
+	home    string
+	cfgPath string
+	policy  string
+	tokens  string
+	server  string
+	redis   *testkit.Redis
+}
+
+func newReplicaSet(t *testing.T, policy map[string]any) *replicaSet {
+	t.Helper()
+	rs := &replicaSet{t: t, server: testkit.Peer(t, testkit.GoEverythingServer), redis: testkit.StartRedis(t), dir: t.TempDir()}
+	rs.bin = buildOpenclaw(t, rs.dir)
+	rs.home = filepath.Join(rs.dir, "home")
+	rs.cfgPath = filepath.Join(rs.home, ".openclaw", "openclaw.json")
+	rs.writeServers("one")
+	rs.policy = filepath.Join(rs.dir, "policy.json")
+	writeJSON(t, rs.policy, policy)
+	rs.tokens = filepath.Join(rs.dir, "tokens.json")
+	writeJSON(t, rs.tokens, map[string]any{"tokens": []any{
+		map[string]any{"name": "agent-a", "token": "token-of-agent-a"},
+		map[string]any{"name": "agent-b", "token": "token-of-agent-b"},
+	}})
+	return rs
+}
+
+// writeServers writes openclaw.json with the everything-server under each
+// of names.
+func (rs *replicaSet) writeServers(names ...string) {
+	servers := map[string]any{}
+	for _, n := range names {
+		servers[n] = map[string]any{"command": rs.server}
+	}
+	writeJSON(rs.t, rs.cfgPath, map[string]any{"mcp": map[string]any{"servers": servers}})
+}
+
+// env is the environment of replica name (and of the CLI run beside it).
+func (rs *replicaSet) env(name string) []string {
+	return []string{"OPENCLAW_HOME=" + rs.home, "OPENCLAW_STATE_DIR=" + filepath.Join(rs.dir, "state-"+name)}
+}
+
+// start starts replica name with --state on the set's Redis.
+func (rs *replicaSet) start(name string, args ...string) *httpProxy {
+	rs.t.Helper()
+	return runHTTPProxy(rs.t, rs.bin, rs.env(name), append([]string{"--state", rs.redis.URL(), "--tokens-file", rs.tokens,
+		"--policy-config", rs.policy, "--audit-log", filepath.Join(rs.dir, "audit-"+name+".jsonl")}, args...)...)
+}
+
+// connect opens a go-sdk client session on hp with token; changed
+// receives notifications/tools/list_changed.
+func connectReplica(t *testing.T, ctx context.Context, hp *httpProxy, token string) (cs *mcp.ClientSession, changed chan struct{}) {
+	t.Helper()
+	changed = make(chan struct{}, 8)
+	client := mcp.NewClient(&mcp.Implementation{Name: "replica-test", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+	})
+	hc := &http.Client{Transport: bearerTransport{token: token}}
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hp.base + proxy.PathMCP, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("connect to %s: %v\nstderr:\n%s", hp.base, err, hp.stderr.String())
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs, changed
+}
+
+// callText calls tool and returns whether it was a tool error and its
+// first text.
+func callText(t *testing.T, ctx context.Context, cs *mcp.ClientSession, tool string) (isError bool, text string) {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool})
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	if len(res.Content) > 0 {
+		if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+			text = tc.Text
+		}
+	}
+	return res.IsError, text
+}
+
+var replicaPolicy = map[string]any{"modules": []any{
+	map[string]any{"name": "rules", "source": "builtin:rules"},
+	map[string]any{"name": "sanitizer", "source": "builtin:sanitizer"},
+}}
+
+// TestMCPProxyStateRateLimit: two replicas on one Redis share the
+// policy file's rate-limit counters: agent-a over its limit through
+// replica A is limited through replica B, agent-b is not. With Redis
+// stopped a call that needs a counter is a tool error naming Redis while
+// the replica keeps serving; with Redis back the calls go through again,
+// with no restart.
+func TestMCPProxyStateRateLimit(t *testing.T) {
+	t.Parallel()
+	policy := map[string]any{"modules": replicaPolicy["modules"], "rate_limits": []any{
+		map[string]any{"name": "per-agent", "tool": "one__test_simple_text", "requests": 2, "interval_s": 3600},
+	}}
+	rs := newReplicaSet(t, policy)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	a, b := rs.start("a"), rs.start("b")
+	aliceA, _ := connectReplica(t, ctx, a, "token-of-agent-a")
+	aliceB, _ := connectReplica(t, ctx, b, "token-of-agent-a")
+	bobB, _ := connectReplica(t, ctx, b, "token-of-agent-b")
+	const tool = "one__test_simple_text"
+	for i := range 2 {
+		if isErr, text := callText(t, ctx, aliceA, tool); isErr {
+			t.Fatalf("agent-a's call %d through A: %s", i+1, text)
+		}
+	}
+	if isErr, text := callText(t, ctx, aliceB, tool); !isErr || !strings.Contains(text, `rate limit "per-agent" reached: at most 2 calls per 3600 s`) {
+		t.Fatalf("agent-a's third call, through B: error %v %q; want the limit reached", isErr, text)
+	}
+	if isErr, text := callText(t, ctx, bobB, tool); isErr {
+		t.Fatalf("agent-b's first call through B: %s", text)
+	}
+
+	rs.redis.Stop()
+	isErr, text := callText(t, ctx, bobB, tool)
+	if !isErr || !strings.Contains(text, "shared state (Redis at "+rs.redis.Addr()+")") || !strings.Contains(text, `rate limit "per-agent": the counter store failed`) {
+		t.Fatalf("a call with Redis down: error %v %q; want a tool error naming Redis", isErr, text)
+	}
+	if _, err := bobB.ListTools(ctx, nil); err != nil {
+		t.Fatalf("tools/list with Redis down: %v", err)
+	}
+	rs.redis.Start() // empty: the counters start again
+	if isErr, text := callText(t, ctx, bobB, tool); isErr {
+		t.Fatalf("agent-b's call after Redis is back: %s\nstderr of B:\n%s", text, b.stderr.String())
+	}
+	if isErr, text := callText(t, ctx, aliceA, tool); isErr {
+		t.Fatalf("agent-a's call through A after Redis is back: %s", text)
+	}
+}
