@@ -167,8 +167,8 @@ let calls in flight finish and write their answers (up to --shutdown-timeout), t
 server the proxy started. Over HTTP, /readyz answers 503 from the signal on and a new session
 (initialize) is refused with 503 and Retry-After, so that a load balancer sends it to another
 replica, while the sessions already open are served until no request is in flight.
---log-format json writes the log as JSON lines. --state redis://HOST:PORT/DB shares the rate-limit
-counters of replicas in Redis (docs/proxy.md).`,
+--log-format json writes the log as JSON lines. --state redis://HOST:PORT/DB makes replicas share the rate-limit
+counters in Redis, and an openclaw mcp reload or a policy swap on one replica reloads every one (docs/proxy.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runProxy(cmd.Context(), &c, os.Stdin, os.Stdout, cmd.ErrOrStderr())
@@ -364,6 +364,7 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 		}
 		defer shared.Close()
 		c.policy.limits = shared.Counters()
+		c.policy.swapped = func() { publishReplicaEvent(shared, logger, sharedstate.EventPolicy) }
 		if err := shared.Ping(ctx); err != nil {
 			logger.Warn("openclaw mcp proxy: Redis does not answer; calls that need shared state fail (and /readyz says not ready) until it does", "state", shared.URL(), "err", err)
 		}
@@ -481,14 +482,19 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	metrics.ObserveServers(sess.Status)
 	// `openclaw mcp reload` (SIGHUP) applies an edited mcp.servers and tool
 	// policy to the running proxy; its clients get list_changed at once.
+	// With --state a reload here is a reload on every replica.
+	reload := reloadFromConfig(cfgPath, logger, &proxyReloader{cfgPath: cfgPath, pins: pinCfg, sess: sess, proxy: p, logger: logger})
+	fan := &replicaFanOut{shared: shared, logger: logger, reload: reload, policies: pol, proxy: p}
 	if dir, err := mcpRunDir(); err != nil {
 		logger.Warn("openclaw mcp reload cannot reach this proxy", "err", err)
-	} else if rl, err := serveMCPReload(ctx, dir, "mcp proxy", cfgPath, logger,
-		reloadFromConfig(cfgPath, logger, &proxyReloader{cfgPath: cfgPath, pins: pinCfg, sess: sess, proxy: p, logger: logger})); err != nil {
+	} else if rl, err := serveMCPReload(ctx, dir, "mcp proxy", cfgPath, logger, fan.reloadHere); err != nil {
 		logger.Warn("openclaw mcp reload cannot reach this proxy", "err", err)
 	} else {
 		rl.publishStatus(sess.Status)     // skipped stdout lines, for `mcp status`
 		defer func() { _ = rl.Close() }() // before the proxy and the runtime close
+	}
+	if shared != nil {
+		defer fan.run(ctx)() // stops before the proxy and the runtime close
 	}
 
 	var h *proxy.HTTPHandler

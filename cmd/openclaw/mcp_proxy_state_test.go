@@ -3,7 +3,10 @@ package main
 import (
 	"context"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -157,5 +160,76 @@ func TestMCPProxyStateRateLimit(t *testing.T) {
 	}
 	if isErr, text := callText(t, ctx, aliceA, tool); isErr {
 		t.Fatalf("agent-a's call through A after Redis is back: %s", text)
+	}
+}
+
+// waitListChanged waits for notifications/tools/list_changed on changed.
+func waitListChanged(t *testing.T, ctx context.Context, changed chan struct{}, what string, hp *httpProxy) {
+	t.Helper()
+	select {
+	case <-changed:
+	case <-ctx.Done():
+		t.Fatalf("no notifications/tools/list_changed %s\nstderr of the replica:\n%s", what, hp.stderr.String())
+	}
+}
+
+// toolNames lists cs's tools.
+func toolNames(t *testing.T, ctx context.Context, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range res.Tools {
+		names = append(names, tl.Name)
+	}
+	return names
+}
+
+// TestMCPProxyStateFanOut: `openclaw mcp reload` reaches replica A alone
+// (each replica has its own state directory, as on its own machine); A
+// publishes it on Redis, and replica B re-reads openclaw.json and sends
+// notifications/tools/list_changed to its client, which then lists the
+// added server's tools. After a Redis restart B subscribes again by
+// itself, and the next reload through A reaches it too.
+func TestMCPProxyStateFanOut(t *testing.T) {
+	t.Parallel()
+	rs := newReplicaSet(t, replicaPolicy)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	a, b := rs.start("a"), rs.start("b")
+	csB, changedB := connectReplica(t, ctx, b, "token-of-agent-b")
+	if names := toolNames(t, ctx, csB); slices.Contains(names, "two__test_simple_text") || !slices.Contains(names, "one__test_simple_text") {
+		t.Fatalf("B's tools before the reload: %v", names)
+	}
+	reloadA := func(want string) {
+		t.Helper()
+		rc := exec.CommandContext(ctx, rs.bin, "mcp", "reload")
+		rc.Env = append(os.Environ(), rs.env("a")...)
+		out, err := rc.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), want) || strings.Count(string(out), "reloaded") != 1 {
+			t.Fatalf("openclaw mcp reload beside A: %v\n%s\nwant one process %q; A's stderr:\n%s", err, out, want, a.stderr.String())
+		}
+	}
+	rs.writeServers("one", "two")
+	reloadA("reloaded: 1 added (two)")
+	waitListChanged(t, ctx, changedB, "on B after a reload through A", b)
+	if names := toolNames(t, ctx, csB); !slices.Contains(names, "two__test_simple_text") {
+		t.Fatalf("B's tools after a reload through A: %v\nB's stderr:\n%s", names, b.stderr.String())
+	}
+	if isErr, text := callText(t, ctx, csB, "two__test_simple_text"); isErr {
+		t.Fatalf("two__test_simple_text through B: %s", text)
+	}
+
+	rs.redis.Stop()
+	rs.redis.Start()
+	// B re-reads everything once subscribed again (events may have been
+	// lost meanwhile): its client is told.
+	waitListChanged(t, ctx, changedB, "on B after its subscription came back", b)
+	rs.writeServers("one", "two", "three")
+	reloadA("reloaded: 1 added (three)")
+	for !slices.Contains(toolNames(t, ctx, csB), "three__test_simple_text") {
+		waitListChanged(t, ctx, changedB, "on B after a reload through A once Redis was back", b)
 	}
 }

@@ -28,6 +28,9 @@ type policyFlags struct {
 	// limits keeps the rate-limit counters (--state: shared in Redis);
 	// nil: in this process.
 	limits ratelimit.Store
+	// swapped, when set, is called after each reload that swapped the
+	// policy set (a module, its config or the rate limits changed).
+	swapped func()
 }
 
 // livePolicies is a running process's policy engine with what keeps it
@@ -66,6 +69,9 @@ func startPolicies(ctx context.Context, fl policyFlags, what string, stderr io.W
 		OnReload: func(res engine.ReloadResult, err error) {
 			if lp.reg != nil {
 				lp.reg.reloaded(lp.Engine.Modules(), res, err)
+			}
+			if err == nil && res.Changed() && fl.swapped != nil {
+				fl.swapped()
 			}
 		},
 	})
