@@ -357,19 +357,6 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	c.policy.logJSON = c.logFormat == "json"
 	logger := newLogger(stderr, level, c.policy.logJSON)
 	say := announcer{w: stderr, logger: logger, asJSON: c.policy.logJSON}
-	var shared *sharedstate.State
-	if c.state != "" {
-		if shared, err = sharedstate.Open(c.state, &sharedstate.Options{Logger: logger}); err != nil {
-			return usage("%v", err)
-		}
-		defer shared.Close()
-		c.policy.limits = shared.Counters()
-		c.policy.swapped = func() { publishReplicaEvent(shared, logger, sharedstate.EventPolicy) }
-		if err := shared.Ping(ctx); err != nil {
-			logger.Warn("openclaw mcp proxy: Redis does not answer; calls that need shared state fail (and /readyz says not ready) until it does", "state", shared.URL(), "err", err)
-		}
-		say.info("openclaw mcp proxy: shared state in "+shared.URL(), "openclaw mcp proxy: shared state", "state", shared.URL())
-	}
 	var ln net.Listener
 	if ph != nil {
 		// Bound before anything starts: a port in use fails at once.
@@ -414,6 +401,24 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	// records) and tell a block from a tool error.
 	metrics := proxy.NewMetrics()
 	c.policy.auditTap = metrics.AuditSink(nil)
+	var shared *sharedstate.State
+	ready := []proxy.ReadyCheck{}
+	if c.state != "" {
+		if shared, err = sharedstate.Open(c.state, &sharedstate.Options{Logger: logger, Observe: metrics.ObserveState()}); err != nil {
+			return usage("%v", err)
+		}
+		defer shared.Close()
+		c.policy.limits = shared.Counters()
+		c.policy.swapped = func() { publishReplicaEvent(shared, logger, sharedstate.EventPolicy) }
+		if err := shared.Ping(ctx); err != nil {
+			logger.Warn("openclaw mcp proxy: Redis does not answer; calls that need shared state fail (and /readyz says not ready) until it does", "state", shared.URL(), "err", err)
+		}
+		mctx, stopMonitor := context.WithCancel(context.WithoutCancel(ctx))
+		defer stopMonitor()
+		go shared.Monitor(mctx, stateMonitorEvery)
+		ready = append(ready, proxy.ReadyCheck{Name: "state", Check: shared.Ready})
+		say.info("openclaw mcp proxy: shared state in "+shared.URL(), "openclaw mcp proxy: shared state", "state", shared.URL())
+	}
 	c.policy.verbose = c.verbose
 	pol, err := startPolicies(ctx, c.policy, "mcp proxy", stderr)
 	if err != nil {
@@ -530,7 +535,7 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 			Servers:            sess.Status,
 			ShutdownTimeout:    c.shutdownTimeout,
 			MaxMessageBytes:    c.maxMessage,
-			Ready:              []proxy.ReadyCheck{{Name: "policies", Check: pol.loaded}},
+			Ready:              append([]proxy.ReadyCheck{{Name: "policies", Check: pol.loaded}}, ready...),
 			Logger:             logger,
 		})
 		if err != nil {

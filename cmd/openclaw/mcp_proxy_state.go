@@ -24,6 +24,10 @@ type replicaFanOut struct {
 	proxy    *proxy.Proxy
 }
 
+// stateMonitorEvery is how often a replica pings its --state Redis for
+// /readyz.
+const stateMonitorEvery = time.Second
+
 // publishTimeout bounds the publication of one event.
 const publishTimeout = 2 * time.Second
 

@@ -146,7 +146,11 @@ func TestMCPProxyStateRateLimit(t *testing.T) {
 		t.Fatalf("agent-b's first call through B: %s", text)
 	}
 
+	if code, body := b.get(t, proxy.PathReady, nil); code != http.StatusOK {
+		t.Fatalf("/readyz of B with Redis up: %d %s", code, body)
+	}
 	rs.redis.Stop()
+	waitReadyz(t, ctx, b, http.StatusServiceUnavailable, `"state":"shared state (Redis at `+rs.redis.Addr()+`): ping: `)
 	isErr, text := callText(t, ctx, bobB, tool)
 	if !isErr || !strings.Contains(text, "shared state (Redis at "+rs.redis.Addr()+")") || !strings.Contains(text, `rate limit "per-agent": the counter store failed`) {
 		t.Fatalf("a call with Redis down: error %v %q; want a tool error naming Redis", isErr, text)
@@ -155,11 +159,36 @@ func TestMCPProxyStateRateLimit(t *testing.T) {
 		t.Fatalf("tools/list with Redis down: %v", err)
 	}
 	rs.redis.Start() // empty: the counters start again
+	waitReadyz(t, ctx, b, http.StatusOK, `{"ready":true}`)
 	if isErr, text := callText(t, ctx, bobB, tool); isErr {
 		t.Fatalf("agent-b's call after Redis is back: %s\nstderr of B:\n%s", text, b.stderr.String())
 	}
 	if isErr, text := callText(t, ctx, aliceA, tool); isErr {
 		t.Fatalf("agent-a's call through A after Redis is back: %s", text)
+	}
+	_, metrics := b.get(t, proxy.PathMetrics, map[string]string{"Authorization": "Bearer token-of-agent-b"})
+	for _, want := range []string{`openclaw_state_redis_commands_total{op="evalsha",result="ok"}`, `openclaw_state_redis_commands_total{op="ping",result="error"}`,
+		`openclaw_state_redis_command_duration_seconds_count{op="evalsha"}`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("B's /metrics lacks %s", want)
+		}
+	}
+}
+
+// waitReadyz waits until hp's /readyz answers code with a body holding
+// want (the replica pings Redis every second).
+func waitReadyz(t *testing.T, ctx context.Context, hp *httpProxy, code int, want string) {
+	t.Helper()
+	for {
+		got, body := hp.get(t, proxy.PathReady, nil)
+		if got == code && strings.Contains(body, want) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("/readyz = %d %s, want %d with %s", got, body, code, want)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 

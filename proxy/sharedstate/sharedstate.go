@@ -65,6 +65,7 @@ type State struct {
 	url     string // the URL without its password, for logs
 	replica string // this process's id in events
 	closed  atomic.Bool
+	ready   atomic.Pointer[readyState] // the latest ping's outcome; nil before the first
 }
 
 // Error is the failure of an operation on Redis: Op is what was asked
@@ -218,3 +219,48 @@ func redisErr(err error) error {
 	}
 	return err
 }
+
+// Monitor pings Redis every interval until ctx is done, so that
+// [State.Ready] knows whether Redis answers; call it once, in a goroutine
+// of its own.
+func (s *State) Monitor(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		pctx, cancel := context.WithTimeout(ctx, every)
+		err := s.Ping(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		s.setReady(err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// notPinged is Ready's answer before Monitor's first ping.
+var notPinged = errors.New("shared state: Redis not reached yet")
+
+func (s *State) setReady(err error) {
+	if err == nil {
+		s.ready.Store(&readyState{})
+		return
+	}
+	s.ready.Store(&readyState{err: err})
+}
+
+// Ready returns nil when the latest ping of [State.Monitor] was answered,
+// else its error (an [*Error] naming Redis). It does not wait.
+func (s *State) Ready() error {
+	r := s.ready.Load()
+	if r == nil {
+		return notPinged
+	}
+	return r.err
+}
+
+type readyState struct{ err error }
