@@ -515,7 +515,12 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 			}
 			logger.Info("openclaw mcp proxy: OAuth resource server", "issuer", c.authIssuer, "audience", c.authAudience, "metadata", oauth.MetadataURL())
 		}
+		var sessions proxy.SessionStore // a nil *State would be a non-nil interface
+		if shared != nil {
+			sessions = shared
+		}
 		h, err = proxy.NewHTTPHandler(p, &proxy.HTTPOptions{
+			Sessions:           sessions,
 			Token:              ph.token,
 			Tokens:             ph.tokens,
 			OAuth:              oauth,

@@ -1,13 +1,18 @@
+//lint:file-ignore SA1019 logging is deprecated by SEP-2577 but still served during its deprecation window: the takeover test checks that a session keeps its log level
+
 package main
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -260,5 +265,114 @@ func TestMCPProxyStateFanOut(t *testing.T) {
 	reloadA("reloaded: 1 added (three)")
 	for !slices.Contains(toolNames(t, ctx, csB), "three__test_simple_text") {
 		waitListChanged(t, ctx, changedB, "on B after a reload through A once Redis was back", b)
+	}
+}
+
+// switchTransport sends every request to the replica base currently
+// names, as a load balancer does once the replica a session was on is
+// gone.
+type switchTransport struct {
+	token string
+	mu    sync.Mutex
+	base  *url.URL
+}
+
+func (s *switchTransport) to(base string) {
+	u, _ := url.Parse(base)
+	s.mu.Lock()
+	s.base = u
+	s.mu.Unlock()
+}
+
+func (s *switchTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	s.mu.Lock()
+	base := s.base
+	s.mu.Unlock()
+	r = r.Clone(r.Context())
+	r.URL.Scheme, r.URL.Host, r.Host = base.Scheme, base.Host, base.Host
+	r.Header.Set("Authorization", "Bearer "+s.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestMCPProxyStateTakeover: a session opened on replica A, with a log
+// level set, goes on through replica B once A is killed (SIGKILL): B
+// takes the session over from its record in Redis, replays the log
+// level upstream (the upstream's log lines reach the client again), and
+// serves the same session id. Another identity presenting the session id
+// is refused with 403.
+func TestMCPProxyStateTakeover(t *testing.T) {
+	t.Parallel()
+	rs := newReplicaSet(t, replicaPolicy)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	a, b := rs.start("a"), rs.start("b")
+	st := &switchTransport{token: "token-of-agent-a"}
+	st.to(a.base)
+	logs := make(chan string, 64)
+	client := mcp.NewClient(&mcp.Implementation{Name: "takeover-test", Version: "1"}, &mcp.ClientOptions{
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			select {
+			case logs <- fmt.Sprint(req.Params.Data):
+			default:
+			}
+		},
+	})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: a.base + proxy.PathMCP, HTTPClient: &http.Client{Transport: st}},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("connect to A: %v\n%s", err, a.stderr.String())
+	}
+	defer cs.Close()
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+		t.Fatal(err)
+	}
+	const logTool = "one__test_tool_with_logging"
+	if isErr, text := callText(t, ctx, cs, logTool); isErr {
+		t.Fatalf("%s through A: %s", logTool, text)
+	}
+	drain := func() int {
+		n := 0
+		for len(logs) > 0 {
+			<-logs
+			n++
+		}
+		return n
+	}
+	if drain() == 0 {
+		t.Fatalf("no log message reached the client through A\n%s", a.stderr.String())
+	}
+
+	_ = a.cmd.Process.Kill()
+	<-a.exited
+	st.to(b.base)
+	start := time.Now()
+	if isErr, text := callText(t, ctx, cs, "one__test_simple_text"); isErr {
+		t.Fatalf("the session's next call, through B after A was killed: %s\nB's stderr:\n%s", text, b.stderr.String())
+	}
+	t.Logf("the first call after the kill, taken over by B, took %v", time.Since(start)) // docs/benchmarks.md
+	if !strings.Contains(b.stderr.String(), "took over a session opened on another replica") {
+		t.Errorf("B does not say it took the session over:\n%s", b.stderr.String())
+	}
+	if isErr, text := callText(t, ctx, cs, logTool); isErr {
+		t.Fatalf("%s through B: %s", logTool, text)
+	}
+	if drain() == 0 {
+		t.Fatalf("no log message reached the client through B: the log level was not replayed upstream\nB's stderr:\n%s", b.stderr.String())
+	}
+
+	// The session id, presented by another identity, is refused.
+	req, _ := http.NewRequest(http.MethodPost, b.base+proxy.PathMCP, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req.Header.Set("Authorization", "Bearer token-of-agent-b")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	req.Header.Set("Mcp-Session-Id", cs.ID())
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusForbidden {
+		t.Fatalf("agent-b with agent-a's session id: %d, want 403", res.StatusCode)
 	}
 }

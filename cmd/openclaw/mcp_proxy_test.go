@@ -1350,15 +1350,7 @@ func startStdioProxy(ctx context.Context, t *testing.T, cmd *exec.Cmd, name stri
 	p.cs = cs
 	p.tools = func() []string {
 		t.Helper()
-		list, err := cs.ListTools(ctx, nil)
-		if err != nil {
-			t.Fatalf("tools/list: %v", err)
-		}
-		var names []string
-		for _, tl := range list.Tools {
-			names = append(names, tl.Name)
-		}
-		return names
+		return toolNames(t, ctx, cs)
 	}
 	return p
 }

@@ -1,7 +1,9 @@
 package sharedstate
 
 import (
+	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -56,6 +58,29 @@ func FuzzDecodeRecord(f *testing.F) {
 		back, err := DecodeEvent(encodeRecord(ev))
 		if err != nil || back != ev {
 			t.Fatalf("%+v encodes to a record that reads %+v, %v", ev, back, err)
+		}
+	})
+}
+
+// FuzzDecodeSession: any bytes decode to a session record or an error,
+// never a panic; a record read has a known version and initialize params
+// that are a JSON object, and reads the same once encoded again.
+func FuzzDecodeSession(f *testing.F) {
+	for _, s := range []string{`{"v":1,"owner":"https://idp\u0000alice","protocol":"2025-11-25","initialize":{"protocolVersion":"2025-11-25"},"log_level":"debug","subscriptions":["file:///a"]}`,
+		`{"v":2,"protocol":"x","initialize":{}}`, `{"v":1,"protocol":"x","initialize":[]}`, `{"v":1,"protocol":"x","initialize":{"a":1,"a":2}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		rec, err := DecodeSession(raw)
+		if err != nil {
+			return
+		}
+		if rec.V < 1 || rec.V > RecordVersion || rec.Protocol == "" || !json.Valid(rec.Initialize) || rec.Initialize[0] != '{' {
+			t.Fatalf("read %+v", rec)
+		}
+		back, err := DecodeSession(encodeRecord(rec))
+		if err != nil || back.Owner != rec.Owner || back.Protocol != rec.Protocol || back.LogLevel != rec.LogLevel || !slices.Equal(back.Subscriptions, rec.Subscriptions) {
+			t.Fatalf("%+v encodes to a record that reads %+v, %v", rec, back, err)
 		}
 	})
 }

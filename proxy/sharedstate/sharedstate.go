@@ -242,8 +242,8 @@ func (s *State) Monitor(ctx context.Context, every time.Duration) {
 	}
 }
 
-// notPinged is Ready's answer before Monitor's first ping.
-var notPinged = errors.New("shared state: Redis not reached yet")
+// errNotPinged is Ready's answer before Monitor's first ping.
+var errNotPinged = errors.New("shared state: Redis not reached yet")
 
 func (s *State) setReady(err error) {
 	if err == nil {
@@ -258,7 +258,7 @@ func (s *State) setReady(err error) {
 func (s *State) Ready() error {
 	r := s.ready.Load()
 	if r == nil {
-		return notPinged
+		return errNotPinged
 	}
 	return r.err
 }

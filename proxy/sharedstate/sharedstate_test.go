@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/policies/ratelimit"
 	"github.com/openclaw-go/openclaw/proxy/sharedstate"
@@ -171,5 +173,48 @@ func TestAuth(t *testing.T) {
 	}
 	if err := open(t, "redis://default:wrong@"+r.Addr()+"/0").Ping(context.Background()); err == nil {
 		t.Fatal("ping with a wrong password went through")
+	}
+}
+
+// TestSessions: a session record written by one replica is read by
+// another, its expiry slides, it is gone once deleted, and a record of
+// a newer version is refused with a VersionError.
+func TestSessions(t *testing.T) {
+	t.Parallel()
+	r := testkit.StartRedis(t)
+	a, b := open(t, r.URL()), open(t, r.URL())
+	raw := redis.NewClient(&redis.Options{Addr: r.Addr()})
+	defer raw.Close()
+	ctx := context.Background()
+	rec := sharedstate.Session{Owner: "https://idp\x00alice", Protocol: "2025-11-25", Initialize: []byte(`{"protocolVersion":"2025-11-25"}`),
+		LogLevel: "debug", Subscriptions: []string{"file:///a"}}
+	if err := a.PutSession(ctx, "s1", rec, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.TouchSession(ctx, "s1", 3*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if ttl := raw.PTTL(ctx, "openclaw:session:s1").Val(); ttl <= 2*time.Hour {
+		t.Fatalf("TTL after the touch: %v, want about 3 h", ttl)
+	}
+	got, found, err := b.GetSession(ctx, "s1")
+	if err != nil || !found || got.Owner != rec.Owner || got.LogLevel != "debug" || got.Subscriptions[0] != "file:///a" || got.V != sharedstate.RecordVersion {
+		t.Fatalf("B reads %+v %v %v", got, found, err)
+	}
+	if err := b.DeleteSession(ctx, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, err := a.GetSession(ctx, "s1"); found || err != nil {
+		t.Fatalf("a deleted record: found %v, %v", found, err)
+	}
+	if _, found, err := a.GetSession(ctx, "never"); found || err != nil {
+		t.Fatalf("a record never written: found %v, %v", found, err)
+	}
+	// A newer release's record is refused, not misread.
+	raw.Set(ctx, "openclaw:session:s2", `{"v":9,"owner":"","protocol":"2030-01-01","initialize":{}}`, 0)
+	_, _, err = a.GetSession(ctx, "s2")
+	var ve *sharedstate.VersionError
+	if !errors.As(err, &ve) || ve.Version != 9 {
+		t.Fatalf("a v9 session record: %v, want a VersionError", err)
 	}
 }
