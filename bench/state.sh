@@ -7,7 +7,8 @@
 # makes N sequential calls on one session per proxy after WARMUP, cut into ROUNDS rounds in which the
 # two take turns. By hand, not in CI; docs/benchmarks.md holds a recorded run.
 #
-# Env: PEERS_DIR (.peers), N (3000), WARMUP (300), ROUNDS (10), WORK (default a new
+# Env: PEERS_DIR (.peers), N (3000), WARMUP (300), ROUNDS (10), LIMITS=0 (no rate limit: the
+# calls then touch no counter, and Redis serves only the session record), WORK (default a new
 # /tmp/state-bench.XXXXXX). Needs redis-server on PATH. Only the processes it starts are stopped.
 set -euo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -33,10 +34,9 @@ until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.05; done
 
 mkdir -p "$WORK/home/.openclaw"
 printf '{"mcp":{"servers":{"one":{"command":"%s"}}}}\n' "$SERVER" >"$WORK/home/.openclaw/openclaw.json"
-cat >"$WORK/policy.json" <<'JSON'
-{"modules":[{"name":"rules","source":"builtin:rules"},{"name":"sanitizer","source":"builtin:sanitizer"}],
- "rate_limits":[{"name":"bench","requests":1000000000,"interval_s":3600,"concurrent":64}]}
-JSON
+limits='[{"name":"bench","requests":1000000000,"interval_s":3600,"concurrent":64}]'
+[ "${LIMITS:-1}" != 0 ] || limits='[]'
+printf '{"modules":[{"name":"rules","source":"builtin:rules"},{"name":"sanitizer","source":"builtin:sanitizer"}],"rate_limits":%s}\n' "$limits" >"$WORK/policy.json"
 export OPENCLAW_MCP_TOKEN=bench-token-$RANDOM$RANDOM OPENCLAW_HOME=$WORK/home
 
 # start LABEL ARGS…: one proxy, its URL in $WORK/LABEL.url.
