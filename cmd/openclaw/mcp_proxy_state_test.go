@@ -376,3 +376,88 @@ func TestMCPProxyStateTakeover(t *testing.T) {
 		t.Fatalf("agent-b with agent-a's session id: %d, want 403", res.StatusCode)
 	}
 }
+
+// TestMCPProxyStateHAProxy: three replicas behind HAProxy (balance by
+// Mcp-Session-Id, /readyz as the health check), one Redis. Six go-sdk
+// clients, each its own session, make calls; then one replica is killed
+// with SIGKILL between calls, and every session goes on, with the same
+// id: the killed replica's through the replicas that take them over.
+func TestMCPProxyStateHAProxy(t *testing.T) {
+	t.Parallel()
+	rs := newReplicaSet(t, replicaPolicy)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	replicas := []*httpProxy{rs.start("r0"), rs.start("r1"), rs.start("r2")}
+	var backends []string
+	for _, r := range replicas {
+		backends = append(backends, strings.TrimPrefix(r.base, "http://"))
+	}
+	front := "http://" + testkit.StartHAProxy(t, backends)
+	lb := &httpProxy{base: front, stderr: replicas[0].stderr}
+	const clients, calls = 6, 10
+	sessions := make([]*mcp.ClientSession, clients)
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, r := range replicas {
+				t.Logf("replica r%d's stderr:\n%s", i, r.stderr.String())
+			}
+		}
+	})
+	for i := range sessions {
+		sessions[i], _ = connectReplica(t, ctx, lb, "token-of-agent-a")
+	}
+	run := func(phase string) {
+		t.Helper()
+		var wg sync.WaitGroup
+		errs := make(chan error, clients*calls)
+		for i, cs := range sessions {
+			wg.Go(func() {
+				for n := range calls {
+					res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "one__test_simple_text"})
+					if err == nil && res.IsError {
+						err = fmt.Errorf("tool error %v", res.Content)
+					}
+					if err != nil {
+						errs <- fmt.Errorf("%s: client %d, call %d: %w", phase, i, n, err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+	}
+	run("before the kill")
+	for i, r := range replicas {
+		if strings.Contains(r.stderr.String(), "took over a session") {
+			t.Errorf("replica r%d took a session over before any replica went away: HAProxy did not keep the sessions where they opened", i)
+		}
+	}
+	ids := make([]string, clients)
+	for i, cs := range sessions {
+		ids[i] = cs.ID()
+	}
+	// HAProxy sends sessionless requests (initialize) round robin: each
+	// replica holds some of the sessions.
+	const victim = 0
+	_ = replicas[victim].cmd.Process.Kill()
+	<-replicas[victim].exited
+	run("after the kill")
+	for i, cs := range sessions {
+		if cs.ID() != ids[i] {
+			t.Errorf("client %d's session id changed: %s, was %s", i, cs.ID(), ids[i])
+		}
+	}
+	took := 0
+	for i, r := range replicas {
+		if i != victim {
+			took += strings.Count(r.stderr.String(), "took over a session opened on another replica")
+		}
+	}
+	if took == 0 {
+		t.Errorf("no replica took a session over after replica %d was killed", victim)
+	}
+}
