@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/openclaw-go/openclaw/policies/ratelimit"
 )
 
 // ConcurrentLease is how long a concurrent-calls counter (a counter
@@ -79,4 +81,57 @@ func (c *Counters) Take(ctx context.Context, key string, limit int64, ttl time.D
 // Release implements ratelimit.Store.
 func (c *Counters) Release(ctx context.Context, key string) error {
 	return c.s.wrap("rate-limit counter", releaseScript.Run(ctx, c.s.client, []string{counterPrefix + key}).Err())
+}
+
+// takeAllScript takes one from every KEYS[i] (ARGV[3i-2] its bound,
+// ARGV[3i-1] its window or lease in ms, ARGV[3i] "1" for a lease) if none
+// is at its bound, else none. It returns {0, 0} when it took them, or
+// {i, PTTL of KEYS[i]} for the first counter at its bound.
+var takeAllScript = redis.NewScript(`
+for i = 1, #KEYS do
+  if tonumber(redis.call('GET', KEYS[i]) or '0') >= tonumber(ARGV[3*i-2]) then
+    return {i, redis.call('PTTL', KEYS[i])}
+  end
+end
+for i = 1, #KEYS do
+  local pttl = redis.call('PTTL', KEYS[i])
+  redis.call('INCR', KEYS[i])
+  if pttl < 0 or ARGV[3*i] == '1' then
+    redis.call('PEXPIRE', KEYS[i], ARGV[3*i-1])
+  end
+end
+return {0, 0}
+`)
+
+// TakeAll implements ratelimit.BatchStore: one script, one round trip,
+// for every counter of a call. (The keys of one call may hash to
+// different slots: a Redis Cluster is not supported.)
+func (c *Counters) TakeAll(ctx context.Context, takes []ratelimit.Take) (int, time.Time, error) {
+	keys := make([]string, len(takes))
+	args := make([]any, 0, 3*len(takes))
+	for i, t := range takes {
+		keys[i] = counterPrefix + t.Key
+		lease, ms := "0", t.TTL.Milliseconds()
+		if t.TTL <= 0 {
+			lease, ms = "1", ConcurrentLease.Milliseconds()
+		}
+		args = append(args, t.Max, max(ms, 1), lease)
+	}
+	now := time.Now()
+	res, err := takeAllScript.Run(ctx, c.s.client, keys, args...).Int64Slice()
+	if err != nil {
+		return -1, time.Time{}, c.s.wrap("rate-limit counter", err)
+	}
+	if len(res) != 2 || res[0] < 0 || res[0] > int64(len(takes)) {
+		return -1, time.Time{}, c.s.wrap("rate-limit counter", errMalformed("counter", "the script's answer"))
+	}
+	if res[0] == 0 {
+		return -1, time.Time{}, nil
+	}
+	i := int(res[0] - 1)
+	var expires time.Time
+	if takes[i].TTL > 0 && res[1] > 0 {
+		expires = now.Add(time.Duration(res[1]) * time.Millisecond)
+	}
+	return i, expires, nil
 }

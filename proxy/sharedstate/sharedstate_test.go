@@ -15,7 +15,7 @@ import (
 	"github.com/openclaw-go/openclaw/proxy/sharedstate"
 )
 
-var _ ratelimit.Store = (*sharedstate.Counters)(nil)
+var _ ratelimit.BatchStore = (*sharedstate.Counters)(nil)
 
 func TestParseURL(t *testing.T) {
 	t.Parallel()
@@ -216,5 +216,38 @@ func TestSessions(t *testing.T) {
 	var ve *sharedstate.VersionError
 	if !errors.As(err, &ve) || ve.Version != 9 {
 		t.Fatalf("a v9 session record: %v, want a VersionError", err)
+	}
+}
+
+// TestCountersTakeAll: a call's counters are taken together, or none of
+// them when one is at its bound.
+func TestCountersTakeAll(t *testing.T) {
+	t.Parallel()
+	r := testkit.StartRedis(t)
+	c := open(t, r.URL()).Counters()
+	ctx := context.Background()
+	takes := []ratelimit.Take{{Key: "r|n3:per", Max: 2, TTL: time.Hour}, {Key: "c|n5:slots", Max: 1}}
+	if i, _, err := c.TakeAll(ctx, takes); i != -1 || err != nil {
+		t.Fatalf("first TakeAll: refused %d, %v", i, err)
+	}
+	i, exp, err := c.TakeAll(ctx, takes)
+	if i != 1 || err != nil || !exp.IsZero() {
+		t.Fatalf("second TakeAll, the slot held: refused %d (want 1), expires %v, %v", i, exp, err)
+	}
+	if err := c.Release(ctx, "c|n5:slots"); err != nil {
+		t.Fatal(err)
+	}
+	// The refused TakeAll took no request: one is left in the window.
+	if i, _, err := c.TakeAll(ctx, takes); i != -1 || err != nil {
+		t.Fatalf("third TakeAll: refused %d, %v", i, err)
+	}
+	_ = c.Release(ctx, "c|n5:slots")
+	i, exp, err = c.TakeAll(ctx, takes)
+	if i != 0 || err != nil || exp.IsZero() || time.Until(exp) > time.Hour {
+		t.Fatalf("fourth TakeAll, the window full: refused %d (want 0), expires %v, %v", i, exp, err)
+	}
+	r.Stop()
+	if _, _, err := c.TakeAll(ctx, takes); err == nil || !strings.Contains(err.Error(), "Redis at") {
+		t.Fatalf("TakeAll with Redis down: %v", err)
 	}
 }
