@@ -167,8 +167,10 @@ let calls in flight finish and write their answers (up to --shutdown-timeout), t
 server the proxy started. Over HTTP, /readyz answers 503 from the signal on and a new session
 (initialize) is refused with 503 and Retry-After, so that a load balancer sends it to another
 replica, while the sessions already open are served until no request is in flight.
---log-format json writes the log as JSON lines. --state redis://HOST:PORT/DB makes replicas share the rate-limit
-counters in Redis, and an openclaw mcp reload or a policy swap on one replica reloads every one (docs/proxy.md).`,
+--log-format json writes the log as JSON lines. --state redis://HOST:PORT/DB makes replicas behind a
+load balancer share state in Redis: the rate-limit counters, the MCP sessions (a replica takes over
+a session another opened), and reloads (openclaw mcp reload or a policy swap on one replica reloads
+every one); see docs/proxy.md and docs/replicas.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runProxy(cmd.Context(), &c, os.Stdin, os.Stdout, cmd.ErrOrStderr())
@@ -204,7 +206,7 @@ counters in Redis, and an openclaw mcp reload or a policy swap on one replica re
 	f.DurationVar(&c.connectWait, "connect-wait", defaultConnectWait, "at start, how long to wait for the MCP servers before serving; a server that answers later joins with notifications/tools/list_changed (0: wait for every server, each bounded by its connectionTimeoutMs)")
 	f.Int64Var(&c.maxMessage, "max-message-bytes", proxy.DefaultMaxMessageBytes, "largest message a client may send, in bytes: one HTTP POST body (larger: 413) or one stdin line (larger: a parse error)")
 	f.StringVar(&c.upstreamProto, "upstream-protocol", defaultUpstreamProtocol, `MCP revision offered to the servers: 2025-11-25 lets them send sampling, elicitation, roots and log requests during a call; on 2026-07-28 (or "", the newest the go-sdk speaks) they return input requests instead, which the proxy relays to its clients`)
-	f.StringVar(&c.state, "state", "", "share the state of replicas (rate-limit counters, reloads, MCP sessions) in Redis or Valkey: redis://[user:password@]HOST:PORT/DB, rediss://… for TLS (default: in this process)")
+	f.StringVar(&c.state, "state", "", "share the state of replicas (rate-limit counters, MCP sessions, reloads) in Redis or Valkey: redis://[user:password@]HOST:PORT/DB, rediss://… for TLS (default: in this process)")
 	f.StringVar(&c.stateKeyFile, "request-state-key-file", "", fmt.Sprintf("file holding the key (at least %d bytes; surrounding whitespace trimmed) that seals the requestState handed to MCP 2026-07-28 clients with input requests: replicas that share it resume each other's requests (default: a random key per process)", proxy.MinStateKeyBytes))
 	return cmd
 }
