@@ -64,8 +64,9 @@ type sharedSessions struct {
 	group singleflight.Group // one takeover of a session at a time
 
 	mu      sync.Mutex
-	adopted map[string]*adoptedSession // taken over here, by id
-	touched map[string]time.Time       // the latest TouchSession of each session seen here
+	adopted map[string]*adoptedSession     // taken over here, by id
+	touched map[string]time.Time           // the latest TouchSession of each session seen here
+	records map[string]sharedstate.Session // the latest record written or read of each session held here
 }
 
 // adoptedSession is a session taken over from another replica.
@@ -80,7 +81,8 @@ func newSharedSessions(h *HTTPHandler) *sharedSessions {
 	if ttl <= 0 {
 		ttl = keptSessionTTL
 	}
-	return &sharedSessions{h: h, store: h.opts.Sessions, ttl: ttl, adopted: map[string]*adoptedSession{}, touched: map[string]time.Time{}}
+	return &sharedSessions{h: h, store: h.opts.Sessions, ttl: ttl, adopted: map[string]*adoptedSession{}, touched: map[string]time.Time{},
+		records: map[string]sharedstate.Session{}}
 }
 
 // requestUser is the session user of r (go-sdk's auth.TokenInfo.UserID,
@@ -197,6 +199,7 @@ func (s *sharedSessions) takeOver(ctx context.Context, sid string, rec sharedsta
 	a := &adoptedSession{transport: t, session: ss, owner: rec.Owner}
 	s.mu.Lock()
 	s.adopted[sid] = a
+	s.records[sid] = rec
 	s.mu.Unlock()
 	if s.h.idle != nil {
 		s.h.idle.opened(sid)
@@ -206,6 +209,7 @@ func (s *sharedSessions) takeOver(ctx context.Context, sid string, rec sharedsta
 		s.mu.Lock()
 		delete(s.adopted, sid)
 		delete(s.touched, sid)
+		delete(s.records, sid)
 		s.mu.Unlock()
 		s.h.p.releaseEnded(context.Background())
 	}()
@@ -251,6 +255,7 @@ func (s *sharedSessions) touch(ctx context.Context, sid string) {
 func (s *sharedSessions) forget(ctx context.Context, sid string) {
 	s.mu.Lock()
 	delete(s.touched, sid)
+	delete(s.records, sid)
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sessionStateTimeout)
 	defer cancel()
@@ -326,6 +331,41 @@ func (s *sharedSessions) update(ctx context.Context, ss *mcp.ServerSession, meth
 	}
 	s.mu.Lock()
 	s.touched[ss.ID()] = time.Now()
+	s.records[ss.ID()] = rec
 	s.mu.Unlock()
 	return s.store.PutSession(ctx, ss.ID(), rec, s.ttl)
+}
+
+// rewrite writes again the record of every session held here (records
+// of sessions that ended are dropped): after Redis came back, perhaps
+// empty, the sessions held here can move again.
+func (s *sharedSessions) rewrite(ctx context.Context) error {
+	s.mu.Lock()
+	recs := make(map[string]sharedstate.Session, len(s.records))
+	for sid, rec := range s.records {
+		if s.h.session(sid) == nil {
+			delete(s.records, sid)
+			delete(s.touched, sid)
+			continue
+		}
+		recs[sid] = rec
+	}
+	s.mu.Unlock()
+	for sid, rec := range recs {
+		if err := s.store.PutSession(ctx, sid, rec, s.ttl); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RewriteSessions writes again the shared record of every streamable HTTP
+// session this handler holds, for a replica whose connection to the
+// shared state came back (Redis restarted, perhaps empty). Without
+// HTTPOptions.Sessions it does nothing. The error is the store's.
+func (h *HTTPHandler) RewriteSessions(ctx context.Context) error {
+	if h.shared == nil {
+		return nil
+	}
+	return h.shared.rewrite(ctx)
 }

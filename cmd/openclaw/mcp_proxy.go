@@ -500,9 +500,6 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 		rl.publishStatus(sess.Status)     // skipped stdout lines, for `mcp status`
 		defer func() { _ = rl.Close() }() // before the proxy and the runtime close
 	}
-	if shared != nil {
-		defer fan.run(ctx)() // stops before the proxy and the runtime close
-	}
 
 	var h *proxy.HTTPHandler
 	if ph != nil {
@@ -555,6 +552,10 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 			say.warn(fmt.Sprintf("openclaw mcp proxy: WARNING: --no-auth: anyone on this machine can call the tools at %s", ln.Addr()),
 				"openclaw mcp proxy: --no-auth: anyone on this machine can call the tools", "addr", ln.Addr().String())
 		}
+	}
+	if shared != nil { // --state needs --listen: h is set
+		fan.http = h
+		defer fan.run(ctx)() // stops before the proxy and the runtime close
 	}
 	if ph == nil || ph.metricsOnly {
 		return serveProxyStdio(ctx, p, h, ln, stdin, stdout, say, logger, c.shutdownTimeout, int(c.maxMessage))

@@ -22,6 +22,7 @@ type replicaFanOut struct {
 	reload   mcpReloadFunc // re-reads openclaw.json and applies it here
 	policies *livePolicies
 	proxy    *proxy.Proxy
+	http     *proxy.HTTPHandler // its session records are written again on a resync
 }
 
 // stateMonitorEvery is how often a replica pings its --state Redis for
@@ -80,14 +81,21 @@ func (f *replicaFanOut) apply(ctx context.Context, kinds ...string) {
 
 // run subscribes to the other replicas' events until the returned stop
 // is called (or ctx is done). After a lost connection to Redis the events
-// published meanwhile are lost, so it then re-reads everything.
+// published meanwhile are lost, so it then re-reads everything, and
+// writes the records of the sessions held here again (a Redis restarted
+// empty lost them).
 func (f *replicaFanOut) run(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		f.shared.Subscribe(ctx, sharedstate.Subscriber{
-			Event:  func(ev sharedstate.Event) { f.apply(ctx, ev.Kind) },
-			Resync: func() { f.apply(ctx, sharedstate.EventReload, sharedstate.EventPolicy) },
+			Event: func(ev sharedstate.Event) { f.apply(ctx, ev.Kind) },
+			Resync: func() {
+				if err := f.http.RewriteSessions(ctx); err != nil {
+					f.logger.Warn("replica: the records of the sessions held here were not written again; they cannot move", "err", err)
+				}
+				f.apply(ctx, sharedstate.EventReload, sharedstate.EventPolicy)
+			},
 			Error: func(err error) {
 				f.logger.Warn("replica: changes on the other replicas are not received until Redis answers again", "err", err)
 			},

@@ -20,6 +20,7 @@ import (
 
 	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/proxy"
+	"github.com/openclaw-go/openclaw/proxy/sharedstate"
 )
 
 // replicaSet is `mcp proxy` replicas sharing one Redis (--state), one
@@ -295,7 +296,8 @@ func (s *switchTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // TestMCPProxyStateTakeover: a session opened on replica A, with a log
-// level set, goes on through replica B once A is killed (SIGKILL): B
+// level set, survives a Redis restart (A writes its record again) and
+// goes on through replica B once A is killed (SIGKILL): B
 // takes the session over from its record in Redis, replays the log
 // level upstream (the upstream's log lines reach the client again), and
 // serves the same session id. Another identity presenting the session id
@@ -340,6 +342,27 @@ func TestMCPProxyStateTakeover(t *testing.T) {
 	}
 	if drain() == 0 {
 		t.Fatalf("no log message reached the client through A\n%s", a.stderr.String())
+	}
+
+	// Redis restarts empty: the session's record is gone, and A writes it
+	// again once its subscription is back.
+	rs.redis.Stop()
+	rs.redis.Start()
+	reader, err := sharedstate.Open(rs.redis.URL(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	for {
+		rec, found, err := reader.GetSession(ctx, cs.ID())
+		if found && rec.LogLevel == "debug" {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("A did not write the session's record again after the Redis restart: %v\nA's stderr:\n%s", err, a.stderr.String())
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 
 	_ = a.cmd.Process.Kill()
