@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -404,7 +405,9 @@ func TestMCPProxyStateTakeover(t *testing.T) {
 // Mcp-Session-Id, /readyz as the health check), one Redis. Six go-sdk
 // clients, each its own session, make calls; then one replica is killed
 // with SIGKILL between calls, and every session goes on, with the same
-// id: the killed replica's through the replicas that take them over.
+// id: the killed replica's through the replicas that take them over;
+// then a second replica drains on SIGTERM, and every session goes on
+// through the last.
 func TestMCPProxyStateHAProxy(t *testing.T) {
 	t.Parallel()
 	rs := newReplicaSet(t, replicaPolicy)
@@ -469,6 +472,19 @@ func TestMCPProxyStateHAProxy(t *testing.T) {
 	_ = replicas[victim].cmd.Process.Kill()
 	<-replicas[victim].exited
 	run("after the kill")
+	// A second replica drains on SIGTERM and exits; its sessions, and
+	// those it took over, go on through the last one.
+	const drained = 1
+	const takeover = "took over a session opened on another replica"
+	before := strings.Count(replicas[2].stderr.String(), takeover)
+	_ = replicas[drained].cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-replicas[drained].exited; err != nil {
+		t.Fatalf("replica r%d after SIGTERM: %v\n%s", drained, err, replicas[drained].stderr.String())
+	}
+	run("after the drain")
+	if strings.Count(replicas[2].stderr.String(), takeover) == before {
+		t.Errorf("the last replica took none of the drained replica's sessions over:\n%s", replicas[2].stderr.String())
+	}
 	for i, cs := range sessions {
 		if cs.ID() != ids[i] {
 			t.Errorf("client %d's session id changed: %s, was %s", i, cs.ID(), ids[i])
