@@ -500,3 +500,35 @@ func TestMCPProxyStateHAProxy(t *testing.T) {
 		t.Errorf("no replica took a session over after replica %d was killed", victim)
 	}
 }
+
+// TestMCPProxyStateTLS: --state rediss:// reaches a Redis that speaks TLS
+// only, verifying its certificate: a replica that trusts the test CA
+// (SSL_CERT_FILE) is ready and shares the rate limit; one that does not
+// is not ready, and says why.
+func TestMCPProxyStateTLS(t *testing.T) {
+	t.Parallel()
+	policy := map[string]any{"modules": replicaPolicy["modules"], "rate_limits": []any{
+		map[string]any{"name": "per-agent", "tool": "one__test_simple_text", "requests": 1, "interval_s": 3600},
+	}}
+	rs := newReplicaSet(t, policy)
+	tlsRedis, ca := testkit.StartRedisTLS(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	start := func(name string, env ...string) *httpProxy {
+		return runHTTPProxy(t, rs.bin, append(rs.env(name), env...), "--state", tlsRedis.URL(), "--tokens-file", rs.tokens,
+			"--policy-config", rs.policy, "--audit-log", filepath.Join(rs.dir, "audit-"+name+".jsonl"))
+	}
+	a := start("a", "SSL_CERT_FILE="+ca)
+	b := start("b", "SSL_CERT_FILE="+ca)
+	untrusting := start("c", "SSL_CERT_FILE="+filepath.Join(rs.dir, "no-such-ca.pem"))
+	waitReadyz(t, ctx, a, http.StatusOK, `{"ready":true}`)
+	waitReadyz(t, ctx, untrusting, http.StatusServiceUnavailable, `certificate`)
+	csA, _ := connectReplica(t, ctx, a, "token-of-agent-a")
+	csB, _ := connectReplica(t, ctx, b, "token-of-agent-a")
+	if isErr, text := callText(t, ctx, csA, "one__test_simple_text"); isErr {
+		t.Fatalf("the first call through A: %s", text)
+	}
+	if isErr, text := callText(t, ctx, csB, "one__test_simple_text"); !isErr || !strings.Contains(text, `rate limit "per-agent" reached`) {
+		t.Fatalf("the second call, through B: error %v %q; want the limit shared over TLS", isErr, text)
+	}
+}

@@ -3,9 +3,20 @@ package testkit
 import (
 	"bufio"
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,7 +34,8 @@ type Redis struct {
 	bin  string
 	dir  string
 	port int
-	args []string
+	args []string    // "PORT" stands for port
+	tls  *tls.Config // the client side, for StartRedisTLS
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -45,6 +57,14 @@ func StartRedis(t testing.TB, args ...string) *Redis {
 		t.Skip(msg)
 	}
 	r := &Redis{t: t, bin: bin, dir: t.TempDir(), args: args}
+	if slices.Contains(args, "--tls-port") {
+		pool := x509.NewCertPool()
+		pem, err := os.ReadFile(args[slices.Index(args, "--tls-ca-cert-file")+1])
+		if err != nil || !pool.AppendCertsFromPEM(pem) {
+			t.Fatalf("the test CA: %v", err)
+		}
+		r.tls = &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}
+	}
 	t.Cleanup(r.Stop)
 	for attempt := 0; ; attempt++ {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -61,11 +81,29 @@ func StartRedis(t testing.TB, args ...string) *Redis {
 	}
 }
 
+// StartRedisTLS starts a redis-server for t that speaks TLS only (its
+// certificate, for 127.0.0.1 and localhost, signed by a CA made here),
+// and returns it with the CA's PEM file, for clients to trust (Go's
+// SSL_CERT_FILE). Its URL is then rediss://. Skips as [StartRedis] does.
+func StartRedisTLS(t testing.TB) (r *Redis, caFile string) {
+	t.Helper()
+	dir := t.TempDir()
+	caFile, certFile, keyFile := writeTestCerts(t, dir)
+	r = StartRedis(t, "--tls-port", "PORT", "--port", "0", "--tls-cert-file", certFile, "--tls-key-file", keyFile,
+		"--tls-ca-cert-file", caFile, "--tls-auth-clients", "no")
+	return r, caFile
+}
+
 // Addr returns the server's HOST:PORT.
 func (r *Redis) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(r.port)) }
 
-// URL returns redis://HOST:PORT/0.
-func (r *Redis) URL() string { return "redis://" + r.Addr() + "/0" }
+// URL returns redis://HOST:PORT/0, or rediss:// for [StartRedisTLS].
+func (r *Redis) URL() string {
+	if r.tls != nil {
+		return "rediss://" + r.Addr() + "/0"
+	}
+	return "redis://" + r.Addr() + "/0"
+}
 
 // Start starts the server again on its port after [Redis.Stop], and
 // waits until it answers PING.
@@ -85,7 +123,12 @@ func (r *Redis) start() error {
 	log := &bytes.Buffer{}
 	cmd := exec.Command(r.bin, "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", r.dir, "--logfile", "", "--daemonize", "no")
-	cmd.Args = append(cmd.Args, r.args...)
+	for _, a := range r.args {
+		if a == "PORT" {
+			a = strconv.Itoa(r.port)
+		}
+		cmd.Args = append(cmd.Args, a)
+	}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start redis-server: %v", err)
@@ -94,7 +137,7 @@ func (r *Redis) start() error {
 	go func() { _ = cmd.Wait(); close(exited) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if ping(r.Addr()) {
+		if ping(r.Addr(), r.tls) {
 			r.cmd, r.exited = cmd, exited
 			return nil
 		}
@@ -126,8 +169,15 @@ func (r *Redis) Stop() {
 
 // ping reports whether a Redis server on addr answers PING: PONG, or
 // NOAUTH from one started with --requirepass.
-func ping(addr string) bool {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
+func ping(addr string, tc *tls.Config) bool {
+	d := &net.Dialer{Timeout: time.Second}
+	var c net.Conn
+	var err error
+	if tc != nil {
+		c, err = tls.DialWithDialer(d, "tcp", addr, tc)
+	} else {
+		c, err = d.Dial("tcp", addr)
+	}
 	if err != nil {
 		return false
 	}
@@ -138,4 +188,39 @@ func ping(addr string) bool {
 	}
 	line, err := bufio.NewReader(c).ReadString('\n')
 	return err == nil && (line == "+PONG\r\n" || strings.HasPrefix(line, "-NOAUTH"))
+}
+
+// writeTestCerts writes a CA and a server certificate it signs for
+// 127.0.0.1 and localhost (ECDSA P-256, valid for a day) into dir.
+func writeTestCerts(t testing.TB, dir string) (caFile, certFile, keyFile string) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "openclaw test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, typ string, der []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	return write("ca.pem", "CERTIFICATE", caDER), write("redis.pem", "CERTIFICATE", leafDER), write("redis.key", "EC PRIVATE KEY", keyDER)
 }
