@@ -130,6 +130,11 @@ type HTTPOptions struct {
 	Ready []ReadyCheck
 	// Logger receives the transport diagnostics; nil means slog.Default().
 	Logger *slog.Logger
+	// Sessions, when set, keeps a record of each streamable HTTP session
+	// (MCP 2025-11-25 and older) in state shared with other replicas, so
+	// that a replica receiving a request for a session it does not hold
+	// takes it over ([SessionStore]); nil keeps sessions in this process.
+	Sessions SessionStore
 }
 
 // HTTPHandler serves a [Proxy] over HTTP: streamable HTTP on /mcp (sessions
@@ -169,6 +174,7 @@ type HTTPHandler struct {
 	opening  int                         // initialize requests admitted, not yet answered
 	calls    map[callKey]bool            // requests in flight on /mcp and /sse sessions; true once cancelled
 	idle     *idleSessions               // nil without a SessionIdleTimeout
+	shared   *sharedSessions             // nil without Sessions
 }
 
 // callKey names a request on a streamable HTTP or legacy SSE session.
@@ -285,6 +291,10 @@ func NewHTTPHandler(p *Proxy, opts *HTTPOptions) (*HTTPHandler, error) {
 				stateless.ServeHTTP(w, r)
 				return
 			}
+			if h.shared != nil {
+				h.shared.serve(stateful, w, r)
+				return
+			}
 			stateful.ServeHTTP(w, r)
 		}))))
 		var sse http.Handler = mcp.NewSSEHandler(getServer, &mcp.SSEOptions{MaxRequestBodyBytes: h.maxBody, DisableLocalhostProtection: true})
@@ -295,6 +305,10 @@ func NewHTTPHandler(p *Proxy, opts *HTTPOptions) (*HTTPHandler, error) {
 		}
 		h.mux.Handle(PathSSE, h.authorized(h.checkFrames(true, sse)))
 		p.Server().AddReceivingMiddleware(h.track)
+		if h.opts.Sessions != nil {
+			h.shared = newSharedSessions(h)
+			p.Server().AddReceivingMiddleware(h.shared.record)
+		}
 	}
 	return h, nil
 }

@@ -70,6 +70,10 @@ const UnroutedTool = "(unrouted)"
 //	                                               result shipped or dropped, by [Metrics.ObserveDecisionLog]
 //	decision_log_post_failures_total               counter; POSTs of a batch that failed (each retry counts)
 //	decision_log_pending_events                    gauge; records buffered or in the batch being sent
+//	state_redis_commands_total{op,result}          counter; commands sent to the --state Redis, by command
+//	                                               (evalsha, publish, ping, …) and result ok or error, by
+//	                                               [Metrics.ObserveState]
+//	state_redis_command_duration_seconds{op}       histogram of those commands' round trips
 type Metrics struct {
 	reg       *prometheus.Registry
 	calls     *prometheus.CounterVec
@@ -115,6 +119,31 @@ func NewMetrics() *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// ObserveState adds the series of the --state Redis and returns the
+// function that feeds them, for sharedstate.Options.Observe: each command
+// (op, its name in lower case: a small fixed set), how long it took and
+// whether it failed. Call it once.
+func (m *Metrics) ObserveState() func(op string, took time.Duration, err error) {
+	cmds := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "openclaw_state_redis_commands_total",
+		Help: "Commands sent to the --state Redis, by command (evalsha, publish, ping, ...) and result (ok, error).",
+	}, []string{"op", "result"})
+	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "openclaw_state_redis_command_duration_seconds",
+		Help:    "Round trip of a command to the --state Redis, failures included, by command.",
+		Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1},
+	}, []string{"op"})
+	m.reg.MustRegister(cmds, latency)
+	return func(op string, took time.Duration, err error) {
+		result := "ok"
+		if err != nil {
+			result = "error"
+		}
+		cmds.WithLabelValues(op, result).Inc()
+		latency.WithLabelValues(op).Observe(took.Seconds())
+	}
 }
 
 // ObserveServers adds the per-server series, read from status (the

@@ -357,6 +357,13 @@ func (p *Proxy) Sync(ctx context.Context) error {
 	return err
 }
 
+// NotifyToolsChanged brings the served tools up to date and sends
+// notifications/tools/list_changed to the connected clients even when
+// nothing changed here: a change on another replica (a reload, a policy
+// swap) tells every replica's clients to list again. The error is the
+// runtime's, as for [Proxy.Sync].
+func (p *Proxy) NotifyToolsChanged(ctx context.Context) error { return p.relayToolsChanged(ctx) }
+
 // relayToolsChanged brings the served tools up to date after a server
 // reported notifications/tools/list_changed, and passes the notification
 // on to the connected clients (their subscription streams on 2026-07-28)

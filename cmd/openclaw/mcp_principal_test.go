@@ -99,7 +99,7 @@ func TestMCPProxyPerRequesterBySubject(t *testing.T) {
 		}
 	}
 	cmd.Env = append(cmd.Env, "HOME="+c.home, "OPENCLAW_HOME="+c.home)
-	hp := runHTTPProxy(t, cmd)
+	hp := runHTTPProxyCmd(t, cmd)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	session := map[string]*mcp.ClientSession{}

@@ -23,6 +23,7 @@ import (
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/decisionlog"
 	"github.com/openclaw-go/openclaw/proxy"
+	"github.com/openclaw-go/openclaw/proxy/sharedstate"
 	"github.com/openclaw-go/openclaw/runtime"
 	"github.com/openclaw-go/openclaw/transport"
 )
@@ -36,6 +37,11 @@ var proxyDefaultModules = []string{"builtin:rules", "builtin:sanitizer", "builti
 // proxyTokenEnv names the environment variable that holds the bearer
 // token when --token-file is not given.
 const proxyTokenEnv = "OPENCLAW_MCP_TOKEN"
+
+// proxyStateEnv names the environment variable that holds the --state URL
+// when the flag is not given (a Redis password then stays out of the
+// process's command line).
+const proxyStateEnv = "OPENCLAW_MCP_STATE"
 
 // proxyConfig is what `mcp proxy` flags bind to.
 type proxyConfig struct {
@@ -69,6 +75,7 @@ type proxyConfig struct {
 	stateKeyFile    string        // --request-state-key-file FILE
 	logFormat       string        // --log-format text|json
 	tracing         tracingFlags  // --otlp-endpoint
+	state           string        // --state redis://…: shared state of replicas
 }
 
 // defaultConnectWait is how long the proxy waits for the servers before it
@@ -164,7 +171,10 @@ server the proxy started. Over HTTP, /readyz answers 503 from the signal on and 
 replica, while the sessions already open are served until no request is in flight.
 --log-format json writes the log as JSON lines. --otlp-endpoint (or the OTEL_EXPORTER_OTLP_*
 variables) sends OpenTelemetry traces over OTLP/HTTP: a span per MCP request, with children for
-each policy module and the upstream call (docs/tracing.md).`,
+each policy module and the upstream call (docs/tracing.md). --state redis://HOST:PORT/DB makes
+replicas behind a load balancer share state in Redis: the rate-limit counters, the MCP sessions (a
+replica takes over a session another opened), and reloads (openclaw mcp reload or a policy swap on
+one replica reloads every one); see docs/proxy.md and docs/replicas.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runProxy(cmd.Context(), &c, os.Stdin, os.Stdout, cmd.ErrOrStderr())
@@ -202,6 +212,7 @@ each policy module and the upstream call (docs/tracing.md).`,
 	f.DurationVar(&c.connectWait, "connect-wait", defaultConnectWait, "at start, how long to wait for the MCP servers before serving; a server that answers later joins with notifications/tools/list_changed (0: wait for every server, each bounded by its connectionTimeoutMs)")
 	f.Int64Var(&c.maxMessage, "max-message-bytes", proxy.DefaultMaxMessageBytes, "largest message a client may send, in bytes: one HTTP POST body (larger: 413) or one stdin line (larger: a parse error)")
 	f.StringVar(&c.upstreamProto, "upstream-protocol", defaultUpstreamProtocol, `MCP revision offered to the servers: 2025-11-25 lets them send sampling, elicitation, roots and log requests during a call; on 2026-07-28 (or "", the newest the go-sdk speaks) they return input requests instead, which the proxy relays to its clients`)
+	f.StringVar(&c.state, "state", "", "share the state of replicas (rate-limit counters, MCP sessions, reloads) in Redis or Valkey: redis://[user:password@]HOST:PORT/DB, rediss://… for TLS (default: in this process)")
 	f.StringVar(&c.stateKeyFile, "request-state-key-file", "", fmt.Sprintf("file holding the key (at least %d bytes; surrounding whitespace trimmed) that seals the requestState handed to MCP 2026-07-28 clients with input requests: replicas that share it resume each other's requests (default: a random key per process)", proxy.MinStateKeyBytes))
 	return cmd
 }
@@ -341,6 +352,12 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	if err != nil {
 		return err
 	}
+	if c.state == "" {
+		c.state = strings.TrimSpace(os.Getenv(proxyStateEnv))
+	}
+	if c.state != "" && (ph == nil || ph.metricsOnly) {
+		return usage("--state (or $%s) shares the state of replicas served over HTTP: it needs --listen", proxyStateEnv)
+	}
 	level := slog.LevelInfo
 	if c.verbose {
 		level = slog.LevelDebug
@@ -408,6 +425,24 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	metrics := proxy.NewMetrics()
 	c.policy.auditTap = metrics.AuditSink(nil)
 	c.policy.onBundle = metrics.ObserveBundle
+	var shared *sharedstate.State
+	ready := []proxy.ReadyCheck{}
+	if c.state != "" {
+		if shared, err = sharedstate.Open(c.state, &sharedstate.Options{Logger: logger, Observe: metrics.ObserveState()}); err != nil {
+			return usage("%v", err)
+		}
+		defer shared.Close()
+		c.policy.limits = shared.Counters()
+		c.policy.swapped = func() { publishReplicaEvent(shared, logger, sharedstate.EventPolicy) }
+		if err := shared.Ping(ctx); err != nil {
+			logger.Warn("openclaw mcp proxy: Redis does not answer; calls that need shared state fail (and /readyz says not ready) until it does", "state", shared.URL(), "err", err)
+		}
+		mctx, stopMonitor := context.WithCancel(context.WithoutCancel(ctx))
+		defer stopMonitor()
+		go shared.Monitor(mctx, stateMonitorEvery)
+		ready = append(ready, proxy.ReadyCheck{Name: "state", Check: shared.Ready})
+		say.info("openclaw mcp proxy: shared state in "+shared.URL(), "openclaw mcp proxy: shared state", "state", shared.URL())
+	}
 	c.policy.verbose = c.verbose
 	pol, err := startPolicies(ctx, c.policy, "mcp proxy", stderr)
 	if err != nil {
@@ -480,10 +515,12 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	}
 	// `openclaw mcp reload` (SIGHUP) applies an edited mcp.servers and tool
 	// policy to the running proxy; its clients get list_changed at once.
+	// With --state a reload here is a reload on every replica.
+	reload := reloadFromConfig(cfgPath, logger, &proxyReloader{cfgPath: cfgPath, pins: pinCfg, sess: sess, proxy: p, logger: logger})
+	fan := &replicaFanOut{shared: shared, logger: logger, reload: reload, policies: pol, proxy: p}
 	if dir, err := mcpRunDir(); err != nil {
 		logger.Warn("openclaw mcp reload cannot reach this proxy", "err", err)
-	} else if rl, err := serveMCPReload(ctx, dir, "mcp proxy", cfgPath, logger,
-		reloadFromConfig(cfgPath, logger, &proxyReloader{cfgPath: cfgPath, pins: pinCfg, sess: sess, proxy: p, logger: logger})); err != nil {
+	} else if rl, err := serveMCPReload(ctx, dir, "mcp proxy", cfgPath, logger, fan.reloadHere); err != nil {
 		logger.Warn("openclaw mcp reload cannot reach this proxy", "err", err)
 	} else {
 		rl.publishStatus(sess.Status)     // skipped stdout lines, for `mcp status`
@@ -503,7 +540,12 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 			}
 			logger.Info("openclaw mcp proxy: OAuth resource server", "issuer", c.authIssuer, "audience", c.authAudience, "metadata", oauth.MetadataURL())
 		}
+		var sessions proxy.SessionStore // a nil *State would be a non-nil interface
+		if shared != nil {
+			sessions = shared
+		}
 		h, err = proxy.NewHTTPHandler(p, &proxy.HTTPOptions{
+			Sessions:           sessions,
 			Token:              ph.token,
 			Tokens:             ph.tokens,
 			OAuth:              oauth,
@@ -523,7 +565,7 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 			Servers:            sess.Status,
 			ShutdownTimeout:    c.shutdownTimeout,
 			MaxMessageBytes:    c.maxMessage,
-			Ready:              []proxy.ReadyCheck{{Name: "policies", Check: pol.loaded}},
+			Ready:              append([]proxy.ReadyCheck{{Name: "policies", Check: pol.loaded}}, ready...),
 			Logger:             logger,
 		})
 		if err != nil {
@@ -543,6 +585,10 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 				"their counters go by each client's self-declared name and version, shared by every caller that sends the same and escaped by one that sends another", strings.Join(limits, ", ")),
 				"openclaw mcp proxy: per-identity rate limits without identities: counters go by the self-declared clientInfo", "limits", limits)
 		}
+	}
+	if shared != nil { // --state needs --listen: h is set
+		fan.http = h
+		defer fan.run(ctx)() // stops before the proxy and the runtime close
 	}
 	if ph == nil || ph.metricsOnly {
 		return serveProxyStdio(ctx, p, h, ln, stdin, stdout, say, logger, c.shutdownTimeout, int(c.maxMessage))

@@ -198,16 +198,23 @@ func startHTTPProxy(t *testing.T, ctx context.Context, env []string, args ...str
 	dir := t.TempDir()
 	bin := buildOpenclaw(t, dir)
 	home, policy := writeEverythingFixture(t, dir, node, script)
-	all := append([]string{"mcp", "proxy", "--listen", "127.0.0.1:0", "--connect-wait", "0", "--policy-config", policy, "--audit-log", filepath.Join(dir, "audit.jsonl")}, args...)
-	cmd := exec.Command(bin, all...)
-	cmd.Env = append(os.Environ(), "OPENCLAW_HOME="+home, "OPENCLAW_STATE_DIR="+filepath.Join(dir, "state"))
-	cmd.Env = append(cmd.Env, env...)
-	return runHTTPProxy(t, cmd)
+	all := append([]string{"--policy-config", policy, "--audit-log", filepath.Join(dir, "audit.jsonl")}, args...)
+	return runHTTPProxy(t, bin, append([]string{"OPENCLAW_HOME=" + home, "OPENCLAW_STATE_DIR=" + filepath.Join(dir, "state")}, env...), all...)
 }
 
-// runHTTPProxy starts cmd, an `openclaw mcp proxy --listen`, and waits for
+// runHTTPProxy starts bin as `openclaw mcp proxy --listen 127.0.0.1:0
+// --connect-wait 0 args…` with env added to the test's environment, and
+// waits for the line naming the bound URL; the test's cleanup kills it.
+func runHTTPProxy(t *testing.T, bin string, env []string, args ...string) *httpProxy {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"mcp", "proxy", "--listen", "127.0.0.1:0", "--connect-wait", "0"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	return runHTTPProxyCmd(t, cmd)
+}
+
+// runHTTPProxyCmd starts cmd, an `openclaw mcp proxy --listen`, and waits for
 // the line naming the bound URL.
-func runHTTPProxy(t *testing.T, cmd *exec.Cmd) *httpProxy {
+func runHTTPProxyCmd(t *testing.T, cmd *exec.Cmd) *httpProxy {
 	t.Helper()
 	hp := &httpProxy{cmd: cmd, stderr: &e2e.LockedBuffer{}, exited: make(chan error, 1)}
 	pr, pw := io.Pipe()
@@ -1367,15 +1374,7 @@ func startStdioProxy(ctx context.Context, t *testing.T, cmd *exec.Cmd, name stri
 	p.cs = cs
 	p.tools = func() []string {
 		t.Helper()
-		list, err := cs.ListTools(ctx, nil)
-		if err != nil {
-			t.Fatalf("tools/list: %v", err)
-		}
-		var names []string
-		for _, tl := range list.Tools {
-			names = append(names, tl.Name)
-		}
-		return names
+		return toolNames(t, ctx, cs)
 	}
 	return p
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/engine"
+	"github.com/openclaw-go/openclaw/policies/ratelimit"
 )
 
 // policyFlags are the policy inputs shared by the commands that enforce
@@ -27,6 +28,12 @@ type policyFlags struct {
 	bundle   bundleFlags        // --policy-bundle and its keys
 	// onBundle counts bundle swaps and refusals (metrics); may be nil.
 	onBundle func(outcome, reason string)
+	// limits keeps the rate-limit counters (--state: shared in Redis);
+	// nil: in this process.
+	limits ratelimit.Store
+	// swapped, when set, is called after each reload that swapped the
+	// policy set (a module, its config or the rate limits changed).
+	swapped func()
 }
 
 // livePolicies is a running process's policy engine with what keeps it
@@ -71,6 +78,7 @@ func startPolicies(ctx context.Context, fl policyFlags, what string, stderr io.W
 	opts := &engine.Options{
 		ConfigFile:   fl.config,
 		BundleDigest: bundleDigest,
+		LimitStore:   fl.limits,
 		Files:        fl.files,
 		AuditLog:     fl.auditLog,
 		AuditTap:     fl.auditTap,
@@ -81,6 +89,9 @@ func startPolicies(ctx context.Context, fl policyFlags, what string, stderr io.W
 		OnReload: func(res engine.ReloadResult, err error) {
 			if lp.reg != nil {
 				lp.reg.reloaded(lp.Engine.Modules(), res, err)
+			}
+			if err == nil && res.Changed() && fl.swapped != nil {
+				fl.swapped()
 			}
 		},
 	}

@@ -97,6 +97,13 @@ func TestImportRules(t *testing.T) {
 		{"proxy", false, func(d string) bool {
 			return strings.HasPrefix(d, module+"/wasmhost") || strings.HasPrefix(d, module+"/policies/engine") || strings.Contains(d, "wazero")
 		}, "the proxy is a surface: it is handed the policy interfaces, never the engine or the Wasm host"},
+		{"proxy/sharedstate", false, func(d string) bool {
+			switch d {
+			case module + "/policies/ratelimit", module + "/policies", module + "/config": // the rate-limit Store it implements
+				return false
+			}
+			return (strings.HasPrefix(d, module+"/") && !leafOK(d)) || strings.Contains(d, "modelcontextprotocol") || strings.Contains(d, "wazero")
+		}, "the shared state of replicas is a leaf over go-redis: of this module it imports only policies/ratelimit (with the policy contract and config) and the stdlib-only leaves, and neither go-sdk nor wazero"},
 		{"transport", false, func(d string) bool {
 			return strings.HasPrefix(d, module+"/") && d != module+"/config" && !leafOK(d)
 		}, "transports are policy-unaware: of this module they import only config and the stdlib-only leaves"},

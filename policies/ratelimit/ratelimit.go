@@ -126,6 +126,9 @@ func (li *limit) key(kind byte, call *policies.ToolCall) string {
 // returns gives back the concurrent slots, with a context that is not
 // cancelled (a cancelled call releases too).
 func (l *Limiter) Acquire(ctx context.Context, call *policies.ToolCall) (func(), error) {
+	if bs, ok := l.store.(BatchStore); ok {
+		return l.acquireAll(ctx, bs, call)
+	}
 	var tk, hd [4]string
 	taken, held := tk[:0], hd[:0] // request counters, concurrent slots
 	undo := func(keys []string) {
@@ -190,4 +193,55 @@ func (l *Limiter) refuse(call *policies.ToolCall, li *limit, kind string, expire
 		l.audit.Record(r)
 	}
 	return e
+}
+
+// acquireAll is Acquire over a [BatchStore]: the counters of every
+// limit that matches call are taken in one TakeAll, all or none.
+func (l *Limiter) acquireAll(ctx context.Context, bs BatchStore, call *policies.ToolCall) (func(), error) {
+	// whose[i] is the limit and kind of takes[i].
+	type owner struct {
+		li   *limit
+		kind string
+	}
+	var tk [4]Take
+	var of [4]owner
+	takes, whose := tk[:0], of[:0]
+	var held []string
+	for i := range l.limits {
+		li := &l.limits[i]
+		if !li.tool.Match(call.Tool.Name) || !li.server.Match(call.Tool.Server) {
+			continue
+		}
+		if li.requests > 0 {
+			takes = append(takes, Take{Key: li.key('r', call), Max: li.requests, TTL: li.interval})
+			whose = append(whose, owner{li, policies.LimitRequests})
+		}
+		if li.concurrent > 0 {
+			k := li.key('c', call)
+			takes = append(takes, Take{Key: k, Max: li.concurrent})
+			whose = append(whose, owner{li, policies.LimitConcurrent})
+			held = append(held, k)
+		}
+	}
+	if len(takes) == 0 {
+		return func() {}, nil
+	}
+	refused, exp, err := bs.TakeAll(ctx, takes)
+	switch {
+	case err != nil:
+		return nil, l.refuse(call, whose[0].li, whose[0].kind, time.Time{}, err)
+	case refused >= 0:
+		w := whose[refused]
+		if w.kind == policies.LimitConcurrent {
+			exp = time.Time{}
+		}
+		return nil, l.refuse(call, w.li, w.kind, exp, nil)
+	case len(held) == 0:
+		return func() {}, nil
+	}
+	return func() {
+		for _, k := range held {
+			_ = bs.Release(context.WithoutCancel(ctx), k)
+		}
+	}, nil
 }

@@ -202,3 +202,60 @@ func BenchmarkAcquire(b *testing.B) {
 type atomicInt struct{ v atomic.Int64 }
 
 func (a *atomicInt) next() int64 { return a.v.Add(1) }
+
+// batchStore is a BatchStore over a MemoryStore that counts TakeAll and
+// Take calls.
+type batchStore struct {
+	*ratelimit.MemoryStore
+	batches, takes atomic.Int32
+}
+
+func (b *batchStore) Take(ctx context.Context, key string, max int64, ttl time.Duration) (bool, time.Time, error) {
+	b.takes.Add(1)
+	return b.MemoryStore.Take(ctx, key, max, ttl)
+}
+
+func (b *batchStore) TakeAll(ctx context.Context, takes []ratelimit.Take) (int, time.Time, error) {
+	b.batches.Add(1)
+	for i, tk := range takes {
+		ok, exp, err := b.MemoryStore.Take(ctx, tk.Key, tk.Max, tk.TTL)
+		if err != nil || !ok {
+			for _, done := range takes[:i] {
+				_ = b.MemoryStore.Release(ctx, done.Key)
+			}
+			return i, exp, err
+		}
+	}
+	return -1, time.Time{}, nil
+}
+
+// Over a BatchStore a call's counters are taken in one TakeAll; a
+// refusal names the limit and kind of the counter at its bound, and
+// takes nothing from the others.
+func TestBatchStore(t *testing.T) {
+	t.Parallel()
+	store := &batchStore{MemoryStore: ratelimit.NewMemoryStore()}
+	l, err := ratelimit.New([]config.PolicyRateLimit{
+		{Name: "per-agent", Requests: 3, IntervalS: 60},
+		{Name: "slots", Concurrent: 1},
+	}, store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	release, err := l.Acquire(ctx, callBy("alice", "docs__search", "docs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.Acquire(ctx, callBy("alice", "docs__search", "docs"))
+	if le := limitError(t, err); le.Limit != "slots" || le.Kind != policies.LimitConcurrent {
+		t.Fatalf("second call while the first holds the slot: %v", err)
+	}
+	release()
+	if _, err := l.Acquire(ctx, callBy("alice", "docs__search", "docs")); err != nil {
+		t.Fatalf("third call: %v (the refused second call must have taken no request)", err)
+	}
+	if b, n := store.batches.Load(), store.takes.Load(); b != 3 || n != 0 {
+		t.Fatalf("%d TakeAll and %d Take calls for 3 calls, want 3 and 0", b, n)
+	}
+}

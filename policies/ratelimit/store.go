@@ -25,6 +25,27 @@ type Store interface {
 	Release(ctx context.Context, key string) error
 }
 
+// Take names one counter of [BatchStore.TakeAll]: add one to Key if it
+// stays ≤ Max, with TTL as in [Store.Take].
+type Take struct {
+	Key string
+	Max int64
+	TTL time.Duration
+}
+
+// BatchStore is a [Store] that also takes the counters of one call in
+// one step (for a store over the network, one round trip): all of them
+// or none. The [Limiter] uses TakeAll when its store has it.
+type BatchStore interface {
+	Store
+	// TakeAll adds one to every counter of takes (distinct keys) if each
+	// stays ≤ its Max, and returns refused -1; otherwise it takes none and
+	// returns the index of the first counter at its Max, with that
+	// counter's expiry (zero when it has none). An error means nothing
+	// was taken.
+	TakeAll(ctx context.Context, takes []Take) (refused int, expires time.Time, err error)
+}
+
 // MemoryStore is the in-process [Store]: counters in maps split in
 // shards by key, each behind its own mutex held only for the update of
 // one counter. Expired counters are dropped as takes pass. The zero value
