@@ -195,9 +195,17 @@ func startHTTPProxy(t *testing.T, ctx context.Context, env []string, args ...str
 	t.Helper()
 	node, script, _ := proxyPeers(t)
 	dir := t.TempDir()
-	bin := buildOpenclaw(t, dir)
 	home, policy := writeEverythingFixture(t, dir, node, script)
-	all := append([]string{"mcp", "proxy", "--listen", "127.0.0.1:0", "--connect-wait", "0", "--policy-config", policy, "--audit-log", filepath.Join(dir, "audit.jsonl")}, args...)
+	return startHTTPProxyHome(t, dir, home, env, append([]string{"--policy-config", policy, "--audit-log", filepath.Join(dir, "audit.jsonl")}, args...)...)
+}
+
+// startHTTPProxyHome starts `openclaw mcp proxy --listen 127.0.0.1:0
+// --connect-wait 0 args…` with OPENCLAW_HOME home and its state in dir; it
+// waits for the line naming the bound URL.
+func startHTTPProxyHome(t *testing.T, dir, home string, env []string, args ...string) *httpProxy {
+	t.Helper()
+	bin := buildOpenclaw(t, dir)
+	all := append([]string{"mcp", "proxy", "--listen", "127.0.0.1:0", "--connect-wait", "0"}, args...)
 	cmd := exec.Command(bin, all...)
 	cmd.Env = append(os.Environ(), "OPENCLAW_HOME="+home, "OPENCLAW_STATE_DIR="+filepath.Join(dir, "state"))
 	cmd.Env = append(cmd.Env, env...)
