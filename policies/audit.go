@@ -18,10 +18,14 @@ type AuditRecord struct {
 	Caller     string    `json:"caller,omitempty"`
 	// Subject and Issuer name the authenticated caller (Identity), when
 	// the surface has one.
-	Subject    string `json:"subject,omitempty"`
-	Issuer     string `json:"issuer,omitempty"`
-	Tool       string `json:"tool,omitempty"`
-	Server     string `json:"server,omitempty"`
+	Subject string `json:"subject,omitempty"`
+	Issuer  string `json:"issuer,omitempty"`
+	Tool    string `json:"tool,omitempty"`
+	Server  string `json:"server,omitempty"`
+	// Method and Task name a tasks-extension request (tasks/get,
+	// tasks/update, tasks/cancel) and the server's taskId it was for.
+	Method     string `json:"method,omitempty"`
+	Task       string `json:"task,omitempty"`
 	Module     string `json:"module"`
 	Mode       Mode   `json:"mode,omitempty"`
 	Decision   string `json:"decision"`
@@ -115,6 +119,8 @@ func appendAuditRecord(buf []byte, r *AuditRecord) []byte {
 	str("issuer", r.Issuer)
 	str("tool", r.Tool)
 	str("server", r.Server)
+	str("method", r.Method)
+	str("task", r.Task)
 	o.Str("module", r.Module)
 	str("mode", string(r.Mode))
 	o.Str("decision", r.Decision)

@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/policies"
 )
 
 // This file relays the MCP tasks extension (io.modelcontextprotocol/tasks,
@@ -156,6 +159,37 @@ func unmarshalFields(b []byte, fields *map[string]json.RawMessage, meta *mcp.Met
 	return nil
 }
 
+// TaskAuditHook is the Hook of the audit record of a tasks method
+// (TaskRequest, or a caller's refusal: RecordTaskRefused).
+const TaskAuditHook policies.Hook = "tasks"
+
+// TaskModule names the relay of the tasks methods in audit records.
+const TaskModule = "host:tasks"
+
+// recordTask writes the audit record of method for server's task: who
+// asked (ctx's identity, the session key), decision allow with the
+// server's error, if any, or block with reason. Arguments never appear.
+func (s *Session) recordTask(ctx context.Context, method, server, task string, decision policies.Decision, reason string, err error) {
+	if s.opts.Audit == nil {
+		return
+	}
+	r := policies.AuditRecord{Time: time.Now().UTC(), Hook: TaskAuditHook, Surface: s.surface(), SessionKey: s.opts.SessionKey,
+		Caller: s.caller(ctx).Name, Server: server, Method: method, Task: task, Module: TaskModule, Mode: policies.Enforce,
+		Decision: string(decision), Reason: reason}
+	r.SetIdentity(IdentityFrom(ctx))
+	if err != nil {
+		r.Error = err.Error()
+	}
+	s.opts.Audit.Record(r)
+}
+
+// RecordTaskRefused writes the audit record of a tasks method the caller
+// refused before TaskRequest (a taskId that is not the caller's to reach):
+// decision block with reason, who asked from ctx, no server or task.
+func (s *Session) RecordTaskRefused(ctx context.Context, method, reason string) {
+	s.recordTask(ctx, method, "", "", policies.Block, reason, nil)
+}
+
 // TaskRequest sends method (one of TaskMethods) with params (the server's
 // own taskId in its Fields; its Meta is not sent) to the server named
 // server, the one that created the task ([CreatedTask.Server]), and
@@ -164,7 +198,14 @@ func unmarshalFields(b []byte, fields *map[string]json.RawMessage, meta *mcp.Met
 // 2026-07-28, the protocol version. The error is a *ServerError (the
 // server's JSON-RPC error answer unwrapped by errors.As), ErrNotConnected
 // inside one, or ErrClosed.
-func (s *Session) TaskRequest(ctx context.Context, server, method string, params *TaskParams) (*TaskResult, error) {
+// Each request, answered or not, writes an audit record (TaskAuditHook)
+// naming who asked, the server, the method and the server's taskId.
+func (s *Session) TaskRequest(ctx context.Context, server, method string, params *TaskParams) (res *TaskResult, err error) {
+	var task string
+	if params != nil {
+		_ = json.Unmarshal(params.Fields["taskId"], &task)
+	}
+	defer func() { s.recordTask(ctx, method, server, task, policies.Allow, "", err) }()
 	done, err := s.passUse(ctx)
 	if err != nil {
 		return nil, err
@@ -189,7 +230,7 @@ func (s *Session) TaskRequest(ctx context.Context, server, method string, params
 	}
 	rctx, cancel := context.WithTimeout(ctx, c.cfg.requestTimeout())
 	defer cancel()
-	res, err := mcp.CallCustomMethod[*TaskParams, *TaskResult](rctx, cs, method, up)
+	res, err = mcp.CallCustomMethod[*TaskParams, *TaskResult](rctx, cs, method, up)
 	if err != nil {
 		if cerr := s.closedErr(); cerr != nil {
 			return nil, cerr

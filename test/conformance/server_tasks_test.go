@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -180,7 +181,8 @@ func TestServerProxyTasks(t *testing.T) {
 		"tool": "slow_compute", "args": map[string]any{"label": map[string]any{"glob": "blocked"}},
 		"decision": "block", "reason": "no blocked computations"}}}
 	bin, _ := buildServerProxy(ctx, t)
-	base, logs := startProxied(ctx, t, peers, bin, "--upstream-protocol", "2026-07-28")
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	base, logs := startProxied(ctx, t, peers, bin, "--upstream-protocol", "2026-07-28", "--audit-log", audit)
 	defer func() {
 		if t.Failed() {
 			t.Logf("proxy output:\n%s", logs.String())
@@ -220,6 +222,39 @@ func TestServerProxyTasks(t *testing.T) {
 	}
 	if got := alice.call("tasks/get", id, map[string]any{"taskId": id}); got.Error != nil || got.Result["status"] != "cancelled" {
 		t.Errorf("alice's tasks/get after her cancel = %+v, want cancelled", got)
+	}
+
+	// Every tasks method that reached the relay is audited: who, which
+	// method, which server and the server's taskId (what the sealed id
+	// holds), allowed; another's or a forged taskId is a block naming no
+	// task.
+	payload, _, _ := strings.Cut(id, ".")
+	raw, _ := base64.RawURLEncoding.DecodeString(payload)
+	var ref struct{ S, T string }
+	if err := json.Unmarshal(raw, &ref); err != nil || ref.S == "" || ref.T == "" {
+		t.Fatalf("the taskId's payload %s (%v), want the server and its taskId", raw, err)
+	}
+	b, err := os.ReadFile(audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var rec struct{ Hook, Subject, Method, Server, Task, Module, Decision, Reason string }
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Hook == "tasks" {
+			got = append(got, strings.Join([]string{rec.Subject, rec.Method, rec.Server, rec.Task, rec.Module, rec.Decision, rec.Reason}, " "))
+		}
+	}
+	want := []string{
+		"bob tasks/get   host:tasks block unknown task",
+		"bob tasks/cancel   host:tasks block unknown task",
+		"alice tasks/get " + ref.S + " " + ref.T + " host:tasks allow ",
+		"alice tasks/get   host:tasks block unknown task",
+		"alice tasks/cancel " + ref.S + " " + ref.T + " host:tasks allow ",
+		"alice tasks/get " + ref.S + " " + ref.T + " host:tasks allow ",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("tasks audit records (subject method server task module decision reason):\n%s\nwant:\n%s\nlog:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), b)
 	}
 }
 
