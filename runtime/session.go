@@ -195,6 +195,9 @@ type Session struct {
 	promptCache   atomic.Pointer[promptCatalog] // the latest prompt naming
 	promptExposed *exposedNames                 // every prompt name exposed so far; under promptMu
 
+	taskMu    sync.Mutex
+	taskSlots map[taskKey]*taskSlot // the limiter slots of running tasks (tasks.go); under taskMu
+
 	retryMu    sync.Mutex
 	connFailed map[*conn]time.Time     // servers whose connection failed, and when
 	retrying   map[*conn]chan struct{} // retries in flight, closed when each ends
@@ -1132,17 +1135,32 @@ func (s *Session) callConn(ctx context.Context, c *conn, t *Tool, args []byte) (
 	default: // Block, or an outcome no chain should produce: fail closed.
 		return nil, &PolicyError{Tool: t.Name, Server: t.Server, Decision: policies.Block, Module: d.Module, Reason: d.Reason}
 	}
-	if s.opts.Limiter != nil {
-		release, err := s.opts.Limiter.Acquire(ctx, call)
-		if err != nil {
-			return nil, err // a *policies.LimitError, audited by the limiter
+	if s.opts.Limiter == nil {
+		if t.Utility != "" {
+			return c.utility(ctx, t, args)
 		}
-		defer release()
+		return c.call(ctx, t, args)
 	}
+	slot, err := s.opts.Limiter.Acquire(ctx, call)
+	if err != nil {
+		return nil, err // a *policies.LimitError, audited by the limiter
+	}
+	held := false // a task's slot is held until the task ends (holdTaskSlot)
+	defer func() {
+		if !held {
+			slot()
+		}
+	}()
 	if t.Utility != "" {
 		return c.utility(ctx, t, args)
 	}
-	return c.call(ctx, t, args)
+	res, err := c.call(ctx, t, args)
+	if err == nil {
+		if task, ok := TaskCreated(res); ok {
+			held = s.holdTaskSlot(task, c.cfg.requestTimeout(), slot)
+		}
+	}
+	return res, err
 }
 
 // ErrInvalidArguments is wrapped by CallTool when the arguments are not a
@@ -1459,6 +1477,7 @@ func (s *Session) Close(ctx context.Context) error {
 	s.cat = nil
 	s.mu.Unlock()
 	s.endLife()
+	s.releaseTaskSlots()
 	s.retryMu.Lock()
 	for c, tm := range s.retryTimer { // no retry is scheduled after endLife
 		tm.Stop()

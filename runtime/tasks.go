@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openclaw-go/openclaw/policies"
@@ -205,7 +207,10 @@ func (s *Session) TaskRequest(ctx context.Context, server, method string, params
 	if params != nil {
 		_ = json.Unmarshal(params.Fields["taskId"], &task)
 	}
-	defer func() { s.recordTask(ctx, method, server, task, policies.Allow, "", err) }()
+	defer func() {
+		s.recordTask(ctx, method, server, task, policies.Allow, "", err)
+		s.taskEnded(server, task, method, res, err)
+	}()
 	done, err := s.passUse(ctx)
 	if err != nil {
 		return nil, err
@@ -238,6 +243,109 @@ func (s *Session) TaskRequest(ctx context.Context, server, method string, params
 		return nil, &ServerError{Server: c.cfg.Name, Op: method, Err: redactErr(c.red(), err)}
 	}
 	return res, nil
+}
+
+// taskKey names a task: the raw name of its server and the server's
+// taskId.
+type taskKey struct{ server, task string }
+
+// taskSlot is the limiter slot (Options.Limiter) a task-augmented call
+// holds while its task runs.
+type taskSlot struct {
+	release func()
+	timer   *time.Timer
+}
+
+// terminalTask reports whether status is one a task does not leave.
+func terminalTask(status string) bool {
+	return status == "completed" || status == "failed" || status == "cancelled"
+}
+
+// holdTaskSlot keeps release, the limiter slot of the call that created
+// task, until the task ends: a tasks result with a terminal status, a
+// tasks/cancel the server acknowledged, a -32602 (the server no longer
+// has the task), the task's ttlMs (bound, when absent, the server's
+// request timeout: what a synchronous call may hold a slot for), or
+// Close. It returns false, keeping nothing, when the CreateTaskResult
+// names no taskId or a terminal status already.
+func (s *Session) holdTaskSlot(task *CreatedTask, bound time.Duration, release func()) bool {
+	var created struct {
+		TaskID string `json:"taskId"`
+		Status string `json:"status"`
+		TTLMs  int64  `json:"ttlMs"`
+	}
+	if json.Unmarshal(task.Result, &created) != nil || created.TaskID == "" || terminalTask(created.Status) {
+		return false
+	}
+	if created.TTLMs > 0 {
+		bound = time.Duration(created.TTLMs) * time.Millisecond
+	}
+	key := taskKey{task.Server, created.TaskID}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return false
+	}
+	s.taskMu.Lock()
+	defer s.taskMu.Unlock()
+	if s.taskSlots == nil {
+		s.taskSlots = map[taskKey]*taskSlot{}
+	}
+	if old := s.taskSlots[key]; old != nil { // a server reusing a taskId: the older task is gone
+		old.timer.Stop()
+		old.release()
+	}
+	s.taskSlots[key] = &taskSlot{release: release, timer: time.AfterFunc(bound, func() { s.releaseTaskSlot(key) })}
+	return true
+}
+
+// releaseTaskSlot gives back the limiter slot of the task key names, if
+// it holds one.
+func (s *Session) releaseTaskSlot(key taskKey) {
+	s.taskMu.Lock()
+	slot := s.taskSlots[key]
+	delete(s.taskSlots, key)
+	s.taskMu.Unlock()
+	if slot != nil {
+		slot.timer.Stop()
+		slot.release()
+	}
+}
+
+// releaseTaskSlots gives back every slot tasks hold (Close).
+func (s *Session) releaseTaskSlots() {
+	s.taskMu.Lock()
+	slots := s.taskSlots
+	s.taskSlots = nil
+	s.taskMu.Unlock()
+	for _, slot := range slots {
+		slot.timer.Stop()
+		slot.release()
+	}
+}
+
+// taskEnded gives back the slot of server's task when the answer to
+// method shows it ended: a terminal status, a tasks/cancel the server
+// acknowledged, or the server's -32602 (it no longer has the task).
+func (s *Session) taskEnded(server, task, method string, res *TaskResult, err error) {
+	if task == "" {
+		return
+	}
+	if err != nil {
+		var je *jsonrpc.Error
+		if errors.As(err, &je) && je.Code == jsonrpc.CodeInvalidParams {
+			s.releaseTaskSlot(taskKey{server, task})
+		}
+		return
+	}
+	var status string
+	if res != nil {
+		_ = json.Unmarshal(res.Fields["status"], &status)
+	}
+	if terminalTask(status) || method == "tasks/cancel" {
+		s.releaseTaskSlot(taskKey{server, task})
+	}
 }
 
 // addTaskMethods registers TaskMethods on client, for TaskRequest.

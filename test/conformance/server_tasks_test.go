@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -27,7 +28,9 @@ import (
 
 	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/internal/testkit"
+	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/engine"
+	"github.com/openclaw-go/openclaw/policies/ratelimit"
 	"github.com/openclaw-go/openclaw/runtime"
 )
 
@@ -329,4 +332,82 @@ func TestRuntimeTasks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRuntimeTaskHoldsLimiterSlot: with a limit of one concurrent call,
+// a task-augmented call's slot stays taken while its task runs (a second
+// call is refused with the limit's error, though the first tools/call has
+// returned its CreateTaskResult), and is given back when the task ends: by
+// tasks/cancel, and by a tasks/get that reads a terminal status.
+func TestRuntimeTaskHoldsLimiterSlot(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	fixture := buildTasksServer(ctx, t)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	eng, err := engine.Load(ctx, &engine.Options{DefaultModules: []string{"builtin:rules", "builtin:sanitizer"}, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close(context.Background())
+	limiter, err := ratelimit.New([]config.PolicyRateLimit{{Name: "one-at-a-time", Tool: "tasks__slow_compute", Concurrent: 1}}, ratelimit.NewMemoryStore(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := runtime.New([]runtime.Server{{Name: "tasks", Entry: config.ServerEntry{Command: fixture}}},
+		&runtime.Options{Enforcer: eng, Sanitizer: eng, Limiter: limiter, Logger: quiet, ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close(context.Background())
+	if err := sess.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	declared := runtime.WithClientCapabilities(ctx, &mcp.ClientCapabilities{Extensions: map[string]any{runtime.TasksExtension: map[string]any{}}})
+	start := func(seconds float64) json.RawMessage {
+		t.Helper()
+		res, err := sess.CallTool(declared, "tasks__slow_compute", []byte(fmt.Sprintf(`{"seconds":%g,"label":"slot"}`, seconds)))
+		if err != nil {
+			t.Fatalf("a call while no task runs: %v", err)
+		}
+		task, ok := runtime.TaskCreated(res)
+		if !ok {
+			t.Fatalf("call = %+v, want a task", res)
+		}
+		var created struct{ TaskID string }
+		_ = json.Unmarshal(task.Result, &created)
+		id, _ := json.Marshal(created.TaskID)
+		return id
+	}
+	refused := func(when string) {
+		t.Helper()
+		_, err := sess.CallTool(declared, "tasks__slow_compute", []byte(`{"seconds":60,"label":"second"}`))
+		var le *policies.LimitError
+		if !errors.As(err, &le) || le.Limit != "one-at-a-time" {
+			t.Fatalf("a second call %s = %v, want the limit's refusal", when, err)
+		}
+	}
+	taskRequest := func(method string, id json.RawMessage) string {
+		t.Helper()
+		res, err := sess.TaskRequest(declared, "tasks", method, &runtime.TaskParams{Fields: map[string]json.RawMessage{"taskId": id}})
+		if err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		var status string
+		_ = json.Unmarshal(res.Fields["status"], &status)
+		return status
+	}
+
+	first := start(60)
+	refused("while the first task works")
+	taskRequest("tasks/cancel", first)
+	second := start(0.05)
+	refused("while the second task works")
+	for taskRequest("tasks/get", second) != "completed" {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the second task never completed")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	taskRequest("tasks/cancel", start(60)) // admitted: the completed task gave its slot back
 }
