@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,8 +12,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/openclaw-go/openclaw/internal/testkit/oidcop"
 )
 
 // TestMCPProxyGroupRule runs the built binary as an OAuth resource server
@@ -75,17 +71,7 @@ func TestMCPProxyGroupRule(t *testing.T) {
 			upstream := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up }, nil))
 			t.Cleanup(upstream.Close) // after the proxy (a later cleanup) stops
 
-			// The audience is the proxy's URL, known before it starts.
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			addr := ln.Addr().String()
-			ln.Close()
-			resource := "http://" + addr + "/mcp"
-			op := oidcop.Start(t, resource,
-				oidcop.Client{ID: "alice", Secret: "alice-secret", Groups: []string{"oncall"}},
-				oidcop.Client{ID: "bob", Secret: "bob-secret", Groups: []string{"dev"}})
+			addr, resource, op := startOncallProvider(t)
 
 			dir := t.TempDir()
 			home := filepath.Join(dir, "home")
@@ -137,19 +123,7 @@ func TestMCPProxyGroupRule(t *testing.T) {
 			}
 			mu.Unlock()
 
-			raw, err := os.ReadFile(audit)
-			if err != nil {
-				t.Fatal(err)
-			}
-			decided := map[string]string{}
-			for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-				var rec struct {
-					Hook, Tool, Module, Decision, Subject, Issuer string
-				}
-				if json.Unmarshal([]byte(line), &rec) == nil && rec.Hook == "before_tool_call" && rec.Tool == "prod__deploy" && rec.Module == tc.name && rec.Issuer == op.Issuer {
-					decided[rec.Subject] = rec.Decision
-				}
-			}
+			decided, raw := auditDecisions(t, audit, op.Issuer, "prod__deploy", tc.name)
 			if len(decided) != 2 || decided["alice"] != "allow" || decided["bob"] != "block" {
 				t.Errorf("audit decisions of module %s by subject = %v, want alice allow, bob block:\n%s", tc.name, decided, raw)
 			}
