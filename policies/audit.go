@@ -30,7 +30,11 @@ type AuditRecord struct {
 	Issuer  string `json:"issuer,omitempty"`
 	Tool    string `json:"tool,omitempty"`
 	Server  string `json:"server,omitempty"`
-	Module  string `json:"module"`
+	// Method and Task name a tasks-extension request (tasks/get,
+	// tasks/update, tasks/cancel) and the server's taskId it was for.
+	Method string `json:"method,omitempty"`
+	Task   string `json:"task,omitempty"`
+	Module string `json:"module"`
 	// ModuleSHA256 is the hex SHA-256 of the bytes of the module that
 	// decided, when a loaded module did (the policy engine sets it).
 	ModuleSHA256 string `json:"module_sha256,omitempty"`
@@ -157,6 +161,8 @@ func (r *AuditRecord) AppendJSON(buf []byte) []byte {
 	str("issuer", r.Issuer)
 	str("tool", r.Tool)
 	str("server", r.Server)
+	str("method", r.Method)
+	str("task", r.Task)
 	o.Str("module", r.Module)
 	str("module_sha256", r.ModuleSHA256)
 	str("bundle_digest", r.BundleDigest)

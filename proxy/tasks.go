@@ -182,6 +182,7 @@ func (p *Proxy) relayTask(ctx context.Context, method string, params *runtime.Ta
 	id := taskID(params)
 	ref, ok := p.states.openTask(id, stateOwner(runtime.IdentityFrom(ctx)))
 	if !ok {
+		p.sess.RecordTaskRefused(ctx, method, "unknown task")
 		return nil, errUnknownTask(id)
 	}
 	res, err := p.sess.TaskRequest(ctx, ref.Server, method, &runtime.TaskParams{Fields: withTaskID(params.Fields, ref.Upstream)})

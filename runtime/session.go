@@ -197,6 +197,9 @@ type Session struct {
 	promptCache   atomic.Pointer[promptCatalog] // the latest prompt naming
 	promptExposed *exposedNames                 // every prompt name exposed so far; under promptMu
 
+	taskMu    sync.Mutex
+	taskSlots map[taskKey]*taskSlot // the limiter slots of running tasks (tasks.go); under taskMu
+
 	retryMu    sync.Mutex
 	connFailed map[*conn]time.Time     // servers whose connection failed, and when
 	retrying   map[*conn]chan struct{} // retries in flight, closed when each ends
@@ -1143,21 +1146,37 @@ func (s *Session) callConn(ctx context.Context, c *conn, t *Tool, args []byte) (
 	default: // Block, or an outcome no chain should produce: fail closed.
 		return nil, &PolicyError{Tool: t.Name, Server: t.Server, Decision: policies.Block, Module: d.Module, Reason: d.Reason}
 	}
-	if s.opts.Limiter != nil {
-		release, err := s.acquireLimit(ctx, call)
-		if err != nil {
-			return nil, err // a *policies.LimitError, audited by the limiter
+	if s.opts.Limiter == nil {
+		if t.Utility != "" {
+			return c.utility(ctx, t, args)
 		}
-		// A cancelled call keeps its slots while the server still works on
-		// it (releaseWhenEnded).
-		end := newCallEnd()
-		ctx = context.WithValue(ctx, callEndKey{}, end)
-		defer func() { releaseWhenEnded(ctx, end, c.cfg.requestTimeout(), release) }()
+		return c.call(ctx, t, args)
 	}
+	slot, err := s.acquireLimit(ctx, call)
+	if err != nil {
+		return nil, err // a *policies.LimitError, audited by the limiter
+	}
+	// A cancelled call keeps its slots while the server still works on it
+	// (releaseWhenEnded); a call the server answered with a task keeps them
+	// until the task ends (holdTaskSlot).
+	end := newCallEnd()
+	ctx = context.WithValue(ctx, callEndKey{}, end)
+	held := false
+	defer func() {
+		if !held {
+			releaseWhenEnded(ctx, end, c.cfg.requestTimeout(), slot)
+		}
+	}()
 	if t.Utility != "" {
 		return c.utility(ctx, t, args)
 	}
-	return c.call(ctx, t, args)
+	res, err := c.call(ctx, t, args)
+	if err == nil {
+		if task, ok := TaskCreated(res); ok {
+			held = s.holdTaskSlot(task, c.cfg.requestTimeout(), slot)
+		}
+	}
+	return res, err
 }
 
 // ErrInvalidArguments is wrapped by CallTool when the arguments are not a
@@ -1474,6 +1493,7 @@ func (s *Session) Close(ctx context.Context) error {
 	s.cat = nil
 	s.mu.Unlock()
 	s.endLife()
+	s.releaseTaskSlots()
 	s.retryMu.Lock()
 	for c, tm := range s.retryTimer { // no retry is scheduled after endLife
 		tm.Stop()

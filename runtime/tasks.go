@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/openclaw-go/openclaw/policies"
 )
 
 // This file relays the MCP tasks extension (io.modelcontextprotocol/tasks,
@@ -156,6 +161,37 @@ func unmarshalFields(b []byte, fields *map[string]json.RawMessage, meta *mcp.Met
 	return nil
 }
 
+// TaskAuditHook is the Hook of the audit record of a tasks method
+// (TaskRequest, or a caller's refusal: RecordTaskRefused).
+const TaskAuditHook policies.Hook = "tasks"
+
+// TaskModule names the relay of the tasks methods in audit records.
+const TaskModule = "host:tasks"
+
+// recordTask writes the audit record of method for server's task: who
+// asked (ctx's identity, the session key), decision allow with the
+// server's error, if any, or block with reason. Arguments never appear.
+func (s *Session) recordTask(ctx context.Context, method, server, task string, decision policies.Decision, reason string, err error) {
+	if s.opts.Audit == nil {
+		return
+	}
+	r := policies.AuditRecord{Time: time.Now().UTC(), Hook: TaskAuditHook, Surface: s.surface(), SessionKey: s.opts.SessionKey,
+		Caller: s.caller(ctx).Name, Server: server, Method: method, Task: task, Module: TaskModule, Mode: policies.Enforce,
+		Decision: string(decision), Reason: reason}
+	r.SetIdentity(IdentityFrom(ctx))
+	if err != nil {
+		r.Error = err.Error()
+	}
+	s.opts.Audit.Record(r)
+}
+
+// RecordTaskRefused writes the audit record of a tasks method the caller
+// refused before TaskRequest (a taskId that is not the caller's to reach):
+// decision block with reason, who asked from ctx, no server or task.
+func (s *Session) RecordTaskRefused(ctx context.Context, method, reason string) {
+	s.recordTask(ctx, method, "", "", policies.Block, reason, nil)
+}
+
 // TaskRequest sends method (one of TaskMethods) with params (the server's
 // own taskId in its Fields; its Meta is not sent) to the server named
 // server, the one that created the task ([CreatedTask.Server]), and
@@ -164,7 +200,17 @@ func unmarshalFields(b []byte, fields *map[string]json.RawMessage, meta *mcp.Met
 // 2026-07-28, the protocol version. The error is a *ServerError (the
 // server's JSON-RPC error answer unwrapped by errors.As), ErrNotConnected
 // inside one, or ErrClosed.
-func (s *Session) TaskRequest(ctx context.Context, server, method string, params *TaskParams) (*TaskResult, error) {
+// Each request, answered or not, writes an audit record (TaskAuditHook)
+// naming who asked, the server, the method and the server's taskId.
+func (s *Session) TaskRequest(ctx context.Context, server, method string, params *TaskParams) (res *TaskResult, err error) {
+	var task string
+	if params != nil {
+		_ = json.Unmarshal(params.Fields["taskId"], &task)
+	}
+	defer func() {
+		s.recordTask(ctx, method, server, task, policies.Allow, "", err)
+		s.taskEnded(server, task, method, res, err)
+	}()
 	done, err := s.passUse(ctx)
 	if err != nil {
 		return nil, err
@@ -189,7 +235,7 @@ func (s *Session) TaskRequest(ctx context.Context, server, method string, params
 	}
 	rctx, cancel := context.WithTimeout(ctx, c.cfg.requestTimeout())
 	defer cancel()
-	res, err := mcp.CallCustomMethod[*TaskParams, *TaskResult](rctx, cs, method, up)
+	res, err = mcp.CallCustomMethod[*TaskParams, *TaskResult](rctx, cs, method, up)
 	if err != nil {
 		if cerr := s.closedErr(); cerr != nil {
 			return nil, cerr
@@ -197,6 +243,109 @@ func (s *Session) TaskRequest(ctx context.Context, server, method string, params
 		return nil, &ServerError{Server: c.cfg.Name, Op: method, Err: redactErr(c.red(), err)}
 	}
 	return res, nil
+}
+
+// taskKey names a task: the raw name of its server and the server's
+// taskId.
+type taskKey struct{ server, task string }
+
+// taskSlot is the limiter slot (Options.Limiter) a task-augmented call
+// holds while its task runs.
+type taskSlot struct {
+	release func()
+	timer   *time.Timer
+}
+
+// terminalTask reports whether status is one a task does not leave.
+func terminalTask(status string) bool {
+	return status == "completed" || status == "failed" || status == "cancelled"
+}
+
+// holdTaskSlot keeps release, the limiter slot of the call that created
+// task, until the task ends: a tasks result with a terminal status, a
+// tasks/cancel the server acknowledged, a -32602 (the server no longer
+// has the task), the task's ttlMs (bound, when absent, the server's
+// request timeout: what a synchronous call may hold a slot for), or
+// Close. It returns false, keeping nothing, when the CreateTaskResult
+// names no taskId or a terminal status already.
+func (s *Session) holdTaskSlot(task *CreatedTask, bound time.Duration, release func()) bool {
+	var created struct {
+		TaskID string `json:"taskId"`
+		Status string `json:"status"`
+		TTLMs  int64  `json:"ttlMs"`
+	}
+	if json.Unmarshal(task.Result, &created) != nil || created.TaskID == "" || terminalTask(created.Status) {
+		return false
+	}
+	if created.TTLMs > 0 {
+		bound = time.Duration(created.TTLMs) * time.Millisecond
+	}
+	key := taskKey{task.Server, created.TaskID}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return false
+	}
+	s.taskMu.Lock()
+	defer s.taskMu.Unlock()
+	if s.taskSlots == nil {
+		s.taskSlots = map[taskKey]*taskSlot{}
+	}
+	if old := s.taskSlots[key]; old != nil { // a server reusing a taskId: the older task is gone
+		old.timer.Stop()
+		old.release()
+	}
+	s.taskSlots[key] = &taskSlot{release: release, timer: time.AfterFunc(bound, func() { s.releaseTaskSlot(key) })}
+	return true
+}
+
+// releaseTaskSlot gives back the limiter slot of the task key names, if
+// it holds one.
+func (s *Session) releaseTaskSlot(key taskKey) {
+	s.taskMu.Lock()
+	slot := s.taskSlots[key]
+	delete(s.taskSlots, key)
+	s.taskMu.Unlock()
+	if slot != nil {
+		slot.timer.Stop()
+		slot.release()
+	}
+}
+
+// releaseTaskSlots gives back every slot tasks hold (Close).
+func (s *Session) releaseTaskSlots() {
+	s.taskMu.Lock()
+	slots := s.taskSlots
+	s.taskSlots = nil
+	s.taskMu.Unlock()
+	for _, slot := range slots {
+		slot.timer.Stop()
+		slot.release()
+	}
+}
+
+// taskEnded gives back the slot of server's task when the answer to
+// method shows it ended: a terminal status, a tasks/cancel the server
+// acknowledged, or the server's -32602 (it no longer has the task).
+func (s *Session) taskEnded(server, task, method string, res *TaskResult, err error) {
+	if task == "" {
+		return
+	}
+	if err != nil {
+		var je *jsonrpc.Error
+		if errors.As(err, &je) && je.Code == jsonrpc.CodeInvalidParams {
+			s.releaseTaskSlot(taskKey{server, task})
+		}
+		return
+	}
+	var status string
+	if res != nil {
+		_ = json.Unmarshal(res.Fields["status"], &status)
+	}
+	if terminalTask(status) || method == "tasks/cancel" {
+		s.releaseTaskSlot(taskKey{server, task})
+	}
 }
 
 // addTaskMethods registers TaskMethods on client, for TaskRequest.

@@ -48,17 +48,7 @@ func TestMCPProxyOAuthNodeSDK(t *testing.T) {
 	testkit.Peer(t, testkit.NodeSDK)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	// The audience is the proxy's URL, known before it starts.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	resource := "http://" + addr + "/mcp"
-	op := oidcop.Start(t, resource,
-		oidcop.Client{ID: "alice", Secret: "alice-secret", Groups: []string{"oncall"}},
-		oidcop.Client{ID: "bob", Secret: "bob-secret", Groups: []string{"dev"}})
+	addr, resource, op := startOncallProvider(t)
 
 	dir := t.TempDir()
 	policy, audit := filepath.Join(dir, "oncall.json"), filepath.Join(dir, "audit.jsonl")
@@ -102,20 +92,47 @@ func TestMCPProxyOAuthNodeSDK(t *testing.T) {
 		}
 	}
 
-	raw, err := os.ReadFile(audit)
+	if decided, raw := auditDecisions(t, audit, op.Issuer, "everything__echo", "rules"); decided["alice"] != "allow" || decided["bob"] != "block" {
+		t.Errorf("audit decisions by subject = %v, want alice allow, bob block:\n%s", decided, raw)
+	}
+}
+
+// startOncallProvider starts a real OpenID provider (oidcop) whose tokens
+// are for the URL of a proxy about to listen on addr (resource, its /mcp),
+// with the clients alice (secret alice-secret, groups [oncall]) and bob
+// (bob-secret, groups [dev]).
+func startOncallProvider(t *testing.T) (addr, resource string, op *oidcop.Provider) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr = ln.Addr().String()
+	ln.Close()
+	resource = "http://" + addr + "/mcp"
+	op = oidcop.Start(t, resource,
+		oidcop.Client{ID: "alice", Secret: "alice-secret", Groups: []string{"oncall"}},
+		oidcop.Client{ID: "bob", Secret: "bob-secret", Groups: []string{"dev"}})
+	return addr, resource, op
+}
+
+// auditDecisions reads the audit log at path and returns the decision of
+// module's before_tool_call on tool by subject, for the subjects of
+// issuer, and the log itself.
+func auditDecisions(t *testing.T, path, issuer, tool, module string) (map[string]string, []byte) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	decided := map[string]string{}
 	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
 		var rec struct {
-			Tool, Decision, Subject, Issuer string
+			Hook, Tool, Module, Decision, Subject, Issuer string
 		}
-		if json.Unmarshal([]byte(line), &rec) == nil && rec.Tool == "everything__echo" && rec.Issuer == op.Issuer {
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Hook == "before_tool_call" && rec.Tool == tool && rec.Module == module && rec.Issuer == issuer {
 			decided[rec.Subject] = rec.Decision
 		}
 	}
-	if decided["alice"] != "allow" || decided["bob"] != "block" {
-		t.Errorf("audit decisions by subject = %v, want alice allow, bob block:\n%s", decided, raw)
-	}
+	return decided, raw
 }

@@ -196,10 +196,16 @@ func startHTTPProxy(t *testing.T, ctx context.Context, env []string, args ...str
 	t.Helper()
 	node, script, _ := proxyPeers(t)
 	dir := t.TempDir()
-	bin := buildOpenclaw(t, dir)
 	home, policy := writeEverythingFixture(t, dir, node, script)
-	all := append([]string{"--policy-config", policy, "--audit-log", filepath.Join(dir, "audit.jsonl")}, args...)
-	return runHTTPProxy(t, bin, append([]string{"OPENCLAW_HOME=" + home, "OPENCLAW_STATE_DIR=" + filepath.Join(dir, "state")}, env...), all...)
+	return startHTTPProxyHome(t, dir, home, env, append([]string{"--policy-config", policy, "--audit-log", filepath.Join(dir, "audit.jsonl")}, args...)...)
+}
+
+// startHTTPProxyHome builds the binary and starts `openclaw mcp proxy
+// --listen 127.0.0.1:0 --connect-wait 0 args…` with OPENCLAW_HOME home and
+// its state in dir; it waits for the line naming the bound URL.
+func startHTTPProxyHome(t *testing.T, dir, home string, env []string, args ...string) *httpProxy {
+	t.Helper()
+	return runHTTPProxy(t, buildOpenclaw(t, dir), append([]string{"OPENCLAW_HOME=" + home, "OPENCLAW_STATE_DIR=" + filepath.Join(dir, "state")}, env...), args...)
 }
 
 // runHTTPProxy starts bin as `openclaw mcp proxy --listen 127.0.0.1:0

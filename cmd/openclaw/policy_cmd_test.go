@@ -130,6 +130,36 @@ func TestPolicyInspectRefusesNonWasm(t *testing.T) {
 	}
 }
 
+// TestPolicyTestExamples runs each example module's cases as its README
+// says: guests/examples/cases.jsonl against the Go, Rust and
+// AssemblyScript examples, guests/rego/cases.jsonl against the Rego one.
+// Every case passes, the group rule's among them (an authenticated alice
+// in group oncall may call prod__deploy, bob and a clientInfo named oncall
+// may not).
+func TestPolicyTestExamples(t *testing.T) {
+	t.Parallel()
+	const root = "../../guests/"
+	for _, tt := range []struct{ module, cases string }{
+		{root + "examples/go/policy.wasm", root + "examples/cases.jsonl"},
+		{root + "examples/rust/policy.wasm", root + "examples/cases.jsonl"},
+		{root + "examples/assemblyscript/policy.wasm", root + "examples/cases.jsonl"},
+		{root + "rego/policy.wasm", root + "rego/cases.jsonl"},
+	} {
+		t.Run(tt.module, func(t *testing.T) {
+			t.Parallel()
+			out, code, err := runPolicyCLI(t, "policy", "test", tt.module, "--timeout-ms", "60000", "--cases", tt.cases)
+			if code != 0 {
+				t.Fatalf("exit %d: %v\n%s", code, err, out)
+			}
+			for _, name := range []string{"prod tools are for the on-call group", "bob is not on call", "a clientInfo is no identity"} {
+				if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` .* PASS$`).MatchString(out) {
+					t.Errorf("case %q did not pass:\n%s", name, out)
+				}
+			}
+		})
+	}
+}
+
 func TestPolicyTest(t *testing.T) {
 	t.Parallel()
 	const td = "testdata/policy/"

@@ -11,6 +11,9 @@
 #     value is the hook's output object, decoded strictly (an unknown field
 #     or decision blocks); a rule that is undefined for an input fails
 #     closed, so every rule below ends in an unconditional `else`;
+#   - input.identity is the authenticated caller (issuer, subject, scopes,
+#     claims) when the surface has one, absent otherwise; input.caller is
+#     the self-declared clientInfo;
 #   - the module's JSON config is the `data` document. This policy reads
 #       {"blocked_tools": [...], "approval_tools": [...], "readonly_commands": [...]}
 #     and each key is optional;
@@ -42,6 +45,26 @@ protected_path(p) if contains(p, "/.ssh/")
 block_reasons contains msg if {
 	input.tool.name in blocked_tools
 	msg := concat("", ["tool ", input.tool.name, " is blocked by configuration"])
+}
+
+# The authenticated caller's groups: the "groups" claim of input.identity,
+# which the proxy fills from a verified token (a list of strings, or one
+# string). input.caller is the client's self-declared clientInfo and never
+# counts: anyone can call themselves "oncall" there.
+caller_groups contains g if {
+	some g in input.identity.claims.groups
+	is_string(g)
+}
+
+caller_groups contains g if {
+	g := input.identity.claims.groups
+	is_string(g)
+}
+
+# Tools whose exposed name starts with "prod__" are for the on-call group.
+block_reasons contains "prod tools are for the on-call group" if {
+	startswith(input.tool.name, "prod__")
+	not "oncall" in caller_groups
 }
 
 block_reasons contains msg if {

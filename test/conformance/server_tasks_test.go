@@ -10,7 +10,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -26,7 +28,9 @@ import (
 
 	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/internal/testkit"
+	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/engine"
+	"github.com/openclaw-go/openclaw/policies/ratelimit"
 	"github.com/openclaw-go/openclaw/runtime"
 )
 
@@ -180,7 +184,8 @@ func TestServerProxyTasks(t *testing.T) {
 		"tool": "slow_compute", "args": map[string]any{"label": map[string]any{"glob": "blocked"}},
 		"decision": "block", "reason": "no blocked computations"}}}
 	bin, _ := buildServerProxy(ctx, t)
-	base, logs := startProxied(ctx, t, peers, bin, "--upstream-protocol", "2026-07-28")
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	base, logs := startProxied(ctx, t, peers, bin, "--upstream-protocol", "2026-07-28", "--audit-log", audit)
 	defer func() {
 		if t.Failed() {
 			t.Logf("proxy output:\n%s", logs.String())
@@ -220,6 +225,39 @@ func TestServerProxyTasks(t *testing.T) {
 	}
 	if got := alice.call("tasks/get", id, map[string]any{"taskId": id}); got.Error != nil || got.Result["status"] != "cancelled" {
 		t.Errorf("alice's tasks/get after her cancel = %+v, want cancelled", got)
+	}
+
+	// Every tasks method that reached the relay is audited: who, which
+	// method, which server and the server's taskId (what the sealed id
+	// holds), allowed; another's or a forged taskId is a block naming no
+	// task.
+	payload, _, _ := strings.Cut(id, ".")
+	raw, _ := base64.RawURLEncoding.DecodeString(payload)
+	var ref struct{ S, T string }
+	if err := json.Unmarshal(raw, &ref); err != nil || ref.S == "" || ref.T == "" {
+		t.Fatalf("the taskId's payload %s (%v), want the server and its taskId", raw, err)
+	}
+	b, err := os.ReadFile(audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var rec struct{ Hook, Subject, Method, Server, Task, Module, Decision, Reason string }
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Hook == "tasks" {
+			got = append(got, strings.Join([]string{rec.Subject, rec.Method, rec.Server, rec.Task, rec.Module, rec.Decision, rec.Reason}, " "))
+		}
+	}
+	want := []string{
+		"bob tasks/get   host:tasks block unknown task",
+		"bob tasks/cancel   host:tasks block unknown task",
+		"alice tasks/get " + ref.S + " " + ref.T + " host:tasks allow ",
+		"alice tasks/get   host:tasks block unknown task",
+		"alice tasks/cancel " + ref.S + " " + ref.T + " host:tasks allow ",
+		"alice tasks/get " + ref.S + " " + ref.T + " host:tasks allow ",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("tasks audit records (subject method server task module decision reason):\n%s\nwant:\n%s\nlog:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"), b)
 	}
 }
 
@@ -294,4 +332,82 @@ func TestRuntimeTasks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRuntimeTaskHoldsLimiterSlot: with a limit of one concurrent call,
+// a task-augmented call's slot stays taken while its task runs (a second
+// call is refused with the limit's error, though the first tools/call has
+// returned its CreateTaskResult), and is given back when the task ends: by
+// tasks/cancel, and by a tasks/get that reads a terminal status.
+func TestRuntimeTaskHoldsLimiterSlot(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	fixture := buildTasksServer(ctx, t)
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	eng, err := engine.Load(ctx, &engine.Options{DefaultModules: []string{"builtin:rules", "builtin:sanitizer"}, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close(context.Background())
+	limiter, err := ratelimit.New([]config.PolicyRateLimit{{Name: "one-at-a-time", Tool: "tasks__slow_compute", Concurrent: 1}}, ratelimit.NewMemoryStore(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := runtime.New([]runtime.Server{{Name: "tasks", Entry: config.ServerEntry{Command: fixture}}},
+		&runtime.Options{Enforcer: eng, Sanitizer: eng, Limiter: limiter, Logger: quiet, ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close(context.Background())
+	if err := sess.Connect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	declared := runtime.WithClientCapabilities(ctx, &mcp.ClientCapabilities{Extensions: map[string]any{runtime.TasksExtension: map[string]any{}}})
+	start := func(seconds float64) json.RawMessage {
+		t.Helper()
+		res, err := sess.CallTool(declared, "tasks__slow_compute", []byte(fmt.Sprintf(`{"seconds":%g,"label":"slot"}`, seconds)))
+		if err != nil {
+			t.Fatalf("a call while no task runs: %v", err)
+		}
+		task, ok := runtime.TaskCreated(res)
+		if !ok {
+			t.Fatalf("call = %+v, want a task", res)
+		}
+		var created struct{ TaskID string }
+		_ = json.Unmarshal(task.Result, &created)
+		id, _ := json.Marshal(created.TaskID)
+		return id
+	}
+	refused := func(when string) {
+		t.Helper()
+		_, err := sess.CallTool(declared, "tasks__slow_compute", []byte(`{"seconds":60,"label":"second"}`))
+		var le *policies.LimitError
+		if !errors.As(err, &le) || le.Limit != "one-at-a-time" {
+			t.Fatalf("a second call %s = %v, want the limit's refusal", when, err)
+		}
+	}
+	taskRequest := func(method string, id json.RawMessage) string {
+		t.Helper()
+		res, err := sess.TaskRequest(declared, "tasks", method, &runtime.TaskParams{Fields: map[string]json.RawMessage{"taskId": id}})
+		if err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
+		var status string
+		_ = json.Unmarshal(res.Fields["status"], &status)
+		return status
+	}
+
+	first := start(60)
+	refused("while the first task works")
+	taskRequest("tasks/cancel", first)
+	second := start(0.05)
+	refused("while the second task works")
+	for taskRequest("tasks/get", second) != "completed" {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the second task never completed")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	taskRequest("tasks/cancel", start(60)) // admitted: the completed task gave its slot back
 }
