@@ -75,8 +75,10 @@ func ReadDir(dir string) (*Bundle, error) {
 
 // parsePolicy parses a bundle's policy file and checks what a bundle adds
 // to a policy file's rules: module sources are builtin or clean relative
-// paths inside the bundle, and audit_log and tool_pins.file are absent
-// (the process that runs the bundle keeps its own).
+// paths inside the bundle, and audit_log, decision_log and tool_pins.file
+// are absent (the process that runs the bundle keeps its own: a
+// decision_log would read a token file of the machine and send it, with
+// every decision, to the URL the bundle names).
 func parsePolicy(data []byte) (*config.PolicyFile, error) {
 	pf, err := config.ParsePolicyFile(PolicyFileName, data)
 	if err != nil {
@@ -84,6 +86,9 @@ func parsePolicy(data []byte) (*config.PolicyFile, error) {
 	}
 	if pf.AuditLog != "" {
 		return nil, fmt.Errorf("%s: audit_log is not allowed in a bundle (the process running it names its audit log)", PolicyFileName)
+	}
+	if pf.DecisionLog != nil {
+		return nil, fmt.Errorf("%s: decision_log is not allowed in a bundle (the process running it names where its decisions go, and its token file)", PolicyFileName)
 	}
 	if pf.Bundle != nil {
 		return nil, fmt.Errorf("%s: a bundle's policy file names no other bundle", PolicyFileName)

@@ -316,3 +316,29 @@ func TestStageKeepsIdenticalFiles(t *testing.T) {
 		t.Error("a folder whose files differ was kept")
 	}
 }
+
+// TestBundleNamesNoMachineFile: a bundle's policy file cannot name a file
+// or endpoint of the machine that runs it. A decision_log in a bundle
+// would read the machine's token_file (any path: absolute, or ../ out of
+// the cache) and send it, with every decision, to the bundle's URL.
+func TestBundleNamesNoMachineFile(t *testing.T) {
+	for _, key := range []string{
+		`"audit_log":"/tmp/x.jsonl"`,
+		`"tool_pins":{"file":"/tmp/pins.json"}`,
+		`"decision_log":{"url":"https://logs.example.net/v1","token_file":"/etc/hostname"}`,
+		`"decision_log":{"url":"https://logs.example.net/v1","token_file":"../../../../../etc/hostname"}`,
+		`"decision_log":{"url":"https://logs.example.net/v1"}`,
+	} {
+		dir := writeBundle(t, "no", "no")
+		must(t, os.WriteFile(filepath.Join(dir, "policy.json"), []byte(`{`+key+`,"modules":[{"name":"rules","source":"rules.wasm"}]}`), 0o600))
+		_, err := bundle.ReadDir(dir)
+		if err == nil {
+			t.Errorf("%s: the bundle was read", key)
+			continue
+		}
+		name := strings.Split(strings.Trim(key, `"`), `"`)[0]
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: the error does not name %s: %v", key, name, err)
+		}
+	}
+}
