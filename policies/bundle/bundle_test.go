@@ -1,13 +1,19 @@
 package bundle_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/elliptic"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content"
 
 	"github.com/opencontainers/go-digest"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
@@ -340,5 +346,40 @@ func TestBundleNamesNoMachineFile(t *testing.T) {
 		if !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: the error does not name %s: %v", key, name, err)
 		}
+	}
+}
+
+// TestSignatureTagIsBounded: whoever can write the signature tag cannot
+// make every follower download and hold thousands of payloads: a tag of
+// more than MaxSignatures layers is refused, naming the count, and the
+// follower refuses the digest as bad_signature.
+func TestSignatureTagIsBounded(t *testing.T) {
+	ctx := context.Background()
+	reg := testkit.StartRegistry(t)
+	priv, pub := keyPair(t, nil)
+	ref := pushSigned(t, ctx, writeBundle(t, "no", "no"), "oci://"+reg.Host+"/team/policy:v1", priv, 1)
+	repo, _ := remote.NewRepository(reg.Host + "/team/policy")
+	repo.PlainHTTP = true
+	_, rc, err := repo.FetchReference(ctx, bundle.SignatureTag(ref.Digest))
+	must(t, err)
+	var m ocispec.Manifest
+	must(t, json.NewDecoder(rc).Decode(&m))
+	rc.Close()
+	const n = 2000
+	for len(m.Layers) < n {
+		m.Layers = append(m.Layers, m.Layers[0])
+	}
+	data, _ := json.Marshal(m)
+	must(t, repo.PushReference(ctx, content.NewDescriptorFromBytes(ocispec.MediaTypeImageManifest, data), bytes.NewReader(data), bundle.SignatureTag(ref.Digest)))
+
+	_, err = bundle.FetchSignatures(ctx, ref, ref.Digest, bundle.Remote{})
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprint(n)) {
+		t.Fatalf("a signature tag of %d layers: %v, want refused naming the count", n, err)
+	}
+	keys, _ := bundle.LoadPublicKeys([]string{pub})
+	src := &bundle.Source{Ref: ref, Keys: keys, Cache: &bundle.Cache{Dir: t.TempDir()}}
+	var r *bundle.Refusal
+	if _, err := src.Fetch(ctx, ref.Digest); !errors.As(err, &r) || r.Reason != bundle.ReasonBadSignature {
+		t.Fatalf("Fetch: %v, want refused as %s", err, bundle.ReasonBadSignature)
 	}
 }
