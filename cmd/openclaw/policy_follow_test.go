@@ -307,3 +307,35 @@ func TestPolicyBundleSharedCache(t *testing.T) {
 		t.Errorf("a refusal:\na:\n%s\nb:\n%s", errA.String(), errB.String())
 	}
 }
+
+// TestMCPCallAuditsBundleDigest: `mcp call --policy-bundle` decides with
+// the bundle, and its audit record names the bundle's digest
+// (bundle_digest), as serve's and proxy's do.
+func TestMCPCallAuditsBundleDigest(t *testing.T) {
+	reg := testkit.StartRegistry(t)
+	keyDir := t.TempDir()
+	priv, pub := writeKeyPair(t, keyDir, nil)
+	tag := "oci://" + reg.Host + "/team/policy:live"
+	pinned := pushBundle(t, tag, "v1", "v1", priv, "1")
+	cli := newRuntimeCLI(t)
+	r := cli.newHome(t, map[string]any{"tiny": map[string]any{"command": cli.tiny}}, nil)
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd, stdout, stderr := r.start(t, ctx, "mcp", "call", "tiny__echo", "--args", `{"message":"hi"}`, "--audit-log", audit,
+		"--policy-bundle", tag, "--policy-key", pub)
+	if err := cmd.Wait(); err != nil || !strings.Contains(stdout.String(), "tiny says hi") {
+		t.Fatalf("mcp call = %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr.String())
+	}
+	digest := pinned[strings.LastIndexByte(pinned, '@')+1:]
+	log, _ := os.ReadFile(audit)
+	for _, line := range strings.Split(strings.TrimSpace(string(log)), "\n") {
+		if strings.Contains(line, `"hook":"before_tool_call"`) {
+			if !strings.Contains(line, `"bundle_digest":"`+digest+`"`) {
+				t.Fatalf("the call's audit record does not name bundle_digest %s:\n%s", digest, line)
+			}
+			return
+		}
+	}
+	t.Fatalf("no before_tool_call record in the audit log:\n%s", log)
+}
