@@ -200,6 +200,7 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve appro
 		BundleDigest:   bundleDigest,
 		Files:          pol.files,
 		AuditLog:       pol.auditLog,
+		DecisionLog:    pol.decisionLog,
 		Logger:         logger,
 		DefaultModules: runtimeDefaultModules,
 		NamingModule:   namingModule,

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/engine"
 )
@@ -27,6 +28,9 @@ type policyFlags struct {
 	bundle   bundleFlags        // --policy-bundle and its keys
 	// onBundle counts bundle swaps and refusals (metrics); may be nil.
 	onBundle func(outcome, reason string)
+	// decisionLog is the decision_log of the policy file that names a
+	// bundle (bundleFromPolicyFile); nil: the policy file's own.
+	decisionLog *config.PolicyDecisionLog
 }
 
 // livePolicies is a running process's policy engine with what keeps it
@@ -73,6 +77,7 @@ func startPolicies(ctx context.Context, fl policyFlags, what string, stderr io.W
 		BundleDigest: bundleDigest,
 		Files:        fl.files,
 		AuditLog:     fl.auditLog,
+		DecisionLog:  fl.decisionLog,
 		AuditTap:     fl.auditTap,
 		Logger:       logger,
 		// DefaultModules: serve's nil is builtin:rules alone.

@@ -2,7 +2,11 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -338,4 +342,51 @@ func TestMCPCallAuditsBundleDigest(t *testing.T) {
 		}
 	}
 	t.Fatalf("no before_tool_call record in the audit log:\n%s", log)
+}
+
+// TestPolicyFileBundleShipsDecisions: the decision_log of a policy file
+// that names a bundle ships the decisions of the bundle's set, with the
+// file's token (the bundle's own policy file may name none).
+func TestPolicyFileBundleShipsDecisions(t *testing.T) {
+	ctx := context.Background()
+	reg := testkit.StartRegistry(t)
+	t.Setenv(config.EnvStateDir, t.TempDir())
+	dir := t.TempDir()
+	priv, pub := writeKeyPair(t, dir, nil)
+	tag := "oci://" + reg.Host + "/team/policy:live"
+	pushBundle(t, tag, "v1", "v1", priv, "1")
+	var mu sync.Mutex
+	var got []string
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		zr, err := gzip.NewReader(r.Body)
+		if err == nil {
+			body, _ := io.ReadAll(zr)
+			mu.Lock()
+			got = append(got, r.Header.Get("Authorization")+" "+string(body))
+			mu.Unlock()
+		}
+	}))
+	defer sink.Close()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(dir, "token"), []byte("t0ken\n"), 0o600))
+	pf := filepath.Join(dir, "policy.json")
+	must(os.WriteFile(pf, []byte(`{"decision_log":{"url":"`+sink.URL+`/v1/decisions","token_file":"token"},
+ "bundle":{"ref":"`+tag+`","keys":["`+filepath.Base(pub)+`"],"poll_interval_s":-1}}`), 0o600))
+	lp, err := startPolicies(ctx, policyFlags{config: pf, auditLog: os.DevNull}, "test", &e2e.LockedBuffer{})
+	must(err)
+	if got := lp.BeforeToolCall(ctx, &policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: "blocked"}}).Reason; got != "v1" {
+		t.Fatalf("decided %q, want the bundle's v1", got)
+	}
+	must(lp.Close(ctx))
+	mu.Lock()
+	defer mu.Unlock()
+	all := strings.Join(got, "\n")
+	if !strings.Contains(all, "Bearer t0ken") || !strings.Contains(all, `"reason":"v1"`) {
+		t.Fatalf("the decision log received %d batches, want the bundle's block with the file's token:\n%s", len(got), all)
+	}
 }
