@@ -383,3 +383,20 @@ func TestSignatureTagIsBounded(t *testing.T) {
 		t.Fatalf("Fetch: %v, want refused as %s", err, bundle.ReasonBadSignature)
 	}
 }
+
+// TestParseRefRegistryIsAHost: the registry of a reference is a host name
+// or IP with an optional port; ".." or "." (a path component, which the
+// cache folder REGISTRY/REPOSITORY would climb out with) is refused,
+// naming it.
+func TestParseRefRegistryIsAHost(t *testing.T) {
+	for _, s := range []string{"oci://../team/p:live", "oci://./team/p:live", "oci://a..b/team/p:live", "oci://-x.example/team/p:live", "oci://reg.example:0x50/team/p:live"} {
+		if r, err := bundle.ParseRef(s); err == nil || !strings.Contains(err.Error(), "registry") {
+			t.Errorf("ParseRef(%q) = %+v, %v; want refused naming the registry", s, r, err)
+		}
+	}
+	for _, s := range []string{"oci://127.0.0.1:5000/team/p:live", "oci://localhost:5000/team/p:live", "oci://[::1]:5000/team/p:live", "oci://reg.example.com/team/p:live", "oci://my-reg1.example:443/pp:live"} {
+		if _, err := bundle.ParseRef(s); err != nil {
+			t.Errorf("ParseRef(%q): %v", s, err)
+		}
+	}
+}
