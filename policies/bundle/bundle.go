@@ -162,15 +162,26 @@ func (b *Bundle) Validate() error {
 }
 
 // WriteDir writes the bundle's files into dir (created 0700 if missing),
-// each 0600 at its path.
+// each 0600 at its path. It writes only inside dir (an os.Root): a
+// symlink there that leads out of it is an error, not followed.
 func (b *Bundle) WriteDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
 	for _, f := range b.Files {
-		p := filepath.Join(dir, filepath.FromSlash(f.Path))
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			return err
+		p := filepath.FromSlash(f.Path)
+		if d := filepath.Dir(p); d != "." {
+			if err := root.MkdirAll(d, 0o700); err != nil {
+				return fmt.Errorf("%s: %w", filepath.Join(dir, p), err)
+			}
 		}
-		if err := os.WriteFile(p, f.Data, 0o600); err != nil {
-			return err
+		if err := root.WriteFile(p, f.Data, 0o600); err != nil {
+			return fmt.Errorf("%s: %w", filepath.Join(dir, p), err)
 		}
 	}
 	return nil

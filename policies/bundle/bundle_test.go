@@ -400,3 +400,30 @@ func TestParseRefRegistryIsAHost(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteDirStaysInside: `policy pull` into a folder that holds a
+// symlink (policy.json, or a module's folder, pointing outside) does not
+// write through it: the file outside is unchanged and the pull fails.
+func TestWriteDirStaysInside(t *testing.T) {
+	b, err := bundle.ReadDir(writeBundle(t, "no", "no"))
+	must(t, err)
+	outside := filepath.Join(t.TempDir(), "victim")
+	must(t, os.WriteFile(outside, []byte("ORIGINAL"), 0o600))
+	for _, link := range []string{"policy.json", "tests"} {
+		dir := t.TempDir()
+		target := outside
+		if link == "tests" {
+			target = filepath.Dir(outside)
+		}
+		must(t, os.Symlink(target, filepath.Join(dir, link)))
+		if err := b.WriteDir(dir); err == nil {
+			t.Errorf("a symlink %s out of the folder: WriteDir wrote through it", link)
+		}
+		if data, _ := os.ReadFile(outside); string(data) != "ORIGINAL" {
+			t.Fatalf("symlink %s: the file outside the folder was overwritten", link)
+		}
+		if _, err := os.Stat(filepath.Join(filepath.Dir(outside), "rules.jsonl")); err == nil {
+			t.Fatalf("symlink %s: a file was written outside the folder", link)
+		}
+	}
+}
