@@ -427,3 +427,14 @@ func TestWriteDirStaysInside(t *testing.T) {
 		}
 	}
 }
+
+// TestIsLoopback: a host name is case-insensitive, so LOCALHOST:5000 is
+// the loopback registry (plain HTTP) as localhost:5000 is.
+func TestIsLoopback(t *testing.T) {
+	for reg, want := range map[string]bool{"localhost:5000": true, "LOCALHOST:5000": true, "Localhost": true, "127.0.0.1:5000": true,
+		"[::1]:5000": true, "localhost.example.com:5000": false, "10.0.0.1:5000": false} {
+		if got := bundle.IsLoopback(reg); got != want {
+			t.Errorf("IsLoopback(%q) = %v, want %v", reg, got, want)
+		}
+	}
+}

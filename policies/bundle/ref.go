@@ -19,6 +19,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/opencontainers/go-digest"
+
+	"github.com/openclaw-go/openclaw/config"
 )
 
 // Scheme prefixes a bundle reference on the command line.
@@ -168,11 +170,7 @@ func IsLoopback(registry string) bool {
 	if h, _, err := net.SplitHostPort(registry); err == nil {
 		host = h
 	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
+	return config.IsLoopbackHost(host)
 }
 
 // ErrNotFound is returned (wrapped) when a tag, manifest or signature is
