@@ -111,12 +111,23 @@ type PolicyDecisionLog struct {
 }
 
 // Token reads the bearer token of TokenFile: "" when none is configured,
-// an error naming the file when it cannot be read or is empty.
+// an error naming the file when it cannot be read, is empty, or holds a
+// character no HTTP header value carries (a second line, a control
+// character): every batch would fail.
 func (d *PolicyDecisionLog) Token() (string, error) {
 	if d.TokenFile == "" {
 		return "", nil
 	}
-	return readSecret(d.TokenFile, "decision_log.token_file")
+	tok, err := readSecret(d.TokenFile, "decision_log.token_file")
+	if err != nil {
+		return "", err
+	}
+	for _, c := range []byte(tok) {
+		if c < ' ' || c == 0x7f {
+			return "", fmt.Errorf("decision_log.token_file: %s: the token holds a line break or control character (0x%02x); the file must hold the token alone", d.TokenFile, c)
+		}
+	}
+	return tok, nil
 }
 
 // validate checks d's URL and bounds.

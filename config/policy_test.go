@@ -130,6 +130,12 @@ func TestPolicyFileDecisionLog(t *testing.T) {
 	if _, err := dl.Token(); err == nil || !strings.Contains(err.Error(), "decision_log.token_file: "+filepath.Join(dir, "tok")+" is empty") {
 		t.Errorf("empty token file: %v", err)
 	}
+	// Two lines (a token and a comment, say): no HTTP header can carry it,
+	// so every batch would fail; refused at start instead, naming the file.
+	write("tok", "s3cret\n# rotated monthly\n")
+	if _, err := dl.Token(); err == nil || !strings.Contains(err.Error(), "decision_log.token_file: "+filepath.Join(dir, "tok")) {
+		t.Errorf("a token of two lines: %v, want refused naming the file", err)
+	}
 	for _, tc := range []struct{ dl, want string }{
 		{`{"url":"http://logs.example.com/"}`, `decision_log: url "http://logs.example.com/": http is allowed only to a loopback host`},
 		{`{"url":"ftp://logs.example.com/"}`, `want an https:// URL`},

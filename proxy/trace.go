@@ -36,8 +36,9 @@ func (p *Proxy) traceRequests(next mcp.MethodHandler) mcp.MethodHandler {
 		name := method
 		attrs := append(runtime.IdentityAttributes(identityFromExtra(req.GetExtra())), runtime.AttrMCPMethod.String(method))
 		if cp, ok := params.(*mcp.CallToolParamsRaw); ok && cp != nil {
-			name += " " + cp.Name
-			attrs = append(attrs, runtime.AttrToolName.String(cp.Name))
+			tool := runtime.SpanToolName(cp.Name)
+			name += " " + tool
+			attrs = append(attrs, runtime.AttrToolName.String(tool))
 		}
 		if ss := req.GetSession(); ss != nil && ss.ID() != "" {
 			attrs = append(attrs, runtime.AttrMCPSession.String(ss.ID()))

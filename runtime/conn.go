@@ -693,8 +693,9 @@ func (c *conn) call(ctx context.Context, t *Tool, args []byte) (*mcp.CallToolRes
 			ctx = transport.WithListPage(context.WithValue(ctx, fastPageKey{}, page), &page.ListPage)
 		}
 		if tr := c.s.tracer; tr != nil {
-			ctx, span := tr.Start(ctx, "tools/call "+t.RawName(), trace.WithSpanKind(trace.SpanKindClient),
-				trace.WithAttributes(AttrMCPMethod.String("tools/call"), AttrToolName.String(t.RawName()), AttrServer.String(c.cfg.Name)))
+			raw := SpanToolName(t.RawName())
+			ctx, span := tr.Start(ctx, "tools/call "+raw, trace.WithSpanKind(trace.SpanKindClient),
+				trace.WithAttributes(AttrMCPMethod.String("tools/call"), AttrToolName.String(raw), AttrServer.String(c.cfg.Name)))
 			params.Meta = injectTraceContext(ctx, params.Meta)
 			res, err := cs.CallTool(ctx, params)
 			if res != nil && res.IsError {

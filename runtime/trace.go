@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -34,6 +35,25 @@ const (
 	AttrToolIsError    = attribute.Key("openclaw.tool.is_error")
 	AttrLimited        = attribute.Key("openclaw.rate_limit.limited")
 )
+
+// MaxSpanToolName bounds, in bytes, the tool name a span carries (in its
+// name and in gen_ai.tool.name): a client may name a tool of up to the
+// message limit, and each span waits in the exporter's queue.
+const MaxSpanToolName = 128
+
+// SpanToolName is name as a span carries it: at most MaxSpanToolName bytes,
+// cut at a character boundary and ended with "…" when longer (a longer
+// name is no exposed name anyway).
+func SpanToolName(name string) string {
+	if len(name) <= MaxSpanToolName {
+		return name
+	}
+	n := MaxSpanToolName
+	for n > 0 && !utf8.RuneStart(name[n]) {
+		n--
+	}
+	return name[:n] + "…"
+}
 
 // traceContext is the W3C Trace Context propagator (traceparent,
 // tracestate) that reads and writes a request's _meta.
@@ -102,6 +122,7 @@ func newTracer(tp trace.TracerProvider) trace.Tracer {
 // makes the policy module runs made with the returned context its
 // children.
 func (s *Session) startCallSpan(ctx context.Context, name string) (context.Context, trace.Span) {
+	name = SpanToolName(name)
 	attrs := append([]attribute.KeyValue{AttrToolName.String(name)}, IdentityAttributes(IdentityFrom(ctx))...)
 	ctx, span := s.tracer.Start(ctx, "call_tool "+name, trace.WithAttributes(attrs...))
 	return policies.WithRunObserver(ctx, runSpans{s.tracer}), span

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -142,5 +143,20 @@ func assertAttrs(t *testing.T, sp sdktrace.ReadOnlySpan, want map[string]string)
 		if got[k] != v {
 			t.Errorf("span %q: %s = %q, want %q (attributes %v)", sp.Name(), k, got[k], v, got)
 		}
+	}
+}
+
+// TestSpanToolName: a long name is cut to MaxSpanToolName bytes at a
+// character boundary (an OTLP string must be valid UTF-8, or the whole
+// batch fails to encode); a short one is kept.
+func TestSpanToolName(t *testing.T) {
+	t.Parallel()
+	if got := SpanToolName("fs__read"); got != "fs__read" {
+		t.Fatalf("short name: %q", got)
+	}
+	long := strings.Repeat("x", MaxSpanToolName-1) + strings.Repeat("é", 100)
+	got := SpanToolName(long)
+	if !utf8.ValidString(got) || len(got) > MaxSpanToolName+len("…") || !strings.HasSuffix(got, "…") {
+		t.Fatalf("long name: %d bytes, valid UTF-8 %v: %q", len(got), utf8.ValidString(got), got)
 	}
 }

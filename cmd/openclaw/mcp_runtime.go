@@ -187,18 +187,20 @@ func openRuntime(cmd *cobra.Command, f *runtimeFlags, only string, approve appro
 	if err := bundleFromPolicyFile(&pol); err != nil {
 		return nil, regFail(cmd, "openclaw mcp: policies: "+err.Error())
 	}
-	policyFile := pol.config
+	policyFile, bundleDigest := pol.config, ""
 	var follow *bundleFollower
 	if pol.bundle.ref != "" {
 		if follow, err = openBundle(ctx, pol, stderr, logger); err != nil {
 			return nil, regFail(cmd, "openclaw mcp: policies: "+err.Error())
 		}
-		policyFile = follow.cur.PolicyFile
+		policyFile, bundleDigest = follow.cur.PolicyFile, string(follow.cur.Digest)
 	}
 	opts := &engine.Options{
 		ConfigFile:     policyFile,
+		BundleDigest:   bundleDigest,
 		Files:          pol.files,
 		AuditLog:       pol.auditLog,
+		DecisionLog:    pol.decisionLog,
 		Logger:         logger,
 		DefaultModules: runtimeDefaultModules,
 		NamingModule:   namingModule,

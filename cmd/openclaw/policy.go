@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/engine"
 	"github.com/openclaw-go/openclaw/policies/ratelimit"
@@ -34,6 +35,9 @@ type policyFlags struct {
 	// swapped, when set, is called after each reload that swapped the
 	// policy set (a module, its config or the rate limits changed).
 	swapped func()
+	// decisionLog is the decision_log of the policy file that names a
+	// bundle (bundleFromPolicyFile); nil: the policy file's own.
+	decisionLog *config.PolicyDecisionLog
 }
 
 // livePolicies is a running process's policy engine with what keeps it
@@ -81,6 +85,7 @@ func startPolicies(ctx context.Context, fl policyFlags, what string, stderr io.W
 		LimitStore:   fl.limits,
 		Files:        fl.files,
 		AuditLog:     fl.auditLog,
+		DecisionLog:  fl.decisionLog,
 		AuditTap:     fl.auditTap,
 		Logger:       logger,
 		// DefaultModules: serve's nil is builtin:rules alone.

@@ -68,7 +68,7 @@ func (b *bundleFlags) register(f *pflag.FlagSet) {
 // bundleFromPolicyFile applies the bundle key of the policy file fl names
 // (config.PolicyBundle) when no --policy-bundle is given: the process then
 // follows that bundle, and the file gives only the audit log (unless
-// --audit-log does).
+// --audit-log does) and the decision log.
 func bundleFromPolicyFile(fl *policyFlags) error {
 	if fl.config == "" || fl.bundle.ref != "" {
 		return nil
@@ -93,6 +93,7 @@ func bundleFromPolicyFile(fl *policyFlags) error {
 	if fl.auditLog == "" {
 		fl.auditLog = pf.AuditLog
 	}
+	fl.decisionLog = pf.DecisionLog
 	fl.config = ""
 	return nil
 }

@@ -2,7 +2,11 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -305,5 +309,84 @@ func TestPolicyBundleSharedCache(t *testing.T) {
 	}
 	if strings.Contains(errA.String()+errB.String(), "REFUSED") {
 		t.Errorf("a refusal:\na:\n%s\nb:\n%s", errA.String(), errB.String())
+	}
+}
+
+// TestMCPCallAuditsBundleDigest: `mcp call --policy-bundle` decides with
+// the bundle, and its audit record names the bundle's digest
+// (bundle_digest), as serve's and proxy's do.
+func TestMCPCallAuditsBundleDigest(t *testing.T) {
+	reg := testkit.StartRegistry(t)
+	keyDir := t.TempDir()
+	priv, pub := writeKeyPair(t, keyDir, nil)
+	tag := "oci://" + reg.Host + "/team/policy:live"
+	pinned := pushBundle(t, tag, "v1", "v1", priv, "1")
+	cli := newRuntimeCLI(t)
+	r := cli.newHome(t, map[string]any{"tiny": map[string]any{"command": cli.tiny}}, nil)
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd, stdout, stderr := r.start(t, ctx, "mcp", "call", "tiny__echo", "--args", `{"message":"hi"}`, "--audit-log", audit,
+		"--policy-bundle", tag, "--policy-key", pub)
+	if err := cmd.Wait(); err != nil || !strings.Contains(stdout.String(), "tiny says hi") {
+		t.Fatalf("mcp call = %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr.String())
+	}
+	digest := pinned[strings.LastIndexByte(pinned, '@')+1:]
+	log, _ := os.ReadFile(audit)
+	for _, line := range strings.Split(strings.TrimSpace(string(log)), "\n") {
+		if strings.Contains(line, `"hook":"before_tool_call"`) {
+			if !strings.Contains(line, `"bundle_digest":"`+digest+`"`) {
+				t.Fatalf("the call's audit record does not name bundle_digest %s:\n%s", digest, line)
+			}
+			return
+		}
+	}
+	t.Fatalf("no before_tool_call record in the audit log:\n%s", log)
+}
+
+// TestPolicyFileBundleShipsDecisions: the decision_log of a policy file
+// that names a bundle ships the decisions of the bundle's set, with the
+// file's token (the bundle's own policy file may name none).
+func TestPolicyFileBundleShipsDecisions(t *testing.T) {
+	ctx := context.Background()
+	reg := testkit.StartRegistry(t)
+	t.Setenv(config.EnvStateDir, t.TempDir())
+	dir := t.TempDir()
+	priv, pub := writeKeyPair(t, dir, nil)
+	tag := "oci://" + reg.Host + "/team/policy:live"
+	pushBundle(t, tag, "v1", "v1", priv, "1")
+	var mu sync.Mutex
+	var got []string
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		zr, err := gzip.NewReader(r.Body)
+		if err == nil {
+			body, _ := io.ReadAll(zr)
+			mu.Lock()
+			got = append(got, r.Header.Get("Authorization")+" "+string(body))
+			mu.Unlock()
+		}
+	}))
+	defer sink.Close()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(dir, "token"), []byte("t0ken\n"), 0o600))
+	pf := filepath.Join(dir, "policy.json")
+	must(os.WriteFile(pf, []byte(`{"decision_log":{"url":"`+sink.URL+`/v1/decisions","token_file":"token"},
+ "bundle":{"ref":"`+tag+`","keys":["`+filepath.Base(pub)+`"],"poll_interval_s":-1}}`), 0o600))
+	lp, err := startPolicies(ctx, policyFlags{config: pf, auditLog: os.DevNull}, "test", &e2e.LockedBuffer{})
+	must(err)
+	if got := lp.BeforeToolCall(ctx, &policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: "blocked"}}).Reason; got != "v1" {
+		t.Fatalf("decided %q, want the bundle's v1", got)
+	}
+	must(lp.Close(ctx))
+	mu.Lock()
+	defer mu.Unlock()
+	all := strings.Join(got, "\n")
+	if !strings.Contains(all, "Bearer t0ken") || !strings.Contains(all, `"reason":"v1"`) {
+		t.Fatalf("the decision log received %d batches, want the bundle's block with the file's token:\n%s", len(got), all)
 	}
 }

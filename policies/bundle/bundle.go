@@ -75,8 +75,10 @@ func ReadDir(dir string) (*Bundle, error) {
 
 // parsePolicy parses a bundle's policy file and checks what a bundle adds
 // to a policy file's rules: module sources are builtin or clean relative
-// paths inside the bundle, and audit_log and tool_pins.file are absent
-// (the process that runs the bundle keeps its own).
+// paths inside the bundle, and audit_log, decision_log and tool_pins.file
+// are absent (the process that runs the bundle keeps its own: a
+// decision_log would read a token file of the machine and send it, with
+// every decision, to the URL the bundle names).
 func parsePolicy(data []byte) (*config.PolicyFile, error) {
 	pf, err := config.ParsePolicyFile(PolicyFileName, data)
 	if err != nil {
@@ -84,6 +86,9 @@ func parsePolicy(data []byte) (*config.PolicyFile, error) {
 	}
 	if pf.AuditLog != "" {
 		return nil, fmt.Errorf("%s: audit_log is not allowed in a bundle (the process running it names its audit log)", PolicyFileName)
+	}
+	if pf.DecisionLog != nil {
+		return nil, fmt.Errorf("%s: decision_log is not allowed in a bundle (the process running it names where its decisions go, and its token file)", PolicyFileName)
 	}
 	if pf.Bundle != nil {
 		return nil, fmt.Errorf("%s: a bundle's policy file names no other bundle", PolicyFileName)
@@ -157,15 +162,26 @@ func (b *Bundle) Validate() error {
 }
 
 // WriteDir writes the bundle's files into dir (created 0700 if missing),
-// each 0600 at its path.
+// each 0600 at its path. It writes only inside dir (an os.Root): a
+// symlink there that leads out of it is an error, not followed.
 func (b *Bundle) WriteDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
 	for _, f := range b.Files {
-		p := filepath.Join(dir, filepath.FromSlash(f.Path))
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			return err
+		p := filepath.FromSlash(f.Path)
+		if d := filepath.Dir(p); d != "." {
+			if err := root.MkdirAll(d, 0o700); err != nil {
+				return fmt.Errorf("%s: %w", filepath.Join(dir, p), err)
+			}
 		}
-		if err := os.WriteFile(p, f.Data, 0o600); err != nil {
-			return err
+		if err := root.WriteFile(p, f.Data, 0o600); err != nil {
+			return fmt.Errorf("%s: %w", filepath.Join(dir, p), err)
 		}
 	}
 	return nil

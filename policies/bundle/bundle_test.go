@@ -1,13 +1,19 @@
 package bundle_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/elliptic"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content"
 
 	"github.com/opencontainers/go-digest"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
@@ -314,5 +320,121 @@ func TestStageKeepsIdenticalFiles(t *testing.T) {
 	must(t, err)
 	if data, _ := os.ReadFile(a3.PolicyFile); string(data) == "{}" {
 		t.Error("a folder whose files differ was kept")
+	}
+}
+
+// TestBundleNamesNoMachineFile: a bundle's policy file cannot name a file
+// or endpoint of the machine that runs it. A decision_log in a bundle
+// would read the machine's token_file (any path: absolute, or ../ out of
+// the cache) and send it, with every decision, to the bundle's URL.
+func TestBundleNamesNoMachineFile(t *testing.T) {
+	for _, key := range []string{
+		`"audit_log":"/tmp/x.jsonl"`,
+		`"tool_pins":{"file":"/tmp/pins.json"}`,
+		`"decision_log":{"url":"https://logs.example.net/v1","token_file":"/etc/hostname"}`,
+		`"decision_log":{"url":"https://logs.example.net/v1","token_file":"../../../../../etc/hostname"}`,
+		`"decision_log":{"url":"https://logs.example.net/v1"}`,
+	} {
+		dir := writeBundle(t, "no", "no")
+		must(t, os.WriteFile(filepath.Join(dir, "policy.json"), []byte(`{`+key+`,"modules":[{"name":"rules","source":"rules.wasm"}]}`), 0o600))
+		_, err := bundle.ReadDir(dir)
+		if err == nil {
+			t.Errorf("%s: the bundle was read", key)
+			continue
+		}
+		name := strings.Split(strings.Trim(key, `"`), `"`)[0]
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: the error does not name %s: %v", key, name, err)
+		}
+	}
+}
+
+// TestSignatureTagIsBounded: whoever can write the signature tag cannot
+// make every follower download and hold thousands of payloads: a tag of
+// more than MaxSignatures layers is refused, naming the count, and the
+// follower refuses the digest as bad_signature.
+func TestSignatureTagIsBounded(t *testing.T) {
+	ctx := context.Background()
+	reg := testkit.StartRegistry(t)
+	priv, pub := keyPair(t, nil)
+	ref := pushSigned(t, ctx, writeBundle(t, "no", "no"), "oci://"+reg.Host+"/team/policy:v1", priv, 1)
+	repo, _ := remote.NewRepository(reg.Host + "/team/policy")
+	repo.PlainHTTP = true
+	_, rc, err := repo.FetchReference(ctx, bundle.SignatureTag(ref.Digest))
+	must(t, err)
+	var m ocispec.Manifest
+	must(t, json.NewDecoder(rc).Decode(&m))
+	rc.Close()
+	const n = 2000
+	for len(m.Layers) < n {
+		m.Layers = append(m.Layers, m.Layers[0])
+	}
+	data, _ := json.Marshal(m)
+	must(t, repo.PushReference(ctx, content.NewDescriptorFromBytes(ocispec.MediaTypeImageManifest, data), bytes.NewReader(data), bundle.SignatureTag(ref.Digest)))
+
+	_, err = bundle.FetchSignatures(ctx, ref, ref.Digest, bundle.Remote{})
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprint(n)) {
+		t.Fatalf("a signature tag of %d layers: %v, want refused naming the count", n, err)
+	}
+	keys, _ := bundle.LoadPublicKeys([]string{pub})
+	src := &bundle.Source{Ref: ref, Keys: keys, Cache: &bundle.Cache{Dir: t.TempDir()}}
+	var r *bundle.Refusal
+	if _, err := src.Fetch(ctx, ref.Digest); !errors.As(err, &r) || r.Reason != bundle.ReasonBadSignature {
+		t.Fatalf("Fetch: %v, want refused as %s", err, bundle.ReasonBadSignature)
+	}
+}
+
+// TestParseRefRegistryIsAHost: the registry of a reference is a host name
+// or IP with an optional port; ".." or "." (a path component, which the
+// cache folder REGISTRY/REPOSITORY would climb out with) is refused,
+// naming it.
+func TestParseRefRegistryIsAHost(t *testing.T) {
+	for _, s := range []string{"oci://../team/p:live", "oci://./team/p:live", "oci://a..b/team/p:live", "oci://-x.example/team/p:live", "oci://reg.example:0x50/team/p:live"} {
+		if r, err := bundle.ParseRef(s); err == nil || !strings.Contains(err.Error(), "registry") {
+			t.Errorf("ParseRef(%q) = %+v, %v; want refused naming the registry", s, r, err)
+		}
+	}
+	for _, s := range []string{"oci://127.0.0.1:5000/team/p:live", "oci://localhost:5000/team/p:live", "oci://[::1]:5000/team/p:live", "oci://reg.example.com/team/p:live", "oci://my-reg1.example:443/pp:live"} {
+		if _, err := bundle.ParseRef(s); err != nil {
+			t.Errorf("ParseRef(%q): %v", s, err)
+		}
+	}
+}
+
+// TestWriteDirStaysInside: `policy pull` into a folder that holds a
+// symlink (policy.json, or a module's folder, pointing outside) does not
+// write through it: the file outside is unchanged and the pull fails.
+func TestWriteDirStaysInside(t *testing.T) {
+	b, err := bundle.ReadDir(writeBundle(t, "no", "no"))
+	must(t, err)
+	outside := filepath.Join(t.TempDir(), "victim")
+	must(t, os.WriteFile(outside, []byte("ORIGINAL"), 0o600))
+	for _, link := range []string{"policy.json", "tests"} {
+		dir := t.TempDir()
+		target := outside
+		if link == "tests" {
+			target = filepath.Dir(outside)
+		}
+		must(t, os.Symlink(target, filepath.Join(dir, link)))
+		if err := b.WriteDir(dir); err == nil {
+			t.Errorf("a symlink %s out of the folder: WriteDir wrote through it", link)
+		}
+		if data, _ := os.ReadFile(outside); string(data) != "ORIGINAL" {
+			t.Fatalf("symlink %s: the file outside the folder was overwritten", link)
+		}
+		if _, err := os.Stat(filepath.Join(filepath.Dir(outside), "rules.jsonl")); err == nil {
+			t.Fatalf("symlink %s: a file was written outside the folder", link)
+		}
+	}
+}
+
+// TestIsLoopback: a host name is case-insensitive, so LOCALHOST:5000 is
+// the loopback registry (plain HTTP) as localhost:5000 is.
+func TestIsLoopback(t *testing.T) {
+	for reg, want := range map[string]bool{"localhost:5000": true, "LOCALHOST:5000": true, "Localhost": true, "127.0.0.1:5000": true,
+		"[::1]:5000": true, "localhost.example.com:5000": false, "10.0.0.1:5000": false} {
+		if got := bundle.IsLoopback(reg); got != want {
+			t.Errorf("IsLoopback(%q) = %v, want %v", reg, got, want)
+		}
 	}
 }

@@ -14,10 +14,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/opencontainers/go-digest"
+
+	"github.com/openclaw-go/openclaw/config"
 )
 
 // Scheme prefixes a bundle reference on the command line.
@@ -56,6 +59,9 @@ func ParseRef(s string) (Ref, error) {
 		return Ref{}, fmt.Errorf("bundle reference %q: no repository (oci://REGISTRY/REPOSITORY:TAG)", s)
 	}
 	r.Registry, rest = rest[:slash], rest[slash+1:]
+	if !validRegistry(r.Registry) {
+		return Ref{}, fmt.Errorf("bundle reference %q: registry %q is not a host name or IP with an optional port", s, r.Registry)
+	}
 	if i := strings.LastIndexByte(rest, ':'); i >= 0 {
 		r.Tag, rest = rest[i+1:], rest[:i]
 		if r.Tag == "" {
@@ -75,6 +81,39 @@ func ParseRef(s string) (Ref, error) {
 		}
 	}
 	return r, nil
+}
+
+// validRegistry reports whether registry is HOST or HOST:PORT, HOST an IP
+// ([…] for IPv6) or a DNS name: letters, digits and '-' in labels that
+// do not start or end with '-'. It is a folder name of the cache, so "."
+// and ".." never pass.
+func validRegistry(registry string) bool {
+	host := registry
+	if h, port, err := net.SplitHostPort(registry); err == nil {
+		if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+			return false
+		}
+		host = h
+	} else if strings.HasPrefix(registry, "[") {
+		host = strings.TrimSuffix(strings.TrimPrefix(registry, "["), "]")
+	}
+	if net.ParseIP(host) != nil {
+		return true
+	}
+	if host == "" || len(host) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(host, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, c := range label {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // String is the reference in oci:// form.
@@ -131,11 +170,7 @@ func IsLoopback(registry string) bool {
 	if h, _, err := net.SplitHostPort(registry); err == nil {
 		host = h
 	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
+	return config.IsLoopbackHost(host)
 }
 
 // ErrNotFound is returned (wrapped) when a tag, manifest or signature is

@@ -40,6 +40,11 @@ const (
 	AnnotationSequence = "dev.openclaw.policy.sequence"
 )
 
+// MaxSignatures bounds the layers of a signature tag: each is a payload
+// fetched and verified against every trusted key, so whoever can write the
+// tag could otherwise make every follower download thousands.
+const MaxSignatures = 64
+
 // SignatureTag is the tag of d's signatures: "sha256-<hex>.sig".
 func SignatureTag(d digest.Digest) string {
 	return string(d.Algorithm()) + "-" + d.Encoded() + ".sig"
@@ -237,7 +242,8 @@ func fetchSignatureManifest(ctx context.Context, ref Ref, d digest.Digest, o Rem
 
 // FetchSignatures returns the signatures stored for d in ref's
 // repository (cosign's tag layout); ErrNotFound (wrapped) when there are
-// none.
+// none, ErrInvalid (wrapped) when the tag holds more than MaxSignatures
+// layers.
 func FetchSignatures(ctx context.Context, ref Ref, d digest.Digest, o Remote) ([]Signature, error) {
 	m, err := fetchSignatureManifest(ctx, ref, d, o)
 	if err != nil {
@@ -246,6 +252,9 @@ func FetchSignatures(ctx context.Context, ref Ref, d digest.Digest, o Remote) ([
 	repo, err := o.repository(ref)
 	if err != nil {
 		return nil, err
+	}
+	if len(m.Layers) > MaxSignatures {
+		return nil, fmt.Errorf("%s: the signature tag %s holds %d layers, more than %d: %w", ref.Name(), SignatureTag(d), len(m.Layers), MaxSignatures, ErrInvalid)
 	}
 	var sigs []Signature
 	for _, l := range m.Layers {

@@ -71,6 +71,9 @@ func (s *Source) Fetch(ctx context.Context, d digest.Digest) (*Accepted, error) 
 	if errors.Is(err, ErrNotFound) {
 		return nil, &Refusal{Reason: ReasonUnsigned, Digest: d, Err: err}
 	}
+	if errors.Is(err, ErrInvalid) {
+		return nil, &Refusal{Reason: ReasonBadSignature, Digest: d, Err: err}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -57,7 +57,8 @@ type Options struct {
 	Token string
 	// Client sends the batches; nil means a client of its own with
 	// http.DefaultTransport's settings (set its TLS configuration for a
-	// private certificate authority).
+	// private certificate authority). Redirects are never followed, even
+	// when Client's CheckRedirect would: a 3xx answer drops the batch.
 	Client *http.Client
 	// Labels go in every event's "labels" (OPA's), with "id" (this
 	// Shipper's, unless Labels has one).
@@ -153,6 +154,12 @@ func New(opts Options) (*Shipper, error) {
 	if opts.Client == nil {
 		opts.Client = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
+	// A followed 301/302 would turn the POST into a GET whose 200 counts
+	// the batch as shipped; a 307 could send it on to a URL the http-only-
+	// to-loopback check never saw.
+	client := *opts.Client
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	opts.Client = &client
 	s := &Shipper{opts: opts, ch: make(chan policies.AuditRecord, opts.BufferEvents),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	s.labels = encodeLabels(opts.Labels, policies.ProcessID())
@@ -297,9 +304,17 @@ func (s *Shipper) send(batch []policies.AuditRecord) {
 }
 
 // permanentError is an answer that sending again would not change.
-type permanentError struct{ status int }
+type permanentError struct {
+	status   int
+	location string // a 3xx's Location
+}
 
-func (e *permanentError) Error() string { return fmt.Sprintf("HTTP %d", e.status) }
+func (e *permanentError) Error() string {
+	if e.location != "" {
+		return fmt.Sprintf("HTTP %d to %s (redirects are not followed: set decision_log.url to the endpoint itself)", e.status, e.location)
+	}
+	return fmt.Sprintf("HTTP %d", e.status)
+}
 
 // post sends one gzipped batch.
 func (s *Shipper) post(body []byte) error {
@@ -330,7 +345,7 @@ func (s *Shipper) post(body []byte) error {
 	case res.StatusCode == http.StatusRequestTimeout || res.StatusCode == http.StatusTooManyRequests || res.StatusCode >= 500:
 		return fmt.Errorf("HTTP %d", res.StatusCode)
 	}
-	return &permanentError{status: res.StatusCode}
+	return &permanentError{status: res.StatusCode, location: res.Header.Get("Location")}
 }
 
 // encode returns batch as the gzipped JSON array of its events (gzip's

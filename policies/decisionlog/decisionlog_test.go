@@ -1,13 +1,17 @@
 package decisionlog_test
 
 import (
+	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -160,3 +164,54 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// TestRedirectIsNotFollowed: an endpoint answering 3xx (a trailing-slash
+// 301, a 302 to a login page) does not ship a batch: following it would
+// turn the POST into a GET that answers 200, the decisions counted as
+// shipped and lost (or, to another scheme, sent where the URL check never
+// looked). The batch is dropped and stderr names the Location.
+func TestRedirectIsNotFollowed(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen []string
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		if r.URL.Path == "/v1" {
+			http.Redirect(w, r, "/v1/", http.StatusMovedPermanently)
+		}
+	}))
+	defer sink.Close()
+	var logged bytes.Buffer
+	var logMu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		return logged.Write(p)
+	}), nil))
+	s, err := decisionlog.New(decisionlog.Options{URL: sink.URL + "/v1", FlushInterval: time.Millisecond, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		s.Record(record())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = s.Close(ctx)
+	mu.Lock()
+	defer mu.Unlock()
+	logMu.Lock()
+	defer logMu.Unlock()
+	if st := s.Stats(); st.Shipped != 0 || st.Dropped != 3 || slices.Contains(seen, "GET /v1/") {
+		t.Fatalf("stats %+v, requests %v after a 301: want none shipped, 3 dropped, the redirect not followed", st, seen)
+	}
+	if !strings.Contains(logged.String(), "/v1/") {
+		t.Fatalf("the log does not name the Location:\n%s", logged.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -123,6 +123,11 @@ type Options struct {
 	// <state dir>/openclaw-go/policy-audit.jsonl. It is opened once by Load;
 	// a reload does not move it.
 	AuditLog string
+	// DecisionLog overrides the policy file's decision_log (the file that
+	// names a signed bundle keeps it; the bundle's own policy file has
+	// none); nil means the policy file's. Like AuditLog it is read once by
+	// Load.
+	DecisionLog *config.PolicyDecisionLog
 	// Audit, when set, receives the audit records instead of the log
 	// named by AuditLog (which is then not opened); for embedders and tests.
 	Audit policies.AuditSink
@@ -378,8 +383,12 @@ func Load(ctx context.Context, opts *Options) (_ *Engine, err error) {
 		e.auditFailClosed = failClosed
 	}
 	sinks := auditTee{e.audit}
-	if pf.DecisionLog != nil {
-		if e.shipper, err = newShipper(pf.DecisionLog, e.logger); err != nil {
+	dl := pf.DecisionLog
+	if e.opts.DecisionLog != nil {
+		dl = e.opts.DecisionLog
+	}
+	if dl != nil {
+		if e.shipper, err = newShipper(dl, e.logger); err != nil {
 			if e.auditCloser != nil {
 				_ = e.auditCloser.Close()
 			}
