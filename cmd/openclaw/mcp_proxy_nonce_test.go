@@ -18,12 +18,12 @@ import (
 )
 
 // countingReplicas is a replicaSet whose one server, "count", is
-// testdata/countpeer appending the id of every call it runs to calls (one
-// countpeer per replica, one file), whose policy asks approval of
+// testdata/countpeer noting the start and the end of every call it runs
+// in calls (one countpeer per replica, one file), whose policy asks approval of
 // count__danger, and whose replicas share a request-state key.
 type countingReplicas struct {
 	*replicaSet
-	calls string // the file of the ids the upstream ran, one a line
+	calls string // countpeer's notes: "start|ran <id> <ancestor pids>", one a line
 	key   string // --request-state-key-file
 }
 
@@ -63,8 +63,27 @@ func (cr *countingReplicas) ran() map[string]int {
 		cr.t.Fatal(err)
 	}
 	n := map[string]int{}
-	for _, id := range strings.Fields(string(b)) {
-		n[id]++
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "ran" {
+			n[f[1]]++
+		}
+	}
+	return n
+}
+
+// started returns, for each call id, the process ids above the countpeer
+// that started it (its replica among them), one list per start.
+func (cr *countingReplicas) started() map[string][]string {
+	cr.t.Helper()
+	b, err := os.ReadFile(cr.calls)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		cr.t.Fatal(err)
+	}
+	n := map[string][]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "start" {
+			n[f[1]] = append(n[f[1]], f[2])
+		}
 	}
 	return n
 }
