@@ -70,13 +70,16 @@ func TestMCPProxyStateReplicaProof(t *testing.T) {
 	lb := &httpProxy{base: "http://" + testkit.StartHAProxy(t, backends), stderr: replicas[0].stderr}
 	waitReadyz(t, ctx, lb, http.StatusOK, "")
 
-	stateful := make([]*mcp.ClientSession, clients)
+	// Even clients are stateful, odd ones stateless (no session: their
+	// requests spread round robin).
+	stateful, stateless := make([]*mcp.ClientSession, clients), make([]*mcp.ClientSession, clients)
 	for i := range stateful {
 		if i%2 == 0 {
 			stateful[i], _ = connectReplica(t, ctx, lb, "token-of-agent-a")
+		} else {
+			stateless[i] = inputClient26(t, ctx, lb.base+proxy.PathMCP)
 		}
 	}
-	stateless := inputClient26(t, ctx, lb.base+proxy.PathMCP) // one client, no session: its requests spread
 	ids := map[int]string{}
 	for i, cs := range stateful {
 		if cs != nil {
@@ -127,7 +130,7 @@ func TestMCPProxyStateReplicaProof(t *testing.T) {
 					if cs := stateful[c]; cs != nil {
 						res, err = cs.CallTool(ctx, params)
 					} else {
-						res, err = stateless.CallTool(ctx, params)
+						res, err = stateless[c].CallTool(ctx, params)
 					}
 					if err == nil && (res.IsError || len(res.Content) == 0 || res.Content[0].(*mcp.TextContent).Text != "counted "+id) {
 						err = fmt.Errorf("answered %+v", res.Content)
@@ -202,7 +205,7 @@ func TestMCPProxyStateReplicaProof(t *testing.T) {
 	}
 	for k, seen := 0, map[int]bool{}; len(seen) < len(replicas); k++ {
 		id := fmt.Sprintf("warm-%d", k)
-		if _, err := stateless.CallTool(ctx, &mcp.CallToolParams{Name: "count__count", Arguments: map[string]any{"id": id}}); err != nil {
+		if _, err := stateless[1].CallTool(ctx, &mcp.CallToolParams{Name: "count__count", Arguments: map[string]any{"id": id}}); err != nil {
 			t.Fatalf("%s: %v", id, err)
 		}
 		seen[byReplica(id)] = true
@@ -216,7 +219,7 @@ func TestMCPProxyStateReplicaProof(t *testing.T) {
 	}})
 	// The approval raised through the killed replica, answered through
 	// the others.
-	res, err := stateless.CallTool(ctx, approval)
+	res, err := stateless[1].CallTool(ctx, approval)
 	if err != nil || res.IsError {
 		t.Fatalf("the approval raised through the killed replica, answered through HAProxy: %+v, %v", res, err)
 	}
