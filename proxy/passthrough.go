@@ -362,7 +362,10 @@ func (r *Relay) approve(ctx context.Context, req *runtime.ApprovalRequest) (bool
 	elicit := ss.Elicit
 	if rd, ok := ctx.Value(roundsKey{}).(*rounds); ok {
 		elicit = func(ctx context.Context, params *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-			return askFor[*mcp.ElicitResult](ctx, rd, "the approval", params)
+			if answer := rd.takeApproved(); answer != nil {
+				return answer, nil // asked before, through another replica
+			}
+			return askFor[*mcp.ElicitResult](ctx, rd.approvalAsker(), "the approval", params)
 		}
 	} else if err := requestable(ss); err != nil {
 		return false, err
@@ -608,6 +611,9 @@ func (p *Proxy) relayInput(ctx context.Context, ss *mcp.ServerSession, owner, me
 	}
 	if st.Round != "" {
 		return nil, errBadState("issued for a tools/call")
+	}
+	if err := p.useState(ctx, st); err != nil {
+		return nil, err
 	}
 	return runtime.WithInputRelay(ctx, &runtime.InputRound{Responses: responses, State: st.Upstream}), nil
 }
@@ -883,22 +889,40 @@ const RoundTimeout = 10 * time.Minute
 // the client as an input request, and the client's retry carries the
 // response back.
 type rounds struct {
-	ss     *mcp.ServerSession
-	owner  string             // the identity it runs for (stateOwner)
-	name   string             // the exposed tool
-	args   json.RawMessage    // the call's arguments, as the client sent them
-	asks   chan *inputAsk     // the Relay's handlers ask here
-	done   chan roundsOutcome // the upstream call's end (capacity 1)
-	cancel context.CancelFunc // ends the upstream call
+	ss       *mcp.ServerSession
+	approval bool               // the asker of an approval question (approvalAsker)
+	owner    string             // the identity it runs for (stateOwner)
+	name     string             // the exposed tool
+	args     json.RawMessage    // the call's arguments, as the client sent them
+	asks     chan *inputAsk     // the Relay's handlers ask here
+	done     chan roundsOutcome // the upstream call's end (capacity 1)
+	cancel   context.CancelFunc // ends the upstream call
 
-	mu      sync.Mutex
-	waiting map[string]*inputAsk // input request id → its asker
-	timer   *time.Timer          // expiry while the client has the input requests
+	mu       sync.Mutex
+	waiting  map[string]*inputAsk // input request id → its asker
+	timer    *time.Timer          // expiry while the client has the input requests
+	approved *mcp.ElicitResult    // the client's answer to the approval question, given to a call run again (takeApproved)
 }
 
 type inputAsk struct {
-	req   mcp.InputRequest
-	reply chan mcp.InputResponse // capacity 1
+	req      mcp.InputRequest
+	reply    chan mcp.InputResponse // capacity 1
+	approval bool                   // the approval question of a require_approval
+}
+
+// approvalAsker returns a view of r whose asks are approval questions.
+func (r *rounds) approvalAsker() *rounds {
+	return &rounds{asks: r.asks, approval: true}
+}
+
+// takeApproved returns the answer to the approval question the call was
+// run again with, once; nil when there is none.
+func (r *rounds) takeApproved() *mcp.ElicitResult {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	a := r.approved
+	r.approved = nil
+	return a
 }
 
 type roundsOutcome struct {
@@ -911,7 +935,7 @@ type roundsKey struct{}
 // ask hands req to the client of the call in rounds and waits for its
 // response (the client's retry), or for ctx to end.
 func (r *rounds) ask(ctx context.Context, req mcp.InputRequest) (mcp.InputResponse, error) {
-	a := &inputAsk{req: req, reply: make(chan mcp.InputResponse, 1)}
+	a := &inputAsk{req: req, reply: make(chan mcp.InputResponse, 1), approval: r.approval}
 	select {
 	case r.asks <- a:
 	case <-ctx.Done():
@@ -949,18 +973,34 @@ func (p *Proxy) callRounds(ctx context.Context, name string, req *mcp.CallToolRe
 		relay = &runtime.InputRound{Responses: req.Params.InputResponses}
 	}
 	owner := stateOwner(runtime.IdentityFrom(ctx))
+	var approved *mcp.ElicitResult
 	if state := req.Params.RequestState; state != "" {
 		st, err := p.states.open(state, owner, "tools/call", name, req.Params.Arguments)
 		if err != nil {
 			return nil, err
 		}
-		if st.Round == "" {
+		if err := p.useState(ctx, st); err != nil {
+			return nil, err
+		}
+		switch r := p.takeRounds(st.Round, req.Session); {
+		case r != nil:
+			return p.resumeRounds(ctx, r, req)
+		case st.Round == "":
 			relay = &runtime.InputRound{Responses: req.Params.InputResponses, State: st.Upstream}
-		} else {
-			return p.resumeRounds(ctx, st.Round, req)
+		case st.Approval != "":
+			// An approval question asked by another process (or one
+			// that ended): the call runs here again, and its approval
+			// gets the client's answer.
+			answer, ok := req.Params.InputResponses[st.Approval].(*mcp.ElicitResult)
+			if !ok {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("proxy: the retry has no answer to the approval question (input response %q)", st.Approval)}
+			}
+			approved = answer
+		default:
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: errNoState.Error() + " (the call it continues ran on another proxy process, or ended)"}
 		}
 	}
-	r := &rounds{ss: req.Session, owner: owner, name: name, args: req.Params.Arguments, asks: make(chan *inputAsk), done: make(chan roundsOutcome, 1), waiting: map[string]*inputAsk{}}
+	r := &rounds{ss: req.Session, owner: owner, name: name, args: req.Params.Arguments, asks: make(chan *inputAsk), done: make(chan roundsOutcome, 1), waiting: map[string]*inputAsk{}, approved: approved}
 	callCtx := context.WithValue(context.WithoutCancel(ctx), roundsKey{}, r)
 	callCtx = runtime.WithInputRelay(callCtx, relay)
 	callCtx, cancel := context.WithCancel(callCtx)
@@ -975,20 +1015,25 @@ func (p *Proxy) callRounds(ctx context.Context, name string, req *mcp.CallToolRe
 	return p.nextRound(ctx, r)
 }
 
-// resumeRounds delivers a retry's responses to the call in rounds key
-// names, when this process holds it for the same client session.
-func (p *Proxy) resumeRounds(ctx context.Context, key string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+// takeRounds returns the call in rounds key names and forgets it, when
+// this process holds it for the client session ss; else nil.
+func (p *Proxy) takeRounds(key string, ss *mcp.ServerSession) *rounds {
+	if key == "" {
+		return nil
+	}
 	p.roundsMu.Lock()
+	defer p.roundsMu.Unlock()
 	r := p.rounds[key]
-	if r != nil && (r.ss == req.Session || r.ss.ID() == req.Session.ID()) { // stateless requests: one session each
-		delete(p.rounds, key)
-	} else {
-		r = nil
+	if r == nil || (r.ss != ss && r.ss.ID() != ss.ID()) { // stateless requests: one session each
+		return nil
 	}
-	p.roundsMu.Unlock()
-	if r == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: errNoState.Error() + " (the call it continues ran on another proxy process, or ended)"}
-	}
+	delete(p.rounds, key)
+	return r
+}
+
+// resumeRounds delivers a retry's responses to r, a call in rounds this
+// process holds (takeRounds).
+func (p *Proxy) resumeRounds(ctx context.Context, r *rounds, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	r.mu.Lock()
 	if r.timer != nil {
 		r.timer.Stop()
@@ -1029,7 +1074,11 @@ func (p *Proxy) nextRound(ctx context.Context, r *rounds) (*mcp.CallToolResult, 
 			return nil, err
 		}
 		id, key := rand.Text(), rand.Text()
-		state := p.states.seal(requestState{Method: "tools/call", Name: r.name, Args: argsDigest(r.args), Round: key, Owner: r.owner})
+		st := requestState{Method: "tools/call", Name: r.name, Args: argsDigest(r.args), Round: key, Owner: r.owner}
+		if a.approval {
+			st.Approval = id
+		}
+		state := p.states.seal(st)
 		r.mu.Lock()
 		r.waiting[id] = a
 		r.timer = time.AfterFunc(RoundTimeout, func() {

@@ -99,6 +99,10 @@ type Options struct {
 	// client can forge or alter a state. nil means a random key per
 	// process.
 	StateKey []byte
+	// StateNonces records the requestStates used, so that each runs its
+	// request once: replicas share one (*sharedstate.State). nil means
+	// NewMemoryStateNonces (one process).
+	StateNonces StateNonces
 	// TracerProvider, when set, traces every MCP request a client sends
 	// (one server span each, docs/tracing.md); hand the same provider to
 	// the session's runtime.Options.TracerProvider so that the policy and
@@ -134,6 +138,7 @@ type Proxy struct {
 	workDone chan struct{} // closed when the worker ends; nil without a Relay
 
 	states   *stateSealer // seals the requestState of input requests
+	nonces   StateNonces  // the requestStates used (Options.StateNonces)
 	roundsMu sync.Mutex
 	rounds   map[string]*rounds // requestState → a call waiting for its client's input
 
@@ -188,6 +193,10 @@ func New(ctx context.Context, sess *runtime.Session, opts *Options) (*Proxy, err
 		return nil, err
 	}
 	p.states = states
+	p.nonces = o.StateNonces
+	if p.nonces == nil {
+		p.nonces = NewMemoryStateNonces()
+	}
 	up := sess.Capabilities()
 	// tools is announced even while the catalog is empty, so that a client
 	// listens for list_changed.

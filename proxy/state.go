@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -9,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -36,12 +38,20 @@ type requestState struct {
 	// Round keys a call in rounds (Proxy.rounds), held by this process:
 	// a server's request made during a call (MCP 2025-11-25 upstream).
 	Round string `json:"r,omitempty"`
+	// Approval is the key, in the input requests handed to the client, of
+	// the approval question of a require_approval asked in Round: a
+	// replica that does not hold Round runs the call again with the
+	// client's answer to it (the question comes before the upstream call).
+	Approval string `json:"p,omitempty"`
 	// Owner is the authenticated identity the state was handed to
 	// (issuer and subject, stateOwner), "" for a client without one: only
 	// the same identity resumes it.
 	Owner string `json:"o,omitempty"`
 	// Expires is when the state stops being accepted, in Unix seconds.
 	Expires int64 `json:"e"`
+	// Nonce is random, set by seal: the state is used once (StateNonces),
+	// so that a retry, replayed, does not run its request again.
+	Nonce string `json:"x"`
 }
 
 // stateOwner names id as a requestState's Owner: "" for none.
@@ -95,6 +105,7 @@ func (s *stateSealer) mac(payload string) []byte {
 // base64url(HMAC-SHA256), expiring RoundTimeout from now.
 func (s *stateSealer) seal(st requestState) string {
 	st.Expires = time.Now().Add(RoundTimeout).Unix()
+	st.Nonce = rand.Text()
 	raw, _ := json.Marshal(st) // strings and an integer always encode
 	payload := base64.RawURLEncoding.EncodeToString(raw)
 	return payload + "." + base64.RawURLEncoding.EncodeToString(s.mac(payload))
@@ -123,7 +134,7 @@ func (s *stateSealer) open(state, owner, method, name string, args any) (request
 		err = json.Unmarshal(raw, &st)
 	}
 	switch {
-	case err != nil:
+	case err != nil || st.Nonce == "":
 		return requestState{}, errBadState("unreadable")
 	case st.Method != method || st.Name != name || st.Args != argsDigest(args):
 		return requestState{}, errBadState(fmt.Sprintf("issued for another request (%s %q with other arguments?)", st.Method, st.Name))
@@ -133,6 +144,71 @@ func (s *stateSealer) open(state, owner, method, name string, args any) (request
 		return requestState{}, errBadState("expired")
 	}
 	return st, nil
+}
+
+// StateNonces records the nonces of the requestStates used, so that each
+// state runs its request once: across replicas when they share the store
+// (*sharedstate.State, in Redis), else within one process
+// (NewMemoryStateNonces). Errors name the store.
+type StateNonces interface {
+	// UseStateNonce marks nonce used for ttl (the state's remaining
+	// life); fresh is false when it was already used. Atomic: of two
+	// concurrent uses of one nonce, one is fresh.
+	UseStateNonce(ctx context.Context, nonce string, ttl time.Duration) (fresh bool, err error)
+}
+
+// memoryNonces is the StateNonces of one process.
+type memoryNonces struct {
+	mu    sync.Mutex
+	used  map[string]time.Time // nonce → when it may be forgotten
+	sweep time.Time            // the next pass over used for expired nonces
+}
+
+// NewMemoryStateNonces returns a StateNonces held in this process: the
+// default without --state. A nonce is forgotten once its ttl has passed
+// (its state has expired by then).
+func NewMemoryStateNonces() StateNonces {
+	return &memoryNonces{used: map[string]time.Time{}}
+}
+
+func (m *memoryNonces) UseStateNonce(_ context.Context, nonce string, ttl time.Duration) (bool, error) {
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if now.After(m.sweep) {
+		for n, until := range m.used {
+			if now.After(until) {
+				delete(m.used, n)
+			}
+		}
+		m.sweep = now.Add(time.Minute)
+	}
+	if until, ok := m.used[nonce]; ok && !now.After(until) {
+		return false, nil
+	}
+	m.used[nonce] = now.Add(ttl)
+	return true, nil
+}
+
+// stateNonceTimeout bounds the use of a nonce on the path of a retry.
+const stateNonceTimeout = 2 * time.Second
+
+// useState marks st used (its nonce, for the rest of its life) before the
+// request it continues runs: a state already used is refused (invalid
+// params), and so is every state while the store cannot say, with
+// CodeSharedState and the store's error (fail closed).
+func (p *Proxy) useState(ctx context.Context, st requestState) error {
+	ttl := time.Until(time.Unix(st.Expires, 0)) + time.Second
+	ctx, cancel := context.WithTimeout(ctx, stateNonceTimeout)
+	defer cancel()
+	fresh, err := p.nonces.UseStateNonce(ctx, st.Nonce, ttl)
+	if err != nil {
+		return &jsonrpc.Error{Code: CodeSharedState, Message: "proxy: requestState not accepted: whether it was used cannot be checked: " + err.Error()}
+	}
+	if !fresh {
+		return errBadState("already used (a retry runs once; send the request again without requestState to start over)")
+	}
+	return nil
 }
 
 // errNoState is the cause of a call in rounds this process does not hold.

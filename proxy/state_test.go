@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -23,7 +24,7 @@ import (
 // "confirm" and prompt "greet" ask for the user's name with an input
 // request keyed "user_name" and their own requestState, whose tool "danger"
 // needs approval (asker), and whose tool "needs_sampling" refuses a client without sampling (-32021).
-func upstream2026(t *testing.T) runtime.Server {
+func upstream2026(t *testing.T, calls *atomic.Int64) runtime.Server {
 	t.Helper()
 	up := mcp.NewServer(&mcp.Implementation{Name: "up26", Version: "1"}, nil)
 	ask := mcp.InputRequestMap{"user_name": &mcp.ElicitParams{Mode: "form", Message: "your name?",
@@ -43,11 +44,13 @@ func upstream2026(t *testing.T) runtime.Server {
 	obj := json.RawMessage(`{"type":"object"}`)
 	up.AddTool(&mcp.Tool{Name: "confirm", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if name := answered(req.Params.RequestState, req.Params.InputResponses); name != "" {
+			calls.Add(1)
 			return text("hello " + name + " " + string(req.Params.Arguments)), nil
 		}
 		return &mcp.CallToolResult{InputRequests: ask, RequestState: "up-state-1"}, nil
 	})
 	up.AddTool(&mcp.Tool{Name: "danger", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		calls.Add(1)
 		return text("deleted"), nil
 	})
 	up.AddTool(&mcp.Tool{Name: "needs_sampling", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -70,12 +73,19 @@ func upstream2026(t *testing.T) runtime.Server {
 // it: one per key (nil: a random one).
 func stack2026(t *testing.T, keys ...[]byte) []*stack {
 	t.Helper()
+	return stack2026Calls(t, new(atomic.Int64), keys...)
+}
+
+// stack2026Calls is stack2026 whose upstream adds to calls each time a
+// call of "danger", or an answered call of "confirm", runs.
+func stack2026Calls(t *testing.T, calls *atomic.Int64, keys ...[]byte) []*stack {
+	t.Helper()
 	ctx := context.Background()
 	relay := NewRelay()
 	opts := runtime.Options{Enforcer: policies.NewChain([]policies.ChainEntry{{Hook: asker()}}, nil), Sanitizer: &policiestest.Sanitizer{},
 		Surface: policies.SurfaceProxy, Logger: discard(), ProtocolVersion: "2026-07-28"}
 	relay.Install(&opts)
-	sess, err := runtime.New([]runtime.Server{upstream2026(t)}, &opts)
+	sess, err := runtime.New([]runtime.Server{upstream2026(t, calls)}, &opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,5 +349,78 @@ func TestRequestStateOwner(t *testing.T) {
 	anon := s.seal(requestState{Method: "tools/call", Name: "up__confirm", Args: argsDigest(args)})
 	if _, err := s.open(anon, alice, "tools/call", "up__confirm", args); !isInvalidParams(err, "issued to another identity") {
 		t.Errorf("an anonymous state opened by alice: %v", err)
+	}
+}
+
+// TestRequestStateOnce: a requestState runs its request once. The
+// upstream's input requests, answered through a replica sharing the key,
+// run there, and the same retry sent again is refused; the approval
+// question of a require_approval asked through one proxy is answered
+// through another, which runs the call (the first does not hold it), and
+// the same answer sent again is refused. The upstream counts what ran.
+func TestRequestStateOnce(t *testing.T) {
+	t.Parallel()
+	key := []byte(strings.Repeat("k", MinStateKeyBytes))
+	var calls atomic.Int64
+	stacks := stack2026Calls(t, &calls, key, key)
+	elicit := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{}}
+	ca, cb := inputClient(t, stacks[0], elicit), inputClient(t, stacks[1], elicit)
+	ctx := context.Background()
+	args := map[string]any{"x": 1}
+
+	first, err := ca.CallTool(ctx, &mcp.CallToolParams{Name: "up__confirm", Arguments: args})
+	if err != nil || !first.NeedsInput() {
+		t.Fatalf("first round: %+v, %v", first, err)
+	}
+	retry := &mcp.CallToolParams{Name: "up__confirm", Arguments: args, InputResponses: ada, RequestState: first.RequestState}
+	if res, err := cb.CallTool(ctx, retry); err != nil || resultText(res) != `hello Ada {"x":1}` {
+		t.Fatalf("retry through B: %v, %v", resultText(res), err)
+	}
+	if _, err := cb.CallTool(ctx, retry); !isInvalidParams(err, "already used") {
+		t.Errorf("the same retry again through B: %v, want invalid params saying the requestState was used", err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the upstream ran confirm %d times, want 1", n)
+	}
+
+	// The approval question, asked through A, answered through B.
+	asked, err := ca.CallTool(ctx, &mcp.CallToolParams{Name: "up__danger", Arguments: args})
+	if err != nil || !asked.NeedsInput() || len(asked.InputRequests) != 1 {
+		t.Fatalf("up__danger: %+v, %v; want one input request, the approval", asked, err)
+	}
+	var id string
+	for k, ask := range asked.InputRequests {
+		if e, ok := ask.(*mcp.ElicitParams); !ok || !strings.HasPrefix(e.Message, "Approve") {
+			t.Fatalf("input request %+v, want the approval form", ask)
+		}
+		id = k
+	}
+	yes := &mcp.CallToolParams{Name: "up__danger", Arguments: args, RequestState: asked.RequestState,
+		InputResponses: mcp.InputResponseMap{id: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}}}
+	if res, err := cb.CallTool(ctx, yes); err != nil || resultText(res) != "deleted" {
+		t.Fatalf("the approval answered through B: %v, %v; want the call run", resultText(res), err)
+	}
+	if _, err := cb.CallTool(ctx, yes); !isInvalidParams(err, "already used") {
+		t.Errorf("the same approval again through B: %v, want invalid params saying the requestState was used", err)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("the upstream ran %d calls, want 2 (confirm once, danger once)", n)
+	}
+
+	// Answered "no" through B: refused, not run.
+	asked, err = ca.CallTool(ctx, &mcp.CallToolParams{Name: "up__danger", Arguments: args})
+	if err != nil || !asked.NeedsInput() {
+		t.Fatalf("up__danger again: %+v, %v", asked, err)
+	}
+	for k := range asked.InputRequests {
+		id = k
+	}
+	res, err := cb.CallTool(ctx, &mcp.CallToolParams{Name: "up__danger", Arguments: args, RequestState: asked.RequestState,
+		InputResponses: mcp.InputResponseMap{id: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": false}}}})
+	if err != nil || !res.IsError {
+		t.Fatalf("the approval refused through B: %v, %v; want a tool error", resultText(res), err)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("the upstream ran %d calls after a refused approval, want 2", n)
 	}
 }

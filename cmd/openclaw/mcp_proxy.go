@@ -503,7 +503,11 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	if err := sess.Connect(ctx); err != nil {
 		return failStart(err)
 	}
-	p, err := proxy.New(ctx, sess, &proxy.Options{Name: "openclaw-go-proxy", Version: version, Logger: logger, Relay: relay, StateKey: stateKey, TracerProvider: tr.Provider()})
+	var nonces proxy.StateNonces // nil: in this process
+	if shared != nil {
+		nonces = shared
+	}
+	p, err := proxy.New(ctx, sess, &proxy.Options{Name: "openclaw-go-proxy", Version: version, Logger: logger, Relay: relay, StateKey: stateKey, StateNonces: nonces, TracerProvider: tr.Provider()})
 	if err != nil {
 		return failStart(err)
 	}

@@ -20,7 +20,10 @@ import (
 // going away moves only its own sessions), which takes it over; /readyz is
 // the health check (HTTP/1.1 with a Host the replicas accept), every
 // 200 ms, one failure marks a replica down; a
-// refused connection or a 503 is retried on another replica. %s is the
+// refused connection or a 503 is retried on another replica, never a
+// request a replica may have run (no empty-response), and each request
+// has a server connection of its own (http-server-close), so that one
+// sent after a replica died is refused and retried. %s is the
 // frontend's address, %s the server lines.
 const HAProxyConfig = `global
   maxconn 512
@@ -31,7 +34,8 @@ defaults
   timeout server 60s
   retries 3
   option redispatch 1
-  retry-on conn-failure empty-response 503
+  retry-on conn-failure 503
+  option http-server-close
 frontend mcp
   bind %s
   default_backend replicas

@@ -251,3 +251,57 @@ func TestCountersTakeAll(t *testing.T) {
 		t.Fatalf("TakeAll with Redis down: %v", err)
 	}
 }
+
+// TestStateNonces: of many concurrent uses of one nonce through two
+// connections (two replicas), exactly one is fresh; a nonce is forgotten
+// after its ttl; with Redis down the use is an error naming Redis.
+func TestStateNonces(t *testing.T) {
+	t.Parallel()
+	r := testkit.StartRedis(t)
+	a, b := open(t, r.URL()), open(t, r.URL())
+	ctx := context.Background()
+	var fresh, stale int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range 20 {
+		s := a
+		if i%2 == 1 {
+			s = b
+		}
+		wg.Go(func() {
+			ok, err := s.UseStateNonce(ctx, "n1", time.Minute)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				t.Errorf("use: %v", err)
+			case ok:
+				fresh++
+			default:
+				stale++
+			}
+		})
+	}
+	wg.Wait()
+	if fresh != 1 || stale != 19 {
+		t.Fatalf("20 uses of one nonce: %d fresh, %d used; want 1 and 19", fresh, stale)
+	}
+	if ok, err := a.UseStateNonce(ctx, "short", 50*time.Millisecond); !ok || err != nil {
+		t.Fatalf("first use: %v %v", ok, err)
+	}
+	for {
+		ok, err := b.UseStateNonce(ctx, "short", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			break // forgotten once its ttl passed
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.Stop()
+	_, err := a.UseStateNonce(ctx, "n2", time.Minute)
+	if err == nil || !strings.Contains(err.Error(), "Redis at "+r.Addr()) || !strings.Contains(err.Error(), "requestState nonce") {
+		t.Fatalf("use with Redis down: %v, want an error naming Redis at %s", err, r.Addr())
+	}
+}
