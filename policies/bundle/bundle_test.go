@@ -401,6 +401,26 @@ func TestParseRefRegistryIsAHost(t *testing.T) {
 	}
 }
 
+// TestParseRefRegistryWithoutDotOrPort: `localhost` (or any host without
+// '.' or ':') before the first '/' is, to cosign and go-containerregistry,
+// a Docker Hub repository's first component, not a registry; the
+// reference is refused with the form to write instead.
+func TestParseRefRegistryWithoutDotOrPort(t *testing.T) {
+	for s, want := range map[string]string{
+		"oci://localhost/team/p:live":                          "oci://localhost:80/team/p:live",
+		"oci://myreg/team/p@sha256:" + strings.Repeat("a", 64): "oci://myreg:PORT/team/p",
+	} {
+		_, err := bundle.ParseRef(s)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "Docker Hub") {
+			t.Errorf("ParseRef(%q): %v; want refused saying to write %s", s, err, want)
+		}
+	}
+	r, err := bundle.ParseRef("oci://localhost:80/team/p:live")
+	if err != nil || r.Registry != "localhost:80" || !bundle.IsLoopback(r.Registry) {
+		t.Errorf("ParseRef(oci://localhost:80/team/p:live) = %+v, %v; want the loopback registry localhost:80", r, err)
+	}
+}
+
 // TestWriteDirStaysInside: `policy pull` into a folder that holds a
 // symlink (policy.json, or a module's folder, pointing outside) does not
 // write through it: the file outside is unchanged and the pull fails.
