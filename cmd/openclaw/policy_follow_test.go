@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -388,5 +389,115 @@ func TestPolicyFileBundleShipsDecisions(t *testing.T) {
 	all := strings.Join(got, "\n")
 	if !strings.Contains(all, "Bearer t0ken") || !strings.Contains(all, `"reason":"v1"`) {
 		t.Fatalf("the decision log received %d batches, want the bundle's block with the file's token:\n%s", len(got), all)
+	}
+}
+
+// TestPolicyBundleRegistryNeverAnswers: with a verified bundle in the
+// cache, a start against a registry that accepts connections and never
+// answers asks it, gives up and serves from the cache; a poll waiting on
+// that registry does not hold back a forced poll (SIGHUP, `policy
+// reload`), which reaches the registry while the first still waits.
+func TestPolicyBundleRegistryNeverAnswers(t *testing.T) {
+	ctx := context.Background()
+	reg := testkit.StartRegistry(t)
+	t.Setenv(config.EnvStateDir, t.TempDir())
+	priv, pub := writeKeyPair(t, t.TempDir(), nil)
+	tag := "oci://" + reg.Host + "/team/policy:live"
+	pushBundle(t, tag, "v1", "v1", priv, "1")
+	fl := policyFlags{auditLog: os.DevNull, bundle: bundleFlags{ref: tag, keys: []string{pub}}}
+	lp, err := startPolicies(ctx, fl, "test", &e2e.LockedBuffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lp.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// The registry's port now accepts and never answers.
+	reg.Stop()
+	l, err := net.Listen("tcp", reg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	defer func() {
+		for {
+			select {
+			case c := <-accepted:
+				c.Close()
+			default:
+				return
+			}
+		}
+	}()
+
+	type result struct {
+		lp  *livePolicies
+		err error
+	}
+	stderr := &e2e.LockedBuffer{}
+	started := make(chan result, 1)
+	go func() {
+		lp, err := startPolicies(ctx, fl, "test", stderr)
+		started <- result{lp, err}
+	}()
+	select {
+	case c := <-accepted:
+		defer c.Close()
+	case r := <-started:
+		t.Fatalf("started without asking the registry: %v\n%s", r.err, stderr.String())
+	}
+	var r result
+	select {
+	case r = <-started:
+	case <-time.After(20 * time.Second): // a hang guard far above the bound
+		t.Fatalf("the start still waits on the registry that never answers\n%s", stderr.String())
+	}
+	if r.err != nil {
+		t.Fatalf("start: %v", r.err)
+	}
+	lp = r.lp
+	defer lp.Close(ctx)
+	if got := lp.BeforeToolCall(ctx, &policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: "blocked"}}).Reason; got != "v1" ||
+		!strings.Contains(stderr.String(), "running the cached verified bundle") {
+		t.Fatalf("decided %q, want v1 from the cache\n%s", got, stderr.String())
+	}
+
+	first := make(chan struct{})
+	go func() { lp.bundle.poll(ctx, false); close(first) }()
+	select {
+	case c := <-accepted:
+		defer c.Close()
+	case <-first:
+		t.Fatalf("the poll did not ask the registry\n%s", stderr.String())
+	}
+	forced := make(chan struct{})
+	go func() { lp.bundle.poll(ctx, true); close(forced) }()
+	select {
+	case c := <-accepted:
+		defer c.Close()
+		select {
+		case <-first:
+			t.Errorf("the first poll ended before the forced one asked the registry")
+		default:
+		}
+	case <-first:
+		t.Errorf("the forced poll asked the registry only once the first poll ended: it waited on the first one's lock")
+	}
+	<-first
+	<-forced
+	if got := lp.BeforeToolCall(ctx, &policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: "blocked"}}).Reason; got != "v1" ||
+		!strings.Contains(stderr.String(), "registry unreachable") {
+		t.Errorf("after the polls: decided %q, want v1\n%s", got, stderr.String())
 	}
 }
