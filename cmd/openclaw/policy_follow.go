@@ -136,6 +136,9 @@ type bundleFollower struct {
 	// is open.
 	atStart *bundle.Refusal
 	down    bool // the registry was unreachable at the last poll
+	// staged, when set, is called with a new bundle once it is verified
+	// and its cases passed, before the engine loads it (tests).
+	staged func(*bundle.Accepted)
 }
 
 // openBundle resolves the bundle of fl at start: the digest the tag names
@@ -213,7 +216,7 @@ func loadEngine(ctx context.Context, opts *engine.Options, f *bundleFollower) (*
 	if ferr != nil {
 		return nil, err
 	}
-	opts.ConfigFile, opts.BundleDigest = a.PolicyFile, string(a.Digest)
+	opts.ConfigFile, opts.BundleDigest, opts.Pins = a.PolicyFile, string(a.Digest), a.Pins()
 	return engine.Load(ctx, opts)
 }
 
@@ -327,7 +330,10 @@ func (f *bundleFollower) poll(ctx context.Context, forced bool) {
 		}
 		return
 	}
-	res, err := f.eng.ReloadFrom(ctx, a.PolicyFile, string(a.Digest))
+	if f.staged != nil {
+		f.staged(a)
+	}
+	res, err := f.eng.ReloadFrom(ctx, a.PolicyFile, string(a.Digest), a.Pins())
 	if err != nil {
 		// The engine's OnReload recorded the failed reload.
 		f.src.Cache.Discard(a)
@@ -368,7 +374,7 @@ func (f *bundleFollower) reloadCached(ctx context.Context) {
 		}
 		return
 	}
-	if _, err := f.eng.ReloadFrom(ctx, a.PolicyFile, string(a.Digest)); err == nil {
+	if _, err := f.eng.ReloadFrom(ctx, a.PolicyFile, string(a.Digest), a.Pins()); err == nil {
 		f.cur = a
 	}
 }

@@ -501,3 +501,58 @@ func TestPolicyBundleRegistryNeverAnswers(t *testing.T) {
 		t.Errorf("after the polls: decided %q, want v1\n%s", got, stderr.String())
 	}
 }
+
+// TestPolicyBundleRewrittenAfterVerification: a bundle's module or policy
+// file rewritten in the cache after the bundle was verified and its cases
+// passed, before the engine loads it (a same-user process racing the
+// swap), is refused naming the sha256 mismatch, and the old set keeps
+// deciding.
+func TestPolicyBundleRewrittenAfterVerification(t *testing.T) {
+	ctx := context.Background()
+	reg := testkit.StartRegistry(t)
+	t.Setenv(config.EnvStateDir, t.TempDir())
+	priv, pub := writeKeyPair(t, t.TempDir(), nil)
+	tamper := map[string]func(data []byte) []byte{
+		// The same module with a custom section appended: valid Wasm,
+		// other bytes.
+		"rules.wasm": func(data []byte) []byte { return append(data, 0x00, 0x05, 0x03, 'x', 'y', 'z', 0x00) },
+		"policy.json": func(data []byte) []byte {
+			return bytes.Replace(data, []byte(`"reason":"v2"`), []byte(`"reason":"evil"`), 1)
+		},
+	}
+	for file, rewrite := range tamper {
+		t.Run(file, func(t *testing.T) {
+			tag := "oci://" + reg.Host + "/team/" + strings.TrimSuffix(file, filepath.Ext(file)) + ":live"
+			pushBundle(t, tag, "v1", "v1", priv, "1")
+			stderr := &e2e.LockedBuffer{}
+			lp, err := startPolicies(ctx, policyFlags{auditLog: os.DevNull, bundle: bundleFlags{ref: tag, keys: []string{pub}}}, "test", stderr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lp.Close(ctx)
+			pushBundle(t, tag, "v2", "v2", priv, "2")
+			rewritten := false
+			lp.bundle.staged = func(a *bundle.Accepted) {
+				p := filepath.Join(a.Dir, file)
+				data, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, rewrite(data), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				rewritten = true
+			}
+			lp.bundle.poll(ctx, false)
+			if !rewritten {
+				t.Fatalf("v2 was not staged\n%s", stderr.String())
+			}
+			if got := lp.BeforeToolCall(ctx, &policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: "blocked"}}).Reason; got != "v1" {
+				t.Errorf("decided %q, want v1 (the old set)\n%s", got, stderr.String())
+			}
+			if s := stderr.String(); !strings.Contains(s, "REFUSED (module_load)") || !strings.Contains(s, "sha256 pin mismatch") {
+				t.Errorf("the refusal does not name the sha256 mismatch:\n%s", s)
+			}
+		})
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/policies/builtin"
 	"github.com/openclaw-go/openclaw/policies/bundle"
+	"github.com/openclaw-go/openclaw/wasmhost"
 )
 
 // writeBundle writes a bundle folder: policy.json with one rules module
@@ -455,6 +456,27 @@ func TestIsLoopback(t *testing.T) {
 		"[::1]:5000": true, "localhost.example.com:5000": false, "10.0.0.1:5000": false} {
 		if got := bundle.IsLoopback(reg); got != want {
 			t.Errorf("IsLoopback(%q) = %v, want %v", reg, got, want)
+		}
+	}
+}
+
+// TestRunCasesRunsTheVerifiedBytes: the cases run on the bundle's bytes;
+// a policy file or module on disk rewritten after the bundle was read is
+// refused, naming the sha256 pin mismatch, not tested.
+func TestRunCasesRunsTheVerifiedBytes(t *testing.T) {
+	for file, rewrite := range map[string]func([]byte) []byte{
+		"policy.json": func(d []byte) []byte { return bytes.Replace(d, []byte(`"reason":"v1"`), []byte(`"reason":"v2"`), 1) },
+		"rules.wasm":  func(d []byte) []byte { return append(d, 0x00, 0x05, 0x03, 'x', 'y', 'z', 0x00) },
+	} {
+		dir := writeBundle(t, "v1", "v1")
+		b, err := bundle.ReadDir(dir)
+		must(t, err)
+		data, err := os.ReadFile(filepath.Join(dir, file))
+		must(t, err)
+		must(t, os.WriteFile(filepath.Join(dir, file), rewrite(data), 0o600))
+		_, failed, err := bundle.RunCases(context.Background(), dir, b, wasmhost.Options{})
+		if err == nil || !strings.Contains(err.Error(), "sha256 pin mismatch") {
+			t.Errorf("%s rewritten: RunCases = %v, %v; want refused naming the sha256 pin mismatch", file, failed, err)
 		}
 	}
 }
