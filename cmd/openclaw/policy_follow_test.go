@@ -264,17 +264,26 @@ func TestPolicyBundlePollInterval(t *testing.T) {
 	}
 }
 
+// followedBundle starts a registry and a state folder for the test,
+// pushes v1 to team/policy:live signed (sequence 1) with a new key priv,
+// and returns the flags that follow that tag.
+func followedBundle(t *testing.T) (reg *testkit.Registry, priv string, fl policyFlags) {
+	t.Helper()
+	reg = testkit.StartRegistry(t)
+	t.Setenv(config.EnvStateDir, t.TempDir())
+	priv, pub := writeKeyPair(t, t.TempDir(), nil)
+	tag := "oci://" + reg.Host + "/team/policy:live"
+	pushBundle(t, tag, "v1", "v1", priv, "1")
+	return reg, priv, policyFlags{auditLog: os.DevNull, bundle: bundleFlags{ref: tag, keys: []string{pub}}}
+}
+
 // TestPolicyBundleSharedCache: two processes of one machine follow a tag
 // through one cache: each swaps in what the other staged first, and with
 // the registry down SIGHUP moves one to the bundle the other accepted.
 func TestPolicyBundleSharedCache(t *testing.T) {
 	ctx := context.Background()
-	reg := testkit.StartRegistry(t)
-	t.Setenv(config.EnvStateDir, t.TempDir())
-	priv, pub := writeKeyPair(t, t.TempDir(), nil)
-	tag := "oci://" + reg.Host + "/team/policy:live"
-	pushBundle(t, tag, "v1", "v1", priv, "1")
-	fl := policyFlags{auditLog: os.DevNull, bundle: bundleFlags{ref: tag, keys: []string{pub}}}
+	reg, priv, fl := followedBundle(t)
+	tag := fl.bundle.ref
 	errA, errB := &e2e.LockedBuffer{}, &e2e.LockedBuffer{}
 	a, err := startPolicies(ctx, fl, "a", errA)
 	if err != nil {
@@ -399,12 +408,7 @@ func TestPolicyFileBundleShipsDecisions(t *testing.T) {
 // reload`), which reaches the registry while the first still waits.
 func TestPolicyBundleRegistryNeverAnswers(t *testing.T) {
 	ctx := context.Background()
-	reg := testkit.StartRegistry(t)
-	t.Setenv(config.EnvStateDir, t.TempDir())
-	priv, pub := writeKeyPair(t, t.TempDir(), nil)
-	tag := "oci://" + reg.Host + "/team/policy:live"
-	pushBundle(t, tag, "v1", "v1", priv, "1")
-	fl := policyFlags{auditLog: os.DevNull, bundle: bundleFlags{ref: tag, keys: []string{pub}}}
+	reg, _, fl := followedBundle(t)
 	lp, err := startPolicies(ctx, fl, "test", &e2e.LockedBuffer{})
 	if err != nil {
 		t.Fatal(err)
