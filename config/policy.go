@@ -3,6 +3,8 @@ package config
 import (
 	"bytes"
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -244,9 +246,22 @@ const BuiltinPrefix = "builtin:"
 // the module sources that are not builtin and audit_log unless it is "-",
 // are resolved against the folder of path.
 func LoadPolicyFile(path string) (*PolicyFile, error) {
+	return LoadPolicyFileSHA256(path, "")
+}
+
+// LoadPolicyFileSHA256 is [LoadPolicyFile] for a file whose bytes must
+// have the sha256 digest sum (64 hex digits; "" checks nothing): the bytes
+// read are hashed and parsed, so a file rewritten after it was verified is
+// refused, naming both digests.
+func LoadPolicyFileSHA256(path, sum string) (*PolicyFile, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("policy config: %w", err)
+	}
+	if sum != "" {
+		if got := sha256.Sum256(data); !strings.EqualFold(hex.EncodeToString(got[:]), sum) {
+			return nil, fmt.Errorf("policy config %s: sha256 pin mismatch: the file has %x, pinned %s", path, got, sum)
+		}
 	}
 	pf, err := ParsePolicyFile(path, data)
 	if err != nil {

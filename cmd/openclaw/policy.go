@@ -76,12 +76,14 @@ func startPolicies(ctx context.Context, fl policyFlags, what string, stderr io.W
 		lp.bundle, fl.config = f, f.cur.PolicyFile
 	}
 	var bundleDigest string
+	var pins map[string]string
 	if lp.bundle != nil {
-		bundleDigest = string(lp.bundle.cur.Digest)
+		bundleDigest, pins = string(lp.bundle.cur.Digest), lp.bundle.cur.Pins()
 	}
 	opts := &engine.Options{
 		ConfigFile:   fl.config,
 		BundleDigest: bundleDigest,
+		Pins:         pins,
 		LimitStore:   fl.limits,
 		Files:        fl.files,
 		AuditLog:     fl.auditLog,

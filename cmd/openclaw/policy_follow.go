@@ -102,6 +102,12 @@ func bundleFromPolicyFile(fl *policyFlags) error {
 // and refusals.
 const bundleAuditHook policies.Hook = "policy_bundle"
 
+// resolveTimeout bounds the request that asks the registry which digest
+// the tag names when a verified bundle is there to run without it: at
+// start with one in the cache, and at every poll (docs/policy-bundles.md,
+// docs/RATIONALE.md "Why a 5 s registry timeout when a bundle is cached?").
+const resolveTimeout = 5 * time.Second
+
 // bundleFollower keeps a process on the bundle a tag names: it pulls,
 // verifies and tests each new digest, then swaps it in; a refusal or an
 // unreachable registry leaves the running set in place.
@@ -130,6 +136,9 @@ type bundleFollower struct {
 	// is open.
 	atStart *bundle.Refusal
 	down    bool // the registry was unreachable at the last poll
+	// staged, when set, is called with a new bundle once it is verified
+	// and its cases passed, before the engine loads it (tests).
+	staged func(*bundle.Accepted)
 }
 
 // openBundle resolves the bundle of fl at start: the digest the tag names
@@ -160,9 +169,16 @@ func openBundle(ctx context.Context, fl policyFlags, stderr io.Writer, logger *s
 		logger:    logger,
 		onOutcome: fl.onBundle,
 	}
-	d, rerr := f.src.Resolve(ctx)
+	st, cached, _ := f.src.Cache.State(ref)
+	var d digest.Digest
+	var rerr error
+	if cached {
+		d, rerr = f.resolve(ctx)
+	} else {
+		d, rerr = f.src.Resolve(ctx)
+	}
 	if rerr == nil {
-		if st, ok, _ := f.src.Cache.State(ref); ok && st.Digest == d {
+		if cached && st.Digest == d {
 			if a, err := f.loadCached(ctx); err == nil {
 				f.cur = a
 				return f, nil
@@ -200,7 +216,7 @@ func loadEngine(ctx context.Context, opts *engine.Options, f *bundleFollower) (*
 	if ferr != nil {
 		return nil, err
 	}
-	opts.ConfigFile, opts.BundleDigest = a.PolicyFile, string(a.Digest)
+	opts.ConfigFile, opts.BundleDigest, opts.Pins = a.PolicyFile, string(a.Digest), a.Pins()
 	return engine.Load(ctx, opts)
 }
 
@@ -273,9 +289,11 @@ func (f *bundleFollower) run(ctx context.Context, interval time.Duration) {
 // when nothing is new, reloads the running bundle from the cache, verified
 // again.
 func (f *bundleFollower) poll(ctx context.Context, forced bool) {
+	// The registry is asked before the lock is taken: one that does not
+	// answer holds back no other poll (SIGHUP, `policy reload`).
+	d, err := f.resolve(ctx)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	d, err := f.src.Resolve(ctx)
 	if err != nil {
 		if !f.down {
 			f.say(fmt.Sprintf("openclaw mcp: policy bundle %s: registry unreachable, %s keeps running: %v", f.src.Ref, f.cur.Digest, err))
@@ -312,7 +330,10 @@ func (f *bundleFollower) poll(ctx context.Context, forced bool) {
 		}
 		return
 	}
-	res, err := f.eng.ReloadFrom(ctx, a.PolicyFile, string(a.Digest))
+	if f.staged != nil {
+		f.staged(a)
+	}
+	res, err := f.eng.ReloadFrom(ctx, a.PolicyFile, string(a.Digest), a.Pins())
 	if err != nil {
 		// The engine's OnReload recorded the failed reload.
 		f.src.Cache.Discard(a)
@@ -326,6 +347,13 @@ func (f *bundleFollower) poll(ctx context.Context, forced bool) {
 	f.cur, f.refused, f.refusedFor = a, "", ""
 	f.say(fmt.Sprintf("openclaw mcp: policy bundle swapped: %s %s → %s (%s)", f.src.Ref, old, d, res))
 	f.record("swapped", "", nil)
+}
+
+// resolve is Source.Resolve bounded by resolveTimeout.
+func (f *bundleFollower) resolve(ctx context.Context) (digest.Digest, error) {
+	ctx, cancel := context.WithTimeout(ctx, resolveTimeout)
+	defer cancel()
+	return f.src.Resolve(ctx)
 }
 
 // reloadCached loads the cache's accepted bundle, verified again and its
@@ -346,7 +374,7 @@ func (f *bundleFollower) reloadCached(ctx context.Context) {
 		}
 		return
 	}
-	if _, err := f.eng.ReloadFrom(ctx, a.PolicyFile, string(a.Digest)); err == nil {
+	if _, err := f.eng.ReloadFrom(ctx, a.PolicyFile, string(a.Digest), a.Pins()); err == nil {
 		f.cur = a
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -263,17 +264,26 @@ func TestPolicyBundlePollInterval(t *testing.T) {
 	}
 }
 
+// followedBundle starts a registry and a state folder for the test,
+// pushes v1 to team/policy:live signed (sequence 1) with a new key priv,
+// and returns the flags that follow that tag.
+func followedBundle(t *testing.T) (reg *testkit.Registry, priv string, fl policyFlags) {
+	t.Helper()
+	reg = testkit.StartRegistry(t)
+	t.Setenv(config.EnvStateDir, t.TempDir())
+	priv, pub := writeKeyPair(t, t.TempDir(), nil)
+	tag := "oci://" + reg.Host + "/team/policy:live"
+	pushBundle(t, tag, "v1", "v1", priv, "1")
+	return reg, priv, policyFlags{auditLog: os.DevNull, bundle: bundleFlags{ref: tag, keys: []string{pub}}}
+}
+
 // TestPolicyBundleSharedCache: two processes of one machine follow a tag
 // through one cache: each swaps in what the other staged first, and with
 // the registry down SIGHUP moves one to the bundle the other accepted.
 func TestPolicyBundleSharedCache(t *testing.T) {
 	ctx := context.Background()
-	reg := testkit.StartRegistry(t)
-	t.Setenv(config.EnvStateDir, t.TempDir())
-	priv, pub := writeKeyPair(t, t.TempDir(), nil)
-	tag := "oci://" + reg.Host + "/team/policy:live"
-	pushBundle(t, tag, "v1", "v1", priv, "1")
-	fl := policyFlags{auditLog: os.DevNull, bundle: bundleFlags{ref: tag, keys: []string{pub}}}
+	reg, priv, fl := followedBundle(t)
+	tag := fl.bundle.ref
 	errA, errB := &e2e.LockedBuffer{}, &e2e.LockedBuffer{}
 	a, err := startPolicies(ctx, fl, "a", errA)
 	if err != nil {
@@ -388,5 +398,165 @@ func TestPolicyFileBundleShipsDecisions(t *testing.T) {
 	all := strings.Join(got, "\n")
 	if !strings.Contains(all, "Bearer t0ken") || !strings.Contains(all, `"reason":"v1"`) {
 		t.Fatalf("the decision log received %d batches, want the bundle's block with the file's token:\n%s", len(got), all)
+	}
+}
+
+// TestPolicyBundleRegistryNeverAnswers: with a verified bundle in the
+// cache, a start against a registry that accepts connections and never
+// answers asks it, gives up and serves from the cache; a poll waiting on
+// that registry does not hold back a forced poll (SIGHUP, `policy
+// reload`), which reaches the registry while the first still waits.
+func TestPolicyBundleRegistryNeverAnswers(t *testing.T) {
+	ctx := context.Background()
+	reg, _, fl := followedBundle(t)
+	lp, err := startPolicies(ctx, fl, "test", &e2e.LockedBuffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lp.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// The registry's port now accepts and never answers.
+	reg.Stop()
+	l, err := net.Listen("tcp", reg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	accepted := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	defer func() {
+		for {
+			select {
+			case c := <-accepted:
+				c.Close()
+			default:
+				return
+			}
+		}
+	}()
+
+	type result struct {
+		lp  *livePolicies
+		err error
+	}
+	stderr := &e2e.LockedBuffer{}
+	started := make(chan result, 1)
+	go func() {
+		lp, err := startPolicies(ctx, fl, "test", stderr)
+		started <- result{lp, err}
+	}()
+	select {
+	case c := <-accepted:
+		defer c.Close()
+	case r := <-started:
+		t.Fatalf("started without asking the registry: %v\n%s", r.err, stderr.String())
+	}
+	var r result
+	select {
+	case r = <-started:
+	case <-time.After(20 * time.Second): // a hang guard far above the bound
+		t.Fatalf("the start still waits on the registry that never answers\n%s", stderr.String())
+	}
+	if r.err != nil {
+		t.Fatalf("start: %v", r.err)
+	}
+	lp = r.lp
+	defer lp.Close(ctx)
+	if got := lp.BeforeToolCall(ctx, &policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: "blocked"}}).Reason; got != "v1" ||
+		!strings.Contains(stderr.String(), "running the cached verified bundle") {
+		t.Fatalf("decided %q, want v1 from the cache\n%s", got, stderr.String())
+	}
+
+	first := make(chan struct{})
+	go func() { lp.bundle.poll(ctx, false); close(first) }()
+	select {
+	case c := <-accepted:
+		defer c.Close()
+	case <-first:
+		t.Fatalf("the poll did not ask the registry\n%s", stderr.String())
+	}
+	forced := make(chan struct{})
+	go func() { lp.bundle.poll(ctx, true); close(forced) }()
+	select {
+	case c := <-accepted:
+		defer c.Close()
+		select {
+		case <-first:
+			t.Errorf("the first poll ended before the forced one asked the registry")
+		default:
+		}
+	case <-first:
+		t.Errorf("the forced poll asked the registry only once the first poll ended: it waited on the first one's lock")
+	}
+	<-first
+	<-forced
+	if got := lp.BeforeToolCall(ctx, &policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: "blocked"}}).Reason; got != "v1" ||
+		!strings.Contains(stderr.String(), "registry unreachable") {
+		t.Errorf("after the polls: decided %q, want v1\n%s", got, stderr.String())
+	}
+}
+
+// TestPolicyBundleRewrittenAfterVerification: a bundle's module or policy
+// file rewritten in the cache after the bundle was verified and its cases
+// passed, before the engine loads it (a same-user process racing the
+// swap), is refused naming the sha256 mismatch, and the old set keeps
+// deciding.
+func TestPolicyBundleRewrittenAfterVerification(t *testing.T) {
+	ctx := context.Background()
+	reg := testkit.StartRegistry(t)
+	t.Setenv(config.EnvStateDir, t.TempDir())
+	priv, pub := writeKeyPair(t, t.TempDir(), nil)
+	tamper := map[string]func(data []byte) []byte{
+		// The same module with a custom section appended: valid Wasm,
+		// other bytes.
+		"rules.wasm": func(data []byte) []byte { return append(data, 0x00, 0x05, 0x03, 'x', 'y', 'z', 0x00) },
+		"policy.json": func(data []byte) []byte {
+			return bytes.Replace(data, []byte(`"reason":"v2"`), []byte(`"reason":"evil"`), 1)
+		},
+	}
+	for file, rewrite := range tamper {
+		t.Run(file, func(t *testing.T) {
+			tag := "oci://" + reg.Host + "/team/" + strings.TrimSuffix(file, filepath.Ext(file)) + ":live"
+			pushBundle(t, tag, "v1", "v1", priv, "1")
+			stderr := &e2e.LockedBuffer{}
+			lp, err := startPolicies(ctx, policyFlags{auditLog: os.DevNull, bundle: bundleFlags{ref: tag, keys: []string{pub}}}, "test", stderr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer lp.Close(ctx)
+			pushBundle(t, tag, "v2", "v2", priv, "2")
+			rewritten := false
+			lp.bundle.staged = func(a *bundle.Accepted) {
+				p := filepath.Join(a.Dir, file)
+				data, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, rewrite(data), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				rewritten = true
+			}
+			lp.bundle.poll(ctx, false)
+			if !rewritten {
+				t.Fatalf("v2 was not staged\n%s", stderr.String())
+			}
+			if got := lp.BeforeToolCall(ctx, &policies.ToolCall{Surface: policies.SurfaceServe, Tool: policies.ToolRef{Name: "blocked"}}).Reason; got != "v1" {
+				t.Errorf("decided %q, want v1 (the old set)\n%s", got, stderr.String())
+			}
+			if s := stderr.String(); !strings.Contains(s, "REFUSED (module_load)") || !strings.Contains(s, "sha256 pin mismatch") {
+				t.Errorf("the refusal does not name the sha256 mismatch:\n%s", s)
+			}
+		})
 	}
 }

@@ -3,6 +3,8 @@ package bundle
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path"
@@ -197,12 +199,25 @@ type CaseFailure struct {
 	Mismatches []string
 }
 
+// Pins are the sha256 digests (hex) of b's files by their path once
+// written to dir: what engine.Options.Pins takes.
+func (b *Bundle) Pins(dir string) map[string]string {
+	pins := make(map[string]string, len(b.Files))
+	for _, f := range b.Files {
+		sum := sha256.Sum256(f.Data)
+		pins[filepath.Join(dir, filepath.FromSlash(f.Path))] = hex.EncodeToString(sum[:])
+	}
+	return pins
+}
+
 // RunCases runs the bundle's test cases, each file against the module it
-// names, loaded from dir (where the bundle is written) with the policy
+// names, loaded from dir (where the bundle is written; a file whose bytes
+// are not b's is refused, naming the sha256 pin mismatch) with the policy
 // file's config and the host options. It returns the cases that failed,
 // and an error when a module or a cases file cannot be loaded.
 func RunCases(ctx context.Context, dir string, b *Bundle, host wasmhost.Options) (passed int, failed []CaseFailure, err error) {
-	pf, err := config.LoadPolicyFile(filepath.Join(dir, PolicyFileName))
+	pins := b.Pins(dir)
+	pf, err := config.LoadPolicyFileSHA256(filepath.Join(dir, PolicyFileName), pins[filepath.Join(dir, PolicyFileName)])
 	if err != nil {
 		return 0, nil, err
 	}
@@ -224,7 +239,7 @@ func RunCases(ctx context.Context, dir string, b *Bundle, host wasmhost.Options)
 		if err != nil {
 			return passed, failed, fmt.Errorf("%s: %w", f.Path, err)
 		}
-		m, err := engine.OpenModule(ctx, spec.Source, spec.Config, host)
+		m, err := engine.OpenModuleSHA256(ctx, spec.Source, pins[spec.Source], spec.Config, host)
 		if err != nil {
 			return passed, failed, fmt.Errorf("%s: module %q does not load: %w", f.Path, name, err)
 		}

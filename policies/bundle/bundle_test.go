@@ -23,6 +23,7 @@ import (
 	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/policies/builtin"
 	"github.com/openclaw-go/openclaw/policies/bundle"
+	"github.com/openclaw-go/openclaw/wasmhost"
 )
 
 // writeBundle writes a bundle folder: policy.json with one rules module
@@ -401,6 +402,26 @@ func TestParseRefRegistryIsAHost(t *testing.T) {
 	}
 }
 
+// TestParseRefRegistryWithoutDotOrPort: `localhost` (or any host without
+// '.' or ':') before the first '/' is, to cosign and go-containerregistry,
+// a Docker Hub repository's first component, not a registry; the
+// reference is refused with the form to write instead.
+func TestParseRefRegistryWithoutDotOrPort(t *testing.T) {
+	for s, want := range map[string]string{
+		"oci://localhost/team/p:live":                          "oci://localhost:80/team/p:live",
+		"oci://myreg/team/p@sha256:" + strings.Repeat("a", 64): "oci://myreg:PORT/team/p",
+	} {
+		_, err := bundle.ParseRef(s)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "Docker Hub") {
+			t.Errorf("ParseRef(%q): %v; want refused saying to write %s", s, err, want)
+		}
+	}
+	r, err := bundle.ParseRef("oci://localhost:80/team/p:live")
+	if err != nil || r.Registry != "localhost:80" || !bundle.IsLoopback(r.Registry) {
+		t.Errorf("ParseRef(oci://localhost:80/team/p:live) = %+v, %v; want the loopback registry localhost:80", r, err)
+	}
+}
+
 // TestWriteDirStaysInside: `policy pull` into a folder that holds a
 // symlink (policy.json, or a module's folder, pointing outside) does not
 // write through it: the file outside is unchanged and the pull fails.
@@ -435,6 +456,27 @@ func TestIsLoopback(t *testing.T) {
 		"[::1]:5000": true, "localhost.example.com:5000": false, "10.0.0.1:5000": false} {
 		if got := bundle.IsLoopback(reg); got != want {
 			t.Errorf("IsLoopback(%q) = %v, want %v", reg, got, want)
+		}
+	}
+}
+
+// TestRunCasesRunsTheVerifiedBytes: the cases run on the bundle's bytes;
+// a policy file or module on disk rewritten after the bundle was read is
+// refused, naming the sha256 pin mismatch, not tested.
+func TestRunCasesRunsTheVerifiedBytes(t *testing.T) {
+	for file, rewrite := range map[string]func([]byte) []byte{
+		"policy.json": func(d []byte) []byte { return bytes.Replace(d, []byte(`"reason":"v1"`), []byte(`"reason":"v2"`), 1) },
+		"rules.wasm":  func(d []byte) []byte { return append(d, 0x00, 0x05, 0x03, 'x', 'y', 'z', 0x00) },
+	} {
+		dir := writeBundle(t, "v1", "v1")
+		b, err := bundle.ReadDir(dir)
+		must(t, err)
+		data, err := os.ReadFile(filepath.Join(dir, file))
+		must(t, err)
+		must(t, os.WriteFile(filepath.Join(dir, file), rewrite(data), 0o600))
+		_, failed, err := bundle.RunCases(context.Background(), dir, b, wasmhost.Options{})
+		if err == nil || !strings.Contains(err.Error(), "sha256 pin mismatch") {
+			t.Errorf("%s rewritten: RunCases = %v, %v; want refused naming the sha256 pin mismatch", file, failed, err)
 		}
 	}
 }

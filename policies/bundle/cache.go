@@ -13,6 +13,11 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
+// Pins are the sha256 digests (hex) of the bundle's files as verified,
+// by their path under Dir: what engine.Options.Pins takes, so that the
+// engine loads exactly the verified bytes.
+func (a *Accepted) Pins() map[string]string { return a.Bundle.Pins(a.Dir) }
+
 // Cache keeps the bundles a process accepted, one folder per repository:
 //
 //	DIR/REGISTRY/REPOSITORY/state.json          the accepted digest and sequence

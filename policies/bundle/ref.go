@@ -72,6 +72,20 @@ func ParseRef(s string) (Ref, error) {
 	if r.Tag == "" && r.Digest == "" {
 		return Ref{}, fmt.Errorf("bundle reference %q: names neither a tag nor a digest (add :TAG or @sha256:…)", s)
 	}
+	if !strings.ContainsAny(r.Registry, ".:") {
+		// go-containerregistry (so cosign, whose docker-reference the
+		// signature carries) reads such a first component as part of a
+		// Docker Hub repository.
+		port := "PORT"
+		if config.IsLoopbackHost(r.Registry) {
+			port = "80"
+		}
+		rewritten := Scheme + r.Registry + ":" + port + "/" + r.Repository
+		if r.Tag != "" {
+			rewritten += ":" + r.Tag
+		}
+		return Ref{}, fmt.Errorf("bundle reference %q: %q has neither '.' nor ':', so cosign reads it as a Docker Hub repository, not a registry; name the port: %s", s, r.Registry, rewritten)
+	}
 	if _, err := name.NewRepository(r.Registry+"/"+r.Repository, name.StrictValidation); err != nil {
 		return Ref{}, fmt.Errorf("bundle reference %q: %w", s, err)
 	}

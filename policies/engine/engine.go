@@ -111,6 +111,14 @@ type Options struct {
 	// ConfigFile comes from, "" when it is a plain file; the audit records
 	// of the set carry it as bundle_digest. ReloadFrom replaces it.
 	BundleDigest string
+	// Pins, when non-nil, are the sha256 digests (64 hex digits) of the
+	// files the set is read from, by path: ConfigFile and every module
+	// source that is not a built-in (a verified bundle's files,
+	// bundle.Accepted.Pins). The bytes read are the bytes checked: a file
+	// missing from Pins, or rewritten since its digest was taken, is
+	// refused (a module's pin is its policy-file sha256, which must agree).
+	// ReloadFrom replaces it.
+	Pins map[string]string
 	// LimitStore keeps the counters of the policy file's rate_limits,
 	// across reloads; nil means an in-process ratelimit.MemoryStore.
 	LimitStore ratelimit.Store
@@ -463,7 +471,11 @@ type auditFailure struct {
 func (e *Engine) specs() (pf *config.PolicyFile, defaulted bool, err error) {
 	pf = &config.PolicyFile{}
 	if e.opts.ConfigFile != "" {
-		if pf, err = config.LoadPolicyFile(e.opts.ConfigFile); err != nil {
+		sum, ok := e.opts.Pins[e.opts.ConfigFile]
+		if e.opts.Pins != nil && !ok {
+			return nil, false, fmt.Errorf("policy config %s: no sha256 pin for it", e.opts.ConfigFile)
+		}
+		if pf, err = config.LoadPolicyFileSHA256(e.opts.ConfigFile, sum); err != nil {
 			return nil, false, err
 		}
 	}
@@ -475,6 +487,22 @@ func (e *Engine) specs() (pf *config.PolicyFile, defaulted bool, err error) {
 			}
 		}
 		pf.Modules = append(pf.Modules, m)
+	}
+	if e.opts.Pins != nil {
+		for i := range pf.Modules {
+			m := &pf.Modules[i]
+			if builtin.IsRef(m.Source) {
+				continue
+			}
+			sum, ok := e.opts.Pins[m.Source]
+			switch {
+			case !ok:
+				return nil, false, fmt.Errorf("policy module %q: %s has no sha256 pin", m.Name, m.Source)
+			case m.SHA256 != "" && !strings.EqualFold(m.SHA256, sum):
+				return nil, false, fmt.Errorf("policy module %q: sha256 pin mismatch: %s is pinned %s and %s", m.Name, m.Source, m.SHA256, sum)
+			}
+			m.SHA256 = sum
+		}
 	}
 	if len(pf.Modules) == 0 {
 		defaults := e.opts.DefaultModules
@@ -638,13 +666,23 @@ func ReadModule(source string) (wasm []byte, defaultConfig json.RawMessage, err 
 	return wasm, defaultConfig, nil
 }
 
-// load loads one module version: pin check, wasmpolicy.Load with the
-// module's limits and config, and the hooks check.
-func (e *Engine) load(ctx context.Context, spec config.PolicyModule, wasm []byte, defaulted bool) (*generation, error) {
+// checkPin returns the hex sha256 of wasm, the bytes of spec's module,
+// and an error naming both digests when spec.SHA256 pins another.
+func checkPin(spec config.PolicyModule, wasm []byte) (string, error) {
 	sum := sha256.Sum256(wasm)
 	digest := hex.EncodeToString(sum[:])
 	if spec.SHA256 != "" && !strings.EqualFold(spec.SHA256, digest) {
-		return nil, fmt.Errorf("policy module %q: sha256 pin mismatch: %s has %s, pinned %s", spec.Name, spec.Source, digest, spec.SHA256)
+		return "", fmt.Errorf("policy module %q: sha256 pin mismatch: %s has %s, pinned %s", spec.Name, spec.Source, digest, spec.SHA256)
+	}
+	return digest, nil
+}
+
+// load loads one module version: pin check, wasmpolicy.Load with the
+// module's limits and config, and the hooks check.
+func (e *Engine) load(ctx context.Context, spec config.PolicyModule, wasm []byte, defaulted bool) (*generation, error) {
+	digest, err := checkPin(spec, wasm)
+	if err != nil {
+		return nil, err
 	}
 	cfg := spec.Config
 	if len(cfg) == 0 {
@@ -945,15 +983,16 @@ func (e *Engine) Reload(ctx context.Context) (ReloadResult, error) {
 // written to a folder of its own, replaces the running set. An engine that
 // follows a bundle is not watched ([Engine.Watch] reads the policy file's
 // path once). bundleDigest is the bundle's digest, for the audit records
-// of the new set (Options.BundleDigest); "" for a plain file.
-func (e *Engine) ReloadFrom(ctx context.Context, configFile, bundleDigest string) (ReloadResult, error) {
+// of the new set (Options.BundleDigest); "" for a plain file. pins are
+// the sha256 digests the files must have (Options.Pins); nil checks none.
+func (e *Engine) ReloadFrom(ctx context.Context, configFile, bundleDigest string, pins map[string]string) (ReloadResult, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	prevFile, prevDigest := e.opts.ConfigFile, e.opts.BundleDigest
-	e.opts.ConfigFile, e.opts.BundleDigest = configFile, bundleDigest
+	prevFile, prevDigest, prevPins := e.opts.ConfigFile, e.opts.BundleDigest, e.opts.Pins
+	e.opts.ConfigFile, e.opts.BundleDigest, e.opts.Pins = configFile, bundleDigest, pins
 	res, err := e.reloadLocked(ctx)
 	if err != nil {
-		e.opts.ConfigFile, e.opts.BundleDigest = prevFile, prevDigest
+		e.opts.ConfigFile, e.opts.BundleDigest, e.opts.Pins = prevFile, prevDigest, prevPins
 	}
 	return res, err
 }

@@ -411,7 +411,7 @@ func TestReloadFrom(t *testing.T) {
 		t.Fatalf("a plain policy file's record names bundle %q", got)
 	}
 	const digestB = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
-	if _, err := e.ReloadFrom(ctx, b, digestB); err != nil {
+	if _, err := e.ReloadFrom(ctx, b, digestB, nil); err != nil {
 		t.Fatal(err)
 	}
 	if d := e.BeforeToolCall(ctx, call("")); d.Reason != "b" {
@@ -420,7 +420,7 @@ func TestReloadFrom(t *testing.T) {
 	if got := lastBundle(); got != digestB {
 		t.Fatalf("after ReloadFrom(b): bundle_digest %q, want %q", got, digestB)
 	}
-	if _, err := e.ReloadFrom(ctx, bad, "sha256:0000000000000000000000000000000000000000000000000000000000000000"); err == nil || !strings.Contains(err.Error(), "missing.wasm") {
+	if _, err := e.ReloadFrom(ctx, bad, "sha256:0000000000000000000000000000000000000000000000000000000000000000", nil); err == nil || !strings.Contains(err.Error(), "missing.wasm") {
 		t.Fatalf("ReloadFrom(bad): %v", err)
 	}
 	replaceFile(t, b, rules("b2"))

@@ -125,14 +125,24 @@ func Inspect(ctx context.Context, source string, cfg json.RawMessage, host wasmh
 // cfg its config (nil means the built-in's default config, or none).
 // Errors name the module and the reason, as [Load]'s do.
 func OpenModule(ctx context.Context, source string, cfg json.RawMessage, host wasmhost.Options) (Module, error) {
+	return OpenModuleSHA256(ctx, source, "", cfg, host)
+}
+
+// OpenModuleSHA256 is [OpenModule] for a module whose bytes must have the
+// sha256 digest sum (64 hex digits; "" checks nothing), checked on the
+// bytes it loads as a module's sha256 pin is ([Options.Pins]).
+func OpenModuleSHA256(ctx context.Context, source, sum string, cfg json.RawMessage, host wasmhost.Options) (Module, error) {
 	wasm, defCfg, err := ReadModule(source)
 	if err != nil {
+		return nil, err
+	}
+	name := config.DefaultModuleName(source)
+	if _, err := checkPin(config.PolicyModule{Name: name, Source: source, SHA256: sum}, wasm); err != nil {
 		return nil, err
 	}
 	if cfg == nil {
 		cfg = defCfg
 	}
-	name := config.DefaultModuleName(source)
 	m, err := loadModule(ctx, name, wasm, cfg, host)
 	if err != nil {
 		return nil, fmt.Errorf("policy module %q (%s): %w", name, source, err)
