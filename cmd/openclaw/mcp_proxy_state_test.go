@@ -374,7 +374,10 @@ func TestMCPProxyStateTakeover(t *testing.T) {
 		t.Fatalf("the session's next call, through B after A was killed: %s\nB's stderr:\n%s", text, b.stderr.String())
 	}
 	t.Logf("the first call after the kill, taken over by B, took %v", time.Since(start)) // docs/benchmarks.md
-	if !strings.Contains(b.stderr.String(), "took over a session opened on another replica") {
+	// The line is written before the call is served, but it reaches the
+	// buffer through the stderr pipe's copier, which may run after the
+	// answer came back.
+	if !waitStderr(ctx, b, "took over a session opened on another replica") {
 		t.Errorf("B does not say it took the session over:\n%s", b.stderr.String())
 	}
 	if isErr, text := callText(t, ctx, cs, logTool); isErr {
@@ -531,4 +534,17 @@ func TestMCPProxyStateTLS(t *testing.T) {
 	if isErr, text := callText(t, ctx, csB, "one__test_simple_text"); !isErr || !strings.Contains(text, `rate limit "per-agent" reached`) {
 		t.Fatalf("the second call, through B: error %v %q; want the limit shared over TLS", isErr, text)
 	}
+}
+
+// waitStderr reports whether hp's stderr holds substr, waiting for the
+// pipe's copier until ctx is done.
+func waitStderr(ctx context.Context, hp *httpProxy, substr string) bool {
+	for !strings.Contains(hp.stderr.String(), substr) {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return true
 }
