@@ -204,7 +204,7 @@ func Resolve(fl Flags, cfg *File, getenv func(string) string) (*Target, error) {
 	case fl.Token != "":
 		t.Token, t.SecretSource = fl.Token, "flag"
 	case fl.TokenFile != "":
-		if t.Token, err = readSecret(fl.TokenFile, "--token-file"); err != nil {
+		if t.Token, err = ReadSecretFile(fl.TokenFile, "--token-file"); err != nil {
 			return nil, err
 		}
 		t.SecretSource = "flag"
@@ -213,7 +213,7 @@ func Resolve(fl Flags, cfg *File, getenv func(string) string) (*Target, error) {
 	case fl.Password != "":
 		t.Password, t.SecretSource = fl.Password, "flag"
 	case fl.PasswordFile != "":
-		if t.Password, err = readSecret(fl.PasswordFile, "--password-file"); err != nil {
+		if t.Password, err = ReadSecretFile(fl.PasswordFile, "--password-file"); err != nil {
 			return nil, err
 		}
 		t.SecretSource = "flag"
@@ -238,7 +238,11 @@ func Resolve(fl Flags, cfg *File, getenv func(string) string) (*Target, error) {
 	return t, nil
 }
 
-func readSecret(path, flag string) (string, error) {
+// ReadSecretFile reads the secret in the file at path (a token, a
+// password) with its surrounding whitespace trimmed. flag names where the
+// path was given (a flag or a policy-file key) and prefixes every error;
+// an unreadable file and an empty one (nothing but whitespace) are errors.
+func ReadSecretFile(path, flag string) (string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", flag, err)

@@ -120,7 +120,7 @@ func (d *PolicyDecisionLog) Token() (string, error) {
 	if d.TokenFile == "" {
 		return "", nil
 	}
-	tok, err := readSecret(d.TokenFile, "decision_log.token_file")
+	tok, err := ReadSecretFile(d.TokenFile, "decision_log.token_file")
 	if err != nil {
 		return "", err
 	}

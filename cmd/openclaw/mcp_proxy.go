@@ -316,13 +316,11 @@ func resolveHTTP(c *proxyConfig, getenv func(string) string) (*proxyHTTP, error)
 		// The tokens name identities; no anonymous token besides them.
 		return ph, nil
 	case c.tokenFile != "":
-		b, err := os.ReadFile(c.tokenFile)
+		token, err := config.ReadSecretFile(c.tokenFile, "--token-file")
 		if err != nil {
-			return nil, usage("--token-file: %v", err)
+			return nil, usage("%v", err)
 		}
-		if ph.token = strings.TrimSpace(string(b)); ph.token == "" {
-			return nil, usage("--token-file %s is empty", c.tokenFile)
-		}
+		ph.token = token
 	case strings.TrimSpace(getenv(proxyTokenEnv)) != "":
 		ph.token = strings.TrimSpace(getenv(proxyTokenEnv))
 	default:
