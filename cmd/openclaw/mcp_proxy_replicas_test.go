@@ -67,7 +67,8 @@ func TestMCPProxyStateReplicaProof(t *testing.T) {
 			}
 		}
 	})
-	lb := &httpProxy{base: "http://" + testkit.StartHAProxy(t, backends), stderr: replicas[0].stderr}
+	ha := testkit.StartHAProxy(t, backends)
+	lb := &httpProxy{base: "http://" + ha.Addr, stderr: replicas[0].stderr}
 	waitReadyz(t, ctx, lb, http.StatusOK, "")
 
 	// Even clients are stateful, odd ones stateless (no session: their

@@ -421,8 +421,8 @@ func TestMCPProxyStateHAProxy(t *testing.T) {
 	for _, r := range replicas {
 		backends = append(backends, strings.TrimPrefix(r.base, "http://"))
 	}
-	front := "http://" + testkit.StartHAProxy(t, backends)
-	lb := &httpProxy{base: front, stderr: replicas[0].stderr}
+	ha := testkit.StartHAProxy(t, backends)
+	lb := &httpProxy{base: "http://" + ha.Addr, stderr: replicas[0].stderr}
 	const clients, calls = 6, 10
 	sessions := make([]*mcp.ClientSession, clients)
 	t.Cleanup(func() {
@@ -474,6 +474,9 @@ func TestMCPProxyStateHAProxy(t *testing.T) {
 	const victim = 0
 	_ = replicas[victim].cmd.Process.Kill()
 	<-replicas[victim].exited
+	// Until HAProxy's health check marks it down, a session's hash can
+	// still pick the dead replica for every retry.
+	ha.WaitDown(t, victim)
 	run("after the kill")
 	// A second replica drains on SIGTERM and exits; its sessions, and
 	// those it took over, go on through the last one.
@@ -484,6 +487,7 @@ func TestMCPProxyStateHAProxy(t *testing.T) {
 	if err := <-replicas[drained].exited; err != nil {
 		t.Fatalf("replica r%d after SIGTERM: %v\n%s", drained, err, replicas[drained].stderr.String())
 	}
+	ha.WaitDown(t, drained)
 	run("after the drain")
 	if strings.Count(replicas[2].stderr.String(), takeover) == before {
 		t.Errorf("the last replica took none of the drained replica's sessions over:\n%s", replicas[2].stderr.String())

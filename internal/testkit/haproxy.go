@@ -3,10 +3,12 @@ package testkit
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,10 +25,12 @@ import (
 // refused connection or a 503 is retried on another replica, never a
 // request a replica may have run (no empty-response), and each request
 // has a server connection of its own (http-server-close), so that one
-// sent after a replica died is refused and retried. %s is the
-// frontend's address, %s the server lines.
+// sent after a replica died is refused and retried. The stats socket
+// (admin level) answers [HAProxy.WaitDown]. The first %s is the socket's
+// path, then the frontend's address, then the server lines.
 const HAProxyConfig = `global
   maxconn 512
+  stats socket %s level admin
 defaults
   mode http
   timeout connect 1s
@@ -51,11 +55,19 @@ backend replicas
   default-server inter 200ms fall 1 rise 1
 %s`
 
+// HAProxy is a running haproxy of [StartHAProxy].
+type HAProxy struct {
+	// Addr is the frontend's HOST:PORT.
+	Addr string
+	// socket is the stats socket's path.
+	socket string
+}
+
 // StartHAProxy runs Debian's haproxy in front of backends (HOST:PORT
-// each) with [HAProxyConfig] on a free loopback port, and returns its
-// address; the test's cleanup stops it. It skips t when haproxy is not on
-// PATH (fails under CI=true, which installs it).
-func StartHAProxy(t testing.TB, backends []string) string {
+// each, named r0, r1, … in that order) with [HAProxyConfig] on a free
+// loopback port; the test's cleanup stops it. It skips t when haproxy is
+// not on PATH (fails under CI=true, which installs it).
+func StartHAProxy(t testing.TB, backends []string) *HAProxy {
 	t.Helper()
 	bin, err := exec.LookPath("haproxy")
 	if err != nil {
@@ -75,9 +87,16 @@ func StartHAProxy(t testing.TB, backends []string) string {
 	for i, b := range backends {
 		fmt.Fprintf(&servers, "  server r%d %s check\n", i, b)
 	}
-	dir := t.TempDir()
+	// A unix socket's path is limited to 108 bytes: t.TempDir's can be
+	// longer.
+	dir, err := os.MkdirTemp("", "haproxy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	h := &HAProxy{Addr: addr, socket: filepath.Join(dir, "stats.sock")}
 	cfg := filepath.Join(dir, "haproxy.cfg")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(HAProxyConfig, addr, servers.String())), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(HAProxyConfig, h.socket, addr, servers.String())), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
@@ -92,7 +111,7 @@ func StartHAProxy(t testing.TB, backends []string) string {
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 			c.Close()
-			return addr
+			return h
 		}
 		select {
 		case <-exited:
@@ -103,4 +122,55 @@ func StartHAProxy(t testing.TB, backends []string) string {
 			t.Fatalf("haproxy on %s did not accept within 10 s:\n%s", addr, log.String())
 		}
 	}
+}
+
+// ServerStatus is server rN's health as HAProxy's stats socket reports
+// it ("UP", "DOWN", "MAINT", "UP 1/2", …), or an error when the socket
+// does not answer or names no such server.
+func (h *HAProxy) ServerStatus(n int) (string, error) {
+	c, err := net.DialTimeout("unix", h.socket, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte("show stat\n")); err != nil {
+		return "", err
+	}
+	out, err := io.ReadAll(c)
+	if err != nil {
+		return "", err
+	}
+	// CSV: "# pxname,svname,…"; the status is the column named status.
+	lines := strings.Split(string(out), "\n")
+	if len(lines) == 0 || !strings.HasPrefix(lines[0], "# ") {
+		return "", fmt.Errorf("haproxy stats: unexpected answer %q", out)
+	}
+	col := slices.Index(strings.Split(strings.TrimPrefix(lines[0], "# "), ","), "status")
+	if col < 0 {
+		return "", fmt.Errorf("haproxy stats: no status column in %q", lines[0])
+	}
+	name := fmt.Sprintf("r%d", n)
+	for _, l := range lines[1:] {
+		f := strings.Split(l, ",")
+		if len(f) > col && f[0] == "replicas" && f[1] == name {
+			return f[col], nil
+		}
+	}
+	return "", fmt.Errorf("haproxy stats: no server %s in %q", name, out)
+}
+
+// WaitDown waits until HAProxy has marked server rN down (its health
+// check failed), so that no request of the test is sent to it after it
+// is gone; it fails t after 10 s.
+func (h *HAProxy) WaitDown(t testing.TB, n int) {
+	t.Helper()
+	var status string
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if status, err = h.ServerStatus(n); err == nil && strings.HasPrefix(status, "DOWN") {
+			return
+		}
+	}
+	t.Fatalf("haproxy did not mark r%d down within 10 s: status %q, %v", n, status, err)
 }
