@@ -35,7 +35,7 @@ rego:
 ## `make peers` installs into $(PEERS_DIR) first; a test whose peer is missing skips with a
 ## message saying so (under CI=true it fails).
 test: peers
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 	cd guests/sdk/go && GOWORK=off $(GO) test -race -count=1 .
 
 test-short:
