@@ -111,6 +111,9 @@ func (h *HTTPHandler) checkFrames(sse bool, next http.Handler) http.Handler {
 		if sid := r.URL.Query().Get("sessionid"); sse && sid != "" {
 			h.watchCancelSSE(sid, msgs)
 		}
+		if !sse && version >= sessionlessRevision && h.serveLean(w, r, msgs) {
+			return
+		}
 		if !sse {
 			var done func()
 			w, done = h.watchAnswer(w, r, msgs)

@@ -304,10 +304,10 @@ func NewHTTPHandler(p *Proxy, opts *HTTPOptions) (*HTTPHandler, error) {
 			})
 		}
 		h.mux.Handle(PathSSE, h.authorized(h.checkFrames(true, sse)))
-		p.Server().AddReceivingMiddleware(h.track)
+		p.use(h.track)
 		if h.opts.Sessions != nil {
 			h.shared = newSharedSessions(h)
-			p.Server().AddReceivingMiddleware(h.shared.record)
+			p.use(h.shared.record)
 		}
 	}
 	return h, nil

@@ -262,7 +262,7 @@ func (m *Metrics) Handler() http.Handler {
 // (openclaw_proxy_notifications_dropped_total{kind}). Call it once per
 // proxy.
 func (m *Metrics) Instrument(p *Proxy) {
-	p.Server().AddReceivingMiddleware(m.middleware)
+	p.use(m.middleware)
 	m.reg.MustRegister(dropCollector{p})
 }
 

@@ -188,14 +188,14 @@ func (r *Relay) downstream(ctx context.Context, what string, has func(*mcp.Clien
 		}
 		return &mcp.ClientCapabilities{}
 	}
-	if ss, ok := ctx.Value(downstreamKey{}).(*mcp.ServerSession); ok && ss != nil {
-		if !has(capsOf(ss)) {
+	if c, ok := ctx.Value(downstreamKey{}).(*client); ok && c != nil {
+		if !has(c.caps) {
 			return nil, fmt.Errorf("proxy: the MCP client that made this call does not support %s", what)
 		}
-		if err := requestable(ss); err != nil {
+		if err := c.requestable(); err != nil {
 			return nil, err
 		}
-		return ss, nil
+		return c.ss, nil
 	}
 	p := r.proxy()
 	if p == nil {
@@ -316,8 +316,12 @@ func (r *Relay) onLog(ctx context.Context, server string, params *mcp.LoggingMes
 			p.logger.Debug("proxy: log message not relayed", "server", server, "err", err)
 		}
 	}
-	if ss, ok := ctx.Value(downstreamKey{}).(*mcp.ServerSession); ok && ss != nil {
-		send(ss)
+	if c, ok := ctx.Value(downstreamKey{}).(*client); ok && c != nil {
+		if c.ss != nil {
+			send(c.ss)
+		}
+		// Without a session (the lean path), the request set no log
+		// level: as go-sdk's session would, it gets no log lines.
 		return
 	}
 	for ss := range p.server.Sessions() {
@@ -335,6 +339,18 @@ func requestable(ss *mcp.ServerSession) error {
 	return nil
 }
 
+// requestable is requestable(c.ss) for the client of a call, session or
+// not.
+func (c *client) requestable() error {
+	if c.ss != nil {
+		return requestable(c.ss)
+	}
+	if c.mrtr {
+		return fmt.Errorf("proxy: the MCP client speaks protocol %s or later, where it takes a server's requests only within its own calls", sessionlessRevision)
+	}
+	return nil
+}
+
 // approve asks the client whose call needs approval, through MCP
 // elicitation (form mode, one boolean "approve"), when it declared the
 // elicitation capability. A client that cannot be asked refuses: the call
@@ -345,13 +361,12 @@ func requestable(ss *mcp.ServerSession) error {
 func (r *Relay) approve(ctx context.Context, req *runtime.ApprovalRequest) (bool, error) {
 	ctx, cancel := r.bound(ctx)
 	defer cancel()
-	ss, ok := ctx.Value(downstreamKey{}).(*mcp.ServerSession)
-	if !ok || ss == nil {
+	c, ok := ctx.Value(downstreamKey{}).(*client)
+	if !ok || c == nil {
 		return false, errors.New("no MCP client to ask")
 	}
-	ip := ss.InitializeParams()
-	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil {
-		if multiRoundTrip(ss) {
+	if c.caps.Elicitation == nil {
+		if c.mrtr {
 			// MCP 2026-07-28: a request needing a capability the client
 			// did not declare is refused with -32021.
 			return false, missingCapabilities(fmt.Sprintf("the approval of tool %q", req.Tool.Name),
@@ -359,7 +374,7 @@ func (r *Relay) approve(ctx context.Context, req *runtime.ApprovalRequest) (bool
 		}
 		return false, errors.New("the MCP client cannot be asked (no elicitation capability) and decide_approval did not allow the call")
 	}
-	elicit := ss.Elicit
+	var elicit func(context.Context, *mcp.ElicitParams) (*mcp.ElicitResult, error)
 	if rd, ok := ctx.Value(roundsKey{}).(*rounds); ok {
 		elicit = func(ctx context.Context, params *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 			if answer := rd.takeApproved(); answer != nil {
@@ -367,8 +382,10 @@ func (r *Relay) approve(ctx context.Context, req *runtime.ApprovalRequest) (bool
 			}
 			return askFor[*mcp.ElicitResult](ctx, rd.approvalAsker(), "the approval", params)
 		}
-	} else if err := requestable(ss); err != nil {
+	} else if err := c.requestable(); err != nil {
 		return false, err
+	} else {
+		elicit = c.ss.Elicit
 	}
 	res, err := elicit(ctx, &mcp.ElicitParams{
 		Mode:    "form",
@@ -584,7 +601,7 @@ func (p *Proxy) getPrompt(ctx context.Context, name string, req *mcp.GetPromptRe
 	if err != nil || res.InputRequests == nil {
 		return res, err
 	}
-	if err := p.checkInputCapabilities(ss, res.InputRequests); err != nil {
+	if err := p.checkInputCapabilities(clientCapabilities(ss), res.InputRequests); err != nil {
 		return nil, err
 	}
 	out := *res
@@ -639,7 +656,7 @@ func (p *Proxy) readResource(ctx context.Context, req *mcp.ReadResourceRequest) 
 		return nil, upstreamError(err, uri)
 	}
 	if mrtr && res.InputRequests != nil {
-		if err := p.checkInputCapabilities(req.Session, res.InputRequests); err != nil {
+		if err := p.checkInputCapabilities(clientCapabilities(req.Session), res.InputRequests); err != nil {
 			return nil, err
 		}
 		out := *res
@@ -889,7 +906,7 @@ const RoundTimeout = 10 * time.Minute
 // the client as an input request, and the client's retry carries the
 // response back.
 type rounds struct {
-	ss       *mcp.ServerSession
+	client   *client
 	approval bool               // the asker of an approval question (approvalAsker)
 	owner    string             // the identity it runs for (stateOwner)
 	name     string             // the exposed tool
@@ -965,7 +982,7 @@ func (r *rounds) ask(ctx context.Context, req mcp.InputRequest) (mcp.InputRespon
 // response. Either way it answers with the call's result, or with the next
 // input requests. A requestState the proxy did not issue for this call is
 // refused (invalid params) before anything runs.
-func (p *Proxy) callRounds(ctx context.Context, name string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+func (p *Proxy) callRounds(ctx context.Context, name string, req *mcp.CallToolRequest, c *client) (*mcp.CallToolResult, error) {
 	var relay *runtime.InputRound
 	if req.Params.InputResponses != nil {
 		// Responses without a state go upstream as they are: the server
@@ -982,7 +999,7 @@ func (p *Proxy) callRounds(ctx context.Context, name string, req *mcp.CallToolRe
 		if err := p.useState(ctx, st); err != nil {
 			return nil, err
 		}
-		switch r := p.takeRounds(st.Round, req.Session); {
+		switch r := p.takeRounds(st.Round, c.sid); {
 		case r != nil:
 			return p.resumeRounds(ctx, r, req)
 		case st.Round == "":
@@ -1000,7 +1017,7 @@ func (p *Proxy) callRounds(ctx context.Context, name string, req *mcp.CallToolRe
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: errNoState.Error() + " (the call it continues ran on another proxy process, or ended)"}
 		}
 	}
-	r := &rounds{ss: req.Session, owner: owner, name: name, args: req.Params.Arguments, asks: make(chan *inputAsk), done: make(chan roundsOutcome, 1), waiting: map[string]*inputAsk{}, approved: approved}
+	r := &rounds{client: c, owner: owner, name: name, args: req.Params.Arguments, asks: make(chan *inputAsk), done: make(chan roundsOutcome, 1), waiting: map[string]*inputAsk{}, approved: approved}
 	callCtx := context.WithValue(context.WithoutCancel(ctx), roundsKey{}, r)
 	callCtx = runtime.WithInputRelay(callCtx, relay)
 	callCtx, cancel := context.WithCancel(callCtx)
@@ -1016,15 +1033,16 @@ func (p *Proxy) callRounds(ctx context.Context, name string, req *mcp.CallToolRe
 }
 
 // takeRounds returns the call in rounds key names and forgets it, when
-// this process holds it for the client session ss; else nil.
-func (p *Proxy) takeRounds(key string, ss *mcp.ServerSession) *rounds {
+// this process holds it for the client session sid ("" for every
+// stateless request); else nil.
+func (p *Proxy) takeRounds(key, sid string) *rounds {
 	if key == "" {
 		return nil
 	}
 	p.roundsMu.Lock()
 	defer p.roundsMu.Unlock()
 	r := p.rounds[key]
-	if r == nil || (r.ss != ss && r.ss.ID() != ss.ID()) { // stateless requests: one session each
+	if r == nil || r.client.sid != sid {
 		return nil
 	}
 	delete(p.rounds, key)
@@ -1060,7 +1078,7 @@ func (p *Proxy) nextRound(ctx context.Context, r *rounds) (*mcp.CallToolResult, 
 		r.cancel()
 		if o.err == nil && o.res != nil && o.res.InputRequests != nil {
 			// The upstream server's own input requests, relayed.
-			if err := p.checkInputCapabilities(r.ss, o.res.InputRequests); err != nil {
+			if err := p.checkInputCapabilities(r.client.caps, o.res.InputRequests); err != nil {
 				return nil, err
 			}
 			return &mcp.CallToolResult{Meta: o.res.Meta, InputRequests: o.res.InputRequests, RequestState: p.states.seal(requestState{
@@ -1069,7 +1087,7 @@ func (p *Proxy) nextRound(ctx context.Context, r *rounds) (*mcp.CallToolResult, 
 		}
 		return p.answer(ctx, o.res, o.err)
 	case a := <-r.asks:
-		if err := p.checkInputCapabilities(r.ss, mcp.InputRequestMap{"": a.req}); err != nil {
+		if err := p.checkInputCapabilities(r.client.caps, mcp.InputRequestMap{"": a.req}); err != nil {
 			r.cancel()
 			return nil, err
 		}
@@ -1101,11 +1119,11 @@ func (p *Proxy) nextRound(ctx context.Context, r *rounds) (*mcp.CallToolResult, 
 	}
 }
 
-// checkInputCapabilities refuses input requests the client of ss cannot
-// answer, having not declared the capability (elicitation, sampling,
-// roots), with a MissingRequiredClientCapabilityError (-32021) naming them.
-func (p *Proxy) checkInputCapabilities(ss *mcp.ServerSession, asks mcp.InputRequestMap) error {
-	caps := clientCapabilities(ss)
+// checkInputCapabilities refuses input requests a client that declared
+// caps cannot answer, having not declared the capability (elicitation,
+// sampling, roots), with a MissingRequiredClientCapabilityError (-32021)
+// naming them.
+func (p *Proxy) checkInputCapabilities(caps *mcp.ClientCapabilities, asks mcp.InputRequestMap) error {
 	missing := &mcp.ClientCapabilities{}
 	lacks := false
 	for _, ask := range asks {

@@ -142,6 +142,13 @@ type Proxy struct {
 	roundsMu sync.Mutex
 	rounds   map[string]*rounds // requestState → a call waiting for its client's input
 
+	impl         *mcp.Implementation // the serverInfo
+	chainMu      sync.Mutex
+	chain        mcp.MethodHandler // the receiving middleware around leanCallTool (use)
+	leanRevision bool              // the server negotiates 2026-07-28: the lean path may serve it
+	noLean       atomic.Bool       // the lean path is off (tests)
+	leanServed   atomic.Uint64     // requests the lean path answered (tests)
+
 	// Relayed notifications a client did not get (its stream or session
 	// had ended), by kind; see NotificationsDropped.
 	droppedLogs, droppedProgress atomic.Uint64
@@ -160,9 +167,11 @@ func (p *Proxy) NotificationsDropped() (logs, progress uint64) {
 // definition (pointer and JSON) it was made from, compared to spot changes:
 // an unchanged pointer costs no encoding.
 type servedTool struct {
-	def      *mcp.Tool
-	upstream []byte
-	src      *mcp.Tool // the runtime's definition upstream was encoded from
+	def       *mcp.Tool
+	upstream  []byte
+	src       *mcp.Tool     // the runtime's definition upstream was encoded from
+	headers   []paramHeader // the Mcp-Param-* headers of its arguments (lean.go)
+	headersOK bool          // headers could be read: the lean path may serve it
 }
 
 // New builds the MCP server for sess and serves its current catalog:
@@ -225,15 +234,17 @@ func New(ctx context.Context, sess *runtime.Session, opts *Options) (*Proxy, err
 	if up.Extensions[runtime.TasksExtension] != nil {
 		p.caps.Extensions = map[string]any{runtime.TasksExtension: map[string]any{}}
 	}
-	p.server = mcp.NewServer(&mcp.Implementation{Name: o.Name, Version: o.Version}, sopts)
-	p.server.AddReceivingMiddleware(requesterPrincipal, withoutCacheHints, p.syncBeforeList, p.passthroughMiddleware, p.taskMiddleware)
+	p.impl = &mcp.Implementation{Name: o.Name, Version: o.Version}
+	p.server = mcp.NewServer(p.impl, sopts)
+	p.leanRevision = o.ProtocolVersions == nil || slices.Contains(o.ProtocolVersions, sessionlessRevision)
+	p.use(requesterPrincipal, withoutCacheHints, p.syncBeforeList, p.passthroughMiddleware, p.taskMiddleware)
 	if err := p.serveTasks(); err != nil {
 		return nil, err
 	}
 	if o.TracerProvider != nil {
 		// Added last, so outermost: the span covers the proxy's own work.
 		p.tracer = o.TracerProvider.Tracer(tracerName)
-		p.server.AddReceivingMiddleware(p.traceRequests)
+		p.use(p.traceRequests)
 	}
 	p.life, p.end = context.WithCancel(context.WithoutCancel(ctx))
 	if err := p.Sync(ctx); err != nil {
@@ -305,7 +316,7 @@ func withoutCacheHints(next mcp.MethodHandler) mcp.MethodHandler {
 		if _, ok := res.(mcp.CacheableResult); !ok {
 			return res, err
 		}
-		if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
 			if ip := ss.InitializeParams(); ip != nil && ip.ProtocolVersion < sessionlessRevision {
 				return uncachedResult{res}, nil
 			}
@@ -450,7 +461,9 @@ func (p *Proxy) syncTools(ctx context.Context) (changed bool, err error) {
 			continue
 		}
 		p.server.AddTool(def, p.handler(t.Name))
-		p.served[t.Name] = servedTool{def: def, upstream: raw, src: t.Upstream}
+		schema, _ := def.InputSchema.(json.RawMessage) // objectSchema's
+		headers, ok := paramHeaders(schema)
+		p.served[t.Name] = servedTool{def: def, upstream: raw, src: t.Upstream, headers: headers, headersOK: ok}
 		changed = true
 	}
 	return changed, nil
@@ -519,20 +532,18 @@ func objectSchema(schema json.RawMessage) (served json.RawMessage, replaced bool
 
 // handler routes a tools/call of the exposed name to the runtime session,
 // with the caller's identity in ctx and progress relayed when the client
-// asked for it.
+// asked for it. It serves both paths of a call: go-sdk's (a ServerSession
+// per request) and the lean one (lean.go, no session); what it knows of the
+// client it reads from the request (its _meta on 2026-07-28, else its
+// session's initialize).
 func (p *Proxy) handler(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		var caller policies.Caller
-		if req.Session != nil {
-			if ip := req.Session.InitializeParams(); ip != nil && ip.ClientInfo != nil {
-				caller = policies.Caller{Name: ip.ClientInfo.Name, Version: ip.ClientInfo.Version}
-			}
-		}
-		ctx = runtime.WithCaller(ctx, caller)
+		c := clientOf(req)
+		ctx = runtime.WithCaller(ctx, c.caller)
 		// Who the bearer token was verified as (HTTPOptions.OAuth, Tokens).
 		ctx = runtime.WithIdentity(ctx, identityFromExtra(req.Extra))
 		// The Relay finds the client of this call here.
-		ctx = context.WithValue(ctx, downstreamKey{}, req.Session)
+		ctx = context.WithValue(ctx, downstreamKey{}, c)
 		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 			ss := req.Session
 			ctx = runtime.WithProgress(ctx, func(pr runtime.Progress) {
@@ -545,16 +556,46 @@ func (p *Proxy) handler(name string) mcp.ToolHandler {
 				}
 			})
 		}
-		if req.Session != nil && multiRoundTrip(req.Session) {
+		if c.mrtr {
 			// A 2026-07-28 client: the servers learn what it can answer,
 			// and their requests during the call travel as input requests
 			// (passthrough.go).
-			ctx = runtime.WithClientCapabilities(ctx, clientCapabilities(req.Session))
-			return p.callRounds(ctx, name, req)
+			ctx = runtime.WithClientCapabilities(ctx, c.caps)
+			return p.callRounds(ctx, name, req, c)
 		}
 		res, err := p.sess.CallTool(ctx, name, req.Params.Arguments)
 		return p.answer(ctx, res, err)
 	}
+}
+
+// client is the MCP client whose tools/call is being served, as the
+// policies, the Relay and the rounds of a call see it.
+type client struct {
+	ss     *mcp.ServerSession      // nil for a call the lean path serves (no session)
+	sid    string                  // the session's id; "" when stateless
+	caller policies.Caller         // its clientInfo
+	mrtr   bool                    // protocol 2026-07-28 or later (multiRoundTrip)
+	caps   *mcp.ClientCapabilities // what it declared, never nil
+}
+
+// clientOf returns the client of req: its session's initialize (on
+// 2026-07-28 go-sdk fills it in from the request's _meta), or, without a
+// session, the request's own _meta.
+func clientOf(req *mcp.CallToolRequest) *client {
+	c := &client{ss: req.Session}
+	var ci *mcp.Implementation
+	if ss := req.Session; ss != nil {
+		c.sid, c.mrtr, c.caps = ss.ID(), multiRoundTrip(ss), clientCapabilities(ss)
+		if ip := ss.InitializeParams(); ip != nil {
+			ci = ip.ClientInfo
+		}
+	} else {
+		c.mrtr, c.caps, ci = req.ProtocolVersion() >= sessionlessRevision, requestCapabilities(req), req.ClientInfo()
+	}
+	if ci != nil {
+		c.caller = policies.Caller{Name: ci.Name, Version: ci.Version}
+	}
+	return c
 }
 
 // answer turns the runtime's answer to a call into the client's.

@@ -40,7 +40,7 @@ func (p *Proxy) traceRequests(next mcp.MethodHandler) mcp.MethodHandler {
 			name += " " + tool
 			attrs = append(attrs, runtime.AttrToolName.String(tool))
 		}
-		if ss := req.GetSession(); ss != nil && ss.ID() != "" {
+		if ss, _ := req.GetSession().(*mcp.ServerSession); ss != nil && ss.ID() != "" { // none on the lean path
 			attrs = append(attrs, runtime.AttrMCPSession.String(ss.ID()))
 		}
 		ctx, span := p.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
