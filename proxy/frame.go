@@ -42,7 +42,9 @@ const batchlessRevision = "2025-06-18"
 //     200 with an error of code 0).
 //
 // go-sdk's jsonrpc.DecodeMessage takes the first JSON value of a body and
-// ignores what follows, and answers the other cases in plain text.
+// ignores what follows, and answers the other cases in plain text. A body
+// that passes is a stateless 2026-07-28 tools/call the lean path answers
+// (serveLean, from the message decoded here), or goes on to next.
 func (h *HTTPHandler) checkFrames(sse bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Body == nil {

@@ -151,7 +151,9 @@ type HTTPOptions struct {
 // the connection; only a POST to /mcp or /sse may carry a body. Every such
 // body is read within BodyTimeout, up to MaxMessageBytes, and checked as
 // exactly one JSON-RPC message before go-sdk sees it (see checkFrames, and
-// docs/proxy.md for the answers).
+// docs/proxy.md for the answers). A stateless 2026-07-28 tools/call is
+// answered by the proxy's lean path (lean.go) instead of go-sdk's handler,
+// through the same middleware.
 type HTTPHandler struct {
 	p       *Proxy
 	opts    HTTPOptions

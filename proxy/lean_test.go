@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,11 +10,15 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/policies"
@@ -30,15 +35,18 @@ type leanFixture struct {
 	url       string
 	audit     *policiestest.AuditRecorder
 	metrics   *Metrics
-	started   chan struct{} // receives when the upstream "slow" call starts
-	cancelled chan struct{} // receives when the upstream "slow" call ends cancelled
+	spans     *tracetest.SpanRecorder
+	mu        sync.Mutex
+	seen      []policies.ToolCall // what the policy saw of each call
+	started   chan struct{}       // receives when the upstream "slow" call starts
+	cancelled chan struct{}       // receives when the upstream "slow" call ends cancelled
 }
 
 func newLeanFixture(t *testing.T) *leanFixture {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	f := &leanFixture{audit: &policiestest.AuditRecorder{}, metrics: NewMetrics(), started: make(chan struct{}, 4), cancelled: make(chan struct{}, 4)}
+	f := &leanFixture{audit: &policiestest.AuditRecorder{}, metrics: NewMetrics(), spans: tracetest.NewSpanRecorder(), started: make(chan struct{}, 4), cancelled: make(chan struct{}, 4)}
 	up := mcp.NewServer(&mcp.Implementation{Name: "up26", Version: "1"}, nil)
 	obj := json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"}}}`)
 	msg := func(req *mcp.CallToolRequest) string {
@@ -87,6 +95,9 @@ func newLeanFixture(t *testing.T) *leanFixture {
 
 	hook := &policiestest.BeforeToolCallHook{Module: "lean-policy",
 		Decide: func(_ context.Context, call *policies.ToolCall) (policies.Verdict, error) {
+			f.mu.Lock()
+			f.seen = append(f.seen, *call)
+			f.mu.Unlock()
 			switch call.Tool.RawName {
 			case "reset":
 				return policies.Verdict{Decision: policies.Block, Reason: "resets are disabled"}, nil
@@ -95,10 +106,12 @@ func newLeanFixture(t *testing.T) *leanFixture {
 			}
 			return policies.Verdict{Decision: policies.Allow}, nil
 		}}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(f.spans))
 	relay := NewRelay()
 	opts := runtime.Options{
-		Enforcer:  f.metrics.Enforcer(policies.NewChain([]policies.ChainEntry{{Hook: hook}}, &policies.ChainOptions{Audit: f.audit})),
-		Sanitizer: &policiestest.Sanitizer{}, Surface: policies.SurfaceProxy, Logger: discard(), ProtocolVersion: "2026-07-28",
+		TracerProvider: tp,
+		Enforcer:       f.metrics.Enforcer(policies.NewChain([]policies.ChainEntry{{Hook: hook}}, &policies.ChainOptions{Audit: f.audit})),
+		Sanitizer:      &policiestest.Sanitizer{}, Surface: policies.SurfaceProxy, Logger: discard(), ProtocolVersion: "2026-07-28",
 	}
 	relay.Install(&opts)
 	sess, err := runtime.New([]runtime.Server{{Name: "up", Transport: testkit.InMemory(t, up)}}, &opts)
@@ -109,12 +122,13 @@ func newLeanFixture(t *testing.T) *leanFixture {
 	if err := sess.Connect(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if f.p, err = New(ctx, sess, &Options{Relay: relay, Logger: discard()}); err != nil {
+	if f.p, err = New(ctx, sess, &Options{Relay: relay, Logger: discard(), TracerProvider: tp}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = f.p.Close() })
 	f.metrics.Instrument(f.p)
-	h, err := NewHTTPHandler(f.p, &HTTPOptions{NoAuth: true, Metrics: f.metrics, Logger: discard()})
+	h, err := NewHTTPHandler(f.p, &HTTPOptions{Metrics: f.metrics, Logger: discard(),
+		Tokens: []StaticToken{{SHA256: sha256.Sum256([]byte("ci-token")), Identity: policies.Identity{Issuer: IssuerTokensFile, Subject: "ci"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,6 +162,7 @@ func (f *leanFixture) post(t *testing.T, ctx context.Context, tool string, hdr m
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set("Authorization", "Bearer ci-token")
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
@@ -342,8 +357,9 @@ func TestLeanRoundsAcrossPaths(t *testing.T) {
 }
 
 // TestLeanMiddleware: a call the lean path answers passes the same
-// middleware as go-sdk's path: the policy's audit record, the metrics of
-// the call, and cancellation when the client hangs up.
+// middleware as go-sdk's path: the policy sees the caller and its
+// identity, the decision is audited, the call is counted and traced, and
+// hanging up cancels it.
 func TestLeanMiddleware(t *testing.T) {
 	t.Parallel()
 	f := newLeanFixture(t)
@@ -357,6 +373,21 @@ func TestLeanMiddleware(t *testing.T) {
 	}
 	if rec := f.audit.Find("lean-policy"); rec == nil || rec.Decision != string(policies.Block) {
 		t.Fatalf("audit record: %+v", rec)
+	}
+	f.mu.Lock()
+	call := f.seen[len(f.seen)-1]
+	f.mu.Unlock()
+	if call.Caller.Name != "golden" || call.Identity == nil || call.Identity.Subject != "ci" {
+		t.Fatalf("the policy saw caller %+v, identity %+v", call.Caller, call.Identity)
+	}
+	var traced bool
+	for _, sp := range f.spans.Ended() {
+		if sp.Name() == "tools/call up__reset" && sp.SpanKind() == trace.SpanKindServer {
+			traced = true
+		}
+	}
+	if !traced {
+		t.Fatal("no server span for the call")
 	}
 	if got := counters(t, f.metrics, "openclaw_proxy_tool_calls_total"); got[OutcomeBlocked+"/up__reset"] != 1 {
 		t.Fatalf("calls counted: %v", got)
