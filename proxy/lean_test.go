@@ -392,18 +392,22 @@ func TestLeanMiddleware(t *testing.T) {
 	if got := counters(t, f.metrics, "openclaw_proxy_tool_calls_total"); got[OutcomeBlocked+"/up__reset"] != 1 {
 		t.Fatalf("calls counted: %v", got)
 	}
-	cctx, cancel := context.WithCancel(ctx)
-	errc := make(chan error, 1)
-	go func() {
-		_, err := f.post(t, cctx, "up__slow", nil, callBody(2, "up__slow", `{}`, `{}`, ""))
-		errc <- err
-	}()
-	<-f.started
-	cancel()
-	select {
-	case <-f.cancelled:
-	case <-time.After(20 * time.Second):
-		t.Fatal("hanging up did not cancel the upstream call")
+	for _, lean := range []bool{true, false} { // go-sdk's path cancels too
+		f.p.noLean.Store(!lean)
+		cctx, cancel := context.WithCancel(ctx)
+		errc := make(chan error, 1)
+		go func() {
+			_, err := f.post(t, cctx, "up__slow", nil, callBody(2, "up__slow", `{}`, `{}`, ""))
+			errc <- err
+		}()
+		<-f.started
+		cancel()
+		select {
+		case <-f.cancelled:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("lean path %v: hanging up did not cancel the upstream call", lean)
+		}
+		<-errc
 	}
-	<-errc
+	f.p.noLean.Store(false)
 }
