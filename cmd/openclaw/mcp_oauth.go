@@ -122,9 +122,9 @@ log each principal in with --principal <id>; the runtime sends the tokens of the
 that makes each request (transport.WithPrincipal). With --state redis://… and
 --request-state-key-file (those of the mcp proxy replicas) a principal's tokens go to Redis,
 encrypted, for every replica; --import copies the tokens already in files there instead of
-logging in (one principal with --principal, else all of the server's). A server with oauth.authProfileId takes
-its credentials from OpenClaw's auth-profile store, which openclaw-go does not have: login
-refuses it.`,
+logging in (one principal with --principal, else all of the server's). A server with
+oauth.authProfileId takes its credentials from OpenClaw's auth-profile store, which openclaw-go
+does not have: login refuses it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runLogin(cmd, args[0], &c)

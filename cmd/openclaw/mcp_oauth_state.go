@@ -29,6 +29,7 @@ type tokenRouting struct {
 	principals transport.TokenBackend
 }
 
+// pick is the backend of principal's tokens.
 func (r *tokenRouting) pick(principal string) transport.TokenBackend {
 	if principal == "" {
 		return r.files
@@ -36,18 +37,22 @@ func (r *tokenRouting) pick(principal string) transport.TokenBackend {
 	return r.principals
 }
 
+// LoadToken implements transport.TokenBackend.
 func (r *tokenRouting) LoadToken(ctx context.Context, server, serverURL, principal string) (*transport.Credentials, error) {
 	return r.pick(principal).LoadToken(ctx, server, serverURL, principal)
 }
 
+// SaveToken implements transport.TokenBackend.
 func (r *tokenRouting) SaveToken(ctx context.Context, c *transport.Credentials) error {
 	return r.pick(c.Principal).SaveToken(ctx, c)
 }
 
+// DeleteToken implements transport.TokenBackend.
 func (r *tokenRouting) DeleteToken(ctx context.Context, server, serverURL, principal string) (bool, error) {
 	return r.pick(principal).DeleteToken(ctx, server, serverURL, principal)
 }
 
+// LockToken implements transport.TokenBackend.
 func (r *tokenRouting) LockToken(ctx context.Context, server, serverURL, principal string) (func(), error) {
 	return r.pick(principal).LockToken(ctx, server, serverURL, principal)
 }
@@ -60,18 +65,22 @@ const errNoTokenKey = "--state keeps the OAuth tokens of per-requester MCP serve
 // added by a reload fails closed).
 type refusedTokens struct{}
 
+// LoadToken refuses: no key.
 func (refusedTokens) LoadToken(context.Context, string, string, string) (*transport.Credentials, error) {
 	return nil, fmt.Errorf("openclaw mcp proxy: %s", errNoTokenKey)
 }
 
+// SaveToken refuses: no key.
 func (refusedTokens) SaveToken(context.Context, *transport.Credentials) error {
 	return fmt.Errorf("openclaw mcp proxy: %s", errNoTokenKey)
 }
 
+// DeleteToken refuses: no key.
 func (refusedTokens) DeleteToken(context.Context, string, string, string) (bool, error) {
 	return false, fmt.Errorf("openclaw mcp proxy: %s", errNoTokenKey)
 }
 
+// LockToken refuses: no key.
 func (refusedTokens) LockToken(context.Context, string, string, string) (func(), error) {
 	return nil, fmt.Errorf("openclaw mcp proxy: %s", errNoTokenKey)
 }
