@@ -3,8 +3,6 @@ package transport
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,6 +48,9 @@ const TokenExpirySkew = 30 * time.Second
 type OAuthOptions struct {
 	// Store keeps the tokens. nil means a store in [DefaultTokenDir].
 	Store *TokenStore
+	// Backend, when non-nil, keeps the tokens instead of Store (e.g. in
+	// the Redis that `openclaw mcp proxy --state` names).
+	Backend TokenBackend
 	// Flow, when non-nil, lets a connection run the authorization code flow
 	// itself when the server asks for authorization and no stored token
 	// answers (none stored, refresh refused, scope step-up). nil makes such
@@ -274,7 +275,7 @@ func (s *TokenStore) Dir() string { return s.dir }
 
 // Path is the file holding the credentials of server at serverURL.
 func (s *TokenStore) Path(server, serverURL string) string {
-	sum := sha256.Sum256([]byte(server + "\x00" + urlOrigin(serverURL)))
+	id, _ := CredentialsID(server, serverURL, "")
 	var b strings.Builder
 	for _, r := range server {
 		if r < 0x80 && (r == '-' || r == '_' || r == '.' || (r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z')) {
@@ -286,7 +287,7 @@ func (s *TokenStore) Path(server, serverURL string) string {
 			break
 		}
 	}
-	return filepath.Join(s.dir, b.String()+"-"+hex.EncodeToString(sum[:8])+".json")
+	return filepath.Join(s.dir, b.String()+"-"+id+".json")
 }
 
 // urlOrigin is scheme://host[:port] of raw, lower-cased; raw itself when it
@@ -391,7 +392,7 @@ type oauthState struct {
 	server, serverURL string
 	principal         string // "" for the shared tokens
 	perRequester      bool   // pick a child per request principal
-	store             *TokenStore
+	store             TokenBackend
 	flow              *OAuthFlow
 	client            *http.Client // discovery, registration, token requests
 	log               *slog.Logger
@@ -410,11 +411,11 @@ type oauthState struct {
 // current returns the credentials, loading them from the store once they
 // exist (until then each call looks again, so a login made while the
 // connection is open is seen).
-func (s *oauthState) current() (*Credentials, error) {
+func (s *oauthState) current(ctx context.Context) (*Credentials, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.loaded || s.creds == nil {
-		c, err := s.store.LoadPrincipal(s.server, s.serverURL, s.principal)
+		c, err := s.store.LoadToken(ctx, s.server, s.serverURL, s.principal)
 		if err != nil {
 			return nil, err
 		}
@@ -433,7 +434,7 @@ func (s *oauthState) set(c *Credentials) {
 // refreshed one. "" with no error means: send without a token (no
 // credentials, and the flow may run on the 401).
 func (s *oauthState) accessToken(ctx context.Context) (string, error) {
-	c, err := s.current()
+	c, err := s.current(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -459,7 +460,7 @@ func (s *oauthState) accessToken(ctx context.Context) (string, error) {
 func (s *oauthState) refresh(ctx context.Context, stale string) (string, error) {
 	s.flowMu.Lock()
 	defer s.flowMu.Unlock()
-	c, err := s.current()
+	c, err := s.current(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -469,17 +470,15 @@ func (s *oauthState) refresh(ctx context.Context, stale string) (string, error) 
 	if c.AccessToken != stale && c.fresh(s.now()) {
 		return c.AccessToken, nil // refreshed meanwhile in this process
 	}
-	if err := os.MkdirAll(s.store.Dir(), 0o700); err != nil {
-		return "", fmt.Errorf("transport: creating the OAuth token folder: %w", err)
-	}
-	unlock, err := lockPath(ctx, s.store.PrincipalPath(s.server, s.serverURL, s.principal)+".lock")
+	unlock, err := s.store.LockToken(ctx, s.server, s.serverURL, s.principal)
 	if err != nil {
 		return "", fmt.Errorf("transport: server %q: waiting for another process's OAuth refresh: %w", s.server, err)
 	}
 	defer unlock()
-	// The file is the truth other processes share: a logout removed it, a
-	// refresh or login elsewhere replaced it (with a rotated refresh token).
-	onDisk, err := s.store.LoadPrincipal(s.server, s.serverURL, s.principal)
+	// The store is the truth other processes share: a logout removed the
+	// credentials, a refresh or login elsewhere replaced them (with a
+	// rotated refresh token).
+	onDisk, err := s.store.LoadToken(ctx, s.server, s.serverURL, s.principal)
 	switch {
 	case err != nil:
 		return "", err
@@ -513,7 +512,7 @@ func (s *oauthState) refresh(ctx context.Context, stale string) (string, error) 
 	if tok.RefreshToken != "" {
 		next.RefreshToken = tok.RefreshToken
 	}
-	if err := s.store.Save(&next); err != nil {
+	if err := s.store.SaveToken(ctx, &next); err != nil {
 		s.log.Warn("transport: refreshed OAuth token not saved; it lives until this process ends", "error", err)
 	}
 	s.set(&next)
@@ -528,7 +527,7 @@ func (s *oauthState) refresh(ctx context.Context, stale string) (string, error) 
 func (s *oauthState) authorize(ctx context.Context, req *http.Request, resp *http.Response, used string, force bool) error {
 	s.flowMu.Lock()
 	defer s.flowMu.Unlock()
-	if c, _ := s.current(); !force && c != nil && c.AccessToken != used && c.fresh(s.now()) {
+	if c, _ := s.current(ctx); !force && c != nil && c.AccessToken != used && c.fresh(s.now()) {
 		drain(resp)
 		return nil // another request authorized meanwhile
 	}
@@ -575,7 +574,7 @@ func (s *oauthState) newHandler() (*auth.AuthorizationCodeHandler, error) {
 		},
 		RequestRefreshToken: true,
 		Client:              s.client,
-		NewTokenSource: func(_ context.Context, oc *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
+		NewTokenSource: func(ctx context.Context, oc *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
 			c := &Credentials{
 				Server: s.server, ServerURL: s.serverURL, Principal: s.principal,
 				ClientID: oc.ClientID, ClientSecret: oc.ClientSecret,
@@ -583,7 +582,7 @@ func (s *oauthState) newHandler() (*auth.AuthorizationCodeHandler, error) {
 				Scopes:      append([]string(nil), oc.Scopes...),
 				AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: tok.Expiry,
 			}
-			if err := s.store.Save(c); err != nil {
+			if err := s.store.SaveToken(ctx, c); err != nil {
 				return nil, err
 			}
 			s.set(c)
@@ -841,12 +840,16 @@ func newOAuthState(name, serverURL string, base http.RoundTripper, headers map[s
 	if o != nil {
 		oo = *o
 	}
-	if oo.Store == nil {
+	var store TokenBackend = oo.Store
+	switch {
+	case oo.Backend != nil:
+		store = oo.Backend
+	case oo.Store == nil:
 		dir, err := DefaultTokenDir(lookup)
 		if err != nil {
 			return nil, err
 		}
-		oo.Store = NewTokenStore(dir)
+		store = NewTokenStore(dir)
 	}
 	client := &http.Client{Transport: &sameOriginHeaders{base: base, origin: urlOrigin(serverURL), headers: headers}}
 	if oo.Flow != nil && oo.Flow.HTTPClient != nil {
@@ -856,7 +859,7 @@ func newOAuthState(name, serverURL string, base http.RoundTripper, headers map[s
 		log = log.With("principal", oo.Principal)
 	}
 	return &oauthState{
-		server: name, serverURL: serverURL, store: oo.Store, flow: oo.Flow,
+		server: name, serverURL: serverURL, store: store, flow: oo.Flow,
 		principal: oo.Principal, perRequester: oo.PerRequester && oo.Principal == "",
 		client: client, log: log, now: time.Now,
 	}, nil
@@ -909,7 +912,7 @@ func Login(ctx context.Context, name string, e config.ServerEntry, flow *OAuthFl
 		return nil, fmt.Errorf("server %q uses per-requester OAuth: Login needs OAuthOptions.Principal, the principal whose tokens to store", name)
 	}
 	e.Auth = "oauth"
-	r, err := Resolve(name, e, &Options{Logger: o.Logger, LookupEnv: o.LookupEnv, OAuth: &OAuthOptions{Store: oauthStoreOf(o.OAuth)}})
+	r, err := Resolve(name, e, &Options{Logger: o.Logger, LookupEnv: o.LookupEnv, OAuth: oauthStoreOf(o.OAuth)})
 	if err != nil {
 		return nil, err
 	}
@@ -950,7 +953,7 @@ func Login(ctx context.Context, name string, e config.ServerEntry, flow *OAuthFl
 	if err := st.authorize(ctx, req, resp, "", true); err != nil {
 		return nil, err
 	}
-	c, err := st.current()
+	c, err := st.current(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -960,11 +963,12 @@ func Login(ctx context.Context, name string, e config.ServerEntry, flow *OAuthFl
 	return c, nil
 }
 
-func oauthStoreOf(o *OAuthOptions) *TokenStore {
+// oauthStoreOf is the store part of o (Store and Backend), nil for none.
+func oauthStoreOf(o *OAuthOptions) *OAuthOptions {
 	if o == nil {
 		return nil
 	}
-	return o.Store
+	return &OAuthOptions{Store: o.Store, Backend: o.Backend}
 }
 
 func lookupOr(l func(string) (string, bool)) func(string) (string, bool) {

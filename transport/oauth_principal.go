@@ -2,8 +2,6 @@ package transport
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -72,7 +70,7 @@ func (s *oauthState) forRequest(ctx context.Context) (*oauthState, error) {
 	}
 	// Only principals with stored tokens (or a flow to get them) are kept:
 	// requests naming unknown principals do not grow the map.
-	if creds, err := c.current(); err == nil && (creds != nil || s.flow != nil) {
+	if creds, err := c.current(ctx); err == nil && (creds != nil || s.flow != nil) {
 		s.children[p] = c
 	}
 	return c, nil
@@ -87,8 +85,8 @@ func (s *TokenStore) PrincipalPath(server, serverURL, principal string) string {
 	if principal == "" {
 		return p
 	}
-	sum := sha256.Sum256([]byte(principal))
-	return strings.TrimSuffix(p, ".json") + "-r-" + hex.EncodeToString(sum[:8]) + ".json"
+	_, id := CredentialsID(server, serverURL, principal)
+	return strings.TrimSuffix(p, ".json") + "-r-" + id + ".json"
 }
 
 // Principals returns the credentials stored for the principals of server

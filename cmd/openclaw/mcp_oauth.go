@@ -8,9 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"strings"
 	"time"
 
 	"github.com/openclaw-go/openclaw/internal/redact"
+	"github.com/openclaw-go/openclaw/proxy/sharedstate"
 
 	"github.com/spf13/cobra"
 
@@ -100,6 +102,8 @@ type loginConfig struct {
 	redirectURL string
 	verbose     bool
 	principal   string
+	state       stateFlags
+	importFiles bool
 }
 
 func newMCPLoginCmd() *cobra.Command {
@@ -115,9 +119,12 @@ The tokens are stored under <state dir>/mcp-oauth (mode 0600) and refreshed when
 
 A server with "oauth": {"identity": "per-requester"} keeps one set of tokens per principal:
 log each principal in with --principal <id>; the runtime sends the tokens of the principal
-that makes each request (transport.WithPrincipal). A server with oauth.authProfileId takes
-its credentials from OpenClaw's auth-profile store, which openclaw-go does not have: login
-refuses it.`,
+that makes each request (transport.WithPrincipal). With --state redis://… and
+--request-state-key-file (those of the mcp proxy replicas) a principal's tokens go to Redis,
+encrypted, for every replica; --import copies the tokens already in files there instead of
+logging in (one principal with --principal, else all of the server's). A server with
+oauth.authProfileId takes its credentials from OpenClaw's auth-profile store, which openclaw-go
+does not have: login refuses it.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runLogin(cmd, args[0], &c)
@@ -129,6 +136,8 @@ refuses it.`,
 	fl.StringVar(&c.redirectURL, "redirect-url", "", "loopback redirect URL to listen on (default: oauth.redirectUrl, else http://127.0.0.1:<free port>/oauth/callback)")
 	fl.BoolVarP(&c.verbose, "verbose", "v", false, "log the flow's steps on stderr")
 	fl.StringVar(&c.principal, "principal", "", `principal whose tokens to store (servers with "identity": "per-requester" only)`)
+	c.state.flags(cmd)
+	fl.BoolVar(&c.importFiles, "import", false, "with --state: copy the principals' tokens stored in files into Redis instead of logging in")
 	return cmd
 }
 
@@ -141,14 +150,28 @@ func runLogin(cmd *cobra.Command, name string, c *loginConfig) error {
 	switch {
 	case profile != "":
 		return regFail(cmd, profileRefusal(name, profile))
-	case perRequester && c.principal == "":
+	case perRequester && c.principal == "" && !c.importFiles:
 		return regFail(cmd, fmt.Sprintf(`MCP server %q uses the "per-requester" OAuth identity: name the principal whose tokens to store with --principal <id>.`, name))
 	case !perRequester && c.principal != "":
 		return regFail(cmd, fmt.Sprintf(`MCP server %q uses the shared OAuth identity: --principal applies to servers with "oauth": {"identity": "per-requester"}.`, name))
 	}
+	tokens, where, closeTokens, err := c.state.open(name, perRequester)
+	if err != nil {
+		return regFail(cmd, err.Error())
+	}
+	if tokens != nil {
+		defer closeTokens()
+	}
+	if c.importFiles {
+		return runImport(cmd, name, entry.URL, c.principal, tokens, where)
+	}
 	store, err := oauthTokenStore()
 	if err != nil {
 		return regFail(cmd, err.Error())
+	}
+	oauth := &transport.OAuthOptions{Store: store, Principal: c.principal}
+	if tokens != nil {
+		oauth.Backend = tokens
 	}
 	stderr := cmd.ErrOrStderr()
 	redirect := c.redirectURL
@@ -175,12 +198,16 @@ func runLogin(cmd *cobra.Command, name string, c *loginConfig) error {
 	defer cancel()
 	_, err = transport.Login(ctx, name, entry, flow, &transport.Options{
 		Logger: log,
-		OAuth:  &transport.OAuthOptions{Store: store, Principal: c.principal},
+		OAuth:  oauth,
 	})
 	if err != nil {
 		return regFail(cmd, fmt.Sprintf("MCP login for %q failed: %s", name, redact.Text(err.Error())))
 	}
-	if c.principal != "" {
+	switch {
+	case tokens != nil:
+		fmt.Fprintf(cmd.OutOrStdout(), "Logged in to MCP server %q as principal %q, for every mcp proxy replica on %s.\n", name, c.principal, where)
+		return nil
+	case c.principal != "":
 		fmt.Fprintf(cmd.OutOrStdout(), "Logged in to MCP server %q as principal %q.\n", name, c.principal)
 		return nil
 	}
@@ -201,27 +228,52 @@ func openBrowser(ctx context.Context, stderr io.Writer, u string) {
 	}
 }
 
+// runImport is `mcp login <name> --import --state …`: the file tokens
+// of principal (all principals when "") copied into tokens.
+func runImport(cmd *cobra.Command, name, u, principal string, tokens *sharedstate.OAuthTokens, where string) error {
+	if tokens == nil {
+		return regFail(cmd, "--import copies the tokens in files into the Redis of the mcp proxy replicas: give --state and --request-state-key-file")
+	}
+	done, err := importTokens(cmd.Context(), tokens, name, u, principal)
+	if err != nil {
+		return regFail(cmd, fmt.Sprintf("MCP login --import for %q failed after %d principal%s: %s", name, len(done), plural(len(done)), err))
+	}
+	if len(done) == 0 {
+		return regFail(cmd, fmt.Sprintf("No principal of MCP server %q has OAuth credentials in files to import.", name))
+	}
+	quoted := make([]string, len(done))
+	for i, p := range done {
+		quoted[i] = fmt.Sprintf("%q", p)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "Imported the OAuth credentials of %d principal%s of MCP server %q (%s) into %s.\n", len(done), plural(len(done)), name, strings.Join(quoted, ", "), where)
+	return nil
+}
+
 func newMCPLogoutCmd() *cobra.Command {
 	var principal string
 	var all bool
+	var state stateFlags
 	cmd := &cobra.Command{
 		Use:   "logout <name>",
 		Short: "Delete the stored OAuth tokens of an MCP server (of one principal, or all)",
 		Long: `Deletes the OAuth tokens "openclaw mcp login" stored for <name>. For a server with
 "oauth": {"identity": "per-requester"}, name the principal with --principal <id>, or use --all
-to delete the tokens of every principal. --all on any server deletes all its stored tokens.`,
+to delete the tokens of every principal. --all on any server deletes all its stored tokens.
+With --state and --request-state-key-file (those of the mcp proxy replicas) the tokens of a
+per-requester server are deleted from Redis instead, for every replica.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runLogout(cmd, args[0], principal, all)
+			return runLogout(cmd, args[0], principal, all, state)
 		},
 	}
 	cmd.Flags().StringVar(&principal, "principal", "", `principal whose tokens to delete (servers with "identity": "per-requester")`)
 	cmd.Flags().BoolVar(&all, "all", false, "delete the tokens of every principal and the shared ones")
 	cmd.MarkFlagsMutuallyExclusive("principal", "all")
+	state.flags(cmd)
 	return cmd
 }
 
-func runLogout(cmd *cobra.Command, name, principal string, all bool) error {
+func runLogout(cmd *cobra.Command, name, principal string, all bool, state stateFlags) error {
 	entry, block, err := oauthServer(cmd, name)
 	if err != nil {
 		return err
@@ -233,13 +285,24 @@ func runLogout(cmd *cobra.Command, name, principal string, all bool) error {
 	case !perRequester && principal != "":
 		return regFail(cmd, fmt.Sprintf(`MCP server %q uses the shared OAuth identity: --principal applies to servers with "oauth": {"identity": "per-requester"}.`, name))
 	}
+	tokens, _, closeTokens, err := state.open(name, perRequester)
+	if err != nil {
+		return regFail(cmd, err.Error())
+	}
 	store, err := oauthTokenStore()
 	if err != nil {
 		return regFail(cmd, err.Error())
 	}
+	deleteAll := func() (int, error) { return store.DeleteAll(name, entry.URL) }
+	deleteOne := func() (bool, error) { return store.DeletePrincipal(name, entry.URL, principal) }
+	if tokens != nil {
+		defer closeTokens()
+		deleteAll = func() (int, error) { return tokens.DeleteAll(cmd.Context(), name, entry.URL) }
+		deleteOne = func() (bool, error) { return tokens.DeleteToken(cmd.Context(), name, entry.URL, principal) }
+	}
 	out := cmd.OutOrStdout()
 	if all {
-		n, err := store.DeleteAll(name, entry.URL)
+		n, err := deleteAll()
 		if err != nil {
 			return regFail(cmd, err.Error())
 		}
@@ -250,7 +313,7 @@ func runLogout(cmd *cobra.Command, name, principal string, all bool) error {
 		fmt.Fprintf(out, "Logged out of MCP server %q: deleted %d set%s of OAuth credentials.\n", name, n, plural(n))
 		return nil
 	}
-	had, err := store.DeletePrincipal(name, entry.URL, principal)
+	had, err := deleteOne()
 	if err != nil {
 		return regFail(cmd, err.Error())
 	}

@@ -36,6 +36,27 @@ type loginFixture struct {
 	scopes []string
 	issued []string // access tokens, in the order issued
 	calls  []string // the access token of each tools/call, in order
+	// rotate, when set, makes the token endpoint issue a refresh token
+	// with each access token and take grant_type refresh_token: each
+	// refresh token works once (rotation), each refresh is counted.
+	rotate    bool
+	refreshOK map[string]bool
+	refreshes int
+}
+
+// revoke makes the protected server refuse access token tok (401), as it
+// does an expired one.
+func (f *loginFixture) revoke(tok string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.tokens, tok)
+}
+
+// refreshCount returns how many refresh grants the token endpoint served.
+func (f *loginFixture) refreshCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.refreshes
 }
 
 // lastIssued returns the access token issued last.
@@ -58,7 +79,7 @@ func (f *loginFixture) callTokens() []string {
 
 func newLoginFixture(t *testing.T) *loginFixture {
 	t.Helper()
-	f := &loginFixture{codes: map[string]string{}, tokens: map[string]bool{}}
+	f := &loginFixture{codes: map[string]string{}, tokens: map[string]bool{}, refreshOK: map[string]bool{}}
 	mux := http.NewServeMux()
 	js := func(w http.ResponseWriter, code int, v any) {
 		w.Header().Set("Content-Type", "application/json")
@@ -92,16 +113,31 @@ func newLoginFixture(t *testing.T) *loginFixture {
 		_ = r.ParseForm()
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		sum := sha256.Sum256([]byte(r.PostForm.Get("code_verifier")))
-		if ch, ok := f.codes[r.PostForm.Get("code")]; !ok || ch != base64.RawURLEncoding.EncodeToString(sum[:]) {
-			js(w, 400, map[string]any{"error": "invalid_grant"})
-			return
+		if rt := r.PostForm.Get("refresh_token"); f.rotate && r.PostForm.Get("grant_type") == "refresh_token" {
+			if !f.refreshOK[rt] {
+				js(w, 400, map[string]any{"error": "invalid_grant"})
+				return
+			}
+			delete(f.refreshOK, rt)
+			f.refreshes++
+		} else {
+			sum := sha256.Sum256([]byte(r.PostForm.Get("code_verifier")))
+			if ch, ok := f.codes[r.PostForm.Get("code")]; !ok || ch != base64.RawURLEncoding.EncodeToString(sum[:]) {
+				js(w, 400, map[string]any{"error": "invalid_grant"})
+				return
+			}
 		}
 		f.n++
 		tok := fmt.Sprintf("cli-access-%d", f.n)
 		f.tokens[tok] = true
 		f.issued = append(f.issued, tok)
-		js(w, 200, map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3600})
+		resp := map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3600}
+		if f.rotate {
+			rt := fmt.Sprintf("cli-refresh-%d", f.n)
+			f.refreshOK[rt] = true
+			resp["refresh_token"] = rt
+		}
+		js(w, 200, resp)
 	})
 	server := mcp.NewServer(&mcp.Implementation{Name: "protected", Version: "1"}, nil)
 	server.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}},

@@ -173,8 +173,9 @@ replica, while the sessions already open are served until no request is in fligh
 variables) sends OpenTelemetry traces over OTLP/HTTP: a span per MCP request, with children for
 each policy module and the upstream call (docs/tracing.md). --state redis://HOST:PORT/DB makes
 replicas behind a load balancer share state in Redis: the rate-limit counters, the MCP sessions (a
-replica takes over a session another opened), and reloads (openclaw mcp reload or a policy swap on
-one replica reloads every one); see docs/proxy.md and docs/replicas.md.`,
+replica takes over a session another opened), reloads (openclaw mcp reload or a policy swap on
+one replica reloads every one) and the upstream OAuth tokens of per-requester servers, encrypted
+under --request-state-key-file (openclaw mcp login --state); see docs/proxy.md and docs/replicas.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runProxy(cmd.Context(), &c, os.Stdin, os.Stdout, cmd.ErrOrStderr())
@@ -212,8 +213,8 @@ one replica reloads every one); see docs/proxy.md and docs/replicas.md.`,
 	f.DurationVar(&c.connectWait, "connect-wait", defaultConnectWait, "at start, how long to wait for the MCP servers before serving; a server that answers later joins with notifications/tools/list_changed (0: wait for every server, each bounded by its connectionTimeoutMs)")
 	f.Int64Var(&c.maxMessage, "max-message-bytes", proxy.DefaultMaxMessageBytes, "largest message a client may send, in bytes: one HTTP POST body (larger: 413) or one stdin line (larger: a parse error)")
 	f.StringVar(&c.upstreamProto, "upstream-protocol", defaultUpstreamProtocol, `MCP revision offered to the servers: 2025-11-25 lets them send sampling, elicitation, roots and log requests during a call; on 2026-07-28 (or "", the newest the go-sdk speaks) they return input requests instead, which the proxy relays to its clients`)
-	f.StringVar(&c.state, "state", "", "share the state of replicas (rate-limit counters, MCP sessions, reloads) in Redis or Valkey: redis://[user:password@]HOST:PORT/DB, rediss://… for TLS (default: in this process)")
-	f.StringVar(&c.stateKeyFile, "request-state-key-file", "", fmt.Sprintf("file holding the key (at least %d bytes; surrounding whitespace trimmed) that seals the requestState handed to MCP 2026-07-28 clients with input requests: replicas that share it resume each other's requests (default: a random key per process)", proxy.MinStateKeyBytes))
+	f.StringVar(&c.state, "state", "", "share the state of replicas (rate-limit counters, MCP sessions, reloads, per-requester OAuth tokens) in Redis or Valkey: redis://[user:password@]HOST:PORT/DB, rediss://… for TLS (default: in this process)")
+	f.StringVar(&c.stateKeyFile, "request-state-key-file", "", fmt.Sprintf("file holding the key (at least %d bytes; surrounding whitespace trimmed) that seals the requestState handed to MCP 2026-07-28 clients with input requests: replicas that share it resume each other's requests; with --state it also encrypts the per-requester OAuth tokens in Redis (default: a random key per process)", proxy.MinStateKeyBytes))
 	return cmd
 }
 
@@ -424,12 +425,16 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	c.policy.auditTap = metrics.AuditSink(nil)
 	c.policy.onBundle = metrics.ObserveBundle
 	var shared *sharedstate.State
+	var upstreamOAuth *transport.OAuthOptions // nil: the token files
 	ready := []proxy.ReadyCheck{}
 	if c.state != "" {
 		if shared, err = sharedstate.Open(c.state, &sharedstate.Options{Logger: logger, Observe: metrics.ObserveState()}); err != nil {
 			return usage("%v", err)
 		}
 		defer shared.Close()
+		if upstreamOAuth, err = proxyOAuth(shared, stateKey, resolved); err != nil {
+			return err
+		}
 		c.policy.limits = shared.Counters()
 		c.policy.swapped = func() { publishReplicaEvent(shared, logger, sharedstate.EventPolicy) }
 		if err := shared.Ping(ctx); err != nil {
@@ -457,7 +462,7 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 		return failStart(err)
 	}
 	opts := runtime.Options{
-		Transport:       &transport.Options{ConfineStdio: confine},
+		Transport:       &transport.Options{ConfineStdio: confine, OAuth: upstreamOAuth},
 		Enforcer:        metrics.Enforcer(pol),
 		Limiter:         pol,
 		Sanitizer:       pol,

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/openclaw-go/openclaw/transport"
 )
 
 func TestDecodeRecord(t *testing.T) {
@@ -81,6 +83,38 @@ func FuzzDecodeSession(f *testing.F) {
 		back, err := DecodeSession(encodeRecord(rec))
 		if err != nil || back.Owner != rec.Owner || back.Protocol != rec.Protocol || back.LogLevel != rec.LogLevel || !slices.Equal(back.Subscriptions, rec.Subscriptions) {
 			t.Fatalf("%+v encodes to a record that reads %+v, %v", rec, back, err)
+		}
+	})
+}
+
+// FuzzOAuthRecord: any bytes stored at a token record's key open to the
+// credentials of that server and principal or to an error, never a
+// panic; only what seal wrote for that key opens.
+func FuzzOAuthRecord(f *testing.F) {
+	o, err := (&State{}).OAuthTokens([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	key := oauthKey(oauthPrefix, "team", "https://mcp.example.com/mcp", "alice")
+	c := &transport.Credentials{Server: "team", ServerURL: "https://mcp.example.com/mcp", Principal: "alice", AccessToken: "a", RefreshToken: "r"}
+	valid := o.seal(c, key)
+	for _, s := range [][]byte{valid, o.seal(c, key+"x"), []byte(`{"v":1,"kid":"","nonce":"","sealed":""}`), []byte(`{"v":2,"kid":"x"}`),
+		[]byte(`{"v":1,"kid":"` + o.keyID + `","nonce":"AAAAAAAAAAAAAAAA","sealed":"AAAA"}`), []byte(`{"v":1,"nonce":1}`)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, err := o.open(raw, key, "team", "alice")
+		if err != nil {
+			if got != nil {
+				t.Fatalf("an error and credentials: %v", err)
+			}
+			return
+		}
+		if got.Server != "team" || got.Principal != "alice" {
+			t.Fatalf("opened the credentials of %q/%q at alice's key", got.Server, got.Principal)
+		}
+		if got.AccessToken != "a" || got.RefreshToken != "r" {
+			t.Fatalf("opened credentials seal did not write: %v", got)
 		}
 	})
 }
