@@ -75,7 +75,14 @@ func (rs *replicaSet) env(name string) []string {
 // start starts replica name with --state on the set's Redis.
 func (rs *replicaSet) start(name string, args ...string) *httpProxy {
 	rs.t.Helper()
-	return runHTTPProxy(rs.t, rs.bin, rs.env(name), append([]string{"--state", rs.redis.URL(), "--tokens-file", rs.tokens,
+	return rs.startEnv(name, nil, args...)
+}
+
+// startEnv starts replica name as start does, with the further
+// environment variables env.
+func (rs *replicaSet) startEnv(name string, env []string, args ...string) *httpProxy {
+	rs.t.Helper()
+	return runHTTPProxy(rs.t, rs.bin, append(rs.env(name), env...), append([]string{"--state", rs.redis.URL(), "--tokens-file", rs.tokens,
 		"--policy-config", rs.policy, "--audit-log", filepath.Join(rs.dir, "audit-"+name+".jsonl")}, args...)...)
 }
 
