@@ -266,7 +266,10 @@ func (s *sharedSessions) takeOver(ctx context.Context, sid string, rec sharedsta
 		return nil, fmt.Errorf("the record's initialize params: %w", err)
 	}
 	t := &mcp.StreamableServerTransport{SessionID: sid}
-	ss, err := s.h.p.Server().Connect(context.WithoutCancel(ctx), t, &mcp.ServerSessionOptions{State: &mcp.ServerSessionState{
+	// The session outlives the takeover: its requests are not in the
+	// takeover's trace (the span in ctx).
+	cctx := trace.ContextWithSpanContext(context.WithoutCancel(ctx), trace.SpanContext{})
+	ss, err := s.h.p.Server().Connect(cctx, t, &mcp.ServerSessionOptions{State: &mcp.ServerSessionState{
 		InitializeParams: &ip, InitializedParams: &mcp.InitializedParams{},
 		NegotiatedProtocolVersion: rec.Protocol, LogLevel: mcp.LoggingLevel(rec.LogLevel),
 	}})

@@ -255,6 +255,23 @@ func TestMCPProxyTraceAcrossReplicas(t *testing.T) {
 	if instances["A"] == "" || instances["A"] == instances["B"] || takeover.Resource["service.instance.id"] != instances["B"] {
 		t.Errorf("service.instance.id: A %q, B %q, the takeover's %q; want two ids, the takeover B's", instances["A"], instances["B"], takeover.Resource["service.instance.id"])
 	}
+	// The session's later requests on B are not in the takeover's trace.
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool}); err != nil || res.IsError {
+		t.Fatalf("a call without trace context on B: %v, %+v", err, res)
+	}
+	spans = col.WaitSpans(t, func(spans []testkit.Span) bool {
+		for _, s := range spans {
+			if s.Name == request && s.TraceID != traceID {
+				return true
+			}
+		}
+		return false
+	})
+	for _, s := range spans {
+		if s.Name == request && s.TraceID != traceID && (s.ParentSpanID != "" || s.Resource["service.instance.id"] != instances["B"]) {
+			t.Errorf("B's request span of a call without trace context: parent %q, instance %q; want a root span of B", s.ParentSpanID, s.Resource["service.instance.id"])
+		}
+	}
 	for _, s := range spans {
 		if s.Attributes["db.system.name"] == "redis" && (strings.Contains(s.Raw, cs.ID()) || strings.Contains(s.Raw, "openclaw:")) {
 			t.Errorf("Redis span %q carries a key or an argument: %s", s.Name, s.Raw)
