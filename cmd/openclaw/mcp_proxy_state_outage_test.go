@@ -37,19 +37,7 @@ func TestMCPProxyStateRedisOutage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
 	replicas := []*httpProxy{rs.start("r0"), rs.start("r1")}
-	var backends []string
-	for _, r := range replicas {
-		backends = append(backends, strings.TrimPrefix(r.base, "http://"))
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for i, r := range replicas {
-				t.Logf("replica r%d's stderr:\n%s", i, r.stderr.String())
-			}
-		}
-	})
-	ha := testkit.StartHAProxy(t, backends)
-	lb := &httpProxy{base: "http://" + ha.Addr, stderr: replicas[0].stderr}
+	ha, lb := behindHAProxy(t, replicas)
 	for i := range replicas {
 		ha.WaitStatus(t, testkit.BackendReady, i, "UP")
 		ha.WaitStatus(t, testkit.BackendLive, i, "UP")
