@@ -3,9 +3,11 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"sync"
@@ -14,9 +16,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/openclaw-go/openclaw/proxy/sharedstate"
+	"github.com/openclaw-go/openclaw/runtime"
 )
 
 // SessionStore keeps the records of MCP sessions where every replica
@@ -117,38 +123,109 @@ func (s *sharedSessions) serve(next http.Handler, w http.ResponseWriter, r *http
 		}
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), sessionStateTimeout)
-	rec, found, err := s.store.GetSession(ctx, sid)
+	if a := s.adopt(next, w, r, sid); a != nil {
+		s.serveAdopted(a, w, r)
+	}
+}
+
+// The outcomes of a session_takeover span (attribute
+// openclaw.session.takeover).
+const (
+	takeoverDone     = "taken_over"
+	takeoverNoRecord = "no_record"
+	takeoverRefused  = "refused"
+	takeoverFailed   = "failed"
+)
+
+// adopt looks session sid, which this replica does not hold, up in the
+// shared records and takes it over, or answers r itself (nil): 503 when
+// the records cannot be read, go-sdk's 404 when there is none, 403 for
+// another identity, the DELETE of a session held elsewhere, a refusal
+// while draining or at the session limit. Traced (Proxy.tracer), it is a
+// span of its own, session_takeover, in the trace of the request's _meta
+// when it carries one; the record's read and the replays upstream are
+// its children.
+func (s *sharedSessions) adopt(next http.Handler, w http.ResponseWriter, r *http.Request, sid string) *adoptedSession {
+	ctx := r.Context()
+	outcome := ""
+	if tracer := s.h.p.tracer; tracer != nil {
+		var span trace.Span
+		ctx, span = tracer.Start(runtime.TraceContextFromMeta(ctx, requestMeta(r)), "session_takeover",
+			trace.WithAttributes(append(runtime.IdentityAttributes(requestIdentity(ctx)), runtime.AttrMCPSession.String(sid))...))
+		defer func() {
+			span.SetAttributes(attrTakeover.String(outcome))
+			if outcome == takeoverFailed {
+				span.SetStatus(codes.Error, "session takeover failed")
+			}
+			span.End()
+		}()
+	}
+	sctx, cancel := context.WithTimeout(ctx, sessionStateTimeout)
+	rec, found, err := s.store.GetSession(sctx, sid)
 	cancel()
+	outcome = takeoverRefused
 	switch {
 	case err != nil:
+		outcome = takeoverFailed
 		s.h.logger.Warn("openclaw mcp proxy: a session opened elsewhere cannot be taken over", "err", err)
 		writeRPCError(w, http.StatusServiceUnavailable, jsonrpc.ID{}, CodeSharedState,
 			fmt.Sprintf("proxy: this session was opened on another replica and its record cannot be read: %v", err))
-		return
+		return nil
 	case !found:
+		outcome = takeoverNoRecord
 		next.ServeHTTP(w, r) // go-sdk's 404: the client initializes again
-		return
+		return nil
 	case rec.Owner != requestUser(r):
 		http.Error(w, "session user mismatch", http.StatusForbidden)
-		return
+		return nil
 	case r.Method == http.MethodDelete:
-		s.forget(r.Context(), sid)
+		s.forget(ctx, sid)
 		w.WriteHeader(http.StatusNoContent)
-		return
+		return nil
 	case s.h.refuseDraining(w, jsonrpc.ID{}):
-		return
+		return nil
 	case !s.h.admitSession(false):
 		writeTooManySessions(w, jsonrpc.ID{}, s.h.limits.MaxSessions)
-		return
+		return nil
 	}
-	v, err, _ := s.group.Do(sid, func() (any, error) { return s.takeOver(r.Context(), sid, rec) })
+	v, err, _ := s.group.Do(sid, func() (any, error) { return s.takeOver(ctx, sid, rec) })
 	if err != nil {
+		outcome = takeoverFailed
 		s.h.logger.Warn("openclaw mcp proxy: session takeover failed", "err", err)
 		writeRPCError(w, http.StatusInternalServerError, jsonrpc.ID{}, jsonrpc.CodeInternalError, "proxy: taking over the session failed: "+err.Error())
-		return
+		return nil
 	}
-	s.serveAdopted(v.(*adoptedSession), w, r)
+	outcome = takeoverDone
+	return v.(*adoptedSession)
+}
+
+// attrTakeover is the outcome of a session_takeover span: taken_over,
+// no_record (the client initializes again), refused (another identity,
+// a DELETE, draining, the session limit) or failed (the records could
+// not be read, or the session not connected here).
+const attrTakeover = attribute.Key("openclaw.session.takeover")
+
+// requestMeta is the _meta of the JSON-RPC request in r's body (a POST),
+// nil without one. The body was read and bounded before (checkFrames);
+// it is left for the handler to read again.
+func requestMeta(r *http.Request) map[string]any {
+	if r.Method != http.MethodPost || r.Body == nil {
+		return nil
+	}
+	body, err := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return nil
+	}
+	var msg struct {
+		Params struct {
+			Meta map[string]any `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil {
+		return nil
+	}
+	return msg.Params.Meta
 }
 
 // serveAdopted serves a request of a session taken over here.
@@ -189,7 +266,10 @@ func (s *sharedSessions) takeOver(ctx context.Context, sid string, rec sharedsta
 		return nil, fmt.Errorf("the record's initialize params: %w", err)
 	}
 	t := &mcp.StreamableServerTransport{SessionID: sid}
-	ss, err := s.h.p.Server().Connect(context.WithoutCancel(ctx), t, &mcp.ServerSessionOptions{State: &mcp.ServerSessionState{
+	// The session outlives the takeover: its requests are not in the
+	// takeover's trace (the span in ctx).
+	cctx := trace.ContextWithSpanContext(context.WithoutCancel(ctx), trace.SpanContext{})
+	ss, err := s.h.p.Server().Connect(cctx, t, &mcp.ServerSessionOptions{State: &mcp.ServerSessionState{
 		InitializeParams: &ip, InitializedParams: &mcp.InitializedParams{},
 		NegotiatedProtocolVersion: rec.Protocol, LogLevel: mcp.LoggingLevel(rec.LogLevel),
 	}})
@@ -289,7 +369,17 @@ func (s *sharedSessions) record(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sessionStateTimeout)
 		defer cancel()
+		var span trace.Span
+		if tracer := s.h.p.tracer; tracer != nil {
+			// This middleware runs outside the request's span (traceRequests).
+			sctx, span = tracer.Start(runtime.TraceContextFromMeta(sctx, req.GetParams().GetMeta()), "session_record",
+				trace.WithAttributes(runtime.AttrMCPMethod.String(method), runtime.AttrMCPSession.String(ss.ID())))
+			defer span.End()
+		}
 		if werr := s.update(sctx, ss, method, req, res, extra); werr != nil {
+			if span != nil {
+				span.SetStatus(codes.Error, "session record not written")
+			}
 			s.h.logger.Warn("openclaw mcp proxy: the session's record was not written: another replica cannot take it over", "method", method, "err", werr)
 		}
 		return res, err

@@ -428,7 +428,7 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	var upstreamOAuth *transport.OAuthOptions // nil: the token files
 	ready := []proxy.ReadyCheck{}
 	if c.state != "" {
-		if shared, err = sharedstate.Open(c.state, &sharedstate.Options{Logger: logger, Observe: metrics.ObserveState()}); err != nil {
+		if shared, err = sharedstate.Open(c.state, &sharedstate.Options{Logger: logger, Observe: metrics.ObserveState(), TracerProvider: tr.Provider()}); err != nil {
 			return usage("%v", err)
 		}
 		defer shared.Close()

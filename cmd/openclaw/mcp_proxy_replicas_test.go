@@ -14,7 +14,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/proxy"
 	"github.com/openclaw-go/openclaw/proxy/sharedstate"
 )
@@ -56,19 +55,7 @@ func TestMCPProxyStateReplicaProof(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Second)
 	defer cancel()
 	replicas := []*httpProxy{cr.start("r0"), cr.start("r1"), cr.start("r2")}
-	var backends []string
-	for _, r := range replicas {
-		backends = append(backends, strings.TrimPrefix(r.base, "http://"))
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for i, r := range replicas {
-				t.Logf("replica r%d's stderr:\n%s", i, r.stderr.String())
-			}
-		}
-	})
-	ha := testkit.StartHAProxy(t, backends)
-	lb := &httpProxy{base: "http://" + ha.Addr, stderr: replicas[0].stderr}
+	_, lb := behindHAProxy(t, replicas)
 	waitReadyz(t, ctx, lb, http.StatusOK, "")
 
 	// Even clients are stateful, odd ones stateless (no session: their

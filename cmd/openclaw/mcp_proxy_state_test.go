@@ -75,7 +75,14 @@ func (rs *replicaSet) env(name string) []string {
 // start starts replica name with --state on the set's Redis.
 func (rs *replicaSet) start(name string, args ...string) *httpProxy {
 	rs.t.Helper()
-	return runHTTPProxy(rs.t, rs.bin, rs.env(name), append([]string{"--state", rs.redis.URL(), "--tokens-file", rs.tokens,
+	return rs.startEnv(name, nil, args...)
+}
+
+// startEnv starts replica name as start does, with the further
+// environment variables env.
+func (rs *replicaSet) startEnv(name string, env []string, args ...string) *httpProxy {
+	rs.t.Helper()
+	return runHTTPProxy(rs.t, rs.bin, append(rs.env(name), env...), append([]string{"--state", rs.redis.URL(), "--tokens-file", rs.tokens,
 		"--policy-config", rs.policy, "--audit-log", filepath.Join(rs.dir, "audit-"+name+".jsonl")}, args...)...)
 }
 
@@ -417,21 +424,9 @@ func TestMCPProxyStateHAProxy(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	replicas := []*httpProxy{rs.start("r0"), rs.start("r1"), rs.start("r2")}
-	var backends []string
-	for _, r := range replicas {
-		backends = append(backends, strings.TrimPrefix(r.base, "http://"))
-	}
-	ha := testkit.StartHAProxy(t, backends)
-	lb := &httpProxy{base: "http://" + ha.Addr, stderr: replicas[0].stderr}
+	ha, lb := behindHAProxy(t, replicas)
 	const clients, calls = 6, 10
 	sessions := make([]*mcp.ClientSession, clients)
-	t.Cleanup(func() {
-		if t.Failed() {
-			for i, r := range replicas {
-				t.Logf("replica r%d's stderr:\n%s", i, r.stderr.String())
-			}
-		}
-	})
 	for i := range sessions {
 		sessions[i], _ = connectReplica(t, ctx, lb, "token-of-agent-a")
 	}
@@ -506,6 +501,26 @@ func TestMCPProxyStateHAProxy(t *testing.T) {
 	if took == 0 {
 		t.Errorf("no replica took a session over after replica %d was killed", victim)
 	}
+}
+
+// behindHAProxy puts replicas behind testkit's HAProxy (r0, r1, … in
+// their order) and returns it and its frontend as an httpProxy; a failed
+// test logs every replica's stderr.
+func behindHAProxy(t *testing.T, replicas []*httpProxy) (*testkit.HAProxy, *httpProxy) {
+	t.Helper()
+	var backends []string
+	for _, r := range replicas {
+		backends = append(backends, strings.TrimPrefix(r.base, "http://"))
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, r := range replicas {
+				t.Logf("replica r%d's stderr:\n%s", i, r.stderr.String())
+			}
+		}
+	})
+	ha := testkit.StartHAProxy(t, backends)
+	return ha, &httpProxy{base: "http://" + ha.Addr, stderr: replicas[0].stderr}
 }
 
 // TestMCPProxyStateTLS: --state rediss:// reaches a Redis that speaks TLS

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/openclaw-go/openclaw/internal/testkit"
+	"github.com/openclaw-go/openclaw/proxy"
 )
 
 // TestMCPProxyTracesToCollector sends a tools/call carrying a client's W3C
@@ -148,4 +149,155 @@ func TestMCPCallTracesToCollector(t *testing.T) {
 			t.Errorf("span %q carries the argument value: %s", s.Name, s.Raw)
 		}
 	}
+}
+
+// TestMCPProxyTraceAcrossReplicas: two replicas on one Redis, traced to a
+// real OpenTelemetry Collector. A session opened on replica A makes a
+// call carrying the client's trace context in _meta; A is killed
+// (SIGKILL) and the session's next call, in the same trace, goes to
+// replica B, which takes the session over. The collector shows, in the
+// client's trace, the request → call → policy and upstream spans of both
+// calls, each from its own replica (service.instance.id), a Redis span
+// under each call's rate_limit span, and B's session_takeover span (a
+// child of the client's span) with the read of the session's record as
+// its child. No Redis span carries the command's arguments.
+func TestMCPProxyTraceAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	col := testkit.StartCollector(t)
+	const tool = "one__test_simple_text"
+	rs := newReplicaSet(t, map[string]any{"modules": replicaPolicy["modules"], "rate_limits": []any{
+		map[string]any{"name": "per-agent", "tool": tool, "requests": 1000, "interval_s": 3600},
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	env := []string{"OTEL_BSP_SCHEDULE_DELAY=50"}
+	a, b := rs.startEnv("a", env, "--otlp-endpoint", col.Endpoint), rs.startEnv("b", env, "--otlp-endpoint", col.Endpoint)
+	st := &switchTransport{token: "token-of-agent-a"}
+	st.to(a.base)
+	client := mcp.NewClient(&mcp.Implementation{Name: "trace-replicas-test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: a.base + proxy.PathMCP, HTTPClient: &http.Client{Transport: st}},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("connect to A: %v\n%s", err, a.stderr.String())
+	}
+	defer cs.Close()
+	const traceID, parentA, parentB = "5bf92f3577b34da6a3ce929d0e0e4737", "00f067aa0ba902b1", "00f067aa0ba902b2"
+	call := func(parent string) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Meta: mcp.Meta{"traceparent": "00-" + traceID + "-" + parent + "-01"}, Name: tool})
+		if err != nil || res.IsError {
+			t.Fatalf("the call with parent %s: %v, %+v\nA's stderr:\n%s\nB's stderr:\n%s", parent, err, res, a.stderr.String(), b.stderr.String())
+		}
+	}
+	request := "tools/call " + tool
+	// byParent is the request span of the client's span parent, "" when
+	// the collector has none yet.
+	byParent := func(spans []testkit.Span, parent string) testkit.Span {
+		for _, s := range spans {
+			if s.TraceID == traceID && s.Name == request && s.ParentSpanID == parent {
+				return s
+			}
+		}
+		return testkit.Span{}
+	}
+	call(parentA)
+	// A's spans are exported before it dies.
+	col.WaitSpans(t, func(spans []testkit.Span) bool {
+		r := byParent(spans, parentA)
+		return r.SpanID != "" && len(children(spans, r.SpanID)) > 0
+	})
+	_ = a.cmd.Process.Kill()
+	<-a.exited
+	st.to(b.base)
+	call(parentB)
+
+	var takeover testkit.Span
+	spans := col.WaitSpans(t, func(spans []testkit.Span) bool {
+		takeover = testkit.Span{}
+		for _, s := range spans {
+			if s.TraceID == traceID && s.Name == "session_takeover" {
+				takeover = s
+			}
+		}
+		r := byParent(spans, parentB)
+		return takeover.SpanID != "" && len(children(spans, takeover.SpanID)) > 0 && r.SpanID != "" && len(children(spans, r.SpanID)) > 0
+	})
+	if takeover.ParentSpanID != parentB || takeover.Attributes["openclaw.session.takeover"] != "taken_over" ||
+		takeover.Attributes["mcp.session.id"] != cs.ID() || takeover.Attributes["enduser.id"] != "agent-a" {
+		t.Errorf("session_takeover span %+v: want a child of the client's span %s, taken_over, session %s, enduser.id agent-a", takeover, parentB, cs.ID())
+	}
+	if got := redisChildren(spans, takeover.SpanID); len(got) != 1 || got[0].Name != "get" {
+		t.Errorf("the takeover's Redis spans: %+v, want one get (the session's record)", got)
+	}
+	instances := map[string]string{}
+	for replica, parent := range map[string]string{"A": parentA, "B": parentB} {
+		req := byParent(spans, parent)
+		instances[replica] = req.Resource["service.instance.id"]
+		var callSpan testkit.Span
+		for _, c := range children(spans, req.SpanID) {
+			if c.Name == "call_tool "+tool {
+				callSpan = c
+			}
+		}
+		names := map[string]testkit.Span{}
+		for _, c := range children(spans, callSpan.SpanID) {
+			names[c.Name] = c
+		}
+		for _, want := range []string{"before_tool_call rules", "rate_limit", "tools/call test_simple_text"} {
+			if s, ok := names[want]; !ok || s.Resource["service.instance.id"] != instances[replica] {
+				t.Errorf("replica %s's call: no span %q under its call span (%v)", replica, want, names)
+			}
+		}
+		if got := redisChildren(spans, names["rate_limit"].SpanID); len(got) == 0 || got[len(got)-1].StatusCode == 2 {
+			t.Errorf("replica %s's rate_limit span has Redis spans %+v, want the counters' script, answered", replica, got)
+		}
+	}
+	if instances["A"] == "" || instances["A"] == instances["B"] || takeover.Resource["service.instance.id"] != instances["B"] {
+		t.Errorf("service.instance.id: A %q, B %q, the takeover's %q; want two ids, the takeover B's", instances["A"], instances["B"], takeover.Resource["service.instance.id"])
+	}
+	// The session's later requests on B are not in the takeover's trace.
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool}); err != nil || res.IsError {
+		t.Fatalf("a call without trace context on B: %v, %+v", err, res)
+	}
+	spans = col.WaitSpans(t, func(spans []testkit.Span) bool {
+		for _, s := range spans {
+			if s.Name == request && s.TraceID != traceID {
+				return true
+			}
+		}
+		return false
+	})
+	for _, s := range spans {
+		if s.Name == request && s.TraceID != traceID && (s.ParentSpanID != "" || s.Resource["service.instance.id"] != instances["B"]) {
+			t.Errorf("B's request span of a call without trace context: parent %q, instance %q; want a root span of B", s.ParentSpanID, s.Resource["service.instance.id"])
+		}
+	}
+	for _, s := range spans {
+		if s.Attributes["db.system.name"] == "redis" && (strings.Contains(s.Raw, cs.ID()) || strings.Contains(s.Raw, "openclaw:")) {
+			t.Errorf("Redis span %q carries a key or an argument: %s", s.Name, s.Raw)
+		}
+	}
+}
+
+// children are the spans whose parent is id.
+func children(spans []testkit.Span, id string) []testkit.Span {
+	var out []testkit.Span
+	for _, s := range spans {
+		if id != "" && s.ParentSpanID == id {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// redisChildren are the Redis command spans whose parent is id, in the
+// order received.
+func redisChildren(spans []testkit.Span, id string) []testkit.Span {
+	var out []testkit.Span
+	for _, s := range children(spans, id) {
+		if s.Attributes["db.system.name"] == "redis" && s.Kind == 3 {
+			out = append(out, s)
+		}
+	}
+	return out
 }

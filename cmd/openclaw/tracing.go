@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/google/uuid"
 	"github.com/spf13/pflag"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -56,8 +57,9 @@ func (t *tracing) Shutdown(ctx context.Context) error {
 // variable is set, and OTEL_SDK_DISABLED or OTEL_TRACES_EXPORTER=none do
 // not turn it off. The exporter is OTLP over HTTP (protobuf); the
 // batching, sampler, headers, timeout and TLS follow the standard
-// OTEL_* variables. service.name is "openclaw" unless OTEL_SERVICE_NAME
-// or OTEL_RESOURCE_ATTRIBUTES say otherwise. Nothing is sent until a span
+// OTEL_* variables. service.name is "openclaw" and service.instance.id a
+// random UUID per process (each replica's spans tell it apart) unless
+// OTEL_SERVICE_NAME or OTEL_RESOURCE_ATTRIBUTES say otherwise. Nothing is sent until a span
 // ends: a collector that is down costs no start time.
 func (f *tracingFlags) start(ctx context.Context, flagPrefix string, getenv func(string) string) (*tracing, error) {
 	var opts []otlptracehttp.Option
@@ -82,7 +84,8 @@ func (f *tracingFlags) start(ctx context.Context, flagPrefix string, getenv func
 		return nil, fmt.Errorf("%s: the OTLP trace exporter: %w", flagPrefix, err)
 	}
 	res, err := resource.New(ctx,
-		resource.WithAttributes(attribute.String("service.name", "openclaw"), attribute.String("service.version", version)),
+		resource.WithAttributes(attribute.String("service.name", "openclaw"), attribute.String("service.version", version),
+			attribute.String("service.instance.id", uuid.NewString())),
 		resource.WithFromEnv(), resource.WithTelemetrySDK())
 	if err != nil {
 		// A malformed OTEL_RESOURCE_ATTRIBUTES: the resource keeps what parsed.

@@ -129,6 +129,9 @@ type Span struct {
 	Attributes                    map[string]string
 	// Service is the service.name of the span's resource.
 	Service string
+	// Resource is the attributes of the span's resource (service.name,
+	// service.instance.id, …).
+	Resource map[string]string
 	// Raw is the span's whole JSON, as written.
 	Raw string
 }
@@ -183,7 +186,7 @@ func (c *Collector) Spans(t testing.TB) []Span {
 			t.Fatalf("the collector's output does not parse: %v\n%s", err, sc.Bytes())
 		}
 		for _, rs := range doc.ResourceSpans {
-			service := attrMap(rs.Resource.Attributes)["service.name"]
+			resource := attrMap(rs.Resource.Attributes)
 			for _, ss := range rs.ScopeSpans {
 				for _, raw := range ss.Spans {
 					var s struct {
@@ -203,7 +206,7 @@ func (c *Collector) Spans(t testing.TB) []Span {
 					}
 					spans = append(spans, Span{TraceID: s.TraceID, SpanID: s.SpanID, ParentSpanID: s.ParentSpanID,
 						Name: s.Name, Kind: s.Kind, StatusCode: s.Status.Code, StatusMessage: s.Status.Message,
-						Attributes: attrMap(s.Attributes), Service: service, Raw: string(raw)})
+						Attributes: attrMap(s.Attributes), Service: resource["service.name"], Resource: resource, Raw: string(raw)})
 				}
 			}
 		}

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // The timeouts of a connection to Redis, unless the URL sets them
@@ -50,6 +51,10 @@ type Options struct {
 	// "evalsha", "publish"), how long it took, and its error (nil on
 	// success; a missing key is not an error). It must be cheap.
 	Observe func(op string, took time.Duration, err error)
+	// TracerProvider, when set, makes a client span of each Redis command
+	// made within a traced operation (a child of its span); nil makes
+	// none, at no cost.
+	TracerProvider trace.TracerProvider
 	// Logger receives go-redis's own messages (a failed dial, a pub/sub
 	// reconnection) at debug level; nil drops them. The callers' errors
 	// say what failed. go-redis has one logger per process: the last
@@ -146,6 +151,9 @@ func Open(raw string, opts *Options) (*State, error) {
 	}
 	if opts.Observe != nil {
 		s.client.AddHook(observeHook(opts.Observe))
+	}
+	if opts.TracerProvider != nil {
+		s.client.AddHook(newTraceHook(opts.TracerProvider, o.Addr))
 	}
 	redis.SetLogger(redisLogger{opts.Logger})
 	return s, nil
