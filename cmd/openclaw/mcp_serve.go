@@ -255,7 +255,7 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 // answered, the Gateway connected for the first time), then drops the
 // resident pages of this executable that only the start-up used and keeps
 // the rest from coming back as whole large folios (exepages.UseBasePages;
-// docs/RATIONALE.md, "Why mcp serve splits the mappings of its own code").
+// docs/RATIONALE.md, "Why does mcp serve split the mappings of its own code?").
 // A failure is logged at debug level: it changes only the resident size.
 func afterStartUp(ctx context.Context, logger *slog.Logger, steps ...<-chan struct{}) {
 	for _, c := range steps {

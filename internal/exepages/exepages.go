@@ -8,8 +8,8 @@
 // the mapping whole). A process's resident set then holds nearly all of its
 // text, rodata and pclntab, used or not. [UseBasePages] undoes that for
 // this process: afterwards only the pages it touches are resident (in the
-// kernel's 64 KiB fault-around windows). See docs/RATIONALE.md, "Why mcp
-// serve splits the mappings of its own code".
+// kernel's 64 KiB fault-around windows). See docs/RATIONALE.md, "Why does
+// mcp serve split the mappings of its own code?".
 package exepages
 
 // Result is what [UseBasePages] changed.
