@@ -22,7 +22,11 @@ func (m *cappedMemory) Reallocate(size uint64) []byte {
 		m.buf = m.buf[:size]
 		return m.buf
 	}
-	c := min(max(size, 2*uint64(cap(m.buf))), m.limit)
+	// A quarter more than before, not twice: a policy guest grows its
+	// memory a few times while it starts and rarely after, and every byte
+	// of the capacity can end up resident (the allocator zeroes reused
+	// memory), so the spare room is kept small.
+	c := min(max(size, uint64(cap(m.buf))+uint64(cap(m.buf))/4), m.limit)
 	nb := make([]byte, size, c)
 	copy(nb, m.buf)
 	m.buf = nb

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/openclaw-go/openclaw/internal/exepages"
 	"github.com/openclaw-go/openclaw/internal/redact"
 
 	"github.com/spf13/cobra"
@@ -129,6 +130,8 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 
 	var b *bridge.Bridge
 	out := &gateWriter{w: stdout}
+	connected := make(chan struct{})
+	var connectedOnce sync.Once
 	gwOpts := &gwclient.Options{
 		URL:            target.URL,
 		Token:          target.Token,
@@ -157,6 +160,7 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 		OnStateChange: func(s gwclient.StateChange) {
 			switch s.State {
 			case gwclient.StateConnected:
+				connectedOnce.Do(func() { close(connected) })
 				logger.Debug("gateway connected", "url", redact.URL(target.URL))
 			case gwclient.StateDisconnected:
 				logger.Warn("gateway connection lost; reconnecting", "err", s.Err)
@@ -191,6 +195,7 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 	go func() { served <- b.Serve(life, stdio) }()
 	gwDone := make(chan error, 1)
 	go func() { gwDone <- client.Run(life) }()
+	go afterStartUp(life, logger, b.InitializeAnswered(), connected)
 
 	// shutdown releases everything a call may wait on, as OpenClaw does on
 	// stdin EOF or a signal (docs/protocol-facts.md, Failure and shutdown): events_wait answers event:null, an
@@ -244,6 +249,24 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 		return &exitError{code: 1, err: fmt.Errorf("openclaw mcp: %w", serveErr)}
 	}
 	return nil
+}
+
+// afterStartUp waits until the start-up of `mcp serve` is over (initialize
+// answered, the Gateway connected for the first time), then drops the
+// resident pages of this executable that only the start-up used and keeps
+// the rest from coming back as whole large folios (exepages.UseBasePages;
+// docs/RATIONALE.md, "Why does mcp serve split the mappings of its own code?").
+// A failure is logged at debug level: it changes only the resident size.
+func afterStartUp(ctx context.Context, logger *slog.Logger, steps ...<-chan struct{}) {
+	for _, c := range steps {
+		select {
+		case <-c:
+		case <-ctx.Done():
+			return
+		}
+	}
+	r, err := exepages.UseBasePages()
+	logger.Debug("executable mapped in base pages", "mappings", r.Mappings, "dropped_kib", r.DroppedKiB, "err", err)
 }
 
 // serveDrainTimeout bounds the drain after stdin EOF or a signal. Once
