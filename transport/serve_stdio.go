@@ -265,6 +265,14 @@ type drainConn struct {
 	locals     map[jsonrpc.ID]context.CancelCauseFunc
 	base       context.Context
 	cancelBase context.CancelCauseFunc
+
+	// The order of the filter's messages: a LocalHandler answers a request
+	// only after the session took in every message passed to it before
+	// (a notification that changes what the answer says is read first).
+	passed    int64         // messages the filter passed to the session
+	processed int64         // of them, those the session is done reading
+	reading   bool          // Read returned a passed message; its next call means the session is done with it
+	caughtUp  chan struct{} // closed when processed reaches passed, if someone waits
 }
 
 // notify wakes Read after a state change; c.mu is held.
@@ -326,6 +334,12 @@ func unanswerable(id jsonrpc.ID) *jsonrpc.Response {
 // Read implements mcp.Connection. It returns the client's messages, and
 // io.EOF once draining with every request read answered.
 func (c *drainConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	c.mu.Lock()
+	if c.reading {
+		c.reading = false
+		c.processedLocked()
+	}
+	c.mu.Unlock()
 	for {
 		c.mu.Lock()
 		switch {
@@ -375,9 +389,53 @@ func (c *drainConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			c.cancelBase(err)
 			return nil, err
 		}
-		if m, ok := c.take(ctx, msg); ok {
+		m, ok := c.take(ctx, msg)
+		c.mu.Lock()
+		if ok {
+			c.reading = true // the session reads it once Read returns
+		} else {
+			c.processedLocked()
+		}
+		c.mu.Unlock()
+		if ok {
 			return m, nil
 		}
+	}
+}
+
+// processedLocked counts one passed message as taken in by the session;
+// c.mu is held.
+func (c *drainConn) processedLocked() {
+	c.processed++
+	if c.caughtUp != nil && c.processed >= c.passed {
+		close(c.caughtUp)
+		c.caughtUp = nil
+	}
+}
+
+// pass counts a message the filter passes on to the session.
+func (c *drainConn) pass() {
+	c.mu.Lock()
+	c.passed++
+	c.mu.Unlock()
+}
+
+// awaitSession returns once the session took in every message passed to
+// it, or the connection closed.
+func (c *drainConn) awaitSession() {
+	c.mu.Lock()
+	if c.processed >= c.passed {
+		c.mu.Unlock()
+		return
+	}
+	if c.caughtUp == nil {
+		c.caughtUp = make(chan struct{})
+	}
+	ch := c.caughtUp
+	c.mu.Unlock()
+	select {
+	case <-ch:
+	case <-c.closed:
 	}
 }
 
@@ -657,17 +715,26 @@ func (f *lineFilter) check(line []byte, tooLong bool) {
 		// msg aliases f.buf, unused until pending drains. Surrounding
 		// blanks are dropped: go-sdk's decoder takes any byte but a line
 		// ending after a value for trailing data and ends the session.
-		f.pending = append(msg, '\n')
+		f.passOn(msg)
 		return
 	}
 	fe := err.(*FrameError)
 	if cut, _, ok := splitCutOff(msg); ok {
 		f.reject(len(cut), &FrameError{Code: jsonrpc.CodeParseError,
 			Reason: fmt.Sprintf("a message cut off after %d bytes; the whole message that follows it on the line is served", len(cut))})
-		f.pending = append(msg[len(cut):], '\n')
+		f.passOn(msg[len(cut):])
 		return
 	}
 	f.reject(len(line), fe)
+}
+
+// passOn makes msg, one message, the next bytes Read returns, and counts
+// it passed to the session.
+func (f *lineFilter) passOn(msg []byte) {
+	f.pending = append(msg, '\n')
+	if f.conn != nil {
+		f.conn.pass()
+	}
 }
 
 // answer lets the LocalHandler answer m, and reports whether it did.
@@ -676,6 +743,7 @@ func (f *lineFilter) answer(m jsonrpc.Message) bool {
 	if !ok || f.local == nil || !req.IsCall() || f.conn == nil || f.conn.isDraining() {
 		return false
 	}
+	f.conn.awaitSession()
 	a := f.local(req)
 	switch {
 	case a.Frame != nil:
