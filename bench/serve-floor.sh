@@ -42,7 +42,7 @@ done
 SERVE="$WORK/openclaw mcp serve --url $URL --token-file $WORK/token"
 GO_BASE=() NODE_BASE=() LABELS=ours
 if [ -n "${BASE:-}" ]; then
-  log "building openclaw of $BASE"
+  log "building openclaw of $BASE ($(git -C "$REPO" rev-parse --short "$BASE"))"
   mkdir "$WORK/base"
   git -C "$REPO" archive "$BASE" | tar -x -C "$WORK/base"
   (cd "$WORK/base" && go build -o "$WORK/openclaw-base" ./cmd/openclaw)

@@ -504,16 +504,27 @@ func TestLocalPathIsTheOnlyPath(t *testing.T) {
 	}
 }
 
+// cannedGateway answers every request with one payload at once.
+type cannedGateway struct{ payload json.RawMessage }
+
+func (g cannedGateway) HasMethod(string) bool { return false }
+
+func (g cannedGateway) Request(context.Context, string, any) (json.RawMessage, error) {
+	return g.payload, nil
+}
+
 // BenchmarkServeRoundTrip measures one request's round trip through a
 // served bridge with the native allow policy: over the stdio transport, as
 // `mcp serve` runs (the local path answers), and over go-sdk's in-memory
-// transport (go-sdk answers).
+// transport (go-sdk answers). conversations_list gets the captured real
+// sessions.list payload at once (cannedGateway): the bridge's own part.
 //
 //	go test -run '^$' -bench BenchmarkServeRoundTrip -benchmem ./bridge/
 func BenchmarkServeRoundTrip(b *testing.B) {
 	for _, tc := range []struct{ name, method, params string }{
 		{"events_poll", "tools/call", `{"name":"events_poll","arguments":{"after_cursor":0}}`},
 		{"tools_list", "tools/list", `{}`},
+		{"conversations_list", "tools/call", `{"name":"conversations_list","arguments":{}}`},
 	} {
 		for _, via := range []struct {
 			name  string
@@ -521,7 +532,7 @@ func BenchmarkServeRoundTrip(b *testing.B) {
 		}{{"stdio-local", servePipes}, {"inmemory-gosdk", serveMem}} {
 			b.Run(tc.name+"/"+via.name, func(b *testing.B) {
 				t := b
-				br := goldenBridge(t, &policiestest.Enforcer{Outcome: policies.Outcome{Decision: policies.Allow}})
+				br := goldenBridgeOn(t, cannedGateway{realSessionsList(t)}, &policiestest.Enforcer{Outcome: policies.Outcome{Decision: policies.Allow}})
 				c := via.serve(t, br)
 				c.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`)
 				c.recv(t)
