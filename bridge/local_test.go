@@ -406,17 +406,7 @@ func TestLocalPathAnswersAsGoSDKOnGateway(t *testing.T) {
 				}
 			}})
 		b = goldenBridgeOn(t, client, &policiestest.Enforcer{Outcome: policies.Outcome{Decision: policies.Allow}})
-		runErr := make(chan error, 1)
-		go func() { runErr <- client.Run(context.Background()) }()
-		t.Cleanup(func() {
-			client.Close()
-			if err := <-runErr; err != nil {
-				t.Errorf("gwclient Run: %v", err)
-			}
-		})
-		if err := client.WaitReady(tctx(t)); err != nil {
-			t.Fatal(err)
-		}
+		runGatewayClient(t, client)
 		return b
 	}
 	for _, rev := range append(mcp.SupportedProtocolVersions()[1:], newProtocolVersion) {

@@ -99,6 +99,18 @@ func keygen(args []string, stdout io.Writer) error {
 	return nil
 }
 
+// readIdentity reads the device identity file path; "" means none (nil).
+func readIdentity(path string) (*protocol.DeviceIdentity, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return protocol.ParseDeviceIdentity(b)
+}
+
 func serveOpts(cmd, stderrPath, pv string) (e2e.ServeOptions, func(), error) {
 	argv := strings.Fields(cmd)
 	if len(argv) == 0 {
@@ -267,15 +279,9 @@ func calls(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("calls: %w", err)
 		}
-		var id *protocol.DeviceIdentity
-		if *floorIdentity != "" {
-			b, err := os.ReadFile(*floorIdentity)
-			if err != nil {
-				return err
-			}
-			if id, err = protocol.ParseDeviceIdentity(b); err != nil {
-				return err
-			}
+		id, err := readIdentity(*floorIdentity)
+		if err != nil {
+			return err
 		}
 		if floor, err = dialFloor(ctx, *floorURL, token, id); err != nil {
 			return err
@@ -373,15 +379,9 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	var floor sample
 	if *floorURL != "" {
-		var id *protocol.DeviceIdentity
-		if *floorIdentity != "" {
-			b, err := os.ReadFile(*floorIdentity)
-			if err != nil {
-				return err
-			}
-			if id, err = protocol.ParseDeviceIdentity(b); err != nil {
-				return err
-			}
+		id, err := readIdentity(*floorIdentity)
+		if err != nil {
+			return err
 		}
 		fctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		floor, err = gatewayFloor(fctx, *floorURL, *floorToken, id, *n**runs)
