@@ -487,7 +487,7 @@ var ErrAgentApproval = errors.New("an agent cannot answer an approval an opencla
 // only allow-once or allow-always lets it through (an empty chain asks,
 // which refuses). Humans answer in OpenClaw (the control UI, approval
 // clients, chat channels) or through the MCP client's own approval form.
-func (b *Bridge) checkAgentApproval(ctx context.Context, req *mcp.CallToolRequest, call *policies.ToolCall, a *args) *mcp.CallToolResult {
+func (b *Bridge) checkAgentApproval(ctx context.Context, session *mcp.ServerSession, call *policies.ToolCall, a *args) *mcp.CallToolResult {
 	kind, _ := a.str("kind")
 	if kind != "plugin" {
 		return nil
@@ -506,7 +506,7 @@ func (b *Bridge) checkAgentApproval(ctx context.Context, req *mcp.CallToolReques
 		raised, ours = r.raising[toolCallID]
 	}
 	r.mu.Unlock()
-	self := ours && raised.session == req.Session
+	self := ours && raised.session == session
 	var why string
 	switch {
 	case self:

@@ -72,6 +72,14 @@ func startGatewayBridge(t *testing.T, gw *gatewaytest.Gateway, id, raiseAs *prot
 	opts.ApprovalRaiser = gwclient.NewApprovalRaiser(&ro)
 	opts.Audit = audit
 	b = New(client, &opts)
+	runGatewayClient(t, client)
+	return &gwBridge{b: b, cs: connectElicit(t, b, elicit, ""), audit: audit}
+}
+
+// runGatewayClient runs client until the test ends and returns once it is
+// ready.
+func runGatewayClient(t *testing.T, client *gwclient.Client) {
+	t.Helper()
 	runErr := make(chan error, 1)
 	go func() { runErr <- client.Run(context.Background()) }()
 	t.Cleanup(func() {
@@ -83,7 +91,6 @@ func startGatewayBridge(t *testing.T, gw *gatewaytest.Gateway, id, raiseAs *prot
 	if err := client.WaitReady(tctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	return &gwBridge{b: b, cs: connectElicit(t, b, elicit, ""), audit: audit}
 }
 
 // connectElicit is connectClient with an optional elicitation handler.

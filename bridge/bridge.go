@@ -237,13 +237,20 @@ func (b *Bridge) newServer(version string) *mcp.Server {
 	return s
 }
 
-// intercept makes go-sdk answer as OpenClaw does where they differ:
+// intercept records the go-sdk session of the bridge's connection (for
+// the calls of the local path) and makes go-sdk answer as OpenClaw does
+// where they differ:
 // tools/call of a tool the bridge does not have is an isError result, not a
 // JSON-RPC error (such a call reaches neither a tool nor the policy), and
 // the resources and prompts methods, which OpenClaw does not serve, are
 // "Method not found" instead of go-sdk's empty lists.
 func (b *Bridge) intercept(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+			if c := b.conn.Load(); c != nil && c.session.Load() == nil {
+				c.session.Store(ss)
+			}
+		}
 		switch method {
 		case "tools/call":
 			if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && toolByName(p.Name) == nil {
@@ -283,7 +290,7 @@ func (b *Bridge) Serve(ctx context.Context, t mcp.Transport) error {
 	if lt, ok := t.(interface {
 		AnswerLocally(transport.LocalHandler)
 	}); ok {
-		lt.AnswerLocally(func(req *jsonrpc.Request) []byte { return b.answerLocally(ctx, req) })
+		lt.AnswerLocally(func(req *jsonrpc.Request) transport.LocalAnswer { return b.answerLocally(ctx, req) })
 	}
 	err := b.server.Run(ctx, &bridgeTransport{inner: t, b: b})
 	b.conn.Store(nil)

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -49,6 +50,8 @@ func (t *bridgeTransport) SupportsProtocolVersion(v string) bool {
 type bridgeConn struct {
 	mcp.Connection
 	b *Bridge
+
+	session atomic.Pointer[mcp.ServerSession] // go-sdk's session on this connection, once it handled a request
 
 	mu      sync.Mutex
 	listIDs map[jsonrpc.ID]struct{} // tools/list requests awaiting their response

@@ -31,13 +31,17 @@
 // tools/list OpenClaw's order and `execution` member.
 //
 // Over the stdio transport of `mcp serve` (transport.ServeStdioTransport),
-// tools/list and the tools answered from the bridge's own state
-// (events_poll, permissions_list_open) take a local path: answered on the
-// transport's reading goroutine from the message it decoded, through the
-// same hook boundary, with one write. go-sdk answers everything else, and
-// any such request only it can answer exactly (before initialize, with a
-// cursor, a multi-round-trip retry, a _meta it refuses); a call whose
-// policy requires approval is handed to it with its decision.
+// tools/list and tools/call take a local path: decoded once by the
+// transport and passed through the same hook boundary, decided on its
+// reading goroutine in the order read. tools/list and the tools answered
+// from the bridge's own state (events_poll, permissions_list_open) are
+// answered there with one write; the calls that wait (the Gateway tools,
+// events_wait) run on a goroutine of their own and are answered when done,
+// or not at all once the client cancels them. go-sdk answers everything
+// else, and any such request only it can answer exactly (before
+// initialize, with a cursor, a multi-round-trip retry, a _meta it refuses,
+// a session_key alias the Gateway resolves); a call whose policy requires
+// approval is handed to it with its decision.
 //
 // # Approval routing
 //

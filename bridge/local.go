@@ -15,20 +15,27 @@ import (
 	"github.com/openclaw-go/openclaw/transport"
 )
 
-// The local path answers, on the stdio transport's reading goroutine
-// (transport.LocalHandler), the requests the bridge answers from its own
-// state: tools/list and the tools/call of the tools marked local
-// (events_poll, permissions_list_open). Such a request is decoded once
-// (transport.DecodeFrame, then one scan of its params), goes through the
-// same hook boundary as every call (decideCall, finishCall: validation,
-// the policy and its audit record) and is answered with one write. go-sdk
-// never sees it. Everything else, and every request the local path cannot
-// answer exactly as go-sdk would, goes to go-sdk unchanged: a request
-// before initialize was answered, a tools/list with a cursor, a tools/call
-// retried with inputResponses or requestState, params or _meta the scan
-// does not read as go-sdk does (escaped keys, a null, a wrong type), a
-// 2026-07-28 _meta go-sdk refuses (an unsupported protocolVersion, a
-// missing clientCapabilities). A call whose policy answers
+// The local path answers, through the stdio transport's local handler
+// (transport.LocalHandler), the tools/list and tools/call requests of a
+// session, without go-sdk's per-request goroutines and decoding. Such a
+// request is decoded once (transport.DecodeFrame, then one scan of its
+// params) and goes through the same hook boundary as every call
+// (decideCall, finishCall: validation, the policy and its audit record),
+// decided on the reading goroutine in the order the requests were read.
+// tools/list and the tools marked local (events_poll,
+// permissions_list_open) are answered there too, with one write; the
+// other tools' calls (the Gateway's, events_wait) run on a goroutine of
+// their own (transport.LocalAnswer.Later), cancelled by the client's
+// notifications/cancelled, and are answered once they are done. go-sdk
+// never sees these requests. Everything else, and every request the local
+// path cannot answer exactly as go-sdk would, goes to go-sdk unchanged: a
+// request before initialize was answered, a tools/list with a cursor, a
+// tools/call of a tool the bridge does not have or retried with
+// inputResponses or requestState, params or _meta the scan does not read
+// as go-sdk does (escaped keys, a null, a wrong type), a 2026-07-28 _meta
+// go-sdk refuses (an unsupported protocolVersion, a missing
+// clientCapabilities), a session_key alias the Gateway must resolve
+// before the policy is asked. A call whose policy answers
 // require_approval is handed to go-sdk with its decision (handOff), since
 // the approval routing needs go-sdk's session; the policy is not asked
 // twice.
@@ -187,48 +194,61 @@ func capabilitiesOK(raw []byte) bool {
 	return json.Unmarshal(raw, &caps) == nil
 }
 
-// answerLocally is the bridge's transport.LocalHandler: the response frame
-// of a request the local path answers, or nil to pass it to go-sdk.
-func (b *Bridge) answerLocally(ctx context.Context, req *jsonrpc.Request) []byte {
+// answerLocally is the bridge's transport.LocalHandler: the answer to a
+// request the local path takes, the zero LocalAnswer to pass it to go-sdk.
+// tools/list and the calls of local tools are answered at once; the calls
+// of the others (the Gateway's tools, events_wait) are validated and
+// decided here, in the order read, and run later on their own goroutine.
+func (b *Bridge) answerLocally(ctx context.Context, req *jsonrpc.Request) transport.LocalAnswer {
 	list := req.Method == "tools/list"
 	if !list && req.Method != "tools/call" {
-		return nil
+		return transport.LocalAnswer{}
 	}
 	c := b.conn.Load()
 	if c == nil {
-		return nil
+		return transport.LocalAnswer{}
 	}
 	p, ok := readLocalParams(req.Params)
 	if !ok || p.other {
-		return nil
+		return transport.LocalAnswer{}
 	}
 	rev, caller, ok := c.revision(&p)
 	if !ok {
-		return nil
+		return transport.LocalAnswer{}
 	}
 	buf := transport.AppendResult(nil, req.ID, nil)
 	buf = buf[:len(buf)-1] // the result goes before the closing brace
 	if list {
 		buf = b.appendToolsList(buf, rev)
-		return append(buf, '}')
+		return transport.LocalAnswer{Frame: append(buf, '}')}
 	}
 	spec := toolByName(p.name)
-	if spec == nil || !spec.local || len(req.Params) == 0 {
-		return nil
+	if spec == nil || len(req.Params) == 0 {
+		return transport.LocalAnswer{}
 	}
-	dc, res := b.decideCall(ctx, spec, p.arguments, caller)
-	if res == nil {
-		if dc.d.Decision == policies.RequireApproval {
-			c.handOff(req.ID, dc)
-			return nil
-		}
+	dc, res := b.decideCall(ctx, spec, p.arguments, caller, false)
+	switch {
+	case dc == nil && res == nil:
+		return transport.LocalAnswer{} // an alias session key: go-sdk's call resolves it
+	case res == nil && dc.d.Decision == policies.RequireApproval:
+		c.handOff(req.ID, dc)
+		return transport.LocalAnswer{}
+	case res == nil && !spec.local:
+		return transport.LocalAnswer{Later: func(ctx context.Context) []byte {
+			out, ok := b.appendCallToolResult(buf, b.finishCall(ctx, nil, spec, dc), rev)
+			if !ok { // the tools make no such result
+				return transport.EncodeErrorReply(req.ID, jsonrpc.CodeInternalError, "tool "+spec.name+" made a result the bridge cannot encode")
+			}
+			return append(out, '}')
+		}}
+	case res == nil:
 		res = b.finishCall(ctx, nil, spec, dc)
 	}
 	buf, ok = b.appendCallToolResult(buf, res, rev)
 	if !ok {
-		return nil
+		return transport.LocalAnswer{}
 	}
-	return append(buf, '}')
+	return transport.LocalAnswer{Frame: append(buf, '}')}
 }
 
 // appendToolsList appends the tools/list result go-sdk would write,

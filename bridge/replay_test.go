@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/openclaw-go/openclaw/gateway/protocol"
 	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/transport"
 )
 
 // The golden data in the repository's testdata/openclaw/ is real traffic of
@@ -242,12 +244,25 @@ type rawClient struct {
 	notifications []*jsonrpc.Request
 }
 
-// startBridge serves b on an in-memory transport and returns a raw client
-// connected to it. The bridge and the client stop at the end of the test.
-func startBridge(t testing.TB, b *Bridge) *rawClient {
+// startBridge serves b on an in-memory transport (go-sdk answers every
+// request) and returns a raw client connected to it. The bridge and the
+// client stop at the end of the test.
+func startBridge(t testing.TB, b *Bridge) *rawClient { return startBridgeOn(t, b, false) }
+
+// startBridgeOn is startBridge, over the stdio transport `mcp serve` uses
+// (the local path answers what it takes) when stdio is true.
+func startBridgeOn(t testing.TB, b *Bridge, stdio bool) *rawClient {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	st, ct := mcp.NewInMemoryTransports()
+	var st, ct mcp.Transport
+	if stdio {
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		st = transport.NewServeStdioTransport(inR, outW, nil)
+		ct = &mcp.IOTransport{Reader: outR, Writer: inW}
+	} else {
+		st, ct = mcp.NewInMemoryTransports()
+	}
 	done := make(chan error, 1)
 	go func() { done <- b.Serve(ctx, st) }()
 	conn, err := ct.Connect(ctx)
@@ -541,31 +556,45 @@ func TestGoldenTranscripts(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			dir := filepath.Join(fixtures, tt.name)
-			g := newReplayGateway(t, dir)
-			opts := &Options{Enforcer: allowAll()}
-			if !tt.now.IsZero() {
-				opts.Now = func() time.Time { return tt.now }
+		// In memory go-sdk answers every request; over stdio, as `mcp
+		// serve` runs, the local path answers the tools.
+		for _, stdio := range []bool{false, true} {
+			name := tt.name
+			if stdio {
+				name += "/stdio"
 			}
-			b := New(g, opts)
-			g.b = b
-			c := startBridge(t, b)
-			var hooks map[int]func()
-			if tt.hooks != nil {
-				hooks = tt.hooks(g, b)
-			}
-			replayTranscript(t, dir, c, hooks)
-			g.mu.Lock()
-			defer g.mu.Unlock()
-			for i, used := range g.used {
-				f := g.frames[i]
-				// sessions.subscribe belongs to the Gateway client, not the bridge.
-				if !used && f.Dir == "client->gw" && f.Frame.Type == protocol.TypeRequest && f.Frame.Method != "sessions.subscribe" {
-					t.Errorf("the bridge never made the recorded call %s %s", f.Frame.Method, f.Frame.Params)
-				}
-			}
-		})
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				goldenTranscript(t, tt.name, tt.now, tt.hooks, stdio)
+			})
+		}
+	}
+}
+
+// goldenTranscript replays the captured session of fixture directory name
+// against a bridge served in memory or over stdio.
+func goldenTranscript(t *testing.T, name string, now time.Time, hooksOf func(g *replayGateway, b *Bridge) map[int]func(), stdio bool) {
+	dir := filepath.Join(fixtures, name)
+	g := newReplayGateway(t, dir)
+	opts := &Options{Enforcer: allowAll()}
+	if !now.IsZero() {
+		opts.Now = func() time.Time { return now }
+	}
+	b := New(g, opts)
+	g.b = b
+	c := startBridgeOn(t, b, stdio)
+	var hooks map[int]func()
+	if hooksOf != nil {
+		hooks = hooksOf(g, b)
+	}
+	replayTranscript(t, dir, c, hooks)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i, used := range g.used {
+		f := g.frames[i]
+		// sessions.subscribe belongs to the Gateway client, not the bridge.
+		if !used && f.Dir == "client->gw" && f.Frame.Type == protocol.TypeRequest && f.Frame.Method != "sessions.subscribe" {
+			t.Errorf("the bridge never made the recorded call %s %s", f.Frame.Method, f.Frame.Params)
+		}
 	}
 }

@@ -79,7 +79,7 @@ func BenchmarkPolicyStep(b *testing.B) {
 			b.ReportAllocs()
 			cpu0 := processCPU()
 			for b.Loop() {
-				dc, res := br.decideCall(ctx, spec, args, policies.Caller{Name: "bench"})
+				dc, res := br.decideCall(ctx, spec, args, policies.Caller{Name: "bench"}, true)
 				if res != nil {
 					b.Fatal(resultText(res))
 				}

@@ -48,8 +48,9 @@ type toolSpec struct {
 	required    []string
 	run         func(b *Bridge, ctx context.Context, a *args) (*mcp.CallToolResult, error)
 	// local: run answers from the bridge's own state, without a Gateway
-	// request or a wait, so the local path (local.go) may run it on the
-	// transport's reading goroutine.
+	// request or a wait, so the local path (local.go) runs it on the
+	// transport's reading goroutine; the other tools' calls it runs on a
+	// goroutine of their own (transport.LocalAnswer.Later).
 	local bool
 
 	schema   json.RawMessage // draft-07 input schema, OpenClaw's key order
@@ -214,7 +215,7 @@ func (b *Bridge) callTool(ctx context.Context, req *mcp.CallToolRequest, spec *t
 	if ci := req.ClientInfo(); ci != nil {
 		caller = policies.Caller{Name: ci.Name, Version: ci.Version}
 	}
-	dc, res := b.decideCall(ctx, spec, req.Params.Arguments, caller)
+	dc, res := b.decideCall(ctx, spec, req.Params.Arguments, caller, true)
 	if res != nil {
 		return res
 	}
@@ -233,8 +234,9 @@ type decidedCall struct {
 // decideCall validates the arguments raw of a call of spec by caller,
 // canonicalizes them and asks the policy. It returns the call's answer when
 // it ends there (invalid arguments, no policy, a block), else the decided
-// call.
-func (b *Bridge) decideCall(ctx context.Context, spec *toolSpec, raw json.RawMessage, caller policies.Caller) (*decidedCall, *mcp.CallToolResult) {
+// call. With mayWait false it returns neither when deciding needs the
+// Gateway (a session_key alias to resolve), and the policy is not asked.
+func (b *Bridge) decideCall(ctx context.Context, spec *toolSpec, raw json.RawMessage, caller policies.Caller, mayWait bool) (*decidedCall, *mcp.CallToolResult) {
 	a, msg := validateArgs(raw, spec.props, spec.required)
 	if a == nil {
 		return nil, validationError(spec.name, msg)
@@ -244,6 +246,9 @@ func (b *Bridge) decideCall(ctx context.Context, spec *toolSpec, raw json.RawMes
 	}
 	canonicalizeArgs(spec.name, a)
 	if sessionKeyTools[spec.name] {
+		if key, _ := a.str("session_key"); !mayWait && key != "" && !scopedSessionKey(key) {
+			return nil, nil
+		}
 		if err := b.resolveSessionAlias(ctx, a); err != nil {
 			return nil, errorResult(err.Error())
 		}
@@ -269,7 +274,7 @@ func (b *Bridge) decideCall(ctx context.Context, spec *toolSpec, raw json.RawMes
 // finishCall runs a decided call: the approval routing of a
 // require_approval (which needs req, go-sdk's request), the check of
 // rewritten arguments, the agent-approval check of permissions_respond,
-// then the tool. req may be nil for an allowed call of another tool.
+// then the tool. req may be nil for an allowed call (the local path).
 func (b *Bridge) finishCall(ctx context.Context, req *mcp.CallToolRequest, spec *toolSpec, dc *decidedCall) *mcp.CallToolResult {
 	a, call, d := dc.a, dc.call, &dc.d
 	if d.Decision == policies.RequireApproval {
@@ -293,7 +298,7 @@ func (b *Bridge) finishCall(ctx context.Context, req *mcp.CallToolRequest, spec 
 		}
 	}
 	if spec.name == ToolPermissionsRespond {
-		if res := b.checkAgentApproval(ctx, req, call, a); res != nil {
+		if res := b.checkAgentApproval(ctx, b.callSession(req), call, a); res != nil {
 			return res
 		}
 	}
@@ -309,6 +314,20 @@ func (b *Bridge) finishCall(ctx context.Context, req *mcp.CallToolRequest, spec 
 		return errorResult(err.Error())
 	}
 	return res
+}
+
+// callSession is the go-sdk session a call comes from: req's, or for a
+// call of the local path (req nil) the session go-sdk serves on the
+// bridge's connection, nil while go-sdk has handled none of its requests
+// (such a session raised no approval).
+func (b *Bridge) callSession(req *mcp.CallToolRequest) *mcp.ServerSession {
+	if req != nil {
+		return req.Session
+	}
+	if c := b.conn.Load(); c != nil {
+		return c.session.Load()
+	}
+	return nil
 }
 
 // AuditRewrite is the module of the before_tool_call audit record the

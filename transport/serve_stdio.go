@@ -113,15 +113,33 @@ type ServeStdioTransport struct {
 	local   LocalHandler // set by AnswerLocally
 }
 
-// A LocalHandler answers, on the transport's reading goroutine, a request
-// the server can answer without the session's machinery (no server-to-client
-// request, no notification, nothing to wait for). It gets each request
-// [DecodeFrame] accepted, decoded once, and returns the whole JSON-RPC
-// response frame to write (without a line ending; see [AppendResult]), or
-// nil to pass the request on to the session unchanged. It is not called
+// A LocalHandler answers a request the server can answer without the
+// session's machinery (no server-to-client request, no notification). It
+// gets each request [DecodeFrame] accepted, decoded once, on the
+// transport's reading goroutine, and returns its [LocalAnswer]: the zero
+// value passes the request on to the session unchanged. It is not called
 // while the session drains, so a request refused then is refused as every
-// other. It must not block: the next line is read after it returns.
-type LocalHandler func(req *jsonrpc.Request) []byte
+// other. It must not block: the next line is read after it returns; what
+// waits (an upstream request, a long poll) goes in [LocalAnswer.Later].
+type LocalHandler func(req *jsonrpc.Request) LocalAnswer
+
+// LocalAnswer is a [LocalHandler]'s answer to one request: Frame, or
+// Later, or neither.
+type LocalAnswer struct {
+	// Frame is the whole JSON-RPC response frame to write at once, without
+	// a line ending (see [AppendResult]).
+	Frame []byte
+	// Later, when Frame is nil, makes the response frame on a goroutine of
+	// its own, so the reading goroutine goes on to the next line. The
+	// request counts as in flight until then (a drain waits for it), and
+	// its frame is written once, with the session's other writes. ctx is
+	// cancelled when the client cancels the request (notifications/cancelled:
+	// its frame is then not written, as MCP cancellation requires), when
+	// the session's reading ends in an error (the drain timeout: the cause
+	// wraps [ErrDrainTimeout]) and when the connection closes. Later must
+	// return a frame.
+	Later func(ctx context.Context) []byte
+}
 
 // AnswerLocally installs h as the transport's [LocalHandler]. It must be
 // called before Connect; a later call has no effect on the session.
@@ -183,7 +201,11 @@ func (t *ServeStdioTransport) Connect(ctx context.Context) (mcp.Connection, erro
 		outgoing:  map[jsonrpc.ID]bool{},
 		wake:      make(chan struct{}, 1),
 		closed:    make(chan struct{}),
+		locals:    map[jsonrpc.ID]context.CancelCauseFunc{},
 	}
+	// As go-sdk's handlers, later answers are not cancelled by ctx itself,
+	// only by the client, the end of reading and Close.
+	c.base, c.cancelBase = context.WithCancelCause(context.WithoutCancel(ctx))
 	f.conn = c // before go-sdk's reader starts
 	// Our filter bounds every line, so go-sdk's own frame cap is off.
 	inner, err := (&mcp.IOTransport{Reader: f, Writer: w, MaxLineLength: -1}).Connect(ctx)
@@ -237,6 +259,20 @@ type drainConn struct {
 	wake      chan struct{}      // capacity 1: the state changed
 	closed    chan struct{}      // closed by Close
 	closeOnce sync.Once
+
+	// The requests a LocalHandler answers later (LocalAnswer.Later): each
+	// one's context, derived from base, by id. They count in incoming too.
+	locals     map[jsonrpc.ID]context.CancelCauseFunc
+	base       context.Context
+	cancelBase context.CancelCauseFunc
+
+	// The order of the filter's messages: a LocalHandler answers a request
+	// only after the session took in every message passed to it before
+	// (a notification that changes what the answer says is read first).
+	passed    int64         // messages the filter passed to the session
+	processed int64         // of them, those the session is done reading
+	reading   bool          // Read returned a passed message; its next call means the session is done with it
+	caughtUp  chan struct{} // closed when processed reaches passed, if someone waits
 }
 
 // notify wakes Read after a state change; c.mu is held.
@@ -298,6 +334,12 @@ func unanswerable(id jsonrpc.ID) *jsonrpc.Response {
 // Read implements mcp.Connection. It returns the client's messages, and
 // io.EOF once draining with every request read answered.
 func (c *drainConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	c.mu.Lock()
+	if c.reading {
+		c.reading = false
+		c.processedLocked()
+	}
+	c.mu.Unlock()
 	for {
 		c.mu.Lock()
 		switch {
@@ -309,7 +351,9 @@ func (c *drainConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		case c.expired:
 			n := len(c.incoming)
 			c.mu.Unlock()
-			return nil, fmt.Errorf("%w: %d of them after %v", ErrDrainTimeout, n, c.timeout)
+			err := fmt.Errorf("%w: %d of them after %v", ErrDrainTimeout, n, c.timeout)
+			c.cancelBase(err) // as go-sdk cancels its handlers with it
+			return nil, err
 		case c.draining && len(c.incoming) == 0:
 			c.mu.Unlock()
 			return nil, io.EOF
@@ -342,11 +386,56 @@ func (c *drainConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		case woken:
 			continue // a state change
 		default:
+			c.cancelBase(err)
 			return nil, err
 		}
-		if m, ok := c.take(ctx, msg); ok {
+		m, ok := c.take(ctx, msg)
+		c.mu.Lock()
+		if ok {
+			c.reading = true // the session reads it once Read returns
+		} else {
+			c.processedLocked()
+		}
+		c.mu.Unlock()
+		if ok {
 			return m, nil
 		}
+	}
+}
+
+// processedLocked counts one passed message as taken in by the session;
+// c.mu is held.
+func (c *drainConn) processedLocked() {
+	c.processed++
+	if c.caughtUp != nil && c.processed >= c.passed {
+		close(c.caughtUp)
+		c.caughtUp = nil
+	}
+}
+
+// pass counts a message the filter passes on to the session.
+func (c *drainConn) pass() {
+	c.mu.Lock()
+	c.passed++
+	c.mu.Unlock()
+}
+
+// awaitSession returns once the session took in every message passed to
+// it, or the connection closed.
+func (c *drainConn) awaitSession() {
+	c.mu.Lock()
+	if c.processed >= c.passed {
+		c.mu.Unlock()
+		return
+	}
+	if c.caughtUp == nil {
+		c.caughtUp = make(chan struct{})
+	}
+	ch := c.caughtUp
+	c.mu.Unlock()
+	select {
+	case <-ch:
+	case <-c.closed:
 	}
 }
 
@@ -378,7 +467,11 @@ func (c *drainConn) take(ctx context.Context, msg jsonrpc.Message) (jsonrpc.Mess
 			if c.incoming[id] {
 				c.cancelled[id] = true
 			}
+			cancel := c.locals[id]
 			c.mu.Unlock()
+			if cancel != nil {
+				cancel(nil)
+			}
 			c.answered(id)
 		}
 	case *jsonrpc.Response:
@@ -398,6 +491,41 @@ func (c *drainConn) answered(id jsonrpc.ID) {
 	if c.draining && len(c.incoming) == 0 {
 		c.notify()
 	}
+}
+
+// errConnClosed is the cause of the cancellation of the requests
+// answered later that are still running when the connection closes.
+var errConnClosed = errors.New("transport: the serving stdio connection closed")
+
+// startLocal records the request id, which a LocalHandler answers later,
+// as in flight, and returns its context.
+func (c *drainConn) startLocal(id jsonrpc.ID) context.Context {
+	ctx, cancel := context.WithCancelCause(c.base)
+	c.mu.Lock()
+	c.incoming[id] = true
+	c.locals[id] = cancel
+	c.mu.Unlock()
+	return ctx
+}
+
+// finishLocal writes frame, the later answer to the request id, on w
+// unless the client cancelled the request, then counts it answered.
+func (c *drainConn) finishLocal(id jsonrpc.ID, frame []byte, w *lockedWriter, log *slog.Logger) {
+	c.mu.Lock()
+	cancel := c.locals[id]
+	delete(c.locals, id)
+	cancelled := c.cancelled[id]
+	delete(c.cancelled, id)
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel(nil)
+	}
+	if !cancelled {
+		if _, err := w.Write(append(frame, '\n')); err != nil {
+			log.Warn("stdout: writing an answer", "id", id.Raw(), "err", err)
+		}
+	}
+	c.answered(id)
 }
 
 // Write implements mcp.Connection. An answer is written before its
@@ -441,6 +569,7 @@ func (c *drainConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 // Close implements mcp.Connection: it closes the reader and the writer.
 func (c *drainConn) Close() error {
 	c.closeOnce.Do(func() {
+		c.cancelBase(errConnClosed)
 		close(c.closed)
 		c.mu.Lock()
 		if c.timer != nil {
@@ -586,17 +715,26 @@ func (f *lineFilter) check(line []byte, tooLong bool) {
 		// msg aliases f.buf, unused until pending drains. Surrounding
 		// blanks are dropped: go-sdk's decoder takes any byte but a line
 		// ending after a value for trailing data and ends the session.
-		f.pending = append(msg, '\n')
+		f.passOn(msg)
 		return
 	}
 	fe := err.(*FrameError)
 	if cut, _, ok := splitCutOff(msg); ok {
 		f.reject(len(cut), &FrameError{Code: jsonrpc.CodeParseError,
 			Reason: fmt.Sprintf("a message cut off after %d bytes; the whole message that follows it on the line is served", len(cut))})
-		f.pending = append(msg[len(cut):], '\n')
+		f.passOn(msg[len(cut):])
 		return
 	}
 	f.reject(len(line), fe)
+}
+
+// passOn makes msg, one message, the next bytes Read returns, and counts
+// it passed to the session.
+func (f *lineFilter) passOn(msg []byte) {
+	f.pending = append(msg, '\n')
+	if f.conn != nil {
+		f.conn.pass()
+	}
 }
 
 // answer lets the LocalHandler answer m, and reports whether it did.
@@ -605,11 +743,17 @@ func (f *lineFilter) answer(m jsonrpc.Message) bool {
 	if !ok || f.local == nil || !req.IsCall() || f.conn == nil || f.conn.isDraining() {
 		return false
 	}
-	reply := f.local(req)
-	if reply == nil {
+	f.conn.awaitSession()
+	a := f.local(req)
+	switch {
+	case a.Frame != nil:
+		f.write(a.Frame)
+	case a.Later != nil:
+		ctx := f.conn.startLocal(req.ID)
+		go func() { f.conn.finishLocal(req.ID, a.Later(ctx), f.out, f.log) }()
+	default:
 		return false
 	}
-	f.write(reply)
 	return true
 }
 

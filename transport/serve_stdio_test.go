@@ -460,14 +460,14 @@ func TestServeStdioAnswerLocally(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	var asked []string
-	local := func(req *jsonrpc.Request) []byte {
+	local := func(req *jsonrpc.Request) LocalAnswer {
 		mu.Lock()
 		asked = append(asked, req.Method)
 		mu.Unlock()
 		if req.Method != "local/echo" {
-			return nil
+			return LocalAnswer{}
 		}
-		return AppendResult(nil, req.ID, req.Params)
+		return LocalAnswer{Frame: AppendResult(nil, req.ID, req.Params)}
 	}
 	h := startServeHarnessWith(t, &ServeStdioOptions{}, `{}`, local)
 	h.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hold","arguments":{}}}`)
@@ -497,6 +497,90 @@ func TestServeStdioAnswerLocally(t *testing.T) {
 	// initialize and tools/call were declined, so the session answered them.
 	if want := []string{"initialize", "tools/call", "local/echo"}; !slices.Equal(asked, want) {
 		t.Errorf("handler asked %q, want %q", asked, want)
+	}
+}
+
+// A LocalAnswer.Later is answered on its own goroutine: the lines after
+// its request are read and answered meanwhile, a cancelled one gets no
+// answer and sees its context cancelled, and the drain at EOF waits for
+// the answers still due.
+func TestServeStdioAnswerLater(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	cancelled := make(chan error, 1)
+	local := func(req *jsonrpc.Request) LocalAnswer {
+		switch req.Method {
+		case "local/now":
+			return LocalAnswer{Frame: AppendResult(nil, req.ID, []byte(`"now"`))}
+		case "local/later":
+			return LocalAnswer{Later: func(ctx context.Context) []byte {
+				select {
+				case <-release:
+					return AppendResult(nil, req.ID, []byte(`"later"`))
+				case <-ctx.Done():
+					cancelled <- context.Cause(ctx)
+					return AppendResult(nil, req.ID, []byte(`"cancelled"`))
+				}
+			}}
+		}
+		return LocalAnswer{}
+	}
+	h := startServeHarnessWith(t, &ServeStdioOptions{}, `{}`, local)
+	h.send(t, `{"jsonrpc":"2.0","id":"l1","method":"local/later"}`)
+	h.send(t, `{"jsonrpc":"2.0","id":"l2","method":"local/later"}`)
+	h.send(t, `{"jsonrpc":"2.0","id":"n1","method":"local/now"}`)
+	if r := h.next(t); r["id"] != "n1" || r["result"] != "now" {
+		t.Fatalf("first answer %v, want n1's while l1 and l2 wait", r)
+	}
+	h.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"l2"}}`)
+	if err := <-cancelled; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled request's context ended with %v, want context.Canceled", err)
+	}
+	h.send(t, `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+	if r := h.next(t); r["id"] != float64(3) {
+		t.Fatalf("answer %v, want the ping's (l2 cancelled: no answer)", r)
+	}
+	_ = h.in.Close()
+	select {
+	case err := <-h.done:
+		t.Fatalf("session ended (%v) with l1 unanswered", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	if r := h.next(t); r["id"] != "l1" || r["result"] != "later" {
+		t.Errorf("answer after the release %v, want l1's", r)
+	}
+	if err := <-h.done; err != nil {
+		t.Errorf("server ended with %v, want nil", err)
+	}
+	for m := range h.lines {
+		t.Errorf("unexpected line after the drain: %v", m)
+	}
+}
+
+// A drain that times out cancels the requests still answered later, with
+// ErrDrainTimeout as the cause.
+func TestServeStdioAnswerLaterDrainTimeout(t *testing.T) {
+	t.Parallel()
+	cause := make(chan error, 1)
+	local := func(req *jsonrpc.Request) LocalAnswer {
+		if req.Method != "local/stuck" {
+			return LocalAnswer{}
+		}
+		return LocalAnswer{Later: func(ctx context.Context) []byte {
+			<-ctx.Done()
+			cause <- context.Cause(ctx)
+			return AppendResult(nil, req.ID, []byte(`null`))
+		}}
+	}
+	h := startServeHarnessWith(t, &ServeStdioOptions{DrainTimeout: 50 * time.Millisecond}, `{}`, local)
+	h.send(t, `{"jsonrpc":"2.0","id":2,"method":"local/stuck"}`)
+	_ = h.in.Close()
+	if err := <-h.done; !errors.Is(err, ErrDrainTimeout) || !strings.Contains(err.Error(), "1 of them") {
+		t.Errorf("server ended with %v, want ErrDrainTimeout for 1 request", err)
+	}
+	if err := <-cause; !errors.Is(err, ErrDrainTimeout) {
+		t.Errorf("stuck request's context ended with %v, want ErrDrainTimeout", err)
 	}
 }
 

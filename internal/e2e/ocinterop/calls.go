@@ -24,13 +24,20 @@ type callsResult struct {
 	MaxRSSKiB int64
 }
 
+// floorLabel is the label of the Gateway's own sessions.list round trips
+// in [measureCalls]'s results.
+const floorLabel = "Gateway sessions.list"
+
 // measureCalls spawns every server of servers at once, each with a
 // [e2e.RawClient], makes one untimed conversations_list on each (it waits for
 // the Gateway connect), then runs rounds: in each, every server in turn
 // (the first one rotating, so a drift of the machine's load falls on all
 // alike) makes perRound sequential calls of each of callOps. Every answer
-// must be a success. labels and servers are parallel.
-func measureCalls(ctx context.Context, labels []string, servers []e2e.ServeOptions, rounds, perRound int) ([]*callsResult, error) {
+// must be a success. labels and servers are parallel. With floor not nil,
+// it takes its turn in the rounds too, with perRound sessions.list round
+// trips, and its result comes last, labelled [floorLabel], its samples
+// under "conversations_list".
+func measureCalls(ctx context.Context, labels []string, servers []e2e.ServeOptions, rounds, perRound int, floor *floorConn) ([]*callsResult, error) {
 	type live struct {
 		s   *e2e.Serve
 		c   *e2e.RawClient
@@ -63,9 +70,23 @@ func measureCalls(ctx context.Context, labels []string, servers []e2e.ServeOptio
 		}
 		return err
 	}
+	floorRes := &callsResult{Label: floorLabel, Samples: map[string]sample{}}
+	turns := len(all)
+	if floor != nil {
+		turns++
+	}
 	for r := range rounds {
-		for k := range all {
-			l := all[(r+k)%len(all)]
+		for k := range turns {
+			i := (r + k) % turns
+			if i == len(all) {
+				s, err := floor.time(ctx, perRound)
+				if err != nil {
+					return nil, err
+				}
+				floorRes.Samples["conversations_list"] = append(floorRes.Samples["conversations_list"], s...)
+				continue
+			}
+			l := all[i]
 			for _, op := range callOps {
 				for range perRound {
 					t0 := time.Now()
@@ -87,7 +108,26 @@ func measureCalls(ctx context.Context, labels []string, servers []e2e.ServeOptio
 		}
 		out[i] = l.res
 	}
+	if floor != nil {
+		out = append(out, floorRes)
+	}
 	return out, nil
+}
+
+// floorTable renders the figure of conversations_list against the
+// Gateway's own sessions.list timed in the same rounds (the last result,
+// [floorLabel]): one row per server, its median and p99, the floor's, and
+// the median's excess over the floor's.
+func floorTable(res []*callsResult, client string) string {
+	floor := res[len(res)-1].Samples["conversations_list"]
+	var b strings.Builder
+	b.WriteString("| client | request | n | median / p99 ms | Gateway sessions.list median / p99 ms (n) | median above the Gateway's |\n|---|---|---:|---|---|---:|\n")
+	for _, r := range res[:len(res)-1] {
+		s := r.Samples["conversations_list"]
+		fmt.Fprintf(&b, "| %s, %s | conversations_list | %d | %.3f / %.3f | %.3f / %.3f (%d) | %+.3f ms |\n", client, r.Label, len(s),
+			ms(s.Median()), ms(s.P99()), ms(floor.Median()), ms(floor.P99()), len(floor), ms(s.Median())-ms(floor.Median()))
+	}
+	return b.String()
 }
 
 // callsTable renders measureCalls's results as a Markdown table, one row

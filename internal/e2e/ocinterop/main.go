@@ -6,6 +6,7 @@
 //	ocinterop keygen FILE
 //	ocinterop check  -serve "CMD ARGS…" [-gw-call gw-call.sh] [-approver approver.mjs -identity key.json -gw-url URL]
 //	ocinterop bench  -real "CMD ARGS…" -ours "CMD ARGS…" [-n 50] [-runs 3] [-md out.md]
+//	ocinterop calls  [-real "CMD ARGS…"] -ours "CMD ARGS…" [-n 200] [-rounds 10] [-floor-url URL -floor-token-file F]
 //	ocinterop diff   -a "CMD ARGS…" -b "CMD ARGS…" [-out DIR]
 //	ocinterop failcase -name refused -serve "CMD ARGS…" [-want-exit 1] [-want-stderr "MCP server failed to start"]
 //
@@ -29,6 +30,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/gateway/protocol"
 	"github.com/openclaw-go/openclaw/internal/e2e"
 )
@@ -44,7 +46,7 @@ const usage = `usage:
   ocinterop keygen FILE
   ocinterop check -serve "CMD ARGS..." [flags]
   ocinterop bench -real "CMD ARGS..." -ours "CMD ARGS..." [flags]
-  ocinterop calls -real "CMD ARGS..." -ours "CMD ARGS..." [-n 200] [-rounds 10] [-json FILE]
+  ocinterop calls [-real "CMD ARGS..."] -ours "CMD ARGS..." [-n 200] [-rounds 10] [-json FILE] [-floor-url URL -floor-token-file F]
   ocinterop diff  -a "CMD ARGS..." -b "CMD ARGS..." [flags]
   ocinterop failcase -name NAME -serve "CMD ARGS..." [-want-exit 1] [-want-stderr TEXT]
 run "ocinterop SUBCOMMAND -h" for the flags`
@@ -95,6 +97,18 @@ func keygen(args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintln(stdout, id.ID)
 	return nil
+}
+
+// readIdentity reads the device identity file path; "" means none (nil).
+func readIdentity(path string) (*protocol.DeviceIdentity, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return protocol.ParseDeviceIdentity(b)
 }
 
 func serveOpts(cmd, stderrPath, pv string) (e2e.ServeOptions, func(), error) {
@@ -221,38 +235,71 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // calls times events_poll, tools/list and conversations_list through the
 // raw JSON-RPC client, on every server spawned at once, in interleaved
-// rounds (measureCalls), and prints the Markdown table.
+// rounds (measureCalls), and prints the Markdown table; with -floor-url,
+// also the Gateway's own sessions.list in the same rounds, and the table
+// of conversations_list against it.
 func calls(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("calls", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	realCmd := fs.String("real", "", "command line of the real `openclaw mcp serve` (required)")
+	realCmd := fs.String("real", "", "command line of the real `openclaw mcp serve` (empty: -ours alone)")
 	oursCmd := fs.String("ours", "", "command line of our `openclaw mcp serve` (required)")
 	realLabel := fs.String("real-label", "OpenClaw", "column title of the -real server")
 	oursLabel := fs.String("ours-label", "ours", "column title of the -ours server")
 	n := fs.Int("n", 200, "calls of each request per server")
 	rounds := fs.Int("rounds", 10, "rounds the calls are cut into")
 	jsonOut := fs.String("json", "", "also write the figures as JSON to this file")
+	floorURL := fs.String("floor-url", "", "also time sessions.list straight to this Gateway URL in the same rounds (the floor of conversations_list); empty: skip")
+	floorTokenFile := fs.String("floor-token-file", "", "file holding the Gateway token for -floor-url")
+	floorIdentity := fs.String("floor-identity", "", "device identity file for -floor-url (empty: connect without a device block)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *realCmd == "" || *oursCmd == "" || *n < *rounds || *rounds < 1 {
-		return errors.New("calls: -real and -ours are required; -n must be ≥ -rounds ≥ 1")
+	if *oursCmd == "" || *n < *rounds || *rounds < 1 {
+		return errors.New("calls: -ours is required; -n must be ≥ -rounds ≥ 1")
 	}
-	ro, closeR, err := serveOpts(*realCmd, "", "")
-	if err != nil {
-		return err
+	var labels []string
+	var servers []e2e.ServeOptions
+	if *realCmd != "" {
+		ro, closeR, err := serveOpts(*realCmd, "", "")
+		if err != nil {
+			return err
+		}
+		defer closeR()
+		labels, servers = append(labels, *realLabel), append(servers, ro)
 	}
-	defer closeR()
 	oo, closeO, err := serveOpts(*oursCmd, "", "")
 	if err != nil {
 		return err
 	}
 	defer closeO()
-	res, err := measureCalls(ctx, []string{*realLabel, *oursLabel}, []e2e.ServeOptions{ro, oo}, *rounds, *n / *rounds)
+	labels, servers = append(labels, *oursLabel), append(servers, oo)
+	var floor *floorConn
+	if *floorURL != "" {
+		token, err := config.ReadSecretFile(*floorTokenFile, "-floor-token-file")
+		if err != nil {
+			return fmt.Errorf("calls: %w", err)
+		}
+		id, err := readIdentity(*floorIdentity)
+		if err != nil {
+			return err
+		}
+		if floor, err = dialFloor(ctx, *floorURL, token, id); err != nil {
+			return err
+		}
+		defer floor.close()
+	}
+	res, err := measureCalls(ctx, labels, servers, *rounds, *n / *rounds, floor)
 	if err != nil {
 		return err
 	}
-	fmt.Fprint(stdout, callsTable(res, "raw Go"))
+	servedRes := res
+	if floor != nil {
+		servedRes = res[:len(res)-1]
+	}
+	fmt.Fprint(stdout, callsTable(servedRes, "raw Go"))
+	if floor != nil {
+		fmt.Fprint(stdout, "\n"+floorTable(res, "raw Go"))
+	}
 	if *jsonOut != "" {
 		data, err := marshalCalls(res)
 		if err != nil {
@@ -332,15 +379,9 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	var floor sample
 	if *floorURL != "" {
-		var id *protocol.DeviceIdentity
-		if *floorIdentity != "" {
-			b, err := os.ReadFile(*floorIdentity)
-			if err != nil {
-				return err
-			}
-			if id, err = protocol.ParseDeviceIdentity(b); err != nil {
-				return err
-			}
+		id, err := readIdentity(*floorIdentity)
+		if err != nil {
+			return err
 		}
 		fctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		floor, err = gatewayFloor(fctx, *floorURL, *floorToken, id, *n**runs)
