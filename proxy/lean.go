@@ -149,6 +149,7 @@ func (h *HTTPHandler) serveLean(w http.ResponseWriter, r *http.Request, msgs []j
 	if v, _ := meta[mcp.MetaKeyProtocolVersion].(string); v != sessionlessRevision {
 		return false
 	}
+	//lint:ignore SA1019 a request's log level (deprecated by SEP-2577, still served during its deprecation window) means log lines may stream
 	if _, ok := meta[mcp.MetaKeyLogLevel]; ok {
 		return false // log lines would stream before the answer
 	}

@@ -76,6 +76,7 @@ func newLeanFixture(t *testing.T) *leanFixture {
 		return &mcp.CallToolResult{InputRequests: ask, RequestState: "up-state-1"}, nil
 	})
 	up.AddTool(&mcp.Tool{Name: "needs_sampling", InputSchema: obj}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		//lint:ignore SA1019 the test drives a server that needs sampling (deprecated by SEP-2577, still served during its deprecation window)
 		if c := req.ClientCapabilities(); c == nil || c.Sampling == nil {
 			return nil, &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Message: "sampling required",
 				Data: json.RawMessage(`{"requiredCapabilities":{"sampling":{}}}`)}

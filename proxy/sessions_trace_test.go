@@ -107,7 +107,7 @@ func TestSessionTakeoverSpans(t *testing.T) {
 	attr := func(s tracetest.SpanStub, key string) string {
 		for _, kv := range s.Attributes {
 			if string(kv.Key) == key {
-				return kv.Value.Emit()
+				return kv.Value.String()
 			}
 		}
 		return ""

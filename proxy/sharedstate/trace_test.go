@@ -73,7 +73,7 @@ func TestTraceHook(t *testing.T) {
 		}
 		attrs := map[string]string{}
 		for _, kv := range sp.Attributes {
-			attrs[string(kv.Key)] = kv.Value.Emit()
+			attrs[string(kv.Key)] = kv.Value.String()
 		}
 		if attrs["db.system.name"] != "redis" || attrs["db.operation.name"] != strings.ToUpper(sp.Name) || attrs["server.address"] != "127.0.0.1" {
 			t.Errorf("span %q: attributes %v", sp.Name, attrs)
