@@ -185,3 +185,53 @@ func TestOAuthLock(t *testing.T) {
 		t.Errorf("a held lock with a canceled context: %v", err)
 	}
 }
+
+// TestOAuthLockHeldPastTTL: a refresh that outlasts the lock's TTL keeps
+// the lock (no second replica refreshes with the same, rotated, refresh
+// token meanwhile); a holder whose context ended lets it expire.
+func TestOAuthLockHeldPastTTL(t *testing.T) {
+	t.Parallel()
+	r := testkit.StartRedis(t)
+	const ttl = 200 * time.Millisecond
+	a, b := oauthTokens(t, r.URL(), testOAuthKey), oauthTokens(t, r.URL(), testOAuthKey)
+	sharedstate.SetOAuthLockTTL(a, ttl)
+	sharedstate.SetOAuthLockTTL(b, ttl)
+	const srv, u = "team", "https://mcp.example.com/mcp"
+	actx, aEnd := context.WithCancel(context.Background())
+	defer aEnd()
+	unlock, err := a.LockToken(actx, srv, u, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(4 * ttl) // the refresh is slow: the TTL passes, several times
+	bctx, cancel := context.WithTimeout(context.Background(), 2*ttl)
+	defer cancel()
+	if other, err := b.LockToken(bctx, srv, u, "alice"); err == nil {
+		other()
+		t.Fatal("a second replica took the refresh lock while the first still refreshed")
+	} else if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("waiting for a held lock: %v", err)
+	}
+	unlock()
+	unlock() // a second unlock is harmless
+	if other, err := b.LockToken(context.Background(), srv, u, "alice"); err != nil {
+		t.Fatalf("the lock after its release: %v", err)
+	} else {
+		other()
+	}
+
+	// A holder whose context ended (its request gone) stops renewing:
+	// the lock expires after its TTL.
+	dctx, dEnd := context.WithCancel(context.Background())
+	if _, err := a.LockToken(dctx, srv, u, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	dEnd()
+	wctx, wcancel := context.WithTimeout(context.Background(), 20*ttl)
+	defer wcancel()
+	if other, err := b.LockToken(wctx, srv, u, "bob"); err != nil {
+		t.Fatalf("the lock of a holder that went away did not expire: %v", err)
+	} else {
+		other()
+	}
+}
