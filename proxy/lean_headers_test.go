@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -34,28 +33,17 @@ func TestRepeatedMcpHeaders(t *testing.T) {
 			f.mu.Lock()
 			f.seen = nil
 			f.mu.Unlock()
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.url, strings.NewReader(tc.body))
-			if err != nil {
-				t.Fatal(err)
-			}
-			req.Header.Set("Authorization", "Bearer ci-token")
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("Accept", "application/json, text/event-stream")
-			req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
-			req.Header.Set("Mcp-Method", "tools/call")
-			req.Header.Set("Mcp-Name", tc.tool)
+			req := f.request(t, ctx, tc.tool, nil, tc.body)
 			for _, v := range tc.values {
 				req.Header.Add(tc.header, v)
 			}
-			res, err := http.DefaultClient.Do(req)
+			a, err := f.send(req)
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, _ := io.ReadAll(res.Body)
-			res.Body.Close()
 			canonical := http.CanonicalHeaderKey(tc.header)
-			if res.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), `"code":-32020`) || !strings.Contains(string(b), canonical+" header is repeated") {
-				t.Errorf("%s (lean %v): %d %s; want 400, -32020 naming %s", tc.name, lean, res.StatusCode, b, canonical)
+			if a.Status != http.StatusBadRequest || !strings.Contains(a.Raw, `"code":-32020`) || !strings.Contains(a.Raw, canonical+" header is repeated") {
+				t.Errorf("%s (lean %v): %d %s; want 400, -32020 naming %s", tc.name, lean, a.Status, a.Raw, canonical)
 			}
 			f.mu.Lock()
 			seen := len(f.seen)
