@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -36,6 +37,8 @@ const batchlessRevision = "2025-06-18"
 //     trailing bytes, a null request id, invalid JSON…): 400, id null,
 //     -32700 or -32600. On /mcp a batch (array) of valid messages passes
 //     only on a revision before 2025-06-18, which had batches;
+//   - on /mcp, an Mcp-* header given more than once (repeatedMcpHeader):
+//     400, CodeHeaderMismatch, with the request's id;
 //   - on /mcp, for a session-bearing revision (before 2026-07-28), a POST
 //     without Mcp-Session-Id whose message is not initialize: 400, -32600,
 //     with the request's id (go-sdk would open a session for it and answer
@@ -84,6 +87,11 @@ func (h *HTTPHandler) checkFrames(sse bool, next http.Handler) http.Handler {
 			writeRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, ferr.Code, ferr.Error())
 			return
 		}
+		if name, repeated := repeatedMcpHeader(r.Header); !sse && repeated {
+			writeRPCError(w, http.StatusBadRequest, firstRequestID(msgs), CodeHeaderMismatch,
+				fmt.Sprintf("Bad Request: the %s header is repeated; send it once", name))
+			return
+		}
 		if h.refuseCallScope(w, r, msgs) {
 			return
 		}
@@ -125,6 +133,20 @@ func (h *HTTPHandler) checkFrames(sse bool, next http.Handler) http.Handler {
 		r.ContentLength = int64(len(body))
 		next.ServeHTTP(w, r)
 	})
+}
+
+// repeatedMcpHeader returns the first (in name order) Mcp-* header that
+// hdr holds more than once, in any case of letters (Mcp-Name,
+// Mcp-Param-Region…). Only the first value is checked against the body,
+// and an intermediary that routes or filters by another would act on a
+// value the proxy never checked.
+func repeatedMcpHeader(hdr http.Header) (first string, repeated bool) {
+	for name, values := range hdr {
+		if len(values) > 1 && strings.HasPrefix(name, "Mcp-") && (!repeated || name < first) {
+			first, repeated = name, true
+		}
+	}
+	return first, repeated
 }
 
 // decodeBody decodes a POST body as one message (transport.DecodeFrame),

@@ -159,6 +159,12 @@ type leanAnswer struct {
 // of tool (Mcp-Name), then hdr ("" deletes), then body.
 func (f *leanFixture) post(t *testing.T, ctx context.Context, tool string, hdr map[string]string, body string) (leanAnswer, error) {
 	t.Helper()
+	return f.send(f.request(t, ctx, tool, hdr, body))
+}
+
+// request is the POST that post sends.
+func (f *leanFixture) request(t *testing.T, ctx context.Context, tool string, hdr map[string]string, body string) *http.Request {
+	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -176,6 +182,11 @@ func (f *leanFixture) post(t *testing.T, ctx context.Context, tool string, hdr m
 			req.Header.Set(k, v)
 		}
 	}
+	return req
+}
+
+// send sends req and reads what the client sees of the answer.
+func (f *leanFixture) send(req *http.Request) (leanAnswer, error) {
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return leanAnswer{}, err

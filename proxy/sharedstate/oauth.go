@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -29,13 +30,11 @@ const (
 )
 
 // OAuthLockTTL is how long a replica's refresh lock on one set of tokens
-// lives in Redis unless released: a replica that dies while refreshing
-// holds up the others that long at most.
+// lives in Redis unless renewed or released: the holder renews it every
+// third of that while its refresh goes on, so a replica that dies while
+// refreshing holds up the others that long at most. A replica waits up to
+// twice as long for another's lock.
 const OAuthLockTTL = 10 * time.Second
-
-// oauthLockWait bounds the wait for another replica's refresh lock: the
-// lock expires by then, unless replica after replica takes it.
-const oauthLockWait = 2 * OAuthLockTTL
 
 // MinOAuthKeyBytes is the shortest key [State.OAuthTokens] accepts (the
 // --request-state-key-file key of the replicas).
@@ -58,9 +57,10 @@ const (
 // delete). Errors are [*Error]s naming Redis, or say why a record is
 // refused; none quotes a token.
 type OAuthTokens struct {
-	s     *State
-	aead  cipher.AEAD
-	keyID string
+	s       *State
+	aead    cipher.AEAD
+	keyID   string
+	lockTTL time.Duration // OAuthLockTTL (tests shorten it)
 }
 
 var _ transport.TokenBackend = (*OAuthTokens)(nil)
@@ -88,7 +88,7 @@ func (s *State) OAuthTokens(key []byte) (*OAuthTokens, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &OAuthTokens{s: s, aead: aead, keyID: hex.EncodeToString(id)}, nil
+	return &OAuthTokens{s: s, aead: aead, keyID: hex.EncodeToString(id), lockTTL: OAuthLockTTL}, nil
 }
 
 // KeyID is the id of the key the records are sealed under (not secret:
@@ -225,34 +225,50 @@ end
 return 0
 `)
 
+// renewScript gives KEYS[1] another ARGV[2] milliseconds if it still
+// holds ARGV[1]; 0 when it does not (the lock was lost).
+var renewScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+`)
+
 // unlockTimeout bounds the release of a refresh lock.
 const unlockTimeout = time.Second
 
 // LockToken implements transport.TokenBackend: SET NX PX [OAuthLockTTL]
 // with a random value, tried again (5 ms doubling up to 100 ms) while
-// another replica holds it, for up to twice OAuthLockTTL; unlock runs
-// compare and delete. A replica that waited then reads the tokens the
+// another replica holds it, for up to twice OAuthLockTTL. While held, the
+// lock is renewed every third of its TTL until unlock (compare and
+// delete) or until ctx is done, so that a refresh slower than the TTL
+// still has it alone. A replica that waited then reads the tokens the
 // other one saved.
 func (o *OAuthTokens) LockToken(ctx context.Context, server, serverURL, principal string) (func(), error) {
 	k := oauthKey(oauthLockPrefix, server, serverURL, principal)
 	token := rand.Text()
-	deadline := time.Now().Add(oauthLockWait)
+	maxWait := 2 * o.lockTTL
+	deadline := time.Now().Add(maxWait)
 	wait := 5 * time.Millisecond
 	for {
-		ok, err := o.s.client.SetNX(ctx, k, token, OAuthLockTTL).Result()
+		ok, err := o.s.client.SetNX(ctx, k, token, o.lockTTL).Result()
 		if err != nil {
 			return nil, o.s.wrap("OAuth refresh lock", err)
 		}
 		if ok {
-			return func() {
+			stop, stopped := make(chan struct{}), make(chan struct{})
+			go o.renewLock(ctx, k, token, stop, stopped)
+			return sync.OnceFunc(func() {
+				close(stop)
+				<-stopped
 				uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unlockTimeout)
 				defer cancel()
-				// Unreleased, the lock expires after OAuthLockTTL.
+				// Unreleased, the lock expires after its TTL.
 				_ = unlockScript.Run(uctx, o.s.client, []string{k}, token).Err()
-			}, nil
+			}), nil
 		}
 		if time.Now().After(deadline) {
-			return nil, o.s.wrap("OAuth refresh lock", fmt.Errorf("other replicas have held the refresh lock of server %q for over %v", server, oauthLockWait))
+			return nil, o.s.wrap("OAuth refresh lock", fmt.Errorf("other replicas have held the refresh lock of server %q for over %v", server, maxWait))
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -262,5 +278,30 @@ func (o *OAuthTokens) LockToken(ctx context.Context, server, serverURL, principa
 		case <-t.C:
 		}
 		wait = min(2*wait, 100*time.Millisecond)
+	}
+}
+
+// renewLock renews the refresh lock k, holding token, every third of its
+// TTL until stop is closed, ctx is done or the lock is found lost (a
+// failed renewal is tried again on the next tick: the lock lives a full
+// TTL after the last one that passed); it closes stopped when it ends.
+func (o *OAuthTokens) renewLock(ctx context.Context, k, token string, stop <-chan struct{}, stopped chan<- struct{}) {
+	defer close(stopped)
+	tick := time.NewTicker(o.lockTTL / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		rctx, cancel := context.WithTimeout(ctx, o.lockTTL/3)
+		held, err := renewScript.Run(rctx, o.s.client, []string{k}, token, o.lockTTL.Milliseconds()).Int()
+		cancel()
+		if err == nil && held == 0 {
+			return
+		}
 	}
 }

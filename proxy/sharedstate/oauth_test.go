@@ -185,3 +185,106 @@ func TestOAuthLock(t *testing.T) {
 		t.Errorf("a held lock with a canceled context: %v", err)
 	}
 }
+
+// TestOAuthLockHeldPastTTL: a refresh that outlasts the lock's TTL keeps
+// the lock (no second replica refreshes with the same, rotated, refresh
+// token meanwhile); a holder whose context ended lets it expire.
+func TestOAuthLockHeldPastTTL(t *testing.T) {
+	t.Parallel()
+	r := testkit.StartRedis(t)
+	const ttl = 200 * time.Millisecond
+	a, b := oauthTokens(t, r.URL(), testOAuthKey), oauthTokens(t, r.URL(), testOAuthKey)
+	sharedstate.SetOAuthLockTTL(a, ttl)
+	sharedstate.SetOAuthLockTTL(b, ttl)
+	const srv, u = "team", "https://mcp.example.com/mcp"
+	actx, aEnd := context.WithCancel(context.Background())
+	defer aEnd()
+	unlock, err := a.LockToken(actx, srv, u, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(4 * ttl) // the refresh is slow: the TTL passes, several times
+	bctx, cancel := context.WithTimeout(context.Background(), 2*ttl)
+	defer cancel()
+	if other, err := b.LockToken(bctx, srv, u, "alice"); err == nil {
+		other()
+		t.Fatal("a second replica took the refresh lock while the first still refreshed")
+	} else if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("waiting for a held lock: %v", err)
+	}
+	unlock()
+	unlock() // a second unlock is harmless
+	if other, err := b.LockToken(context.Background(), srv, u, "alice"); err != nil {
+		t.Fatalf("the lock after its release: %v", err)
+	} else {
+		other()
+	}
+
+	// A holder whose context ended (its request gone) stops renewing:
+	// the lock expires after its TTL.
+	dctx, dEnd := context.WithCancel(context.Background())
+	if _, err := a.LockToken(dctx, srv, u, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	dEnd()
+	wctx, wcancel := context.WithTimeout(context.Background(), 20*ttl)
+	defer wcancel()
+	if other, err := b.LockToken(wctx, srv, u, "bob"); err != nil {
+		t.Fatalf("the lock of a holder that went away did not expire: %v", err)
+	} else {
+		other()
+	}
+}
+
+// TestOAuthTokensMalformed: a record in Redis that is truncated, garbage,
+// of a newer release, of another server, or a lock value, is refused with
+// an error that names the key and quotes no token; the load that follows
+// a good save still works.
+func TestOAuthTokensMalformed(t *testing.T) {
+	t.Parallel()
+	r := testkit.StartRedis(t)
+	a := oauthTokens(t, r.URL(), testOAuthKey)
+	ctx := context.Background()
+	const u = "https://mcp.example.com/mcp"
+	alice := &transport.Credentials{Server: "team", ServerURL: u, Principal: "alice", AccessToken: "access-token-alice", RefreshToken: "refresh-token-alice", Expiry: time.Now().Add(time.Hour)}
+	other := *alice
+	other.Server = "ops"
+	for _, c := range []*transport.Credentials{alice, &other} {
+		if err := a.SaveToken(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rc := redis.NewClient(&redis.Options{Addr: r.Addr()})
+	defer rc.Close()
+	key := func(server string) string {
+		sid, pid := transport.CredentialsID(server, u, "alice")
+		return "openclaw:oauth:" + sid + ":" + pid
+	}
+	aliceKey := key("team")
+	opsRaw, err := rc.Get(ctx, key("ops")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, _ := rc.Get(ctx, aliceKey).Result()
+	for name, value := range map[string]string{
+		"truncated":        good[:len(good)/2],
+		"garbage":          "\x00\xffnot json",
+		"empty":            "",
+		"newer release":    strings.Replace(good, `"v":1`, `"v":2`, 1),
+		"version zero":     strings.Replace(good, `"v":1`, `"v":0`, 1),
+		"another server":   opsRaw,
+		"a lock value":     "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+		"duplicate sealed": strings.Replace(good, `"sealed":`, `"sealed":"AAAA","sealed":`, 1),
+		"huge version":     strings.Replace(good, `"v":1`, `"v":1e400`, 1),
+	} {
+		rc.Set(ctx, aliceKey, value, 0)
+		c, err := a.LoadToken(ctx, "team", u, "alice")
+		if c != nil || err == nil || strings.Contains(err.Error(), "token-alice") || (name != "duplicate sealed" && strings.Contains(err.Error(), "appears twice")) {
+			t.Errorf("%s: %v, %v; want it refused, saying why", name, c, err)
+		}
+	}
+	rc.Set(ctx, aliceKey, good, 0)
+	if c, err := a.LoadToken(ctx, "team", u, "alice"); err != nil || c == nil || c.AccessToken != alice.AccessToken {
+		t.Fatalf("the good record again: %v, %v", c, err)
+	}
+}

@@ -69,7 +69,10 @@ func decodeRecord(kind string, raw []byte, v any) error {
 	if len(raw) == 0 || raw[0] != '{' || !jsonw.Valid(raw) {
 		return errMalformed(kind, "not a JSON object")
 	}
-	if path, dup, err := jsonw.DuplicateKey(raw); err != nil || dup {
+	switch path, dup, err := jsonw.DuplicateKey(raw); {
+	case err != nil:
+		return errMalformed(kind, err.Error())
+	case dup:
 		return errMalformed(kind, fmt.Sprintf("the key %s appears twice", path))
 	}
 	var h header
