@@ -422,7 +422,7 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	// records) and tell a block from a tool error.
 	metrics := proxy.NewMetrics()
 	c.policy.auditTap = metrics.AuditSink(nil)
-	c.policy.onBundle = metrics.ObserveBundle
+	c.policy.bundleMetrics = metrics.Bundle()
 	var shared *sharedstate.State
 	ready := []proxy.ReadyCheck{}
 	if c.state != "" {
