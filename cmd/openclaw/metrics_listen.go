@@ -28,15 +28,25 @@ type serveMetrics struct {
 	ln     net.Listener
 }
 
+// listenHost returns the host of the listen address addr given with flag
+// (named in the error): HOST:PORT with a port from 0 to 65535.
+func listenHost(flag, addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || port == "" {
+		return "", fmt.Errorf("%s %q: want HOST:PORT, e.g. 127.0.0.1:8765", flag, addr)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return "", fmt.Errorf("%s %q: port %q is not a number from 0 to 65535", flag, addr, port)
+	}
+	return host, nil
+}
+
 // listenMetrics checks addr (flag names it in errors: HOST:PORT with a
 // loopback host, 127.0.0.0/8, ::1 or localhost) and listens on it.
 func listenMetrics(flag, addr string) (*serveMetrics, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil || port == "" {
-		return nil, fmt.Errorf("%s %q: want HOST:PORT, e.g. 127.0.0.1:9464", flag, addr)
-	}
-	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return nil, fmt.Errorf("%s %q: port %q is not a number from 0 to 65535", flag, addr, port)
+	host, err := listenHost(flag, addr)
+	if err != nil {
+		return nil, err
 	}
 	if !config.IsLoopbackHost(host) {
 		return nil, fmt.Errorf("%s %q: want a loopback address (127.0.0.0/8, ::1, localhost): /metrics names the policy bundle and its refusals and has no authentication", flag, addr)
