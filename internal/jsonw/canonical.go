@@ -85,12 +85,18 @@ func (c *Canonicalizer) value(dst, b []byte, i, level int) ([]byte, int, error) 
 		base, obj := len(c.members), len(dst)
 		dst = append(dst, '{')
 		sorted := true
-		end, err := EachMember(b, i, MaxDepth-level, func(key []byte, _, vs int) (int, error) {
+		end, err := EachMember(b, i, MaxDepth-level, func(key []byte, ks, vs int) (int, error) {
 			if len(c.members) > base {
 				dst = append(dst, ',')
 			}
 			m := canonMember{key: key, high: highRune(key), start: len(dst)}
-			dst = AppendString(dst, string(key))
+			if len(key) > 0 && &key[0] == &b[ks+1] {
+				// A name without escapes (EachMember hands it out as a
+				// slice of b): its text is its canonical form.
+				dst = append(dst, b[ks:ks+len(key)+2]...)
+			} else {
+				dst = AppendString(dst, string(key))
+			}
 			dst = append(dst, ':')
 			var e int
 			var err error
