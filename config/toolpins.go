@@ -143,11 +143,27 @@ const DigestPrefix = "sha256:"
 // ToolDigest returns the digest of a canonical definition: "sha256:" and the
 // lowercase hex SHA-256 of its bytes.
 func ToolDigest(canonical []byte) string {
-	sum := sha256.Sum256(canonical)
+	return FormatToolDigest(sha256.Sum256(canonical))
+}
+
+// FormatToolDigest returns the digest whose SHA-256 is sum: "sha256:" and
+// 64 lowercase hex digits, as [ToolDigest] writes it.
+func FormatToolDigest(sum [sha256.Size]byte) string {
 	var b [len(DigestPrefix) + 2*sha256.Size]byte
 	copy(b[:], DigestPrefix)
 	hex.Encode(b[len(DigestPrefix):], sum[:])
 	return string(b[:])
+}
+
+// ParseToolDigest returns the SHA-256 a digest in [ToolDigest]'s form
+// names; ok is false when digest is not "sha256:" and 64 lowercase hex
+// digits.
+func ParseToolDigest(digest string) (sum [sha256.Size]byte, ok bool) {
+	if !validDigest(digest) {
+		return sum, false
+	}
+	_, err := hex.Decode(sum[:], []byte(digest[len(DigestPrefix):]))
+	return sum, err == nil
 }
 
 // PinMode says what the runtime does with a tool whose listed definition

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/bundle/bundlemetrics"
 	"github.com/openclaw-go/openclaw/policies/decisionlog"
 	"github.com/openclaw-go/openclaw/runtime"
 	"github.com/openclaw-go/openclaw/transport"
@@ -74,6 +75,9 @@ const UnroutedTool = "(unrouted)"
 //	                                               (evalsha, publish, ping, …) and result ok or error, by
 //	                                               [Metrics.ObserveState]
 //	state_redis_command_duration_seconds{op}       histogram of those commands' round trips
+//	policy_bundle_updates_total{outcome,reason}    counter, and policy_bundle_info{ref,digest,key,sequence}:
+//	                                               the policy bundle's series ([bundlemetrics.Metrics]),
+//	                                               by [Metrics.Bundle]
 type Metrics struct {
 	reg       *prometheus.Registry
 	calls     *prometheus.CounterVec
@@ -81,7 +85,7 @@ type Metrics struct {
 	inFlight  prometheus.Gauge
 	decisions *prometheus.CounterVec
 	modules   *prometheus.CounterVec
-	bundles   *prometheus.CounterVec
+	bundles   *bundlemetrics.Metrics
 }
 
 // NewMetrics returns metrics with their own registry (never the global
@@ -110,12 +114,9 @@ func NewMetrics() *Metrics {
 			Name: "openclaw_policy_module_decisions_total",
 			Help: "Decisions of each policy module, from the decision audit records, by hook, module and decision.",
 		}, []string{"hook", "module", "decision"}),
-		bundles: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "openclaw_policy_bundle_updates_total",
-			Help: "Policy bundles (--policy-bundle) accepted, swapped in or refused, by outcome and refusal reason (unsigned, bad_signature, digest_mismatch, invalid_bundle, rollback, test_failed, module_load).",
-		}, []string{"outcome", "reason"}),
 	}
-	m.reg.MustRegister(m.calls, m.latency, m.inFlight, m.decisions, m.modules, m.bundles,
+	m.bundles = bundlemetrics.New(m.reg)
+	m.reg.MustRegister(m.calls, m.latency, m.inFlight, m.decisions, m.modules,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -423,11 +424,9 @@ func (m *Metrics) AskHuman(f runtime.ApprovalFunc) runtime.ApprovalFunc {
 	}
 }
 
-// ObserveBundle counts a policy bundle event: outcome is accepted, swapped
-// or refused; reason is the refusal's reason ("" otherwise).
-func (m *Metrics) ObserveBundle(outcome, reason string) {
-	m.bundles.WithLabelValues(outcome, reason).Inc()
-}
+// Bundle returns the policy bundle's series, for the process's bundle
+// follower.
+func (m *Metrics) Bundle() *bundlemetrics.Metrics { return m.bundles }
 
 // AuditSink returns a sink that counts every audit record in
 // openclaw_policy_module_decisions_total and passes it on to next (nil:

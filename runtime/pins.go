@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -32,10 +33,27 @@ const PinAuditHook policies.Hook = "tool_pins"
 // PinModule names the pin check in audit records and reasons.
 const PinModule = "host:tool-pins"
 
-// pinState is the session's pins with their mode.
+// pinState is the session's pins with their mode, indexed for the pin
+// check when they are set.
 type pinState struct {
-	file *config.ToolPins
-	mode config.PinMode
+	file    *config.ToolPins
+	mode    config.PinMode
+	servers map[string]map[string]pinEntry // file.Servers, with decoded digests
+}
+
+// pinEntry is one pin as the check compares it: its digest decoded (in the
+// map, beside the key the check looks up) and the pin itself.
+type pinEntry struct {
+	sum     [sha256.Size]byte
+	valid   bool // the pin's digest is in config.ToolDigest's form
+	trusted *trustedPin
+}
+
+// trustedPin is one pin and the pin state handed out while a listed tool
+// matches it (shared by every build: not to be modified).
+type trustedPin struct {
+	pin   config.ToolPin
+	state policies.ToolPin
 }
 
 // SetPins replaces the pins (Options.Pins; nil pins nothing) and the pin
@@ -57,7 +75,22 @@ func (s *Session) storePins(pins *config.ToolPins, mode config.PinMode) {
 		s.pins.Store(nil)
 		return
 	}
-	s.pins.Store(&pinState{file: pins, mode: mode})
+	n := 0
+	for _, tools := range pins.Servers {
+		n += len(tools)
+	}
+	slab := make([]trustedPin, 0, n)
+	servers := make(map[string]map[string]pinEntry, len(pins.Servers))
+	for server, tools := range pins.Servers {
+		m := make(map[string]pinEntry, len(tools))
+		for name, pin := range tools {
+			sum, ok := config.ParseToolDigest(pin.Digest)
+			slab = append(slab, trustedPin{pin: pin, state: policies.ToolPin{State: policies.PinTrusted, Digest: pin.Digest, Pinned: pin.Digest}})
+			m[name] = pinEntry{sum: sum, valid: ok, trusted: &slab[len(slab)-1]}
+		}
+		servers[server] = m
+	}
+	s.pins.Store(&pinState{file: pins, mode: mode, servers: servers})
 }
 
 // PinDefinition returns the part of t a pin covers (config.ToolDefinition):
@@ -221,19 +254,28 @@ func (ld *listingDigests) of(tools []*mcp.Tool) bool {
 	return ld != nil && len(ld.tools) == len(tools) && (len(tools) == 0 || &ld.tools[0] == &tools[0])
 }
 
-// pinDigest is a listed tool's digest, and the pin state handed out while
-// it matches its pin (shared by the builds).
+// pinDigest is a listed tool's digest: the SHA-256 of its canonical
+// definition, written out only where it is shown (a mismatch).
 type pinDigest struct {
-	done    bool
-	digest  string
-	trusted policies.ToolPin // State "" until first handed out
+	done bool // computed
+	ok   bool // the definition could be encoded: sum is its digest
+	sum  [sha256.Size]byte
+}
+
+// String is the digest as config.ToolDigest writes it; "" when the
+// definition could not be encoded.
+func (d *pinDigest) String() string {
+	if !d.ok {
+		return ""
+	}
+	return config.FormatToolDigest(d.sum)
 }
 
 // serverCheck is the pin check of one pinned server's listing.
 type serverCheck struct {
 	pc     *pinCheck
 	server string
-	pins   map[string]config.ToolPin
+	pins   map[string]pinEntry
 	ld     *listingDigests
 }
 
@@ -261,7 +303,7 @@ func (pc *pinCheck) server(name string, tools []*mcp.Tool) *serverCheck {
 	if pc == nil {
 		return nil
 	}
-	pins, ok := pc.state.file.Servers[name]
+	pins, ok := pc.state.servers[name]
 	if !ok {
 		return nil
 	}
@@ -274,7 +316,8 @@ func (pc *pinCheck) server(name string, tools []*mcp.Tool) *serverCheck {
 }
 
 // digest returns the digest of the j-th tool of the listing, computing it
-// once.
+// once: the canonical encoding of its definition (schemas as listed, the
+// runtime keeps them raw) in the check's buffer, hashed.
 func (sc *serverCheck) digest(j int) *pinDigest {
 	d := &sc.ld.d[j]
 	if d.done {
@@ -291,7 +334,7 @@ func (sc *serverCheck) digest(j int) *pinDigest {
 		pc.s.log.Warn("MCP tool definition cannot be encoded for its pin: treated as changed", "server", sc.server, "tool", t.Name, "err", err.Error())
 		return d
 	}
-	d.digest = config.ToolDigest(pc.buf)
+	d.sum, d.ok = sha256.Sum256(pc.buf), true
 	return d
 }
 
@@ -303,26 +346,25 @@ func (sc *serverCheck) check(name string, j int) (*policies.ToolPin, *PinError) 
 	d := sc.digest(j)
 	t := sc.ld.tools[j]
 	pc := sc.pc
-	pin, pinned := sc.pins[t.Name]
+	tp, pinned := sc.pins[t.Name]
 	switch {
-	case pinned && d.digest != "" && pin.Digest == d.digest:
+	case pinned && d.ok && tp.valid && tp.sum == d.sum:
 		if len(pc.s.pinReported) > 0 {
 			delete(pc.s.pinReported, pinKey{sc.server, t.Name})
 		}
-		if d.trusted.State == "" {
-			d.trusted = policies.ToolPin{State: policies.PinTrusted, Digest: d.digest, Pinned: d.digest}
-		}
-		return &d.trusted, nil
+		return &tp.trusted.state, nil
 	case pinned:
+		digest := d.String()
 		_, canonical, _ := ToolDigest(t) // a mismatch is rare: its encoding is not kept
 		pe := &PinError{Tool: name, Server: sc.server, Upstream: t.Name, State: policies.PinChanged,
-			Changes: DefinitionChanges(pin.Definition, canonical), Digest: d.digest, Pinned: pin.Digest}
+			Changes: DefinitionChanges(tp.trusted.pin.Definition, canonical), Digest: digest, Pinned: tp.trusted.pin.Digest}
 		pc.report(pinKey{sc.server, t.Name}, pe)
-		return &policies.ToolPin{State: policies.PinChanged, Digest: d.digest, Pinned: pin.Digest}, pc.refusal(pe)
+		return &policies.ToolPin{State: policies.PinChanged, Digest: digest, Pinned: tp.trusted.pin.Digest}, pc.refusal(pe)
 	}
-	pe := &PinError{Tool: name, Server: sc.server, Upstream: t.Name, State: policies.PinNew, Digest: d.digest}
+	digest := d.String()
+	pe := &PinError{Tool: name, Server: sc.server, Upstream: t.Name, State: policies.PinNew, Digest: digest}
 	pc.report(pinKey{sc.server, t.Name}, pe)
-	return &policies.ToolPin{State: policies.PinNew, Digest: d.digest}, pc.refusal(pe)
+	return &policies.ToolPin{State: policies.PinNew, Digest: digest}, pc.refusal(pe)
 }
 
 // refusal is pe when the mode blocks, nil otherwise.

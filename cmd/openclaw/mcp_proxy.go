@@ -13,7 +13,6 @@ import (
 	"net"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -287,12 +286,9 @@ func resolveHTTP(c *proxyConfig, getenv func(string) string) (*proxyHTTP, error)
 	if ph.metricsOnly {
 		ph.addr, flag = c.metricsListen, "--metrics-listen"
 	}
-	host, port, err := net.SplitHostPort(ph.addr)
-	if err != nil || port == "" {
-		return nil, usage("%s %q: want HOST:PORT, e.g. 127.0.0.1:8765", flag, ph.addr)
-	}
-	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return nil, usage("%s %q: port %q is not a number from 0 to 65535", flag, ph.addr, port)
+	host, err := listenHost(flag, ph.addr)
+	if err != nil {
+		return nil, usage("%v", err)
 	}
 	ph.host = host
 	loopback := proxy.IsLoopbackHost(host)
@@ -423,7 +419,7 @@ func runProxy(ctx context.Context, c *proxyConfig, stdin io.ReadCloser, stdout i
 	// records) and tell a block from a tool error.
 	metrics := proxy.NewMetrics()
 	c.policy.auditTap = metrics.AuditSink(nil)
-	c.policy.onBundle = metrics.ObserveBundle
+	c.policy.bundleMetrics = metrics.Bundle()
 	var shared *sharedstate.State
 	var upstreamOAuth *transport.OAuthOptions // nil: the token files
 	ready := []proxy.ReadyCheck{}

@@ -38,6 +38,9 @@ type serveConfig struct {
 	channelMode string
 	verbose     bool
 	policy      policyFlags
+	// metricsListen is --metrics-listen HOST:PORT (loopback); "" serves
+	// no /metrics.
+	metricsListen string
 }
 
 func newMCPServeCmd() *cobra.Command {
@@ -66,6 +69,7 @@ the before_tool_call policy chain first. Logs go to stderr.`,
 	f.StringVar(&c.policy.config, "policy-config", "", "policy file (JSON) listing modules, their config and mode")
 	c.policy.bundle.register(f)
 	f.StringVar(&c.policy.auditLog, "audit-log", "", `decision audit log (JSON Lines); "-" for stderr (default: <state dir>/openclaw-go/policy-audit.jsonl)`)
+	f.StringVar(&c.metricsListen, "metrics-listen", "", "serve Prometheus /metrics (the policy bundle's series) on HOST:PORT, a loopback address, e.g. 127.0.0.1:9464")
 	return cmd
 }
 
@@ -96,6 +100,15 @@ func runServe(ctx context.Context, c *serveConfig, tokenOnCommandLine bool, stdi
 	mode, err := bridge.ParseChannelMode(c.channelMode)
 	if err != nil {
 		return failStart(err)
+	}
+	if c.metricsListen != "" {
+		metrics, err := listenMetrics("--metrics-listen", c.metricsListen)
+		if err != nil {
+			return failStart(err)
+		}
+		defer metrics.Close()
+		c.policy.bundleMetrics = metrics.bundle
+		metrics.serve(stderr, logger)
 	}
 	cfgPath, err := config.Path()
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/policies"
+	"github.com/openclaw-go/openclaw/policies/bundle/bundlemetrics"
 	"github.com/openclaw-go/openclaw/policies/engine"
 	"github.com/openclaw-go/openclaw/policies/ratelimit"
 )
@@ -27,8 +28,9 @@ type policyFlags struct {
 	verbose  bool               // -v: the modules' debug log lines too
 	logJSON  bool               // --log-format json: the modules' log lines are JSON too
 	bundle   bundleFlags        // --policy-bundle and its keys
-	// onBundle counts bundle swaps and refusals (metrics); may be nil.
-	onBundle func(outcome, reason string)
+	// bundleMetrics counts bundle swaps and refusals and shows the running
+	// bundle (/metrics); may be nil.
+	bundleMetrics *bundlemetrics.Metrics
 	// limits keeps the rate-limit counters (--state: shared in Redis);
 	// nil: in this process.
 	limits ratelimit.Store

@@ -18,6 +18,7 @@ import (
 	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/bundle"
+	"github.com/openclaw-go/openclaw/policies/bundle/bundlemetrics"
 	"github.com/openclaw-go/openclaw/policies/engine"
 	"github.com/openclaw-go/openclaw/wasmhost"
 )
@@ -115,8 +116,9 @@ type bundleFollower struct {
 	src    *bundle.Source
 	say    func(string)
 	logger *slog.Logger
-	// onOutcome counts swaps and refusals (metrics); may be nil.
-	onOutcome func(outcome, reason string)
+	// metrics counts swaps and refusals and shows the running bundle; may
+	// be nil.
+	metrics *bundlemetrics.Metrics
 	// report records a forced poll that ended without a reload (a
 	// refusal, an unreachable registry) where `openclaw policy reload`
 	// reads it; may be nil.
@@ -165,9 +167,9 @@ func openBundle(ctx context.Context, fl policyFlags, stderr io.Writer, logger *s
 		src: &bundle.Source{Ref: ref, Keys: keys, Cache: &bundle.Cache{Dir: filepath.Join(dir, "openclaw-go", "policy-bundles")},
 			Remote:        bundle.Remote{PlainHTTP: fl.bundle.plainHTTP},
 			AllowRollback: fl.bundle.allowRollback, Host: wasmhost.Options{Logger: logger}},
-		say:       func(s string) { fmt.Fprintln(stderr, s) },
-		logger:    logger,
-		onOutcome: fl.onBundle,
+		say:     func(s string) { fmt.Fprintln(stderr, s) },
+		logger:  logger,
+		metrics: fl.bundleMetrics,
 	}
 	st, cached, _ := f.src.Cache.State(ref)
 	var d digest.Digest
@@ -376,6 +378,7 @@ func (f *bundleFollower) reloadCached(ctx context.Context) {
 	}
 	if _, err := f.eng.ReloadFrom(ctx, a.PolicyFile, string(a.Digest), a.Pins()); err == nil {
 		f.cur = a
+		f.showRunning()
 	}
 }
 
@@ -403,8 +406,17 @@ func (f *bundleFollower) record(decision, reason string, err error) {
 	f.outcome(decision, reason)
 }
 
+// outcome counts a bundle event and shows the bundle running after it.
 func (f *bundleFollower) outcome(decision, reason string) {
-	if f.onOutcome != nil {
-		f.onOutcome(decision, reason)
+	if f.metrics != nil {
+		f.metrics.Observe(decision, reason)
+	}
+	f.showRunning()
+}
+
+// showRunning makes the running bundle the one the metrics show.
+func (f *bundleFollower) showRunning() {
+	if f.metrics != nil && f.cur != nil && f.cur.Verified != nil && f.eng != nil {
+		f.metrics.Running(f.src.Ref.String(), f.cur.Digest.String(), f.cur.Verified.Key.Path, f.cur.Verified.Sequence)
 	}
 }

@@ -16,11 +16,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/openclaw-go/openclaw/config"
 	"github.com/openclaw-go/openclaw/internal/e2e"
 	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/policies"
 	"github.com/openclaw-go/openclaw/policies/bundle"
+	"github.com/openclaw-go/openclaw/policies/bundle/bundlemetrics"
 )
 
 // pushBundle pushes a bundle whose rules block "blocked" with reason (its
@@ -42,6 +45,31 @@ func pushBundle(t *testing.T, tag, reason, expectReason, key, seq string) string
 	return pinned
 }
 
+// bundleUpdates is the value of
+// openclaw_policy_bundle_updates_total{outcome,reason} in reg (0 when absent).
+func bundleUpdates(t *testing.T, reg *prometheus.Registry, outcome, reason string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "openclaw_policy_bundle_updates_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["outcome"] == outcome && labels["reason"] == reason {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
 // TestPolicyBundleHotSwap: a process following a tag swaps to each new
 // signed digest whose cases pass, and refuses an unsigned one, one signed
 // with another key, a tampered layer, a failing case and a module that
@@ -57,10 +85,9 @@ func TestPolicyBundleHotSwap(t *testing.T) {
 	otherPriv, _ := writeKeyPair(t, otherDir, nil)
 	tag := "oci://" + reg.Host + "/team/policy:live"
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
-	var mu sync.Mutex
-	counts := map[string]int{}
+	metrics := prometheus.NewRegistry()
 	fl := policyFlags{auditLog: audit, bundle: bundleFlags{ref: tag, keys: []string{pub}},
-		onBundle: func(outcome, reason string) { mu.Lock(); counts[outcome+"/"+reason]++; mu.Unlock() }}
+		bundleMetrics: bundlemetrics.New(metrics)}
 
 	pushBundle(t, tag, "v1", "v1", priv, "1")
 	stderr := &e2e.LockedBuffer{}
@@ -130,7 +157,7 @@ func TestPolicyBundleHotSwap(t *testing.T) {
 	// the accepted one, auditing the refusal.
 	audit2 := filepath.Join(t.TempDir(), "audit.jsonl")
 	fl2 := fl
-	fl2.auditLog, fl2.onBundle = audit2, nil
+	fl2.auditLog, fl2.bundleMetrics = audit2, nil
 	started := &e2e.LockedBuffer{}
 	lp2, err := startPolicies(ctx, fl2, "test", started)
 	if err != nil {
@@ -151,11 +178,9 @@ func TestPolicyBundleHotSwap(t *testing.T) {
 		if !bytes.Contains(log, []byte(`"hook":"policy_bundle"`)) || !bytes.Contains(log, []byte(`"decision":"refused","reason":"`+r+`"`)) {
 			t.Errorf("the audit log has no refusal %s:\n%s", r, log)
 		}
-		mu.Lock()
-		if counts["refused/"+r] != 1 {
-			t.Errorf("refused/%s counted %d times, want 1 (%v)", r, counts["refused/"+r], counts)
+		if n := bundleUpdates(t, metrics, "refused", r); n != 1 {
+			t.Errorf("refused/%s counted %v times, want 1", r, n)
 		}
-		mu.Unlock()
 	}
 
 	// The registry down: serving goes on; a restart runs the cache.

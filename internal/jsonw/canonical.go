@@ -41,7 +41,7 @@ func AppendCanonical(dst, src []byte) ([]byte, error) {
 // ready; it is not safe for concurrent use.
 type Canonicalizer struct {
 	members []canonMember // the members of the objects open, innermost last
-	scratch [][]byte      // per object nesting level: its members' canonical values
+	scratch []byte        // a copy of the members of the object being sorted
 }
 
 // Append appends the canonical form of src to dst ([AppendCanonical]).
@@ -59,10 +59,13 @@ func (c *Canonicalizer) Append(dst, src []byte) ([]byte, error) {
 }
 
 // canonMember is one member of an object being canonicalized: its decoded
-// name (a slice of the input when it has no escapes) and the span of its
-// canonical value in the object's scratch buffer.
+// name (a slice of the input when it has no escapes), whether the name
+// holds a character that UTF-8 and UTF-16 order differently (highRune),
+// and the span of the member's canonical text ("name":value) in the
+// output.
 type canonMember struct {
 	key        []byte
+	high       bool
 	start, end int
 }
 
@@ -77,34 +80,49 @@ func (c *Canonicalizer) value(dst, b []byte, i, level int) ([]byte, int, error) 
 		if level >= MaxDepth {
 			return dst, i, errors.New("nesting too deep at offset " + strconv.Itoa(i))
 		}
-		for len(c.scratch) <= level {
-			c.scratch = append(c.scratch, nil)
-		}
-		base := len(c.members)
-		scratch := c.scratch[level][:0]
-		end, err := EachMember(b, i, MaxDepth-level, func(key []byte, _, vs int) (int, error) {
-			start := len(scratch)
-			var e int
-			var err error
-			scratch, e, err = c.value(scratch, b, vs, level+1)
-			c.members = append(c.members, canonMember{key: key, start: start, end: len(scratch)})
-			return e, err
-		})
-		c.scratch[level] = scratch
-		if err != nil {
-			c.members = c.members[:base]
-			return dst, end, err
-		}
-		members := c.members[base:]
-		sortMembers(members)
+		// The members are written in their order; an object whose names
+		// are not in order is then rewritten sorted, from a copy.
+		base, obj := len(c.members), len(dst)
 		dst = append(dst, '{')
-		for k, m := range members {
-			if k > 0 {
+		sorted := true
+		end, err := EachMember(b, i, MaxDepth-level, func(key []byte, ks, vs int) (int, error) {
+			if len(c.members) > base {
 				dst = append(dst, ',')
 			}
-			dst = AppendString(dst, string(m.key))
+			m := canonMember{key: key, high: highRune(key), start: len(dst)}
+			if len(key) > 0 && &key[0] == &b[ks+1] {
+				// A name without escapes (EachMember hands it out as a
+				// slice of b): its text is its canonical form.
+				dst = append(dst, b[ks:ks+len(key)+2]...)
+			} else {
+				dst = AppendString(dst, string(key))
+			}
 			dst = append(dst, ':')
-			dst = append(dst, scratch[m.start:m.end]...)
+			var e int
+			var err error
+			dst, e, err = c.value(dst, b, vs, level+1)
+			m.end = len(dst)
+			if n := len(c.members); n > base && compareMembers(&c.members[n-1], &m) > 0 {
+				sorted = false
+			}
+			c.members = append(c.members, m)
+			return e, err
+		})
+		if err != nil {
+			c.members = c.members[:base]
+			return dst[:obj], end, err
+		}
+		if !sorted {
+			members := c.members[base:]
+			sortMembers(members)
+			c.scratch = append(c.scratch[:0], dst[obj:]...)
+			dst = append(dst[:obj], '{')
+			for k, m := range members {
+				if k > 0 {
+					dst = append(dst, ',')
+				}
+				dst = append(dst, c.scratch[m.start-obj:m.end-obj]...)
+			}
 		}
 		c.members = c.members[:base]
 		return append(dst, '}'), end, nil
@@ -164,28 +182,28 @@ func (c *Canonicalizer) value(dst, b []byte, i, level int) ([]byte, int, error) 
 	return dst, i, want(b, i, "a value")
 }
 
-// sortMembers sorts members stably by compareKeys: an insertion sort for
-// the few members of most objects (none to move when already sorted).
+// sortMembers sorts members stably by compareMembers: an insertion sort
+// for the few members of most objects.
 func sortMembers(m []canonMember) {
 	if len(m) > 16 {
-		slices.SortStableFunc(m, func(x, y canonMember) int { return compareKeys(x.key, y.key) })
+		slices.SortStableFunc(m, func(x, y canonMember) int { return compareMembers(&x, &y) })
 		return
 	}
 	for i := 1; i < len(m); i++ {
-		for j := i; j > 0 && compareKeys(m[j-1].key, m[j].key) > 0; j-- {
+		for j := i; j > 0 && compareMembers(&m[j-1], &m[j]) > 0; j-- {
 			m[j-1], m[j] = m[j], m[j-1]
 		}
 	}
 }
 
-// compareKeys is compareUTF16 of two names, by their bytes when neither
-// holds a character of U+E000 or above (the only ones whose UTF-8 order is
-// not their UTF-16 order).
-func compareKeys(a, b []byte) int {
-	if !highRune(a) && !highRune(b) {
-		return bytes.Compare(a, b)
+// compareMembers is compareUTF16 of two members' names, by their bytes
+// when neither holds a character of U+E000 or above (the only ones whose
+// UTF-8 order is not their UTF-16 order).
+func compareMembers(x, y *canonMember) int {
+	if !x.high && !y.high {
+		return bytes.Compare(x.key, y.key)
 	}
-	return compareUTF16(string(a), string(b))
+	return compareUTF16(string(x.key), string(y.key))
 }
 
 // highRune reports whether k holds a lead byte of a character of U+E000 or
