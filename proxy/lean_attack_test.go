@@ -76,9 +76,7 @@ func TestLeanCraftedRequests(t *testing.T) {
 		{"keyed header space", "up__keyed", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"up__keyed","arguments":{"region":" eu "},` + meta + `}}`, map[string]string{"Mcp-Param-Region": " eu "}},
 	}
 	for _, tc := range cases {
-		var got [2]leanAnswer
-		for i, lean := range []bool{true, false} {
-			f.p.noLean.Store(!lean)
+		f.onBothPaths(t, tc.name, func(lean bool) leanAnswer {
 			a, err := f.post(t, ctx, tc.tool, tc.hdr, tc.body)
 			if err != nil {
 				t.Fatalf("%s: %v", tc.name, err)
@@ -87,13 +85,9 @@ func TestLeanCraftedRequests(t *testing.T) {
 				t.Errorf("%s (lean %v): the blocked tool ran: %s", tc.name, lean, a.Body)
 			}
 			a.Raw = ""
-			got[i] = a
-		}
-		if got[0] != got[1] {
-			t.Errorf("%s:\n lean:   %+v\n go-sdk: %+v", tc.name, got[0], got[1])
-		}
+			return a
+		})
 	}
-	f.p.noLean.Store(false)
 }
 
 // TestLeanConcurrentCalls: calls of a blocked and an allowed tool at once

@@ -157,6 +157,22 @@ type leanAnswer struct {
 
 // post sends one 2026-07-28 POST: the standard headers for a tools/call
 // of tool (Mcp-Name), then hdr ("" deletes), then body.
+// onBothPaths answers a request on the lean path and then on go-sdk's
+// (do is told which), and reports the two answers when they differ; the
+// lean path is on again afterwards.
+func (f *leanFixture) onBothPaths(t *testing.T, name string, do func(lean bool) leanAnswer) {
+	t.Helper()
+	var got [2]leanAnswer
+	for i, lean := range []bool{true, false} {
+		f.p.noLean.Store(!lean)
+		got[i] = do(lean)
+	}
+	f.p.noLean.Store(false)
+	if got[0] != got[1] {
+		t.Errorf("%s:\n lean:   %+v\n go-sdk: %+v", name, got[0], got[1])
+	}
+}
+
 func (f *leanFixture) post(t *testing.T, ctx context.Context, tool string, hdr map[string]string, body string) (leanAnswer, error) {
 	t.Helper()
 	return f.send(f.request(t, ctx, tool, hdr, body))
@@ -291,10 +307,8 @@ func TestLeanMatchesGoSDK(t *testing.T) {
 		{"no Accept of a stream", one("up__echo", echo, map[string]string{"Accept": "application/json"}, false)},
 	}
 	for _, tc := range cases {
-		var got [2]leanAnswer
-		for i, lean := range []bool{true, false} {
-			f.p.noLean.Store(!lean)
-			got[i] = tc.run(func(s step) leanAnswer {
+		f.onBothPaths(t, tc.name, func(lean bool) leanAnswer {
+			return tc.run(func(s step) leanAnswer {
 				before := f.p.leanServed.Load()
 				a, err := f.post(t, ctx, s.tool, s.hdr, s.body)
 				if err != nil {
@@ -306,12 +320,8 @@ func TestLeanMatchesGoSDK(t *testing.T) {
 				a.Raw = "" // compared normalised
 				return a
 			})
-		}
-		if got[0] != got[1] {
-			t.Errorf("%s:\n lean:   %+v\n go-sdk: %+v", tc.name, got[0], got[1])
-		}
+		})
 	}
-	f.p.noLean.Store(false)
 }
 
 // TestLeanRoundsAcrossPaths: a call that asked for input resumes with its
