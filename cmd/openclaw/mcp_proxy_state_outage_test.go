@@ -165,3 +165,59 @@ func TestMCPProxyStateRedisOutage(t *testing.T) {
 		}
 	}
 }
+
+// TestMCPProxyStateLongRedisOutage: Redis stops for longer than go-redis
+// takes to stop dialling (its pool, after pool_size failed dials, answers
+// with the last dial error until a probe once a second gets through) and
+// starts again empty. The replica's subscription comes back first; the
+// replica writes the record of the session it holds again all the same,
+// and that session, requested on another replica, is served there.
+func TestMCPProxyStateLongRedisOutage(t *testing.T) {
+	t.Parallel()
+	rs := newReplicaSet(t, replicaPolicy)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	// pool_size=1: one failed dial (the /readyz monitor's, each second)
+	// saturates the pool as twenty do with the default pool of 2 cores.
+	holder := rs.start("holder", "--state", rs.redis.URL()+"?pool_size=1")
+	cs, _ := connectReplica(t, ctx, holder, "token-of-agent-a")
+	if isErr, text := callText(t, ctx, cs, "one__test_simple_text"); isErr {
+		t.Fatalf("the call on the holder: %s", text)
+	}
+	rs.redis.Stop()
+	waitReadyz(t, ctx, holder, http.StatusServiceUnavailable, "Redis at "+rs.redis.Addr())
+	time.Sleep(3 * time.Second) // several of the monitor's failed dials: the pool gives up dialling
+	rs.redis.Start()
+	waitReadyz(t, ctx, holder, http.StatusOK, `{"ready":true}`)
+	reader, err := sharedstate.Open(rs.redis.URL(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	for {
+		_, found, err := reader.GetSession(ctx, cs.ID())
+		if found {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the holder did not write the session's record again after a long Redis outage: %v\nits stderr:\n%s", err, holder.stderr.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	other := rs.start("other")
+	req, _ := http.NewRequest(http.MethodPost, other.base+proxy.PathMCP, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req.Header.Set("Authorization", "Bearer token-of-agent-a")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", cs.ID())
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the session requested on another replica after the outage: %d, want 200\nits stderr:\n%s", resp.StatusCode, other.stderr.String())
+	}
+}
