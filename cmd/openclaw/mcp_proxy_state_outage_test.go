@@ -138,22 +138,7 @@ func TestMCPProxyStateRedisOutage(t *testing.T) {
 	if res, err := stateless.CallTool(ctx, &mcp.CallToolParams{Name: counted}); err != nil || res.IsError {
 		t.Errorf("the 2026-07-28 client's rate-limited call once Redis is back: %+v, %v", res, err)
 	}
-	reader, err := sharedstate.Open(rs.redis.URL(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reader.Close()
-	for {
-		_, found, err := reader.GetSession(ctx, opened.ID())
-		if found {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the record of the session opened during the outage was not written once Redis was back: %v", err)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	waitSessionRecord(t, ctx, rs.redis, opened.ID(), "the record of the session opened during the outage, once Redis was back")
 	for i, cs := range sessions {
 		if cs.ID() != ids[i] {
 			t.Errorf("session %d's id changed: %s, was %s", i, cs.ID(), ids[i])
@@ -189,22 +174,7 @@ func TestMCPProxyStateLongRedisOutage(t *testing.T) {
 	time.Sleep(3 * time.Second) // several of the monitor's failed dials: the pool gives up dialling
 	rs.redis.Start()
 	waitReadyz(t, ctx, holder, http.StatusOK, `{"ready":true}`)
-	reader, err := sharedstate.Open(rs.redis.URL(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reader.Close()
-	for {
-		_, found, err := reader.GetSession(ctx, cs.ID())
-		if found {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the holder did not write the session's record again after a long Redis outage: %v\nits stderr:\n%s", err, holder.stderr.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	waitSessionRecord(t, ctx, rs.redis, cs.ID(), "the record of the holder's session, written again after a long Redis outage\nits stderr:\n"+holder.stderr.String())
 	other := rs.start("other")
 	req, _ := http.NewRequest(http.MethodPost, other.base+proxy.PathMCP, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 	req.Header.Set("Authorization", "Bearer token-of-agent-a")
@@ -219,5 +189,27 @@ func TestMCPProxyStateLongRedisOutage(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("the session requested on another replica after the outage: %d, want 200\nits stderr:\n%s", resp.StatusCode, other.stderr.String())
+	}
+}
+
+// waitSessionRecord waits until r holds the record of session sid; what
+// names it in the failure.
+func waitSessionRecord(t *testing.T, ctx context.Context, r *testkit.Redis, sid, what string) {
+	t.Helper()
+	reader, err := sharedstate.Open(r.URL(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	for {
+		_, found, err := reader.GetSession(ctx, sid)
+		if found {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("not in Redis: %s (%v)", what, err)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
