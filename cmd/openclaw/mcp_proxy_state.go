@@ -79,6 +79,47 @@ func (f *replicaFanOut) apply(ctx context.Context, kinds ...string) {
 	}
 }
 
+// resyncRetry is the first wait between two attempts to write the
+// session records again; it doubles up to resyncRetryMax.
+const (
+	resyncRetry    = 250 * time.Millisecond
+	resyncRetryMax = 5 * time.Second
+)
+
+// resync writes the records of the sessions held here again, then
+// re-reads openclaw.json and the policies, once the subscription is back
+// after a lost connection. The subscription may come back before the
+// client's pool dials again (go-redis's pool, after a run of failed dials,
+// answers with the last dial error until a probe gets through), so a
+// failed write is retried with backoff until it succeeds or ctx is done;
+// the first failure of the run is logged, the last one's success too.
+func (f *replicaFanOut) resync(ctx context.Context) {
+	wait, failing := resyncRetry, false
+	for {
+		err := f.http.RewriteSessions(ctx)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if !failing {
+			f.logger.Warn("replica: the records of the sessions held here were not written again; they cannot move until they are (retrying)", "err", err)
+			failing = true
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, resyncRetryMax)
+	}
+	if failing {
+		f.logger.Info("replica: the records of the sessions held here were written again")
+	}
+	f.apply(ctx, sharedstate.EventReload, sharedstate.EventPolicy)
+}
+
 // run subscribes to the other replicas' events until the returned stop
 // is called (or ctx is done). After a lost connection to Redis the events
 // published meanwhile are lost, so it then re-reads everything, and
@@ -89,13 +130,8 @@ func (f *replicaFanOut) run(ctx context.Context) (stop func()) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		f.shared.Subscribe(ctx, sharedstate.Subscriber{
-			Event: func(ev sharedstate.Event) { f.apply(ctx, ev.Kind) },
-			Resync: func() {
-				if err := f.http.RewriteSessions(ctx); err != nil {
-					f.logger.Warn("replica: the records of the sessions held here were not written again; they cannot move", "err", err)
-				}
-				f.apply(ctx, sharedstate.EventReload, sharedstate.EventPolicy)
-			},
+			Event:  func(ev sharedstate.Event) { f.apply(ctx, ev.Kind) },
+			Resync: func() { f.resync(ctx) },
 			Error: func(err error) {
 				f.logger.Warn("replica: changes on the other replicas are not received until Redis answers again", "err", err)
 			},

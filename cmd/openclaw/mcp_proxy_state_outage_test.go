@@ -138,22 +138,7 @@ func TestMCPProxyStateRedisOutage(t *testing.T) {
 	if res, err := stateless.CallTool(ctx, &mcp.CallToolParams{Name: counted}); err != nil || res.IsError {
 		t.Errorf("the 2026-07-28 client's rate-limited call once Redis is back: %+v, %v", res, err)
 	}
-	reader, err := sharedstate.Open(rs.redis.URL(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer reader.Close()
-	for {
-		_, found, err := reader.GetSession(ctx, opened.ID())
-		if found {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the record of the session opened during the outage was not written once Redis was back: %v", err)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	waitSessionRecord(t, ctx, rs.redis, opened.ID(), "the record of the session opened during the outage, once Redis was back")
 	for i, cs := range sessions {
 		if cs.ID() != ids[i] {
 			t.Errorf("session %d's id changed: %s, was %s", i, cs.ID(), ids[i])
@@ -162,6 +147,69 @@ func TestMCPProxyStateRedisOutage(t *testing.T) {
 	for i, r := range replicas {
 		if strings.Contains(r.stderr.String(), "took over a session") {
 			t.Errorf("replica r%d took a session over: a session left its replica during the outage", i)
+		}
+	}
+}
+
+// TestMCPProxyStateLongRedisOutage: Redis stops for longer than go-redis
+// takes to stop dialling (its pool, after pool_size failed dials, answers
+// with the last dial error until a probe once a second gets through) and
+// starts again empty. The replica's subscription comes back first; the
+// replica writes the record of the session it holds again all the same,
+// and that session, requested on another replica, is served there.
+func TestMCPProxyStateLongRedisOutage(t *testing.T) {
+	t.Parallel()
+	rs := newReplicaSet(t, replicaPolicy)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	// pool_size=1: one failed dial (the /readyz monitor's, each second)
+	// saturates the pool as twenty do with the default pool of 2 cores.
+	holder := rs.start("holder", "--state", rs.redis.URL()+"?pool_size=1")
+	cs, _ := connectReplica(t, ctx, holder, "token-of-agent-a")
+	if isErr, text := callText(t, ctx, cs, "one__test_simple_text"); isErr {
+		t.Fatalf("the call on the holder: %s", text)
+	}
+	rs.redis.Stop()
+	waitReadyz(t, ctx, holder, http.StatusServiceUnavailable, "Redis at "+rs.redis.Addr())
+	time.Sleep(3 * time.Second) // several of the monitor's failed dials: the pool gives up dialling
+	rs.redis.Start()
+	waitReadyz(t, ctx, holder, http.StatusOK, `{"ready":true}`)
+	waitSessionRecord(t, ctx, rs.redis, cs.ID(), "the record of the holder's session, written again after a long Redis outage\nits stderr:\n"+holder.stderr.String())
+	other := rs.start("other")
+	req, _ := http.NewRequest(http.MethodPost, other.base+proxy.PathMCP, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req.Header.Set("Authorization", "Bearer token-of-agent-a")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", cs.ID())
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the session requested on another replica after the outage: %d, want 200\nits stderr:\n%s", resp.StatusCode, other.stderr.String())
+	}
+}
+
+// waitSessionRecord waits until r holds the record of session sid; what
+// names it in the failure.
+func waitSessionRecord(t *testing.T, ctx context.Context, r *testkit.Redis, sid, what string) {
+	t.Helper()
+	reader, err := sharedstate.Open(r.URL(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+	for {
+		_, found, err := reader.GetSession(ctx, sid)
+		if found {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("not in Redis: %s (%v)", what, err)
+		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
