@@ -29,12 +29,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-
 	"fmt"
-	"net"
+	"net/url"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -62,12 +62,8 @@ var readyLine = regexp.MustCompile(`ready on (wss?://[^\s]+)`)
 // returns once the Gateway prints its ready line, or an error with its
 // stderr when it exits or does not get ready within 20 s.
 func StartGateway(ctx context.Context, bin, dir string) (*Gateway, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
 	g := &Gateway{Bin: bin, Token: "demo-" + randHex(8), StateDir: filepath.Join(dir, "gateway-state")}
-	return g, g.start(ctx, port)
+	return g, g.start(ctx, 0) // the Gateway binds a free port itself and names it in its ready line
 }
 
 // Restart stops the Gateway and starts it again on the same port, token
@@ -111,6 +107,17 @@ func (g *Gateway) start(ctx context.Context, port int) error {
 	select {
 	case u := <-ready:
 		g.URL = u
+		if g.port == 0 {
+			pu, err := url.Parse(u)
+			if err != nil {
+				g.Stop()
+				return fmt.Errorf("gateway ready line %q: %w", u, err)
+			}
+			if g.port, err = strconv.Atoi(pu.Port()); err != nil {
+				g.Stop()
+				return fmt.Errorf("gateway ready line %q names no port", u)
+			}
+		}
 		return nil
 	case <-done:
 		return fmt.Errorf("gateway exited before it was ready:\n%s", g.Stderr())
@@ -174,15 +181,6 @@ func (g *Gateway) Inject(ctx context.Context, sessionKey, role, text string, own
 // CLI's output (the request as JSON).
 func (g *Gateway) RaiseExecApproval(ctx context.Context, command string) (string, error) {
 	return g.CLI(ctx, "approval", "exec", "--command", command)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func randHex(n int) string {
