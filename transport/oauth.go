@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/internal/oauthcred"
 	"github.com/openclaw-go/openclaw/internal/redact"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -170,58 +171,13 @@ func (e *AuthRequiredError) Unwrap() []error {
 	return []error{ErrAuthRequired}
 }
 
-// Credentials are what the store keeps for one server: the client
-// registration and token endpoint needed to refresh, and the tokens.
-// String and LogValue never show the secrets.
-type Credentials struct {
-	// Server and ServerURL are the mcp.servers name and url they belong to.
-	Server    string `json:"server"`
-	ServerURL string `json:"serverUrl"`
-	// Principal is the requester these tokens belong to (oauth.identity
-	// "per-requester"); empty for the server's shared tokens.
-	Principal string `json:"principal,omitempty"`
-	// ClientID and ClientSecret are the registered client (ClientSecret is
-	// empty for a public client).
-	ClientID     string `json:"clientId"`
-	ClientSecret string `json:"clientSecret,omitempty"`
-	// AuthURL and TokenURL are the authorization server's endpoints;
-	// AuthStyle how the client authenticates at TokenURL (oauth2.AuthStyle:
-	// 0 auto-detect, 1 in the form, 2 HTTP Basic).
-	AuthURL   string `json:"authorizationEndpoint,omitempty"`
-	TokenURL  string `json:"tokenEndpoint"`
-	AuthStyle int    `json:"authStyle,omitempty"`
-	// Scopes are the scopes requested.
-	Scopes []string `json:"scopes,omitempty"`
-	// AccessToken, TokenType, RefreshToken and Expiry are the token
-	// response; a zero Expiry means the server gave no lifetime.
-	AccessToken  string    `json:"accessToken"`
-	TokenType    string    `json:"tokenType,omitempty"`
-	RefreshToken string    `json:"refreshToken,omitempty"`
-	Expiry       time.Time `json:"expiresAt,omitzero"`
-	// Saved is when the credentials were written.
-	Saved time.Time `json:"savedAt,omitzero"`
-}
+// Credentials are what a [TokenBackend] keeps for one server and
+// principal (internal/oauthcred, the model the token files and the
+// replicas' Redis share).
+type Credentials = oauthcred.Credentials
 
-// String describes the credentials without their secrets.
-func (c *Credentials) String() string {
-	if c == nil {
-		return "<no credentials>"
-	}
-	exp := "no expiry"
-	if !c.Expiry.IsZero() {
-		exp = "expires " + c.Expiry.UTC().Format(time.RFC3339)
-	}
-	who := ""
-	if c.Principal != "" {
-		who = fmt.Sprintf(" for principal %q", c.Principal)
-	}
-	return fmt.Sprintf("OAuth credentials of %q%s (client %s, %s, refresh token: %t)", c.Server, who, c.ClientID, exp, c.RefreshToken != "")
-}
-
-// LogValue implements slog.LogValuer without the secrets.
-func (c *Credentials) LogValue() slog.Value { return slog.StringValue(c.String()) }
-
-func (c *Credentials) config() *oauth2.Config {
+// oauthConfig is the oauth2 client configuration of c.
+func oauthConfig(c *Credentials) *oauth2.Config {
 	return &oauth2.Config{
 		ClientID:     c.ClientID,
 		ClientSecret: c.ClientSecret,
@@ -230,8 +186,8 @@ func (c *Credentials) config() *oauth2.Config {
 	}
 }
 
-// fresh reports whether the access token is usable at now.
-func (c *Credentials) fresh(now time.Time) bool {
+// fresh reports whether c's access token is usable at now.
+func fresh(c *Credentials, now time.Time) bool {
 	return c.AccessToken != "" && (c.Expiry.IsZero() || c.Expiry.After(now.Add(TokenExpirySkew)))
 }
 
@@ -288,16 +244,6 @@ func (s *TokenStore) Path(server, serverURL string) string {
 		}
 	}
 	return filepath.Join(s.dir, b.String()+"-"+id+".json")
-}
-
-// urlOrigin is scheme://host[:port] of raw, lower-cased; raw itself when it
-// does not parse.
-func urlOrigin(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return raw
-	}
-	return strings.ToLower(u.Scheme + "://" + u.Host)
 }
 
 // Load returns the stored credentials of server at serverURL, or nil and no
@@ -438,7 +384,7 @@ func (s *oauthState) accessToken(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if c != nil && c.fresh(s.now()) {
+	if c != nil && fresh(c, s.now()) {
 		return c.AccessToken, nil
 	}
 	if c == nil {
@@ -467,7 +413,7 @@ func (s *oauthState) refresh(ctx context.Context, stale string) (string, error) 
 	if c == nil {
 		return "", &AuthRequiredError{Server: s.server, Principal: s.principal, Reason: "missing"}
 	}
-	if c.AccessToken != stale && c.fresh(s.now()) {
+	if c.AccessToken != stale && fresh(c, s.now()) {
 		return c.AccessToken, nil // refreshed meanwhile in this process
 	}
 	unlock, err := s.store.LockToken(ctx, s.server, s.serverURL, s.principal)
@@ -485,7 +431,7 @@ func (s *oauthState) refresh(ctx context.Context, stale string) (string, error) 
 	case onDisk == nil:
 		s.set(nil)
 		return "", &AuthRequiredError{Server: s.server, Principal: s.principal, Reason: "missing"}
-	case onDisk.AccessToken != stale && onDisk.fresh(s.now()):
+	case onDisk.AccessToken != stale && fresh(onDisk, s.now()):
 		s.set(onDisk)
 		return onDisk.AccessToken, nil
 	}
@@ -494,7 +440,7 @@ func (s *oauthState) refresh(ctx context.Context, stale string) (string, error) 
 		return "", &AuthRequiredError{Server: s.server, Principal: s.principal, Reason: "expired"}
 	}
 	rctx := context.WithValue(ctx, oauth2.HTTPClient, s.client)
-	tok, err := c.config().TokenSource(rctx, &oauth2.Token{RefreshToken: c.RefreshToken}).Token()
+	tok, err := oauthConfig(c).TokenSource(rctx, &oauth2.Token{RefreshToken: c.RefreshToken}).Token()
 	if err != nil {
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) {
@@ -527,7 +473,7 @@ func (s *oauthState) refresh(ctx context.Context, stale string) (string, error) 
 func (s *oauthState) authorize(ctx context.Context, req *http.Request, resp *http.Response, used string, force bool) error {
 	s.flowMu.Lock()
 	defer s.flowMu.Unlock()
-	if c, _ := s.current(ctx); !force && c != nil && c.AccessToken != used && c.fresh(s.now()) {
+	if c, _ := s.current(ctx); !force && c != nil && c.AccessToken != used && fresh(c, s.now()) {
 		drain(resp)
 		return nil // another request authorized meanwhile
 	}
@@ -851,7 +797,7 @@ func newOAuthState(name, serverURL string, base http.RoundTripper, headers map[s
 		}
 		store = NewTokenStore(dir)
 	}
-	client := &http.Client{Transport: &sameOriginHeaders{base: base, origin: urlOrigin(serverURL), headers: headers}}
+	client := &http.Client{Transport: &sameOriginHeaders{base: base, origin: oauthcred.Origin(serverURL), headers: headers}}
 	if oo.Flow != nil && oo.Flow.HTTPClient != nil {
 		client = oo.Flow.HTTPClient
 	}
@@ -876,7 +822,7 @@ type sameOriginHeaders struct {
 
 // RoundTrip implements http.RoundTripper.
 func (t *sameOriginHeaders) RoundTrip(req *http.Request) (*http.Response, error) {
-	if len(t.headers) == 0 || urlOrigin(req.URL.String()) != t.origin {
+	if len(t.headers) == 0 || oauthcred.Origin(req.URL.String()) != t.origin {
 		return t.base.RoundTrip(req)
 	}
 	r := req.Clone(req.Context())

@@ -2,50 +2,23 @@ package transport
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
+
+	"github.com/openclaw-go/openclaw/internal/oauthcred"
 )
 
 // TokenBackend keeps OAuth credentials, one set per (server, URL origin,
-// principal); principal "" is a server's shared set. [*TokenStore] (files
-// under [DefaultTokenDir]) is the default; `openclaw mcp proxy --state
-// redis://…` keeps the per-requester tokens of its replicas in Redis
-// (proxy/sharedstate). A backend is safe for concurrent use, and its
-// errors name where the tokens are kept and never quote a token.
-type TokenBackend interface {
-	// LoadToken returns the credentials of principal at server
-	// (serverURL), or nil and no error when there are none.
-	LoadToken(ctx context.Context, server, serverURL, principal string) (*Credentials, error)
-	// SaveToken replaces the credentials of c.Principal at c.Server
-	// (c.ServerURL) with c, atomically: a reader sees the old or the new
-	// set, never a mix.
-	SaveToken(ctx context.Context, c *Credentials) error
-	// DeleteToken removes the credentials of principal at server
-	// (serverURL) and reports whether there were any.
-	DeleteToken(ctx context.Context, server, serverURL, principal string) (bool, error)
-	// LockToken waits until this caller alone, among all the processes
-	// sharing the backend, may refresh the credentials of principal at
-	// server (serverURL), or until ctx is done; unlock ends it. With
-	// rotating refresh tokens a second refresh with the same refresh
-	// token fails and logs the principal out, so refreshes take turns.
-	LockToken(ctx context.Context, server, serverURL, principal string) (unlock func(), err error)
-}
+// principal): [oauthcred.Backend]. [*TokenStore] (files under
+// [DefaultTokenDir]) is the default; `openclaw mcp proxy --state redis://…`
+// keeps the per-requester tokens of its replicas in Redis
+// (proxy/sharedstate).
+type TokenBackend = oauthcred.Backend
 
 // CredentialsID names the credentials of principal at server (serverURL)
-// in a backend: the SHA-256, in hex, of the server's name and URL origin
-// (first 16 digits) and of the principal (next 16 digits, none for ""),
-// so that a server renamed or pointed at another origin needs a new
-// login, as with [TokenStore.Path], and the id shows no principal.
+// in a backend: [oauthcred.ID].
 func CredentialsID(server, serverURL, principal string) (serverID, principalID string) {
-	sum := sha256.Sum256([]byte(server + "\x00" + urlOrigin(serverURL)))
-	serverID = hex.EncodeToString(sum[:8])
-	if principal != "" {
-		psum := sha256.Sum256([]byte(principal))
-		principalID = hex.EncodeToString(psum[:8])
-	}
-	return serverID, principalID
+	return oauthcred.ID(server, serverURL, principal)
 }
 
 // LoadToken implements [TokenBackend] with [TokenStore.LoadPrincipal].

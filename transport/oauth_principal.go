@@ -200,7 +200,7 @@ func StatusOf(c *Credentials, now time.Time) AuthStatus {
 		return AuthStatus{State: AuthUnauthenticated, HasClient: c != nil && c.ClientID != ""}
 	}
 	st := AuthStatus{State: AuthAuthorized, ExpiresAt: c.Expiry, Refreshable: c.RefreshToken != "", HasClient: c.ClientID != ""}
-	if !c.fresh(now) {
+	if !fresh(c, now) {
 		st.State = AuthExpired
 	}
 	return st

@@ -22,6 +22,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/openclaw-go/openclaw/config"
+	"github.com/openclaw-go/openclaw/internal/oauthcred"
 )
 
 // oauthFixture is an OAuth 2.1 authorization server and an MCP server it
@@ -736,7 +737,7 @@ func TestSameOriginHeaders(t *testing.T) {
 		t.Run(tc.url, func(t *testing.T) {
 			t.Parallel()
 			rec := &recordingRT{}
-			rt := &sameOriginHeaders{base: rec, origin: urlOrigin("https://mcp.example.com/mcp"), headers: map[string]string{"X-Api-Key": "k"}}
+			rt := &sameOriginHeaders{base: rec, origin: oauthcred.Origin("https://mcp.example.com/mcp"), headers: map[string]string{"X-Api-Key": "k"}}
 			req, _ := http.NewRequest(http.MethodGet, tc.url, nil)
 			if _, err := rt.RoundTrip(req); err != nil {
 				t.Fatal(err)

@@ -42,7 +42,7 @@ func isStd(dep string) bool {
 // stdlibLeaves are the packages under internal/ that import only the
 // standard library. Such a leaf may be imported from anywhere, the
 // stdlib-only leaves below included: it brings no dependency with it.
-var stdlibLeaves = []string{"internal/glob", "internal/jsonw", "internal/procfs", "internal/redact"}
+var stdlibLeaves = []string{"internal/glob", "internal/jsonw", "internal/oauthcred", "internal/procfs", "internal/redact"}
 
 // leafOK reports whether a stdlib-only leaf may import dep: the standard
 // library and the stdlib-only internal leaves.

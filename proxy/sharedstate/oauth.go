@@ -17,11 +17,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/openclaw-go/openclaw/transport"
+	"github.com/openclaw-go/openclaw/internal/oauthcred"
 )
 
 // The keys of the upstream OAuth tokens: oauthPrefix, the server's id and
-// the principal's id (transport.CredentialsID), so that every principal
+// the principal's id (oauthcred.ID), so that every principal
 // of one server is found by one SCAN; the refresh locks take
 // oauthLockPrefix instead.
 const (
@@ -48,7 +48,7 @@ const (
 	oauthKeyIDInfo = "openclaw-go mcp proxy: upstream OAuth token records, key id"
 )
 
-// OAuthTokens is the transport.TokenBackend of the upstream OAuth tokens
+// OAuthTokens is the oauthcred.Backend of the upstream OAuth tokens
 // the replicas share: one record per (server, principal) in Redis, its
 // credentials sealed with AES-256-GCM under a key derived with HKDF-SHA256
 // from the replicas' key, bound to its version, key id and Redis key (a
@@ -63,7 +63,7 @@ type OAuthTokens struct {
 	lockTTL time.Duration // OAuthLockTTL (tests shorten it)
 }
 
-var _ transport.TokenBackend = (*OAuthTokens)(nil)
+var _ oauthcred.Backend = (*OAuthTokens)(nil)
 
 // OAuthTokens returns the token backend on s whose records are sealed
 // under key (at least [MinOAuthKeyBytes]; replicas sharing records need
@@ -96,7 +96,7 @@ func (s *State) OAuthTokens(key []byte) (*OAuthTokens, error) {
 func (o *OAuthTokens) KeyID() string { return o.keyID }
 
 // oauthRecord is a token record as stored: the credentials
-// (transport.Credentials as JSON) sealed with AES-256-GCM.
+// (oauthcred.Credentials as JSON) sealed with AES-256-GCM.
 type oauthRecord struct {
 	V int `json:"v"`
 	// KeyID names the key the record is sealed under ([OAuthTokens.KeyID]).
@@ -108,7 +108,7 @@ type oauthRecord struct {
 
 // oauthKey is the Redis key of the credentials of principal at server.
 func oauthKey(prefix, server, serverURL, principal string) string {
-	sid, pid := transport.CredentialsID(server, serverURL, principal)
+	sid, pid := oauthcred.ID(server, serverURL, principal)
 	if pid == "" {
 		pid = "shared"
 	}
@@ -121,7 +121,7 @@ func additionalData(v int, keyID, redisKey string) []byte {
 }
 
 // seal is the record of c at redisKey.
-func (o *OAuthTokens) seal(c *transport.Credentials, redisKey string) []byte {
+func (o *OAuthTokens) seal(c *oauthcred.Credentials, redisKey string) []byte {
 	plain, err := json.Marshal(c)
 	if err != nil {
 		panic("sharedstate: credentials do not encode: " + err.Error()) // strings, numbers and times only
@@ -143,7 +143,7 @@ func errRefused(redisKey, why string) error {
 // refused: not one this package writes, a newer release's (a
 // [*VersionError]), sealed under another key, or altered or moved from
 // another key.
-func (o *OAuthTokens) open(raw []byte, redisKey, server, principal string) (*transport.Credentials, error) {
+func (o *OAuthTokens) open(raw []byte, redisKey, server, principal string) (*oauthcred.Credentials, error) {
 	var rec oauthRecord
 	if err := decodeRecord("OAuth token", raw, &rec); err != nil {
 		return nil, err
@@ -158,7 +158,7 @@ func (o *OAuthTokens) open(raw []byte, redisKey, server, principal string) (*tra
 	if err != nil {
 		return nil, errRefused(redisKey, "it does not decrypt: altered, or moved from another key")
 	}
-	var c transport.Credentials
+	var c oauthcred.Credentials
 	if err := json.Unmarshal(plain, &c); err != nil {
 		return nil, errRefused(redisKey, "its credentials do not parse")
 	}
@@ -168,8 +168,8 @@ func (o *OAuthTokens) open(raw []byte, redisKey, server, principal string) (*tra
 	return &c, nil
 }
 
-// LoadToken implements transport.TokenBackend.
-func (o *OAuthTokens) LoadToken(ctx context.Context, server, serverURL, principal string) (*transport.Credentials, error) {
+// LoadToken implements oauthcred.Backend.
+func (o *OAuthTokens) LoadToken(ctx context.Context, server, serverURL, principal string) (*oauthcred.Credentials, error) {
 	k := oauthKey(oauthPrefix, server, serverURL, principal)
 	raw, err := o.s.client.Get(ctx, k).Bytes()
 	switch {
@@ -181,16 +181,16 @@ func (o *OAuthTokens) LoadToken(ctx context.Context, server, serverURL, principa
 	return o.open(raw, k, server, principal)
 }
 
-// SaveToken implements transport.TokenBackend: one SET of the sealed
+// SaveToken implements oauthcred.Backend: one SET of the sealed
 // record, which never expires (a logout deletes it).
-func (o *OAuthTokens) SaveToken(ctx context.Context, c *transport.Credentials) error {
+func (o *OAuthTokens) SaveToken(ctx context.Context, c *oauthcred.Credentials) error {
 	cc := *c
 	cc.Saved = time.Now().UTC()
 	k := oauthKey(oauthPrefix, c.Server, c.ServerURL, c.Principal)
 	return o.s.wrap("OAuth token", o.s.client.Set(ctx, k, o.seal(&cc, k), 0).Err())
 }
 
-// DeleteToken implements transport.TokenBackend.
+// DeleteToken implements oauthcred.Backend.
 func (o *OAuthTokens) DeleteToken(ctx context.Context, server, serverURL, principal string) (bool, error) {
 	n, err := o.s.client.Del(ctx, oauthKey(oauthPrefix, server, serverURL, principal)).Result()
 	if err != nil {
@@ -203,7 +203,7 @@ func (o *OAuthTokens) DeleteToken(ctx context.Context, server, serverURL, princi
 // and those of every principal, found with SCAN, and returns how many it
 // removed.
 func (o *OAuthTokens) DeleteAll(ctx context.Context, server, serverURL string) (int, error) {
-	sid, _ := transport.CredentialsID(server, serverURL, "")
+	sid, _ := oauthcred.ID(server, serverURL, "")
 	n := 0
 	iter := o.s.client.Scan(ctx, 0, oauthPrefix+sid+":*", 100).Iterator()
 	for iter.Next(ctx) {
@@ -237,7 +237,7 @@ return 0
 // unlockTimeout bounds the release of a refresh lock.
 const unlockTimeout = time.Second
 
-// LockToken implements transport.TokenBackend: SET NX PX [OAuthLockTTL]
+// LockToken implements oauthcred.Backend: SET NX PX [OAuthLockTTL]
 // with a random value, tried again (5 ms doubling up to 100 ms) while
 // another replica holds it, for up to twice OAuthLockTTL. While held, the
 // lock is renewed every third of its TTL until unlock (compare and

@@ -10,9 +10,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/openclaw-go/openclaw/internal/oauthcred"
 	"github.com/openclaw-go/openclaw/internal/testkit"
 	"github.com/openclaw-go/openclaw/proxy/sharedstate"
-	"github.com/openclaw-go/openclaw/transport"
 )
 
 var testOAuthKey = []byte("0123456789abcdef0123456789abcdef")
@@ -37,7 +37,7 @@ func TestOAuthTokens(t *testing.T) {
 	a, b := oauthTokens(t, r.URL(), testOAuthKey), oauthTokens(t, r.URL(), testOAuthKey)
 	ctx := context.Background()
 	const srv, u = "team", "https://mcp.example.com/mcp"
-	alice := &transport.Credentials{Server: srv, ServerURL: u, Principal: "alice", ClientID: "cid", ClientSecret: "client-secret-xyz",
+	alice := &oauthcred.Credentials{Server: srv, ServerURL: u, Principal: "alice", ClientID: "cid", ClientSecret: "client-secret-xyz",
 		TokenURL: "https://idp.example.com/token", AccessToken: "access-token-alice", RefreshToken: "refresh-token-alice", Expiry: time.Now().Add(time.Hour).Round(time.Second)}
 	if err := a.SaveToken(ctx, alice); err != nil {
 		t.Fatal(err)
@@ -246,10 +246,10 @@ func TestOAuthTokensMalformed(t *testing.T) {
 	a := oauthTokens(t, r.URL(), testOAuthKey)
 	ctx := context.Background()
 	const u = "https://mcp.example.com/mcp"
-	alice := &transport.Credentials{Server: "team", ServerURL: u, Principal: "alice", AccessToken: "access-token-alice", RefreshToken: "refresh-token-alice", Expiry: time.Now().Add(time.Hour)}
+	alice := &oauthcred.Credentials{Server: "team", ServerURL: u, Principal: "alice", AccessToken: "access-token-alice", RefreshToken: "refresh-token-alice", Expiry: time.Now().Add(time.Hour)}
 	other := *alice
 	other.Server = "ops"
-	for _, c := range []*transport.Credentials{alice, &other} {
+	for _, c := range []*oauthcred.Credentials{alice, &other} {
 		if err := a.SaveToken(ctx, c); err != nil {
 			t.Fatal(err)
 		}
@@ -257,7 +257,7 @@ func TestOAuthTokensMalformed(t *testing.T) {
 	rc := redis.NewClient(&redis.Options{Addr: r.Addr()})
 	defer rc.Close()
 	key := func(server string) string {
-		sid, pid := transport.CredentialsID(server, u, "alice")
+		sid, pid := oauthcred.ID(server, u, "alice")
 		return "openclaw:oauth:" + sid + ":" + pid
 	}
 	aliceKey := key("team")

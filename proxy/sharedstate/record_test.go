@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/openclaw-go/openclaw/transport"
+	"github.com/openclaw-go/openclaw/internal/oauthcred"
 )
 
 func TestDecodeRecord(t *testing.T) {
@@ -96,7 +96,7 @@ func FuzzOAuthRecord(f *testing.F) {
 		f.Fatal(err)
 	}
 	key := oauthKey(oauthPrefix, "team", "https://mcp.example.com/mcp", "alice")
-	c := &transport.Credentials{Server: "team", ServerURL: "https://mcp.example.com/mcp", Principal: "alice", AccessToken: "a", RefreshToken: "r"}
+	c := &oauthcred.Credentials{Server: "team", ServerURL: "https://mcp.example.com/mcp", Principal: "alice", AccessToken: "a", RefreshToken: "r"}
 	valid := o.seal(c, key)
 	for _, s := range [][]byte{valid, o.seal(c, key+"x"), []byte(`{"v":1,"kid":"","nonce":"","sealed":""}`), []byte(`{"v":2,"kid":"x"}`),
 		[]byte(`{"v":1,"kid":"` + o.keyID + `","nonce":"AAAAAAAAAAAAAAAA","sealed":"AAAA"}`), []byte(`{"v":1,"nonce":1}`)} {
